@@ -1,0 +1,3 @@
+from lockkit.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,145 @@
+"""compile: constraints + platform -> locks/pylock.<platform>.toml (and --check)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from lockkit._compat import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+
+from lockkit import __version__
+from lockkit.config import Project, read_requirements
+from lockkit.errors import IndexError_, LockkitError, PlatformError
+from lockkit.lockfile import build_lock, check_guards, dumps, write_atomic
+from lockkit.platforms import Platform
+from lockkit.redact import redact, strip_credentials
+from lockkit.resolve import Indexes, resolve, uv_bin, uv_version
+
+__all__ = ["Outcome", "compile_platforms", "check_platforms", "select_platforms"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    platform: str
+    path: Path
+    status: str  # "written" | "unchanged" | "fresh" | "stale" | "missing" | "failed"
+    packages: int = 0
+    error: LockkitError | None = None
+
+
+def select_platforms(known: dict[str, Platform], names: list[str], all_: bool,
+                     project: Project) -> list[Platform]:
+    wanted = list(known) if all_ else (names or list(project.platforms))
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        raise PlatformError(f"unknown platform {', '.join(unknown)}; known: {', '.join(known)}")
+    return [known[n] for n in dict.fromkeys(wanted)]
+
+
+def _python(project: Project, platform: Platform) -> str:
+    return project.python or platform.python
+
+
+def inputs_fingerprint(project: Project, platform: Platform) -> str:
+    """Everything that decides the lock's content, hashed; mirrors are not in it."""
+    files = []
+    for name in project.requirements:
+        for path, text in read_requirements(project.root / name):
+            files.append([path.relative_to(project.root).as_posix()
+                          if path.is_relative_to(project.root) else path.name, text])
+    blob = json.dumps({
+        "files": files,
+        "platform": platform.fingerprint,
+        "python": _python(project, platform),
+        "index-url": strip_credentials(project.index_url or ""),
+        "allow-sdist": sorted(project.allow_sdist),
+        "lockkit": __version__,
+    }, sort_keys=True).encode()
+    return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+
+def _hasher(client: httpx.Client) -> Callable[[str], str]:
+    def fetch(url: str) -> str:
+        digest = hashlib.sha256()
+        try:
+            with client.stream("GET", url) as resp:
+                resp.raise_for_status()
+                for chunk in resp.iter_bytes():
+                    digest.update(chunk)
+        except httpx.HTTPError as exc:
+            raise IndexError_(f"cannot hash {redact(url)}: {exc}") from exc
+        return digest.hexdigest()
+
+    return fetch
+
+
+def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
+                client: httpx.Client) -> Outcome:
+    fingerprint = inputs_fingerprint(project, platform)
+    python = _python(project, platform)
+    indexes = Indexes.for_platform(platform, project.mirrors, project.index_url)
+    reqs = [project.root / r for r in project.requirements]
+    doc = resolve(reqs, platform, python, indexes, binary=uv)
+    check_guards(doc, platform, indexes, project.allow_sdist)
+    meta = {
+        "platform": platform.name, "platform-fingerprint": platform.fingerprint,
+        "backend": {"kind": platform.backend.kind, "version": platform.backend.version or ""},
+        "torch-index": platform.torch_index or "", "python": python,
+        "inputs-fingerprint": fingerprint, "lockkit-version": __version__, "uv-version": uv_ver,
+    }
+    lock = build_lock(doc, platform, indexes, project.mirrors, meta, _hasher(client))
+    text = dumps(lock)
+    path = project.lock_path(platform.name)
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return Outcome(platform=platform.name, path=path, status="unchanged",
+                       packages=len(lock["packages"]))
+    write_atomic(path, text)
+    return Outcome(platform=platform.name, path=path, status="written",
+                   packages=len(lock["packages"]))
+
+
+def compile_platforms(project: Project, platforms: list[Platform],
+                      on_done: Callable[[Outcome], None] | None = None,
+                      jobs: int = 4) -> list[Outcome]:
+    """Resolve several platforms concurrently; one failure does not stop the others."""
+    for name in project.requirements:  # bad input fails before any work starts
+        read_requirements(project.root / name)
+    uv = uv_bin()
+    uv_ver = uv_version(uv)
+
+    def run(platform: Platform) -> Outcome:
+        try:
+            outcome = compile_one(project, platform, uv, uv_ver, client)
+        except LockkitError as exc:
+            outcome = Outcome(platform=platform.name, path=project.lock_path(platform.name),
+                              status="failed", error=exc)
+        if on_done:
+            on_done(outcome)
+        return outcome
+
+    with httpx.Client(timeout=60, follow_redirects=True) as client:
+        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(platforms)))) as pool:
+            return list(pool.map(run, platforms))
+
+
+def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome]:
+    """Compare each lock's recorded inputs fingerprint with the current inputs."""
+    outcomes = []
+    for platform in platforms:
+        path = project.lock_path(platform.name)
+        if not path.is_file():
+            outcomes.append(Outcome(platform=platform.name, path=path, status="missing"))
+            continue
+        try:
+            recorded = tomllib.loads(path.read_text(encoding="utf-8"))["tool"]["lockkit"]
+            fresh = recorded["inputs-fingerprint"] == inputs_fingerprint(project, platform)
+        except (KeyError, TypeError, tomllib.TOMLDecodeError):
+            fresh = False
+        outcomes.append(Outcome(platform=platform.name, path=path,
+                                status="fresh" if fresh else "stale"))
+    return outcomes

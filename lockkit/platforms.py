@@ -1,0 +1,160 @@
+"""Platform definitions: data files validated strictly on load.
+
+Shipped files live in ``lockkit/_platforms`` when installed (the repository's
+``platforms/`` folder in a checkout); a project's own ``platforms/`` folder adds
+or overrides them by name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from lockkit._compat import tomllib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from lockkit.errors import PlatformError
+
+__all__ = ["Backend", "Platform", "load_platforms", "shipped_dir"]
+
+KINDS = ("cpu", "cuda", "rocm", "mps")
+OSES = ("linux", "macos", "windows")
+_TOP = {"name", "os", "arch", "python", "python-platform", "backend", "torch", "gpu", "description"}
+_BACKEND = {"kind", "version"}
+_TORCH = {"index", "packages"}
+_GPU = {"device", "cuda", "hip"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Backend:
+    kind: str
+    version: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Platform:
+    name: str
+    os: str
+    arch: str
+    python: str
+    python_platform: str
+    backend: Backend
+    torch_index: str | None
+    torch_packages: tuple[str, ...]
+    gpu_device: str
+    gpu_cuda: str | None
+    gpu_hip: str | None
+    description: str = ""
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("source")
+        data["torch_packages"] = list(self.torch_packages)
+        return data
+
+    @property
+    def fingerprint(self) -> str:
+        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+    @property
+    def marker(self) -> str:
+        """The PEP 508 environment this platform's locks are for."""
+        sys_platform = {"linux": "linux", "macos": "darwin", "windows": "win32"}[self.os]
+        return f"sys_platform == '{sys_platform}'"
+
+
+def shipped_dir() -> Path:
+    here = Path(__file__).parent
+    packaged = here / "_platforms"
+    return packaged if packaged.is_dir() else here.parent / "platforms"
+
+
+class _Checker:
+    """Collects every problem of one file before raising, naming the field."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.errors = path, []
+
+    def unknown(self, table: dict, allowed: set[str], where: str) -> None:
+        for key in sorted(set(table) - allowed):
+            close = difflib.get_close_matches(key, sorted(allowed), n=1)
+            tip = f" (did you mean '{close[0]}'?)" if close else ""
+            self.errors.append(f"{where}{key}: unknown field{tip}")
+
+    def get(self, table: dict, key: str, kind: type, where: str, required: bool = True,
+            choices: tuple[str, ...] | None = None) -> Any:
+        if key not in table:
+            if required:
+                self.errors.append(f"{where}{key}: missing")
+            return None
+        value = table[key]
+        if not isinstance(value, kind):
+            self.errors.append(f"{where}{key}: expected {kind.__name__}, got {value!r}")
+            return None
+        if choices and value not in choices:
+            self.errors.append(f"{where}{key}: {value!r} is not one of {', '.join(choices)}")
+            return None
+        return value
+
+    def table(self, data: dict, key: str) -> dict:
+        value = self.get(data, key, dict, "")
+        return value if isinstance(value, dict) else {}
+
+    def raise_if_any(self) -> None:
+        if self.errors:
+            raise PlatformError(f"{self.path}: " + "; ".join(self.errors))
+
+
+def parse_platform(path: Path) -> Platform:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise PlatformError(f"{path}: cannot read platform file: {exc}") from exc
+    c = _Checker(path)
+    c.unknown(data, _TOP, "")
+    backend, torch, gpu = c.table(data, "backend"), c.table(data, "torch"), c.table(data, "gpu")
+    c.unknown(backend, _BACKEND, "backend.")
+    c.unknown(torch, _TORCH, "torch.")
+    c.unknown(gpu, _GPU, "gpu.")
+    name = c.get(data, "name", str, "", required=False) or path.stem
+    fields = dict(
+        os=c.get(data, "os", str, "", choices=OSES), arch=c.get(data, "arch", str, ""),
+        python=c.get(data, "python", str, ""),
+        python_platform=c.get(data, "python-platform", str, ""),
+        kind=c.get(backend, "kind", str, "backend.", choices=KINDS),
+        version=c.get(backend, "version", str, "backend.", required=False),
+        index=c.get(torch, "index", str, "torch.", required=False),
+        packages=c.get(torch, "packages", list, "torch."),
+        device=c.get(gpu, "device", str, "gpu.", choices=("cpu", "cuda", "mps")),
+    )
+    if fields["kind"] in ("cuda", "rocm") and not fields["version"]:
+        c.errors.append(f"backend.version: required for kind {fields['kind']!r}")
+    if fields["packages"] is not None and not all(isinstance(p, str) for p in fields["packages"]):
+        c.errors.append("torch.packages: expected a list of package names")
+    c.raise_if_any()
+    return Platform(
+        name=name, os=fields["os"], arch=fields["arch"], python=fields["python"],
+        python_platform=fields["python_platform"],
+        backend=Backend(kind=fields["kind"], version=fields["version"]),
+        torch_index=fields["index"].rstrip("/") if fields["index"] else None,
+        torch_packages=tuple(sorted(p.lower() for p in fields["packages"])),
+        gpu_device=fields["device"], gpu_cuda=gpu.get("cuda"), gpu_hip=gpu.get("hip"),
+        description=data.get("description", ""), source=str(path),
+    )
+
+
+def load_platforms(project_dir: Path | None = None) -> dict[str, Platform]:
+    """Shipped platforms, then the project's ``platforms/*.toml`` overriding by name."""
+    folders = [shipped_dir()]
+    if project_dir is not None and (project_dir / "platforms").is_dir():
+        folders.append(project_dir / "platforms")
+    found: dict[str, Platform] = {}
+    for folder in folders:
+        for path in sorted(folder.glob("*.toml")):
+            plat = parse_platform(path)
+            found[plat.name] = plat
+    return dict(sorted(found.items()))

@@ -1,0 +1,140 @@
+"""Tiny real wheels and a PEP 503 index served on 127.0.0.1 for the tests.
+
+The wheels are built with zipfile (a valid RECORD, METADATA and WHEEL), so uv and
+pip treat them as the real thing; the server is the standard library's, so every
+request is real HTTP over loopback.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.server
+import re
+import threading
+import urllib.parse
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def build_wheel(
+    dest: Path,
+    name: str,
+    version: str,
+    requires: list[str] | None = None,
+    tag: str = "py3-none-any",
+    files: dict[str, str] | None = None,
+) -> Path:
+    """Write ``name-version-tag.whl`` into *dest* and return its path."""
+    dest.mkdir(parents=True, exist_ok=True)
+    dist = name.replace("-", "_")
+    info = f"{dist}-{version}.dist-info"
+    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta += [f"Requires-Dist: {r}" for r in requires or []]
+    contents = {
+        f"{dist}/__init__.py": f"__version__ = {version!r}\n",
+        **(files or {}),
+        f"{info}/METADATA": "\n".join(meta) + "\n",
+        f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: lockkit-tests\nRoot-Is-Purelib: true\nTag: {tag}\n",
+    }
+    record = []
+    for path, text in contents.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
+    record.append(f"{info}/RECORD,,")
+    contents[f"{info}/RECORD"] = "\n".join(record) + "\n"
+    path = dest / f"{dist}-{version}-{tag}.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for arc, text in contents.items():
+            zi = zipfile.ZipInfo(arc, date_time=(2020, 1, 1, 0, 0, 0))
+            zf.writestr(zi, text)
+    return path
+
+
+@dataclass
+class Index:
+    """One PEP 503 index: a folder of files per project, served under ``prefix``."""
+
+    root: Path
+    prefix: str  # e.g. "/whl/cu126" or "/simple"
+    hashes: bool = True
+    status: dict[str, int] = field(default_factory=dict)  # project -> forced HTTP status
+
+    def add(self, name: str, version: str, **kw) -> Path:
+        return build_wheel(self.root / _norm(name), name, version, **kw)
+
+
+class IndexServer:
+    """Serves several :class:`Index` objects from one loopback HTTP server."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.indexes: list[Index] = []
+        self.requests: list[tuple[str, str]] = []  # (path, Authorization header)
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):  # keep test output quiet
+                pass
+
+            def do_GET(self, head: bool = False):
+                server.requests.append((self.path, self.headers.get("Authorization", "")))
+                code, body, ctype = server.answer(urllib.parse.unquote(self.path))
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if not head:
+                    self.wfile.write(body)
+
+            def do_HEAD(self):
+                self.do_GET(head=True)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def index(self, prefix: str, hashes: bool = True) -> Index:
+        idx = Index(self.base / prefix.strip("/").replace("/", "_"), prefix.rstrip("/"), hashes)
+        idx.root.mkdir(parents=True, exist_ok=True)
+        self.indexes.append(idx)
+        return idx
+
+    def answer(self, path: str) -> tuple[int, bytes, str]:
+        path = path.split("?")[0]
+        for idx in self.indexes:
+            if not path.startswith(idx.prefix + "/"):
+                continue
+            rest = path[len(idx.prefix) + 1 :].strip("/").split("/")
+            project = _norm(rest[0]) if rest[0] else ""
+            if project in idx.status:
+                return idx.status[project], b"denied", "text/plain"
+            folder = idx.root / project
+            if len(rest) == 1 and project and folder.is_dir():
+                return 200, self._page(idx, folder), "text/html"
+            if len(rest) == 2 and (folder / rest[1]).is_file():
+                return 200, (folder / rest[1]).read_bytes(), "application/octet-stream"
+        return 404, b"not found", "text/plain"
+
+    def _page(self, idx: Index, folder: Path) -> bytes:
+        links = []
+        for f in sorted(folder.iterdir()):
+            frag = f"#sha256={hashlib.sha256(f.read_bytes()).hexdigest()}" if idx.hashes else ""
+            links.append(f'<a href="{idx.prefix}/{folder.name}/{f.name}{frag}">{f.name}</a><br/>')
+        return ("<!DOCTYPE html><html><body>" + "\n".join(links) + "</body></html>").encode()
+
+    def __enter__(self) -> "IndexServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
