@@ -21,7 +21,8 @@ __all__ = ["Backend", "Platform", "load_platforms", "shipped_dir"]
 
 KINDS = ("cpu", "cuda", "rocm", "mps")
 OSES = ("linux", "macos", "windows")
-_TOP = {"name", "os", "arch", "python", "python-platform", "backend", "torch", "gpu", "description"}
+_TOP = {"name", "os", "arch", "python", "python-platform", "backend", "torch", "gpu", "description",
+        "macos-deployment-target"}
 _BACKEND = {"kind", "version"}
 _TORCH = {"index", "packages"}
 _GPU = {"device", "cuda", "hip"}
@@ -46,6 +47,7 @@ class Platform:
     gpu_device: str
     gpu_cuda: str | None
     gpu_hip: str | None
+    macos_target: str | None = None  # uv reads MACOSX_DEPLOYMENT_TARGET for macOS tags
     description: str = ""
     source: str = ""
 
@@ -135,6 +137,7 @@ def parse_platform(path: Path) -> Platform:
         c.errors.append(f"backend.version: required for kind {fields['kind']!r}")
     if fields["packages"] is not None and not all(isinstance(p, str) for p in fields["packages"]):
         c.errors.append("torch.packages: expected a list of package names")
+    macos_target = c.get(data, "macos-deployment-target", str, "", required=False)
     c.raise_if_any()
     return Platform(
         name=name, os=fields["os"], arch=fields["arch"], python=fields["python"],
@@ -143,6 +146,7 @@ def parse_platform(path: Path) -> Platform:
         torch_index=fields["index"].rstrip("/") if fields["index"] else None,
         torch_packages=tuple(sorted(p.lower() for p in fields["packages"])),
         gpu_device=fields["device"], gpu_cuda=gpu.get("cuda"), gpu_hip=gpu.get("hip"),
+        macos_target=macos_target,
         description=data.get("description", ""), source=str(path),
     )
 

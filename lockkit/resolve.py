@@ -98,8 +98,9 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
     """Run uv and return its pylock document as a dict."""
     with tempfile.TemporaryDirectory(prefix="lockkit-") as tmp:
         out = Path(tmp) / "pylock.toml"
+        extra = {"MACOSX_DEPLOYMENT_TARGET": platform.macos_target} if platform.macos_target else {}
         result = _run.call(uv_command(binary or uv_bin(), requirements, platform, python,
-                                      indexes, out), timeout=900)
+                                      indexes, out), timeout=900, env=_run.isolated_env(extra))
         if result.returncode != 0:
             _raise_for(result.stderr, platform, indexes)
         return tomllib.loads(out.read_text(encoding="utf-8"))
