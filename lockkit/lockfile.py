@@ -92,7 +92,10 @@ def build_lock(doc: dict[str, Any], platform: Platform, indexes: Indexes,
     for pkg in sorted(doc.get("packages", []), key=lambda p: canonicalize_name(p["name"])):
         name = canonicalize_name(pkg["name"])
         out: dict[str, Any] = {"name": name, "version": pkg["version"]}
-        from_torch = name in family and indexes.torch_official
+        on_torch = bool(indexes.torch_effective) and all(
+            f.get("url", "").startswith(_index_prefix(indexes.torch_effective or ""))
+            for f in _files(pkg))
+        from_torch = (name in family or on_torch) and indexes.torch_official
         index = indexes.torch_official if from_torch else indexes.default_effective
         if index:
             out["index"] = strip_credentials(unapply_mirrors(index, mirrors))
