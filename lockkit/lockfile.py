@@ -102,9 +102,8 @@ def build_lock(doc: dict[str, Any], platform: Platform, indexes: Indexes,
         for key in ("marker", "requires-python", "dependencies"):
             if key in pkg:
                 out[key] = pkg[key]
-        for key in ("sdist",):
-            if key in pkg:
-                out[key] = _file(pkg[key], mirrors, hasher, self_hashed)
+        if "sdist" in pkg:
+            out["sdist"] = _file(pkg["sdist"], mirrors, hasher, self_hashed)
         if pkg.get("wheels"):
             out["wheels"] = sorted((_file(w, mirrors, hasher, self_hashed) for w in pkg["wheels"]),
                                    key=lambda w: w["url"])
@@ -114,15 +113,11 @@ def build_lock(doc: dict[str, Any], platform: Platform, indexes: Indexes,
     return {
         "lock-version": "1.0",
         "environments": [platform.marker],
-        "requires-python": f"=={platform_python(meta)}.*",
+        "requires-python": f"=={meta['python']}.*",
         "created-by": "lockkit",
         "packages": packages,
         "tool": {"lockkit": tool},
     }
-
-
-def platform_python(meta: dict[str, Any]) -> str:
-    return str(meta["python"])
 
 
 def _file(entry: dict[str, Any], mirrors: dict[str, str], hasher: Hasher,

@@ -87,7 +87,7 @@ def uv_command(binary: str, requirements: list[Path], platform: Platform, python
     return argv + [str(r) for r in requirements]
 
 
-def _explain(stderr: str, indexes: Indexes) -> str:
+def _explain(stderr: str) -> str:
     text = redact(stderr.strip())
     lines = [ln for ln in text.splitlines() if ln.strip()]
     return " ".join(ln.strip() for ln in lines[:6])[:600] or "uv failed without a message"
@@ -107,7 +107,7 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
 
 
 def _raise_for(stderr: str, platform: Platform, indexes: Indexes) -> None:
-    why = _explain(stderr, indexes)
+    why = _explain(stderr)
     refused = re.search(r"\b(401|403)\b", stderr)
     if refused and indexes.torch_effective and redact(indexes.torch_effective) in redact(stderr):
         raise IndexError_(
