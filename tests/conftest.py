@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -48,3 +50,46 @@ def project(tmp_path, indexes):
         f'[mirrors]\n"{OFFICIAL}" = "{indexes.url}/whl"\n'
     )
     return root
+
+
+@pytest.fixture(scope="session")
+def real_torch_wheels(tmp_path_factory) -> list[Path]:
+    """The real CPU torch 2.13.0 wheel and its dependencies, fetched once per session by pip.
+
+    This is how the machine supplies torch (its pip can fetch that file without the
+    network); where it cannot, the tests that need real torch are skipped, saying why.
+    """
+    if sys.version_info[:2] != (3, 11):
+        pytest.skip("the real CPU torch 2.13.0 wheel used here is built for Python 3.11")
+    dest = tmp_path_factory.mktemp("real-torch")
+    run = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:",
+         "-d", str(dest), "torch==2.13.0+cpu", "numpy"],
+        capture_output=True, text=True, timeout=900)
+    if run.returncode != 0:
+        last = (run.stderr.strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"real CPU torch 2.13.0 is not available to pip on this machine: {last}")
+    return sorted(dest.glob("*.whl"))
+
+
+@pytest.fixture(scope="session")
+def torch_index(tmp_path_factory, real_torch_wheels):
+    """A loopback mirror of the PyTorch CPU index serving the real torch, and a default
+    index serving its real dependencies: the whole end-to-end path runs over 127.0.0.1."""
+    server = IndexServer(tmp_path_factory.mktemp("torch-index"))
+    cpu, default = server.index("/whl/cpu"), server.index("/simple")
+    for wheel in real_torch_wheels:
+        (cpu if wheel.name.startswith("torch-") else default).put(wheel)
+    with server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def torch_venv(tmp_path_factory, real_torch_wheels) -> Path:
+    """The interpreter of a venv holding the real CPU torch and numpy (for probe tests)."""
+    root = tmp_path_factory.mktemp("torch-venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
+    python = root / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-index",
+                    "--isolated", *map(str, real_torch_wheels)], check=True, timeout=900)
+    return python

@@ -10,7 +10,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import http.server
+import os
 import re
+import shutil
 import threading
 import urllib.parse
 import zipfile
@@ -67,6 +69,17 @@ class Index:
 
     def add(self, name: str, version: str, **kw) -> Path:
         return build_wheel(self.root / _norm(name), name, version, **kw)
+
+    def put(self, wheel: Path) -> Path:
+        """Serve an existing file (hard-linked when possible, so big wheels cost nothing)."""
+        project = _norm(wheel.name.split("-", 1)[0])
+        dest = self.root / project / wheel.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(wheel, dest)
+        except OSError:
+            shutil.copyfile(wheel, dest)
+        return dest
 
 
 class IndexServer:
