@@ -8,15 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
-
-from lockkit import __version__
+from lockkit import __version__, ui
 from lockkit.errors import LockkitError, StaleLockError, UsageError
-
-err = Console(stderr=True)
-out = Console()
 
 
 def _project_args(p: argparse.ArgumentParser) -> None:
@@ -71,13 +64,11 @@ def cmd_platforms(args: argparse.Namespace) -> int:
                 for p in platforms.values()]
         print(json.dumps(rows, indent=2))
         return 0
-    table = Table(title="lockkit platforms")
-    for col in ("name", "os", "arch", "python", "backend", "torch index"):
-        table.add_column(col)
-    for p in platforms.values():
-        backend = p.backend.kind + (f" {p.backend.version}" if p.backend.version else "")
-        table.add_row(p.name, p.os, p.arch, p.python, backend, p.torch_index or "(default index)")
-    out.print(table)
+    rows = [(p.name, p.os, p.arch, p.python,
+             p.backend.kind + (f" {p.backend.version}" if p.backend.version else ""),
+             p.torch_index or "(default index)") for p in platforms.values()]
+    ui.print_table("lockkit platforms", ("name", "os", "arch", "python", "backend", "torch index"),
+                   rows, stream=sys.stdout)
     return 0
 
 
@@ -94,29 +85,22 @@ def cmd_compile(args: argparse.Namespace) -> int:
         outcomes = check_platforms(project, selected)
         bad = [o for o in outcomes if o.status != "fresh"]
         for o in outcomes:
-            err.print(f"{o.platform}: {o.status} ({o.path.relative_to(project.root)})")
+            ui.say(f"{o.platform}: {o.status} ({o.path.relative_to(project.root)})")
         if bad:
             raise StaleLockError(
                 "locks not fresh: " + ", ".join(f"{o.platform} ({o.status})" for o in bad),
                 hint="run 'lockkit compile' and commit the locks")
         return 0
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                  TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
-                  console=err, transient=True) as progress:
-        task = progress.add_task("resolving " + ", ".join(p.name for p in selected),
-                                 total=len(selected))
+    with ui.progress("resolving " + ", ".join(p.name for p in selected),
+                     total=len(selected)) as advance:
         outcomes = compile_platforms(project, selected, jobs=args.jobs,
-                                     on_done=lambda o: progress.advance(task))
-    table = Table(title="lockkit compile")
-    for col in ("platform", "status", "packages", "lock"):
-        table.add_column(col)
-    for o in outcomes:
-        table.add_row(o.platform, o.status, str(o.packages) if o.packages else "",
-                      str(o.path.relative_to(project.root)))
-    err.print(table)
+                                     on_done=lambda o: advance(1))
+    ui.print_table("lockkit compile", ("platform", "status", "packages", "lock"),
+                   [(o.platform, o.status, o.packages or "", o.path.relative_to(project.root))
+                    for o in outcomes])
     failed = [o for o in outcomes if o.error]
     for o in failed[1:]:
-        err.print(f"[red]error:[/red] {o.error}", markup=True, highlight=False)
+        ui.say(f"error: {o.error}")
     if failed:
         raise failed[0].error  # type: ignore[misc]
     return 0
@@ -131,10 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"platforms": cmd_platforms, "compile": cmd_compile}[args.command](args)
     except LockkitError as exc:
-        err.print(f"lockkit: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        ui.say(f"lockkit: error: {exc}")
         if exc.hint:
-            err.print(f"hint: {exc.hint}", markup=False, highlight=False, soft_wrap=True)
+            ui.say(f"hint: {exc.hint}")
         return exc.exit_code
     except KeyboardInterrupt:
-        err.print("lockkit: interrupted; nothing was left half-written")
+        ui.say("lockkit: interrupted; nothing was left half-written")
         return 130

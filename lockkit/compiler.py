@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from lockkit._compat import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
-
-import httpx
 
 from lockkit import __version__
 from lockkit.config import Project, read_requirements
@@ -63,11 +62,26 @@ def inputs_fingerprint(project: Project, platform: Platform) -> str:
     return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
-def _hasher(client: httpx.Client) -> Callable[[str], str]:
-    def fetch(url: str) -> str:
+class _Hasher:
+    """Hashes files whose index page gave no sha256.
+
+    The HTTP client (and the httpx import, ~0.2 s) is created on first use only:
+    most indexes give hashes, and compile's overhead over uv is measured.
+    """
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def __call__(self, url: str) -> str:
+        import httpx
+
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(timeout=60, follow_redirects=True)
         digest = hashlib.sha256()
         try:
-            with client.stream("GET", url) as resp:
+            with self._client.stream("GET", url) as resp:
                 resp.raise_for_status()
                 for chunk in resp.iter_bytes():
                     digest.update(chunk)
@@ -75,11 +89,13 @@ def _hasher(client: httpx.Client) -> Callable[[str], str]:
             raise IndexError_(f"cannot hash {redact(url)}: {exc}") from exc
         return digest.hexdigest()
 
-    return fetch
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
 
 
 def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
-                client: httpx.Client) -> Outcome:
+                hasher: Callable[[str], str]) -> Outcome:
     fingerprint = inputs_fingerprint(project, platform)
     python = _python(project, platform)
     indexes = Indexes.for_platform(platform, project.mirrors, project.index_url)
@@ -92,7 +108,7 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
         "torch-index": platform.torch_index or "", "python": python,
         "inputs-fingerprint": fingerprint, "lockkit-version": __version__, "uv-version": uv_ver,
     }
-    lock = build_lock(doc, platform, indexes, project.mirrors, meta, _hasher(client))
+    lock = build_lock(doc, platform, indexes, project.mirrors, meta, hasher)
     text = dumps(lock)
     path = project.lock_path(platform.name)
     if path.is_file() and path.read_text(encoding="utf-8") == text:
@@ -114,7 +130,7 @@ def compile_platforms(project: Project, platforms: list[Platform],
 
     def run(platform: Platform) -> Outcome:
         try:
-            outcome = compile_one(project, platform, uv, uv_ver, client)
+            outcome = compile_one(project, platform, uv, uv_ver, hasher)
         except LockkitError as exc:
             outcome = Outcome(platform=platform.name, path=project.lock_path(platform.name),
                               status="failed", error=exc)
@@ -122,9 +138,12 @@ def compile_platforms(project: Project, platforms: list[Platform],
             on_done(outcome)
         return outcome
 
-    with httpx.Client(timeout=60, follow_redirects=True) as client:
+    hasher = _Hasher()
+    try:
         with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(platforms)))) as pool:
             return list(pool.map(run, platforms))
+    finally:
+        hasher.close()
 
 
 def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome]:

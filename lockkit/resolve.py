@@ -33,7 +33,15 @@ def uv_bin() -> str:
 
 
 def uv_version(binary: str | None = None) -> str:
-    out = _run.call([binary or uv_bin(), "--version"]).stdout.split()
+    """The uv version, from the package's metadata when the binary is the package's own."""
+    import uv
+
+    binary = binary or uv_bin()
+    if Path(binary) == Path(uv.find_uv_bin()):
+        from importlib.metadata import version
+
+        return version("uv")  # saves a subprocess per compile
+    out = _run.call([binary, "--version"]).stdout.split()
     return out[1] if len(out) > 1 else "unknown"
 
 
