@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from lockkit import __version__, ui
 from lockkit.errors import LockkitError, StaleLockError, UsageError
@@ -48,7 +49,57 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--jobs", type=int, default=jobs,
                       help=f"platforms resolved at once (default {jobs}: half the cores, at most 4)")
     _project_args(comp)
+    _wheelhouse_parser(sub)
     return parser
+
+
+def _wheelhouse_parser(sub: Any) -> None:
+    wh = sub.add_parser(
+        "wheelhouse", help="download a lock's wheels into an offline-installable folder",
+        description="Build, pack and unpack per-platform wheelhouses: every wheel of "
+                    "locks/pylock.<platform>.toml, hash-checked, with a pylock.toml, a "
+                    "requirements.txt and a PEP 503 simple/ tree that install with no network.")
+    whsub = wh.add_subparsers(dest="wheelhouse_command", metavar="ACTION", required=True)
+    build = whsub.add_parser(
+        "build", help="fetch the lock's wheels into wheelhouse/<platform>/",
+        description="Fetch every file the platform's lock selects (cache, --find-links, "
+                    "mirror, then the lock's URL), verify each sha256 while it streams, and "
+                    "write the folder atomically. A second build of the same lock downloads "
+                    "nothing.")
+    build.add_argument("--platform", required=True, metavar="NAME", help="platform whose lock to use")
+    build.add_argument("--out", type=Path, metavar="DIR",
+                       help="output folder (default: <project>/wheelhouse/<platform>)")
+    build.add_argument("--find-links", action="append", type=Path, default=[], metavar="DIR",
+                       help="folder of files to take by hash before downloading (repeatable)")
+    build.add_argument("--jobs", type=int, default=8, help="downloads at once (default 8)")
+    build.add_argument("--cache-dir", type=Path, metavar="DIR",
+                       help="content-addressed download cache (default: the user cache folder, "
+                            "or $LOCKKIT_CACHE_DIR)")
+    build.add_argument("--retries", type=int, default=3,
+                       help="retries of a 5xx, reset, timeout or truncated body (default 3)")
+    build.add_argument("--timeout", type=float, default=60.0,
+                       help="seconds without data before a download counts as timed out")
+    _project_args(build)
+    pack = whsub.add_parser(
+        "pack", help="write the wheelhouse as one reproducible archive",
+        description="Pack wheelhouse/<platform>/ into one tar (sorted members, fixed times and "
+                    "owners, manifest.json and SHA256SUMS first): the same folder gives the "
+                    "same bytes.")
+    pack.add_argument("--platform", required=True, metavar="NAME")
+    pack.add_argument("--project", type=Path, default=Path("."), metavar="DIR")
+    pack.add_argument("--from", dest="folder", type=Path, metavar="DIR",
+                      help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
+    pack.add_argument("-o", "--output", type=Path, metavar="FILE",
+                      help="archive (default: <project>/wheelhouse/<platform>.wheelhouse.tar)")
+    unpack = whsub.add_parser(
+        "unpack", help="check and extract a wheelhouse archive",
+        description="Check every member against the archive's manifest before anything "
+                    "appears; refuse links, devices, absolute or '..' paths and unlisted "
+                    "members; leave nothing behind on failure.")
+    unpack.add_argument("archive", type=Path, metavar="FILE")
+    unpack.add_argument("--out", type=Path, metavar="DIR",
+                        help="destination folder (default: the archive's name without "
+                             ".wheelhouse.tar, beside it)")
 
 
 def cmd_platforms(args: argparse.Namespace) -> int:
@@ -106,6 +157,90 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_wheelhouse(args: argparse.Namespace) -> int:
+    return {"build": _wheelhouse_build, "pack": _wheelhouse_pack,
+            "unpack": _wheelhouse_unpack}[args.wheelhouse_command](args)
+
+
+def _wheelhouse_build(args: argparse.Namespace) -> int:
+    from lockkit import wheelhouse
+    from lockkit.compiler import select_platforms
+    from lockkit.config import load_project
+    from lockkit.fetch import Cache, default_cache_dir, http_client
+    from lockkit.platforms import load_platforms
+
+    if args.jobs < 1:
+        raise UsageError("--jobs: must be at least 1")
+    if args.retries < 0:
+        raise UsageError("--retries: must be 0 or more")
+    for folder in args.find_links:
+        if not folder.is_dir():
+            raise UsageError(f"--find-links {folder}: not a folder")
+    project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
+    platform, = select_platforms(load_platforms(project.root), [args.platform], False, project)
+    out = (args.out or project.root / "wheelhouse" / platform.name).absolute()
+    lock_path, items = wheelhouse.plan(project, platform)
+    total = sum(i.want.size or 0 for i in items) or None
+    cache = Cache((args.cache_dir or default_cache_dir()).absolute())
+    with http_client(connections=args.jobs, timeout=args.timeout) as client, \
+            ui.transfer(f"{platform.name}: files", len(items), total) as shown:
+        result = wheelhouse.build(
+            project, platform, out, client=client, cache=cache,
+            find_links=tuple(p.absolute() for p in args.find_links), jobs=args.jobs,
+            attempts=args.retries + 1, items=items, lock_path=lock_path,
+            on_file=lambda got: shown.file_done(), on_bytes=shown.moved)
+    ui.print_table(f"lockkit wheelhouse build {platform.name}",
+                   ("package", "version", "file", "size", "from"),
+                   [(r.package, r.version, r.path, _size(r.size),
+                     r.origin + (" (built from sdist)" if r.built_from else ""))
+                    for r in result.files])
+    ui.say(f"{platform.name}: {len(result.files)} wheels, {_size(result.downloaded_bytes)} "
+           f"downloaded, {result.from_cache} from cache -> {_shown(out)}")
+    return 0
+
+
+def _wheelhouse_pack(args: argparse.Namespace) -> int:
+    from lockkit import archive
+
+    root = args.project.absolute()
+    folder = (args.folder or root / "wheelhouse" / args.platform).absolute()
+    out = (args.output or root / "wheelhouse" / f"{args.platform}.wheelhouse.tar").absolute()
+    if not folder.is_dir():
+        raise UsageError(f"{_shown(folder)}: no wheelhouse folder",
+                         hint=f"run 'lockkit wheelhouse build --platform {args.platform}'")
+    archive.pack(folder, out)
+    ui.say(f"{args.platform}: packed {_shown(folder)} -> {_shown(out)} ({_size(out.stat().st_size)})")
+    return 0
+
+
+def _wheelhouse_unpack(args: argparse.Namespace) -> int:
+    from lockkit import archive
+
+    if not args.archive.is_file():
+        raise UsageError(f"{args.archive}: no such archive")
+    name = args.archive.name.removesuffix(".tar").removesuffix(".wheelhouse")
+    out = (args.out or args.archive.parent / name).absolute()
+    archive.unpack(args.archive, out)
+    ui.say(f"unpacked {args.archive} -> {_shown(out)}")
+    ui.say(archive.install_hint(out))
+    return 0
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    raise AssertionError("unreachable")
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -113,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return {"platforms": cmd_platforms, "compile": cmd_compile}[args.command](args)
+        return {"platforms": cmd_platforms, "compile": cmd_compile,
+                "wheelhouse": cmd_wheelhouse}[args.command](args)
     except LockkitError as exc:
         ui.say(f"lockkit: error: {exc}")
         if exc.hint:

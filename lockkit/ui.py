@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
-__all__ = ["console", "interactive", "print_table", "progress", "say"]
+__all__ = ["Transfer", "console", "interactive", "print_table", "progress", "say", "transfer"]
 
 
 def interactive(stream: TextIO | None = None) -> bool:
@@ -67,3 +67,51 @@ def progress(description: str, total: float | None, *, bytes_: bool = False
     with Progress(*cols, TimeElapsedColumn(), console=console(), transient=True) as bar:
         task = bar.add_task(description, total=total)
         yield lambda n=1: bar.advance(task, n)
+
+
+
+class Transfer:
+    """What a download loop reports: ``file_done()`` and ``moved(n)`` bytes (thread-safe)."""
+
+    def __init__(self, bar: Any = None, files: Any = None, data: Any = None) -> None:
+        self._bar, self._files, self._data = bar, files, data
+
+    def file_done(self) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._files, 1)
+
+    def moved(self, n: int) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._data, n)
+
+
+@contextlib.contextmanager
+def transfer(description: str, files: int, total_bytes: int | None) -> Iterator[Transfer]:
+    """One display, two rows: files done of total, and bytes with speed; silent when piped."""
+    if not interactive():
+        yield Transfer()
+        return
+    from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress,
+                               ProgressColumn, TextColumn, TimeElapsedColumn,
+                               TransferSpeedColumn)
+
+    class _Amount(ProgressColumn):
+        """Files as M/N; bytes as size and speed."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._count, self._size = MofNCompleteColumn(), DownloadColumn()
+            self._speed = TransferSpeedColumn()
+
+        def render(self, task: Any) -> Any:
+            if task.fields.get("unit") == "files":
+                return self._count.render(task)
+            from rich.text import Text
+
+            return Text.assemble(self._size.render(task), " ", self._speed.render(task))
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), _Amount(),
+                  TimeElapsedColumn(), console=console(), transient=True) as bar:
+        f = bar.add_task(description, total=files, unit="files")
+        b = bar.add_task("downloaded", total=total_bytes or None, unit="bytes")
+        yield Transfer(bar, f, b)

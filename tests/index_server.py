@@ -13,7 +13,9 @@ import http.server
 import os
 import re
 import shutil
+import socket
 import threading
+import time
 import urllib.parse
 import zipfile
 from dataclasses import dataclass, field
@@ -89,6 +91,11 @@ class IndexServer:
         self.base = base
         self.indexes: list[Index] = []
         self.requests: list[tuple[str, str]] = []  # (path, Authorization header)
+        # File name -> faults served one per request, in order, then the real file:
+        # "500", "404", "reset" (close with no answer), "truncate" (half the promised
+        # body), "wrong" (right length, wrong bytes), "slow" (stall self.stall seconds).
+        self.faults: dict[str, list[str]] = {}
+        self.stall = 5.0
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -98,17 +105,40 @@ class IndexServer:
             def do_GET(self, head: bool = False):
                 server.requests.append((self.path, self.headers.get("Authorization", "")))
                 code, body, ctype = server.answer(urllib.parse.unquote(self.path))
+                queue = server.faults.get(urllib.parse.unquote(self.path).rsplit("/", 1)[-1])
+                fault = queue.pop(0) if queue and code == 200 else None
+                if fault == "reset":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if fault in ("500", "404"):
+                    code, body, ctype = int(fault), b"injected fault", "text/plain"
+                if fault == "slow":
+                    time.sleep(server.stall)
                 self.send_response(code)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                if not head:
-                    self.wfile.write(body)
+                if head:
+                    return
+                if fault == "truncate":
+                    self.wfile.write(body[: len(body) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if fault == "wrong":
+                    body = bytes([body[0] ^ 0xFF]) + body[1:]
+                self.wfile.write(body)
 
             def do_HEAD(self):
                 self.do_GET(head=True)
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Quiet(http.server.ThreadingHTTPServer):
+            def handle_error(self, request, client_address):  # a client that hung up
+                pass
+
+        self.httpd = Quiet(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property

@@ -1,0 +1,232 @@
+"""Downloads identified by hash: a content-addressed cache, streaming checks, retries.
+
+A file is known by its sha256; a URL is only a place where it was found. Sources
+are tried in order — the cache, ``--find-links`` folders, then each URL — and the
+bytes land in the cache under their hash only after the hash matched, through a
+temp file and a rename, so an interrupted run, a crash or two builds sharing the
+cache never leave a partial file under a final name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lockkit.errors import LockkitError
+from lockkit.redact import redact
+
+__all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "Want", "default_cache_dir",
+           "http_client", "link_or_copy"]
+
+_CHUNK = 1 << 20
+_IDENTITY = {"Accept-Encoding": "identity"}  # the file's own bytes, as pip asks
+_PARTIAL_MAX_AGE = 24 * 3600  # partial downloads older than this are debris of dead runs
+
+
+class FetchError(LockkitError):
+    """A file could not be obtained from any source."""
+
+
+class HashMismatch(FetchError):
+    """Bytes did not match the lock: never retried into success, never kept."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Want:
+    filename: str
+    sha256: str
+    size: int | None
+    urls: tuple[str, ...]  # effective URLs, best first (may carry credentials)
+    source: str            # the lock's URL, credential-free: what reports show
+
+
+@dataclass(frozen=True, kw_only=True)
+class Got:
+    want: Want
+    path: Path      # the verified file in the cache
+    origin: str     # "cache", "find-links <dir>" or the (redacted) URL it came from
+    downloaded: int  # bytes transferred over the network
+
+
+def default_cache_dir() -> Path:
+    """The user cache folder (``LOCKKIT_CACHE_DIR`` overrides)."""
+    if os.environ.get("LOCKKIT_CACHE_DIR"):
+        return Path(os.environ["LOCKKIT_CACHE_DIR"])
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
+        return base / "lockkit" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "lockkit"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lockkit"
+
+
+class Cache:
+    """One copy per sha256, shared by every platform and project."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.partial = root / "partial"
+
+    def path(self, sha256: str) -> Path:
+        return self.root / "sha256" / sha256[:2] / sha256
+
+    def get(self, sha256: str, size: int | None) -> Path | None:
+        path = self.path(sha256)
+        try:
+            found = path.stat().st_size
+        except FileNotFoundError:
+            return None
+        return path if size is None or found == size else None
+
+    def new_partial(self) -> tuple[Any, Path]:
+        self.partial.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=self.partial, suffix=".part")
+        return os.fdopen(fd, "wb"), Path(name)
+
+    def commit(self, partial: Path, sha256: str) -> Path:
+        final = self.path(sha256)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(partial, final)  # same content under the same name: a race is harmless
+        return final
+
+    def sweep(self) -> None:
+        """Remove partial files left by runs that died long ago."""
+        if not self.partial.is_dir():
+            return
+        now = time.time()
+        for part in self.partial.glob("*.part"):
+            try:
+                if now - part.stat().st_mtime > _PARTIAL_MAX_AGE:
+                    part.unlink()
+            except OSError:
+                pass
+
+
+class _Retry(Exception):
+    """A transient fault: try the same URL again after a pause."""
+
+
+class Fetcher:
+    """Obtains wanted files into the cache; the HTTP client is passed in (testable)."""
+
+    def __init__(self, client: Any, cache: Cache, *, find_links: Sequence[Path] = (),
+                 attempts: int = 4, backoff: float = 0.5,
+                 on_bytes: Callable[[int], None] | None = None) -> None:
+        self.client, self.cache, self.find_links = client, cache, tuple(find_links)
+        self.attempts, self.backoff = attempts, backoff
+        self.on_bytes = on_bytes or (lambda n: None)
+
+    def fetch(self, want: Want) -> Got:
+        hit = self.cache.get(want.sha256, want.size)
+        if hit:
+            return Got(want=want, path=hit, origin="cache", downloaded=0)
+        for folder in self.find_links:
+            got = self._from_folder(want, folder)
+            if got:
+                return got
+        errors = []
+        for url in want.urls:
+            try:
+                return self._from_url(want, url)
+            except FetchError as exc:
+                if isinstance(exc, HashMismatch):
+                    raise
+                errors.append(str(exc))
+        tried = "; ".join(errors) or "no URL and not in any --find-links folder"
+        raise FetchError(f"{want.filename}: could not be fetched ({tried})",
+                         hint="check --mirror / --find-links, or the network")
+
+    def _from_folder(self, want: Want, folder: Path) -> Got | None:
+        candidate = folder / want.filename
+        if not candidate.is_file():
+            return None
+        out, partial = self.cache.new_partial()
+        with out, candidate.open("rb") as src:
+            digest = _copy(src, out, lambda n: None)
+        if digest != want.sha256:
+            partial.unlink(missing_ok=True)
+            raise HashMismatch(f"{want.filename}: {candidate} has sha256 {digest}, "
+                               f"the lock says {want.sha256}; not used")
+        path = self.cache.commit(partial, want.sha256)
+        return Got(want=want, path=path, origin=f"find-links {folder}", downloaded=0)
+
+    def _from_url(self, want: Want, url: str) -> Got:
+        for attempt in range(1, self.attempts + 1):
+            try:
+                size = self._download(want, url)
+                return Got(want=want, path=self.cache.path(want.sha256), origin=redact(url),
+                           downloaded=size)
+            except _Retry as exc:
+                if attempt == self.attempts:
+                    raise FetchError(f"{want.filename} from {redact(url)}: {exc} "
+                                     f"(gave up after {attempt} attempts)") from None
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+        raise AssertionError("unreachable")
+
+    def _download(self, want: Want, url: str) -> int:
+        import httpx
+
+        out, partial = self.cache.new_partial()
+        received = 0
+        try:
+            with out, self.client.stream("GET", url, headers=_IDENTITY) as resp:
+                if resp.status_code >= 500:
+                    raise _Retry(f"HTTP {resp.status_code}")
+                if resp.status_code != 200:
+                    raise FetchError(f"{redact(url)}: HTTP {resp.status_code}")
+                digest = hashlib.sha256()
+                for chunk in resp.iter_bytes(_CHUNK):
+                    out.write(chunk)
+                    digest.update(chunk)
+                    received += len(chunk)
+                    self.on_bytes(len(chunk))
+            self._check(want, url, received, digest.hexdigest())
+            self.cache.commit(partial, want.sha256)
+            return received
+        except httpx.TransportError as exc:  # reset, timeout, truncated body
+            raise _Retry(f"{type(exc).__name__}: {exc}") from None
+        finally:
+            if received and partial.exists():
+                self.on_bytes(-received)  # this attempt's bytes did not count
+            partial.unlink(missing_ok=True)
+
+    def _check(self, want: Want, url: str, received: int, digest: str) -> None:
+        if want.size is not None and received < want.size:
+            raise _Retry(f"truncated body: {received} of {want.size} bytes")
+        if digest != want.sha256:
+            raise HashMismatch(f"{want.filename} from {redact(url)}: sha256 {digest} does not "
+                               f"match the lock's {want.sha256}; the file was discarded")
+
+
+def _copy(src: Any, dst: Any, on_bytes: Callable[[int], None]) -> str:
+    digest = hashlib.sha256()
+    for block in iter(lambda: src.read(_CHUNK), b""):
+        dst.write(block)
+        digest.update(block)
+        on_bytes(len(block))
+    return digest.hexdigest()
+
+
+def link_or_copy(src: Path, dst: Path) -> None:
+    """Hard link when the filesystem allows (free), else copy."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def http_client(*, connections: int = 8, timeout: float = 60.0) -> Any:
+    """The httpx client downloads share: redirects followed, URL user info sent as Basic auth."""
+    import httpx
+
+    return httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0)),
+                        follow_redirects=True,
+                        limits=httpx.Limits(max_connections=max(1, connections)))

@@ -1,0 +1,289 @@
+"""A lock's wheels in one folder that installs with no network.
+
+``build`` selects the platform's files from ``locks/pylock.<platform>.toml``,
+fetches them by hash (cache, ``--find-links``, mirror, lock URL), and writes the
+folder in a temp sibling that replaces the old one only when complete:
+
+    <out>/<wheels>.whl    every wheel, at the top (``--find-links <out>`` works)
+    <out>/pylock.toml     PEP 751, entries by relative ``path`` with their hashes
+    <out>/requirements.txt  ``--hash`` lines for older pips
+    <out>/simple/         a static PEP 503 tree, for any web server
+    <out>/manifest.json   platform, the source lock's sha256, every file
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import shutil
+import sys
+import tempfile
+import urllib.parse
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.pylock import PackageSdist, PackageWheel, PylockSelectError
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
+from lockkit import __version__, _run
+from lockkit.config import Project
+from lockkit.errors import ConfigError, LockkitError
+from lockkit.fetch import Cache, Fetcher, Got, Want, link_or_copy
+from lockkit.lockfile import dumps, read_lock, sha256_file, write_atomic
+from lockkit.platforms import Platform
+from lockkit.resolve import apply_mirrors, expand, uv_bin
+from lockkit.targets import environment, wheel_tags
+
+__all__ = ["BuildError", "BuildResult", "FileRecord", "Item", "build", "plan"]
+
+
+class BuildError(LockkitError):
+    """The lock cannot be turned into a wheelhouse for its platform."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Item:
+    """One file the platform needs, as the lock names it."""
+
+    package: str
+    version: str
+    kind: str  # "wheel" | "sdist"
+    want: Want
+    entry: dict[str, Any]  # the package's table in the source lock
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileRecord:
+    path: str
+    size: int
+    sha256: str
+    package: str
+    version: str
+    origin: str
+    source: str
+    built_from: dict[str, str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildResult:
+    folder: Path
+    platform: str
+    files: tuple[FileRecord, ...]
+    downloaded_bytes: int
+    from_cache: int
+
+
+def plan(project: Project, platform: Platform) -> tuple[Path, list[Item]]:
+    """The lock's files for *platform*: one wheel per package, or its sdist."""
+    lock_path = project.lock_path(platform.name)
+    data, pylock = read_lock(lock_path)
+    meta = data.get("tool", {}).get("lockkit", {})
+    if meta.get("platform", platform.name) != platform.name:
+        raise ConfigError(f"{lock_path}: lock is for platform {meta['platform']!r}, "
+                          f"not {platform.name!r}")
+    entries = {canonicalize_name(p["name"]): p for p in data.get("packages", [])}
+    try:
+        chosen = list(pylock.select(environment=environment(platform),  # type: ignore[arg-type]
+                                    tags=wheel_tags(platform)))
+    except PylockSelectError as exc:
+        raise BuildError(f"{lock_path}: nothing installable for {platform.name}: {exc}") from exc
+    items = []
+    for package, dist in chosen:
+        name = canonicalize_name(package.name)
+        if not isinstance(dist, (PackageWheel, PackageSdist)) or not dist.url:
+            raise BuildError(f"{lock_path}: {name} is not a wheel or sdist with a URL")
+        items.append(_item(project, name, str(package.version), dist, entries[name]))
+    return lock_path, items
+
+
+def _item(project: Project, name: str, version: str, dist: PackageWheel | PackageSdist,
+          entry: dict[str, Any]) -> Item:
+    url = dist.url or ""
+    filename = dist.name or urllib.parse.unquote(url.rsplit("/", 1)[-1])
+    if not filename or "/" in filename or "\\" in filename or filename.startswith("."):
+        raise BuildError(f"{name}: unsafe file name {filename!r} in the lock")
+    sha = (dist.hashes or {}).get("sha256")
+    if not sha:
+        raise BuildError(f"{name}: {filename} has no sha256 in the lock")
+    effective = expand(apply_mirrors(url, project.mirrors))
+    urls = tuple(dict.fromkeys([effective, expand(url)]))  # the mirror first, then the lock's URL
+    want = Want(filename=filename, sha256=sha, size=dist.size, urls=urls, source=url)
+    kind = "wheel" if isinstance(dist, PackageWheel) else "sdist"
+    return Item(package=name, version=version, kind=kind, want=want, entry=entry)
+
+
+def build(project: Project, platform: Platform, out: Path, *, client: Any, cache: Cache,
+          find_links: tuple[Path, ...] = (), jobs: int = 8, attempts: int = 4,
+          backoff: float = 0.5, on_file: Callable[[Got], None] | None = None,
+          on_bytes: Callable[[int], None] | None = None,
+          items: list[Item] | None = None, lock_path: Path | None = None) -> BuildResult:
+    if items is None or lock_path is None:
+        lock_path, items = plan(project, platform)
+    cache.sweep()
+    fetcher = Fetcher(client, cache, find_links=find_links, attempts=attempts, backoff=backoff,
+                      on_bytes=on_bytes)
+
+    def one(item: Item) -> Got:
+        got = fetcher.fetch(item.want)
+        if on_file:
+            on_file(got)
+        return got
+
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="lockkit-fetch")
+    try:
+        gots = [f.result() for f in [pool.submit(one, item) for item in items]]
+    finally:  # on Ctrl-C or a failed file, queued downloads are dropped, not waited for
+        pool.shutdown(wait=True, cancel_futures=True)
+    return _assemble(project, platform, out, lock_path, list(zip(items, gots)))
+
+
+def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
+              fetched: list[tuple[Item, Got]]) -> BuildResult:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        records = [_place(project, stage, item, got) for item, got in fetched]
+        records.sort(key=lambda r: r.path)
+        _write_meta(stage, platform, lock_path, fetched, records)
+        _swap(stage, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return BuildResult(folder=out, platform=platform.name, files=tuple(records),
+                       downloaded_bytes=sum(g.downloaded for _, g in fetched),
+                       from_cache=sum(g.origin == "cache" for _, g in fetched))
+
+
+def _place(project: Project, stage: Path, item: Item, got: Got) -> FileRecord:
+    base = dict(package=item.package, version=item.version, origin=got.origin,
+                source=item.want.source)
+    if item.kind == "wheel":
+        link_or_copy(got.path, stage / item.want.filename)
+        return FileRecord(path=item.want.filename, size=got.path.stat().st_size,
+                          sha256=item.want.sha256, **base)
+    wheel = _build_sdist(project, item, got.path, stage)
+    return FileRecord(path=wheel.name, size=wheel.stat().st_size, sha256=sha256_file(wheel),
+                      built_from={"sdist": item.want.filename, "sha256": item.want.sha256},
+                      **base)
+
+
+def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path:
+    """Build a pure-Python wheel from an sdist; anything platform-specific is refused."""
+    with tempfile.TemporaryDirectory(prefix="lockkit-sdist-") as tmp:
+        src = Path(tmp) / item.want.filename
+        shutil.copyfile(sdist, src)
+        argv = [uv_bin(), "build", "--wheel", "--no-config", "--quiet", "--python",
+                sys.executable, "--out-dir", str(Path(tmp) / "dist"), str(src)]
+        if project.index_url:
+            argv[3:3] = ["--default-index", expand(project.index_url)]
+        result = _run.call(argv, timeout=900)
+        wheels = sorted((Path(tmp) / "dist").glob("*.whl"))
+        if result.returncode != 0 or not wheels:
+            first = (result.stderr.strip().splitlines() or ["no wheel produced"])[-1]
+            raise BuildError(f"{item.package} {item.version}: building a wheel from "
+                             f"{item.want.filename} failed: {first}",
+                             hint="build it on the target machine and add it with --find-links")
+        tags = parse_wheel_filename(wheels[0].name)[3]
+        if any(t.abi != "none" or t.platform != "any" for t in tags):
+            raise BuildError(f"{item.package} {item.version}: has no wheel for this platform and "
+                             f"its sdist builds a platform-specific wheel ({wheels[0].name})",
+                             hint="build the wheel on the target machine and pass --find-links")
+        dest = stage / wheels[0].name
+        shutil.move(str(wheels[0]), dest)
+        return dest
+
+
+def _write_meta(stage: Path, platform: Platform, lock_path: Path,
+                fetched: list[tuple[Item, Got]], records: list[FileRecord]) -> None:
+    data, _ = read_lock(lock_path)
+    by_pkg = {r.package: r for r in records}
+    entries = {item.package: item.entry for item, _ in fetched}
+    _text(stage / "pylock.toml", dumps(_local_lock(data, entries, by_pkg, lock_path)))
+    _text(stage / "requirements.txt", _requirements(platform, records))
+    _simple_tree(stage, records)
+    meta_files = sorted(p for p in stage.rglob("*") if p.is_file() and p.suffix != ".whl")
+    files = [_wheel_json(r) for r in records] + [
+        {"path": p.relative_to(stage).as_posix(), "size": p.stat().st_size,
+         "sha256": sha256_file(p), "kind": "meta"} for p in meta_files]
+    manifest = {"schema_version": 1, "platform": platform.name,
+                "lock": lock_path.name, "lock_sha256": sha256_file(lock_path),
+                "lockkit_version": __version__,
+                "files": sorted(files, key=lambda f: f["path"])}
+    _text(stage / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def _wheel_json(r: FileRecord) -> dict[str, Any]:
+    entry: dict[str, Any] = {"path": r.path, "size": r.size, "sha256": r.sha256, "kind": "wheel",
+                             "package": r.package, "version": r.version, "source": r.source,
+                             "origin": r.origin}
+    if r.built_from:
+        entry["built_from"] = r.built_from
+    return entry
+
+
+def _local_lock(data: dict[str, Any], entries: dict[str, dict[str, Any]],
+                records: dict[str, FileRecord], lock_path: Path) -> dict[str, Any]:
+    packages = []
+    for name in sorted(records):
+        rec, src = records[name], entries[name]
+        pkg: dict[str, Any] = {"name": name, "version": rec.version}
+        for key in ("requires-python", "dependencies"):
+            if key in src:
+                pkg[key] = src[key]
+        pkg["wheels"] = [{"name": rec.path, "path": rec.path, "size": rec.size,
+                          "hashes": {"sha256": rec.sha256}}]
+        packages.append(pkg)
+    tool = dict(data.get("tool", {}).get("lockkit", {}))
+    tool["wheelhouse-of"] = {"lock": lock_path.name, "sha256": sha256_file(lock_path)}
+    return {"lock-version": "1.0", "environments": data.get("environments", []),
+            "requires-python": data.get("requires-python", ""), "created-by": "lockkit",
+            "packages": packages, "tool": {"lockkit": tool}}
+
+
+def _requirements(platform: Platform, records: list[FileRecord]) -> str:
+    lines = [f"# {platform.name}: pip install --no-index --find-links <this folder> "
+             "--require-hashes -r requirements.txt"]
+    lines += [f"{r.package}=={r.version} --hash=sha256:{r.sha256}"
+              for r in sorted(records, key=lambda r: r.package)]
+    return "\n".join(lines) + "\n"
+
+
+def _simple_tree(stage: Path, records: list[FileRecord]) -> None:
+    projects = sorted({r.package for r in records})
+    links = "".join(f'<a href="{p}/">{p}</a><br/>\n' for p in projects)
+    _text(stage / "simple" / "index.html", _page("Simple index", links))
+    for project in projects:
+        rows = "".join(
+            f'<a href="../../{urllib.parse.quote(r.path)}#sha256={r.sha256}">'
+            f"{html.escape(r.path)}</a><br/>\n" for r in records if r.package == project)
+        _text(stage / "simple" / project / "index.html", _page(f"Links for {project}", rows))
+
+
+def _page(title: str, body: str) -> str:
+    return (f"<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" "
+            f"content=\"1.0\"><title>{title}</title></head>\n<body>\n{body}</body></html>\n")
+
+
+def _text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8", newline="\n")
+
+
+def _swap(stage: Path, out: Path) -> None:
+    """Replace *out* with the complete *stage*; the old folder survives any failure before."""
+    if not out.exists():
+        os.replace(stage, out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    os.replace(out, old / "x")
+    try:
+        os.replace(stage, out)
+    except BaseException:
+        os.replace(old / "x", out)
+        raise
+    finally:
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,368 @@
+"""`lockkit wheelhouse build`: every wheel by hash, a folder that installs with no network."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.pylock import Pylock
+
+from conftest import OFFICIAL
+from lockkit.cli import main
+from lockkit.config import load_project
+from lockkit.fetch import Cache, FetchError, HashMismatch, http_client
+from lockkit.platforms import load_platforms
+from lockkit import wheelhouse
+
+TORCH = "torch-2.5.1+cpu-cp311-cp311-linux_x86_64.whl"
+
+
+def compiled(project: Path, server=None, platform: str = "linux-cpu") -> Path:
+    """Compile the lock; forget the requests uv made, so tests count the build's alone."""
+    assert main(["compile", "--project", str(project), "--platform", platform]) == 0
+    if server is not None:
+        server.requests.clear()
+    return project / "locks" / f"pylock.{platform}.toml"
+
+
+def build_cli(project: Path, cache: Path, *extra: str) -> int:
+    return main(["wheelhouse", "build", "--project", str(project), "--platform", "linux-cpu",
+                 "--cache-dir", str(cache), *extra])
+
+
+def wheel_requests(server) -> list[str]:
+    return [p for p, _ in server.requests if p.endswith(".whl")]
+
+
+def build_lib(project: Path, cache: Path, out: Path, **kw) -> wheelhouse.BuildResult:
+    """The library call, with fast retries (the CLI's backoff is for real networks)."""
+    proj = load_project(project)
+    platform = load_platforms(proj.root)["linux-cpu"]
+    with http_client(timeout=kw.pop("timeout", 10.0)) as client:
+        return wheelhouse.build(proj, platform, out, client=client, cache=Cache(cache),
+                                backoff=0.01, **kw)
+
+
+def leftovers(parent: Path, name: str) -> list[Path]:
+    return [p for p in parent.iterdir() if p.name.startswith(f".{name}.")]
+
+
+def test_build_writes_a_complete_verified_folder(project, indexes, tmp_path):
+    lock = compiled(project, indexes)
+    assert build_cli(project, tmp_path / "cache") == 0
+    out = project / "wheelhouse" / "linux-cpu"
+    wheels = sorted(p.name for p in out.glob("*.whl"))
+    assert wheels == ["filelock-3.16.1-py3-none-any.whl", "numpy-2.1.0-cp311-cp311-linux_x86_64.whl",
+                      TORCH]
+
+    local = tomllib.loads((out / "pylock.toml").read_text())
+    Pylock.from_dict(local)  # valid PEP 751
+    for pkg in local["packages"]:
+        (wheel,) = pkg["wheels"]
+        assert "url" not in wheel and (out / wheel["path"]).is_file()
+        assert hashlib.sha256((out / wheel["path"]).read_bytes()).hexdigest() == \
+            wheel["hashes"]["sha256"]
+    assert local["tool"]["lockkit"]["wheelhouse-of"]["sha256"] == \
+        hashlib.sha256(lock.read_bytes()).hexdigest()
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["platform"] == "linux-cpu"
+    assert manifest["lock_sha256"] == hashlib.sha256(lock.read_bytes()).hexdigest()
+    listed = {f["path"]: f for f in manifest["files"]}
+    on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*")
+               if p.is_file() and p.name != "manifest.json"}
+    assert set(listed) == on_disk
+    for path, entry in listed.items():
+        data = (out / path).read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (entry["size"], entry["sha256"])
+    torch = listed[TORCH]
+    assert torch["source"] == f"{OFFICIAL}/cpu/torch/{TORCH}"  # the lock's URL ...
+    assert torch["origin"] == f"{indexes.url}/whl/cpu/torch/{TORCH}"  # ... found at the mirror
+
+    reqs = (out / "requirements.txt").read_text()
+    assert f"torch==2.5.1+cpu --hash=sha256:{torch['sha256']}" in reqs
+    page = (out / "simple" / "torch" / "index.html").read_text()
+    assert f'href="../../torch-2.5.1%2Bcpu-cp311-cp311-linux_x86_64.whl#sha256={torch["sha256"]}"' in page
+    assert "torch" in (out / "simple" / "index.html").read_text()
+    assert leftovers(out.parent, "linux-cpu") == []
+
+
+def test_second_build_downloads_nothing(project, indexes, tmp_path, capsys):
+    compiled(project, indexes)
+    assert build_cli(project, tmp_path / "cache") == 0
+    first = len(wheel_requests(indexes))
+    assert first == 3
+    assert build_cli(project, tmp_path / "cache", "--out", str(tmp_path / "again")) == 0
+    assert len(wheel_requests(indexes)) == first
+    assert "0 B downloaded, 3 from cache" in capsys.readouterr().err
+    manifest = json.loads((tmp_path / "again" / "manifest.json").read_text())
+    assert {f["origin"] for f in manifest["files"] if f["kind"] == "wheel"} == {"cache"}
+
+
+def test_find_links_folder_is_used_by_hash(project, indexes, tmp_path):
+    compiled(project, indexes)
+    assert build_cli(project, tmp_path / "c1") == 0
+    links = project / "wheelhouse" / "linux-cpu"
+    before = len(wheel_requests(indexes))
+    assert build_cli(project, tmp_path / "c2", "--find-links", str(links),
+                     "--out", str(tmp_path / "w2")) == 0
+    assert len(wheel_requests(indexes)) == before
+    manifest = json.loads((tmp_path / "w2" / "manifest.json").read_text())
+    assert {f["origin"] for f in manifest["files"] if f["kind"] == "wheel"} == \
+        {f"find-links {links}"}
+
+
+def test_find_links_file_with_wrong_bytes_is_refused(project, tmp_path, capsys):
+    compiled(project)
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / TORCH).write_bytes(b"not the wheel the lock names")
+    assert build_cli(project, tmp_path / "cache", "--find-links", str(links)) == 1
+    err = capsys.readouterr().err
+    assert f"{TORCH}: {links / TORCH} has sha256" in err and "not used" in err
+    assert not (project / "wheelhouse" / "linux-cpu").exists()
+
+
+@pytest.mark.parametrize("fault", ["500", "reset", "truncate", "slow"])
+def test_transient_faults_are_retried(project, indexes, tmp_path, fault):
+    compiled(project, indexes)
+    indexes.faults[TORCH] = [fault, fault]
+    indexes.stall = 3.0
+    result = build_lib(project, tmp_path / "cache", tmp_path / "wh", timeout=1.0)
+    torch = next(r for r in result.files if r.path == TORCH)
+    assert torch.origin.startswith(indexes.url)
+    assert wheel_requests(indexes).count(f"/whl/cpu/torch/{TORCH}") == 3
+    assert indexes.faults[TORCH] == []
+    assert (tmp_path / "wh" / TORCH).read_bytes() == \
+        next((indexes.base / "whl_cpu" / "torch").glob("*.whl")).read_bytes()
+
+
+def test_persistent_fault_is_reported_with_file_and_url(project, indexes, tmp_path):
+    compiled(project, indexes)
+    indexes.faults[TORCH] = ["500"] * 20
+    with pytest.raises(FetchError) as err:
+        build_lib(project, tmp_path / "cache", tmp_path / "wh", attempts=2)
+    msg = str(err.value)
+    assert TORCH in msg and f"{indexes.url}/whl/cpu/torch/" in msg and "HTTP 500" in msg
+    assert "gave up after 2 attempts" in msg
+    assert not (tmp_path / "wh").exists() and leftovers(tmp_path, "wh") == []
+
+
+def test_hash_mismatch_is_never_retried_and_never_lands(project, indexes, tmp_path, capsys):
+    lock = compiled(project, indexes)
+    indexes.faults[TORCH] = ["wrong"]
+    cache = tmp_path / "cache"
+    assert build_cli(project, cache) == 1
+    err = capsys.readouterr().err
+    assert f"{TORCH} from {indexes.url}/whl/cpu/torch/" in err and "does not match" in err
+    assert wheel_requests(indexes).count(f"/whl/cpu/torch/{TORCH}") == 1
+    want = next(w["hashes"]["sha256"] for p in tomllib.loads(lock.read_text())["packages"]
+                if p["name"] == "torch" for w in p["wheels"])
+    assert not Cache(cache).path(want).exists()
+    assert list((cache / "partial").glob("*")) == []
+    assert not (project / "wheelhouse" / "linux-cpu").exists()
+    with pytest.raises(HashMismatch):
+        indexes.faults[TORCH] = ["wrong"]
+        build_lib(project, cache, tmp_path / "wh")
+
+
+def test_interrupted_build_leaves_nothing_final_and_resumes(project, indexes, tmp_path):
+    compiled(project, indexes)
+    cache, out = tmp_path / "cache", tmp_path / "wh"
+    seen: list[str] = []
+
+    def stop_after_first(got) -> None:
+        seen.append(got.want.filename)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        build_lib(project, cache, out, jobs=1, on_file=stop_after_first)
+    assert not out.exists() and leftovers(tmp_path, "wh") == []
+    assert list((cache / "partial").glob("*")) == []
+    kept = [p for p in (cache / "sha256").rglob("*") if p.is_file()]
+    assert 1 <= len(kept) < 3  # the first file finished; the queue was dropped
+    before = len(wheel_requests(indexes))
+    result = build_lib(project, cache, out)
+    assert len(wheel_requests(indexes)) == before + 3 - len(kept)  # finished files not refetched
+    assert [r.origin for r in result.files if r.path == seen[0]] == ["cache"]
+    assert sum(r.origin == "cache" for r in result.files) == len(kept)
+
+
+def test_killed_build_leaves_no_file_under_a_final_name(project, indexes, tmp_path):
+    compiled(project, indexes)
+    cache, out = tmp_path / "cache", tmp_path / "wh"
+    indexes.faults[TORCH] = ["slow"]
+    indexes.stall = 30.0
+    argv = [sys.executable, "-m", "lockkit", "wheelhouse", "build", "--project", str(project),
+            "--platform", "linux-cpu", "--cache-dir", str(cache), "--out", str(out),
+            "--timeout", "60"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not any(TORCH in p for p in wheel_requests(indexes)):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()
+    cached = {p.name for p in (cache / "sha256").rglob("*") if p.is_file()}
+    torch_sha = hashlib.sha256(
+        next((indexes.base / "whl_cpu" / "torch").glob("*.whl")).read_bytes()).hexdigest()
+    assert torch_sha not in cached
+    indexes.stall = 0.0
+    assert build_cli(project, cache, "--out", str(out)) == 0
+    assert (out / TORCH).is_file() and leftovers(tmp_path, "wh") == []
+
+
+def test_concurrent_builds_share_the_cache(project, tmp_path):
+    compiled(project)
+    cache = tmp_path / "cache"
+    results, errors = [], []
+
+    def run(i: int) -> None:
+        try:
+            results.append(build_lib(project, cache, tmp_path / f"wh{i}"))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(results) == 3
+    for blob in (cache / "sha256").rglob("*"):
+        if blob.is_file():
+            assert hashlib.sha256(blob.read_bytes()).hexdigest() == blob.name
+
+
+def test_credentials_are_used_but_never_written(project, indexes, tmp_path, capsys):
+    compiled(project, indexes)
+    secret_mirror = f"{OFFICIAL}=http://lockkit:s3cret-token@{indexes.url.split('://')[1]}/whl"
+    assert build_cli(project, tmp_path / "cache", "--mirror", secret_mirror) == 0
+    assert any(auth.startswith("Basic ") for path, auth in indexes.requests
+               if path.endswith(".whl") and "torch" in path)
+    out = project / "wheelhouse" / "linux-cpu"
+    for f in out.rglob("*"):
+        if f.is_file() and f.suffix != ".whl":
+            assert "s3cret" not in f.read_text(), f
+    captured = capsys.readouterr()
+    assert "s3cret" not in captured.out + captured.err
+
+
+def test_unknown_platform_and_missing_lock_are_usage_errors(project, tmp_path, capsys):
+    assert main(["wheelhouse", "build", "--project", str(project), "--platform", "nope"]) == 2
+    assert "unknown platform nope" in capsys.readouterr().err
+    assert build_cli(project, tmp_path / "cache") != 0
+    err = capsys.readouterr().err
+    assert "pylock.linux-cpu.toml" in err
+    assert not (project / "wheelhouse").exists()
+
+
+# --- offline installs from the folder --------------------------------------------------------
+
+def _no_network() -> list[str]:
+    probe = subprocess.run(["unshare", "-rn", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("unshare -rn (a private network namespace) is not available here")
+    return ["unshare", "-rn"]
+
+
+def _clean_env() -> dict[str, str]:
+    """No pip or uv settings from the machine: the folder alone must be enough."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    return env
+
+
+def _venv(path: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
+    return path / "bin" / "python"
+
+
+def _installed(python: Path) -> dict[str, str]:
+    out = subprocess.run([str(python), "-c",
+                          "import importlib.metadata as m, json;"
+                          "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"],
+                         capture_output=True, text=True, check=True).stdout
+    return {k: v for k, v in json.loads(out).items() if k not in ("pip", "setuptools")}
+
+
+EXPECTED = {"torch": "2.5.1+cpu", "numpy": "2.1.0", "filelock": "3.16.1"}
+
+
+@pytest.fixture
+def built(project, tmp_path) -> Path:
+    compiled(project)
+    assert build_cli(project, tmp_path / "cache") == 0
+    return project / "wheelhouse" / "linux-cpu"
+
+
+@pytest.fixture(scope="session")
+def modern_pip(tmp_path_factory) -> Path:
+    """A pip wheel >= 26 (the first with ``-r pylock.toml``), run from the wheel itself."""
+    dest = tmp_path_factory.mktemp("pip26")
+    run = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                          "--only-binary", ":all:", "pip>=26", "-d", str(dest)],
+                         capture_output=True, text=True, timeout=300)
+    wheels = sorted(dest.glob("pip-*.whl"))
+    if run.returncode != 0 or not wheels:
+        pytest.skip("no pip >= 26 available to download here (needed for -r pylock.toml)")
+    return wheels[-1]
+
+
+def test_offline_install_with_requirements_and_hashes(built, tmp_path):
+    python = _venv(tmp_path / "venv")
+    subprocess.run([*_no_network(), str(python), "-m", "pip", "install", "--isolated", "-q",
+                    "--no-index", "--find-links", str(built), "--require-hashes",
+                    "-r", str(built / "requirements.txt")], check=True, env=_clean_env())
+    assert _installed(python) == EXPECTED
+
+
+def test_offline_install_from_pylock_with_pip26(built, tmp_path, modern_pip):
+    python = _venv(tmp_path / "venv")
+    subprocess.run([*_no_network(), str(python), f"{modern_pip}/pip", "install", "--isolated",
+                    "-q", "--no-index", "-r", str(built / "pylock.toml")],
+                   check=True, env=_clean_env())
+    assert _installed(python) == EXPECTED
+
+
+def test_offline_install_from_pylock_with_uv(built, tmp_path):
+    import uv
+
+    python = _venv(tmp_path / "venv")
+    subprocess.run([*_no_network(), uv.find_uv_bin(), "pip", "install", "--no-config",
+                    "--offline", "--no-index", "--python", str(python), "--cache-dir",
+                    str(tmp_path / "uvcache"), "-r", str(built / "pylock.toml")],
+                   check=True, env=_clean_env())
+    assert _installed(python) == EXPECTED
+
+
+def test_simple_tree_serves_as_an_index(built, tmp_path):
+    """The folder under any static web server is a PEP 503 index pip installs from."""
+    import functools
+    import http.server
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(built))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        python = _venv(tmp_path / "venv")
+        url = f"http://127.0.0.1:{server.server_address[1]}/simple/"
+        subprocess.run([str(python), "-m", "pip", "install", "--isolated", "-q",
+                        "--index-url", url, "--require-hashes",
+                        "-r", str(built / "requirements.txt")], check=True, env=_clean_env())
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert _installed(python) == EXPECTED
