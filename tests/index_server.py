@@ -60,6 +60,59 @@ def build_wheel(
     return path
 
 
+_BACKEND = """
+import base64, hashlib, os, zipfile
+
+NAME, VERSION, TAG = {name!r}, {version!r}, {tag!r}
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    dist = NAME.replace("-", "_")
+    info = f"{{dist}}-{{VERSION}}.dist-info"
+    files = {{f"{{dist}}/__init__.py": f"__version__ = {{VERSION!r}}\\n",
+             f"{{info}}/METADATA": f"Metadata-Version: 2.1\\nName: {{NAME}}\\nVersion: {{VERSION}}\\n",
+             f"{{info}}/WHEEL": f"Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: {{TAG}}\\n"}}
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{{path}},sha256={{digest.decode()}},{{len(text.encode())}}")
+    files[f"{{info}}/RECORD"] = "\\n".join(record + [f"{{info}}/RECORD,,"]) + "\\n"
+    name = f"{{dist}}-{{VERSION}}-{{TAG}}.whl"
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as zf:
+        for arc, text in files.items():
+            zf.writestr(zipfile.ZipInfo(arc, date_time=(2020, 1, 1, 0, 0, 0)), text)
+    return name
+"""
+
+
+def build_sdist(dest: Path, name: str, version: str, tag: str = "py3-none-any") -> Path:
+    """An sdist whose in-tree backend needs nothing from an index and builds a *tag* wheel."""
+    import io
+    import tarfile
+
+    dest.mkdir(parents=True, exist_ok=True)
+    dist = name.replace("-", "_")
+    base = f"{dist}-{version}"
+    members = {
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+                          'backend-path = ["."]\n',
+        "backend.py": _BACKEND.format(name=name, version=version, tag=tag),
+        "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+    }
+    path = dest / f"{base}.tar.gz"
+    with tarfile.open(path, "w:gz") as tf:
+        for arc, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{base}/{arc}")
+            info.size, info.mtime = len(data), 1577836800
+            tf.addfile(info, io.BytesIO(data))
+    return path
+
+
 @dataclass
 class Index:
     """One PEP 503 index: a folder of files per project, served under ``prefix``."""
@@ -71,6 +124,9 @@ class Index:
 
     def add(self, name: str, version: str, **kw) -> Path:
         return build_wheel(self.root / _norm(name), name, version, **kw)
+
+    def add_sdist(self, name: str, version: str, **kw) -> Path:
+        return build_sdist(self.root / _norm(name), name, version, **kw)
 
     def put(self, wheel: Path) -> Path:
         """Serve an existing file (hard-linked when possible, so big wheels cost nothing)."""

@@ -366,3 +366,39 @@ def test_simple_tree_serves_as_an_index(built, tmp_path):
         server.shutdown()
         server.server_close()
     assert _installed(python) == EXPECTED
+
+
+def _with_sdist(project: Path, indexes, name: str, tag: str) -> None:
+    default = next(i for i in indexes.indexes if i.prefix == "/simple")
+    default.add_sdist(name, "1.0", tag=tag)
+    (project / "requirements.in").write_text(f"torch==2.5.1\n{name}\n")
+    text = (project / "lockkit.toml").read_text()
+    (project / "lockkit.toml").write_text(f'allow-sdist = ["{name}"]\n' + text)
+
+
+def test_pure_python_sdist_is_built_into_a_wheel(project, indexes, tmp_path):
+    _with_sdist(project, indexes, "purepkg", "py3-none-any")
+    lock = compiled(project, indexes)
+    (entry,) = [p for p in tomllib.loads(lock.read_text())["packages"] if p["name"] == "purepkg"]
+    assert "sdist" in entry and "wheels" not in entry
+    assert build_cli(project, tmp_path / "cache") == 0
+    out = project / "wheelhouse" / "linux-cpu"
+    manifest = {f["path"]: f for f in json.loads((out / "manifest.json").read_text())["files"]}
+    built = manifest["purepkg-1.0-py3-none-any.whl"]
+    assert built["built_from"] == {"sdist": "purepkg-1.0.tar.gz",
+                                   "sha256": entry["sdist"]["hashes"]["sha256"]}
+    assert built["sha256"] == hashlib.sha256((out / built["path"]).read_bytes()).hexdigest()
+    local = tomllib.loads((out / "pylock.toml").read_text())
+    Pylock.from_dict(local)
+    assert [w["path"] for p in local["packages"] if p["name"] == "purepkg"
+            for w in p["wheels"]] == ["purepkg-1.0-py3-none-any.whl"]
+
+
+def test_platform_specific_sdist_is_refused_naming_the_package(project, indexes, tmp_path,
+                                                              capsys):
+    _with_sdist(project, indexes, "cpkg", "cp311-cp311-linux_x86_64")
+    compiled(project, indexes)
+    assert build_cli(project, tmp_path / "cache") == 1
+    err = capsys.readouterr().err
+    assert "cpkg 1.0: has no wheel for this platform" in err and "build" in err
+    assert not (project / "wheelhouse" / "linux-cpu").exists()
