@@ -1,0 +1,468 @@
+"""The application check: [verify.embedding] in lockkit.toml and the host-side verdict.
+
+A matrix product passing in the rebuilt venv proves nothing about preprocessing
+or weights, so ``verify`` ends by running the project's own embedding command on
+its committed sample, then re-reading the files it wrote. The order of the checks
+is fixed (structure first, then quality under the user's declared tolerance) and
+the first failure stops them, so the report names one cause, not its echoes.
+Only numpy is needed here: the host never imports torch.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import re
+import string
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
+
+import numpy as np
+
+from lockkit.errors import ConfigError
+from lockkit.lockfile import sha256_file
+
+__all__ = [
+    "Check",
+    "EmbeddingConfig",
+    "EmbeddingResult",
+    "check_fingerprints",
+    "check_outputs",
+    "command",
+    "load_embedding_config",
+]
+
+_REQUIRED = ("command", "embeddings", "ids", "sample", "reference", "reference-ids",
+             "dtype", "dim", "reason", "fingerprints")
+_OPTIONAL = ("key", "atol", "rtol", "min-cosine", "timeout")
+_DTYPES = ("float16", "float32", "float64")
+_PLACEHOLDERS = ("python", "out")
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbeddingConfig:
+    """The validated [verify.embedding] table; paths are relative (project or output)."""
+
+    command: tuple[str, ...]
+    embeddings: str
+    ids: str
+    sample: str
+    reference: str
+    reference_ids: str
+    dtype: str
+    dim: int
+    reason: str
+    fingerprints: tuple[tuple[str, str], ...]
+    key: str | None = None
+    atol: float | None = None
+    rtol: float | None = None
+    min_cosine: float | None = None
+    timeout: float = 600.0
+
+    @classmethod
+    def from_table(cls, project_root: Path, table: Any, *,
+                   source: str = "lockkit.toml") -> EmbeddingConfig:
+        """Validate every key, collect every error, raise them together."""
+        reader = _Reader(project_root, source)
+        if not isinstance(table, dict):
+            raise ConfigError(f"{source}: verify.embedding: expected a table")
+        reader.unknown(table)
+        values = {attr: value for attr, value in reader.read_all(table).items()
+                  if value is not None}
+        if reader.errors:
+            raise ConfigError("; ".join(reader.errors),
+                              hint="see examples/embeddings/lockkit.toml for a complete table")
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The table as written in lockkit.toml, for the dossier."""
+        out: dict[str, Any] = {"command": list(self.command)}
+        for name in _REQUIRED[1:-1] + _OPTIONAL:
+            value = getattr(self, name.replace("-", "_"))
+            if value is not None:
+                out[name] = value
+        out["fingerprints"] = dict(self.fingerprints)
+        return out
+
+
+class _Reader:
+    """Reads one key at a time; every problem becomes one message naming its key."""
+
+    def __init__(self, root: Path, source: str) -> None:
+        self.root, self.source = root.resolve(), source
+        self.errors: list[str] = []
+
+    def fail(self, key: str, message: str) -> None:
+        self.errors.append(f"{self.source}: verify.embedding.{key}: {message}")
+
+    def unknown(self, table: dict[str, Any]) -> None:
+        for key in sorted(set(table) - set(_REQUIRED + _OPTIONAL)):
+            close = difflib.get_close_matches(key, _REQUIRED + _OPTIONAL, n=1)
+            self.fail(key, "unknown key" + (f" (did you mean '{close[0]}'?)" if close else ""))
+
+    def read_all(self, table: dict[str, Any]) -> dict[str, Any]:
+        for key in _REQUIRED:
+            if key not in table:
+                self.fail(key, "missing (required)")
+        get = table.get
+        values = {
+            "command": self.command(get("command")),
+            "embeddings": self.path("embeddings", get("embeddings"), in_project=False),
+            "ids": self.path("ids", get("ids"), in_project=False),
+            "sample": self.path("sample", get("sample")),
+            "reference": self.path("reference", get("reference")),
+            "reference_ids": self.path("reference-ids", get("reference-ids")),
+            "dtype": self.choice("dtype", get("dtype"), _DTYPES),
+            "dim": self.number("dim", get("dim"), 1, math.inf, integer=True),
+            "reason": self.text("reason", get("reason")),
+            "key": self.text("key", get("key")),
+            "atol": self.number("atol", get("atol"), 0, math.inf),
+            "rtol": self.number("rtol", get("rtol"), 0, math.inf),
+            "min_cosine": self.number("min-cosine", get("min-cosine"), -1, 1),
+            "timeout": self.number("timeout", get("timeout"), 1e-9, math.inf),
+        }
+        self.criteria(table)
+        values["fingerprints"] = self.fingerprints(get("fingerprints"), values)
+        return values
+
+    def text(self, key: str, value: Any) -> str | None:
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            self.fail(key, f"expected a non-empty string, got {value!r}")
+            return None
+        return value
+
+    def choice(self, key: str, value: Any, allowed: tuple[str, ...]) -> str | None:
+        if value is not None and value not in allowed:
+            self.fail(key, f"expected one of {', '.join(allowed)}, got {value!r}")
+            return None
+        return value
+
+    def number(self, key: str, value: Any, low: float, high: float, *,
+               integer: bool = False) -> Any:
+        kinds = (int,) if integer else (int, float)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, kinds) or not low <= value <= high:
+            kind = "an integer" if integer else "a number"
+            self.fail(key, f"expected {kind} in [{low:g}, {high:g}], got {value!r}")
+            return None
+        return value if integer else float(value)
+
+    def path(self, key: str, value: Any, *, in_project: bool = True) -> str | None:
+        """A relative path that stays inside its folder: the check must run from a copy."""
+        if self.text(key, value) is None:
+            return None
+        escapes = ".." in PurePosixPath(value.replace("\\", "/")).parts
+        absolute = PurePosixPath(value).is_absolute() or PureWindowsPath(value).is_absolute()
+        if not escapes and not absolute and in_project:
+            escapes = not (self.root / value).resolve().is_relative_to(self.root)
+        if escapes or absolute:
+            self.fail(key, f"expected a relative path inside the "
+                           f"{'project' if in_project else 'output folder'}, got {value!r}")
+            return None
+        return value
+
+    def command(self, value: Any) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            self.fail("command", f"expected a non-empty list of strings, got {value!r}")
+            return None
+        try:
+            fields = [f for part in value for _, f, spec, conv in string.Formatter().parse(part)
+                      if f is not None and (spec or conv or f not in _PLACEHOLDERS)]
+        except ValueError as exc:
+            self.fail("command", f"malformed placeholder: {exc} (write {{{{ for a brace)")
+            return None
+        if fields:
+            self.fail("command", f"unknown placeholder {{{fields[0]}}}: "
+                                 f"use {{python}} and {{out}}")
+        elif not any("{out}" in part for part in value):
+            self.fail("command", "no {out} placeholder: the application must write into "
+                                 "the folder lockkit re-reads")
+        return None if fields else tuple(value)
+
+    def criteria(self, table: dict[str, Any]) -> None:
+        """No default tolerance: the user declares one and says why."""
+        if ("atol" in table) != ("rtol" in table):
+            missing = "rtol" if "atol" in table else "atol"
+            self.fail(missing, "required with atol/rtol (write 0 to disable one of them)")
+        if not any(k in table for k in ("atol", "rtol", "min-cosine")):
+            self.fail("atol", "no criterion: set atol and rtol, or min-cosine, or both")
+
+    def fingerprints(self, value: Any, values: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+        if value is None:
+            return ()
+        if not isinstance(value, dict) or not value:
+            self.fail("fingerprints", "expected a table of 'path' = 'sha256 hex digest'")
+            return ()
+        pairs = []
+        for path, digest in value.items():
+            if self.path(f'fingerprints."{path}"', path) is None:
+                continue
+            if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+                self.fail(f'fingerprints."{path}"', f"expected 64 hex digits, got {digest!r}")
+                continue
+            pairs.append((path, digest.lower()))
+        for key in ("sample", "reference", "reference_ids"):
+            if values.get(key) and values[key] not in value:
+                self.fail("fingerprints", f"no entry for {values[key]!r}: the check reads it, "
+                                          "so it needs an identity")
+        return tuple(pairs)
+
+
+def load_embedding_config(project_root: Path, verify: Any, *,
+                          source: str = "lockkit.toml") -> EmbeddingConfig | None:
+    """The project's embedding check, or None when it declares none."""
+    if not isinstance(verify, dict):
+        raise ConfigError(f"{source}: verify: expected a table, got {verify!r}")
+    if "embedding" not in verify:
+        return None
+    return EmbeddingConfig.from_table(project_root, verify["embedding"], source=source)
+
+
+def command(cfg: EmbeddingConfig, python: Path, out: Path) -> list[str]:
+    """The argument list to run in the project root, under ``cfg.timeout`` seconds."""
+    return [part.format(python=str(python), out=str(out)) for part in cfg.command]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    """One named check and what it saw."""
+
+    name: str
+    passed: bool
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "detail": self.detail}
+
+
+def check_fingerprints(cfg: EmbeddingConfig, root: Path) -> list[Check]:
+    """Before the run: the code, data, weights and reference are the declared ones."""
+    checks = []
+    for path, expected in cfg.fingerprints:
+        name, file = f"fingerprint {path}", root / path
+        if not file.is_file():
+            checks.append(Check(name=name, passed=False,
+                                detail=f"{path}: missing (expected sha256 {expected})"))
+            continue
+        actual = sha256_file(file)
+        detail = (f"{path}: sha256 {actual}" if actual == expected else
+                  f"{path}: sha256 {actual}, expected {expected}: restore the file, or "
+                  "regenerate the reference and record the new fingerprint")
+        checks.append(Check(name=name, passed=actual == expected, detail=detail))
+    return checks
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbeddingResult:
+    """The ordered checks of one run; the numbers exist once the tolerance was computed."""
+
+    checks: tuple[Check, ...]
+    worst_id: str | None = None
+    max_abs_diff: float | None = None
+    min_cosine: float | None = None
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.passed for c in self.checks)
+
+    @property
+    def first_error(self) -> str | None:
+        failed = next((c for c in self.checks if not c.passed), None)
+        return f"{failed.name}: {failed.detail}" if failed else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "first_error": self.first_error,
+                "worst_id": self.worst_id, "max_abs_diff": self.max_abs_diff,
+                "min_cosine": self.min_cosine, "checks": [c.to_dict() for c in self.checks]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Loaded:
+    sample_ids: list[str]
+    ids: list[str]
+    vectors: np.ndarray
+    reference: np.ndarray
+    reference_ids: list[str]
+
+
+def check_outputs(cfg: EmbeddingConfig, root: Path, out: Path) -> EmbeddingResult:
+    """Re-read the output folder and judge it; the first failure ends the checks."""
+    loaded, files = _load(cfg, root, out)
+    checks = [files]
+    if loaded is None:
+        return EmbeddingResult(checks=tuple(checks))
+    for step in (_count, _ids, _dim, _dtype, _finite, _reference):
+        checks.append(step(cfg, loaded))
+        if not checks[-1].passed:
+            return EmbeddingResult(checks=tuple(checks))
+    return _tolerance(cfg, loaded, checks)
+
+
+def _load(cfg: EmbeddingConfig, root: Path, out: Path) -> tuple[_Loaded | None, Check]:
+    """Every file present and readable (without pickle), or the list of what is not."""
+    files = {  # field of _Loaded: (label, path, reader)
+        "vectors": ("output " + cfg.embeddings, out / cfg.embeddings, _array),
+        "ids": ("output " + cfg.ids, out / cfg.ids, _id_list),
+        "sample_ids": ("sample " + cfg.sample, root / cfg.sample, _sample_ids),
+        "reference": ("reference " + cfg.reference, root / cfg.reference, _array),
+        "reference_ids": ("reference-ids " + cfg.reference_ids, root / cfg.reference_ids,
+                          _id_list),
+    }
+    missing = [label for label, path, _ in files.values() if not path.is_file()]
+    if missing:
+        return None, Check(name="files", passed=False, detail="missing: " + ", ".join(missing))
+    values: dict[str, Any] = {}
+    for name, (label, path, reader) in files.items():
+        try:
+            values[name] = reader(path, cfg.key) if reader is _array else reader(path)
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+            return None, Check(name="files", passed=False, detail=f"unreadable {label}: {exc}")
+    return _Loaded(**values), Check(name="files", passed=True, detail=f"{len(files)} files read")
+
+
+def _array(path: Path, key: str | None) -> np.ndarray:
+    """A .npy, or one member of a .npz; pickled (object) arrays are refused."""
+    if path.suffix != ".npz":
+        return np.asarray(np.load(path, allow_pickle=False))
+    with np.load(path, allow_pickle=False) as archive:
+        if key is None and len(archive.files) != 1:
+            raise ValueError(f"holds {archive.files}: set verify.embedding.key")
+        return np.asarray(archive[key or archive.files[0]])
+
+
+def _id_list(path: Path) -> list[str]:
+    ids = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise ValueError("expected a JSON list of identifier strings")
+    return ids
+
+
+def _sample_ids(path: Path) -> list[str]:
+    """The identifiers of a JSON-lines sample, in order; duplicates are an error."""
+    ids: list[str] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        ident = record.get("id") if isinstance(record, dict) else None
+        if not isinstance(ident, str) or ident in ids:
+            raise ValueError(f"line {number}: expected a unique string 'id', got {ident!r}")
+        ids.append(ident)
+    return ids
+
+
+def _count(cfg: EmbeddingConfig, data: _Loaded) -> Check:
+    expected, rows = len(data.sample_ids), data.vectors.shape[0] if data.vectors.ndim else None
+    passed = rows == expected == len(data.ids)
+    return Check(name="count", passed=passed, detail=f"{expected} sample identifiers, "
+                 f"{rows} vectors, {len(data.ids)} output identifiers")
+
+
+def _first_mismatch(expected: list[str], got: list[str]) -> str | None:
+    for row, (want, have) in enumerate(zip(expected, got)):
+        if want != have:
+            return f"row {row}: expected {want!r}, got {have!r}"
+    return None
+
+
+def _ids(cfg: EmbeddingConfig, data: _Loaded) -> Check:
+    mismatch = _first_mismatch(data.sample_ids, data.ids)
+    return Check(name="ids", passed=mismatch is None,
+                 detail=mismatch or f"{len(data.ids)} identifiers in sample order")
+
+
+def _dim(cfg: EmbeddingConfig, data: _Loaded) -> Check:
+    shape, want = list(data.vectors.shape), [len(data.sample_ids), cfg.dim]
+    return Check(name="dim", passed=shape == want, detail=f"expected {want}, got {shape}")
+
+
+def _dtype(cfg: EmbeddingConfig, data: _Loaded) -> Check:
+    got = data.vectors.dtype
+    return Check(name="dtype", passed=got == np.dtype(cfg.dtype),
+                 detail=f"expected {cfg.dtype}, got {got}")
+
+
+def _finite(cfg: EmbeddingConfig, data: _Loaded) -> Check:
+    bad = ~np.isfinite(data.vectors)
+    if not bad.any():
+        return Check(name="finite", passed=True, detail="all values finite")
+    row = int(np.flatnonzero(bad.any(axis=1))[0])
+    return Check(name="finite", passed=False, detail=f"{int(bad.sum())} non-finite values; "
+                 f"first in {data.ids[row]!r} (row {row})")
+
+
+def _reference_problem(cfg: EmbeddingConfig, data: _Loaded) -> str | None:
+    want = (len(data.sample_ids), cfg.dim)
+    if len(data.reference_ids) != want[0]:
+        return f"{len(data.reference_ids)} identifiers for {want[0]} in the sample"
+    if mismatch := _first_mismatch(data.sample_ids, data.reference_ids):
+        return mismatch
+    if data.reference.shape != want:
+        return f"shape {list(data.reference.shape)}, expected {list(want)}"
+    if not np.isfinite(data.reference).all():
+        return "non-finite values"
+    return None
+
+
+def _reference(cfg: EmbeddingConfig, data: _Loaded) -> Check:
+    """The reference belongs to this sample: same identifiers, shape, finite values."""
+    problem = _reference_problem(cfg, data)
+    detail = (f"reference does not match the sample: {problem}; regenerate it and give it a "
+              "new fingerprint" if problem else "reference matches the sample")
+    return Check(name="reference", passed=problem is None, detail=detail)
+
+
+def _tolerance(cfg: EmbeddingConfig, data: _Loaded, checks: list[Check]) -> EmbeddingResult:
+    """Per identifier: max |diff| against atol + rtol*|ref|, and cosine against the floor."""
+    got, ref = data.vectors.astype(np.float64), data.reference.astype(np.float64)
+    diff = np.abs(got - ref)
+    ratio, close = _allclose(cfg, diff, ref)
+    cosine = _cosines(got, ref)
+    high = cosine >= cfg.min_cosine if cfg.min_cosine is not None else np.ones_like(close)
+    failing = ~(close & high)
+    # The worst row is the one furthest past (or nearest to) the criterion that decides.
+    worst = int(np.argmax(ratio) if cfg.atol is not None and (not close.all() or high.all())
+                else np.argmin(cosine))
+    ident = data.ids[worst]
+    verdict = (f"{int(failing.sum())} of {len(data.ids)} identifiers outside the tolerance"
+               if failing.any() else f"{len(data.ids)} identifiers within the tolerance")
+    detail = f"{verdict}; worst {ident!r}: " + _worst(cfg, diff[worst].max(), cosine[worst])
+    check = Check(name="tolerance", passed=not failing.any(), detail=detail)
+    return EmbeddingResult(checks=(*checks, check), worst_id=ident,
+                           max_abs_diff=float(diff.max()), min_cosine=float(cosine.min()))
+
+
+def _worst(cfg: EmbeddingConfig, diff: float, cosine: float) -> str:
+    text = f"max |diff| {diff:.3e}"
+    if cfg.atol is not None:
+        text += f" (allowed {cfg.atol:g} + {cfg.rtol:g}*|ref|)"
+    text += f", cosine {cosine:.8f}"
+    return text + (f" (min {cfg.min_cosine:g})" if cfg.min_cosine is not None else "")
+
+
+def _allclose(cfg: EmbeddingConfig, diff: np.ndarray,
+              ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the largest diff/allowed ratio and the numpy.allclose verdict."""
+    if cfg.atol is None:
+        return np.zeros(len(diff)), np.ones(len(diff), dtype=bool)
+    allowed = cfg.atol + (cfg.rtol or 0.0) * np.abs(ref)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(diff == 0, 0.0, diff / allowed)
+    return ratio.max(axis=1), (diff <= allowed).all(axis=1)
+
+
+def _cosines(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Row cosines; two zero vectors count as equal, one zero vector as orthogonal."""
+    norms = np.linalg.norm(got, axis=1) * np.linalg.norm(ref, axis=1)
+    dots = (got * ref).sum(axis=1)
+    both_zero = (np.linalg.norm(got, axis=1) == 0) & (np.linalg.norm(ref, axis=1) == 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cosine = np.where(norms > 0, dots / norms, 0.0)
+    return np.clip(np.where(both_zero, 1.0, cosine), -1.0, 1.0)  # rounding past 1
