@@ -402,3 +402,20 @@ def test_platform_specific_sdist_is_refused_naming_the_package(project, indexes,
     err = capsys.readouterr().err
     assert "cpkg 1.0: has no wheel for this platform" in err and "build" in err
     assert not (project / "wheelhouse" / "linux-cpu").exists()
+
+
+def test_pack_and_unpack_from_the_command_line(built, project, tmp_path, capsys):
+    archive = project / "wheelhouse" / "linux-cpu.wheelhouse.tar"
+    assert main(["wheelhouse", "pack", "--project", str(project), "--platform", "linux-cpu"]) == 0
+    first = archive.read_bytes()
+    other = tmp_path / "again.tar"
+    assert main(["wheelhouse", "pack", "--project", str(project), "--platform", "linux-cpu",
+                 "-o", str(other)]) == 0
+    assert other.read_bytes() == first
+    dest = tmp_path / "offline"
+    assert main(["wheelhouse", "unpack", str(archive), "--out", str(dest)]) == 0
+    assert "--no-index" in capsys.readouterr().err
+    for f in built.rglob("*"):
+        if f.is_file():
+            assert (dest / f.relative_to(built)).read_bytes() == f.read_bytes()
+    assert main(["wheelhouse", "unpack", str(tmp_path / "nope.tar")]) == 2

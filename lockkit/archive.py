@@ -1,0 +1,340 @@
+"""A wheelhouse folder as one reproducible, checked tar.
+
+``pack`` writes an uncompressed POSIX (pax) tar -- wheels are already
+compressed -- whose members are ``manifest.json``, ``SHA256SUMS`` and then
+every file the manifest lists, sorted by path, with fixed times, owners and
+modes and no directory members: the same folder always gives the same bytes.
+
+``unpack`` treats the archive as hostile: it reads the manifest first, refuses
+any member that is not a plain file listed there with a safe relative path, and
+checks sizes and hashes while streaming into a temp sibling of the destination,
+which is renamed into place only when every check passed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shlex
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+
+from lockkit.errors import LockkitError
+
+__all__ = ["ArchiveError", "install_hint", "pack", "read_manifest", "unpack"]
+
+MANIFEST = "manifest.json"
+SUMS = "SHA256SUMS"
+_META_MAX = 64 << 20  # manifest.json and SHA256SUMS are read into memory
+_CHUNK = 1 << 20
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+class ArchiveError(LockkitError):
+    """A wheelhouse folder or archive that cannot be packed or unpacked safely."""
+
+
+def _unsafe(name: str) -> str | None:
+    """Why *name* cannot be a relative file path inside a folder, or None if it can."""
+    if not name:
+        return "empty path"
+    if "\\" in name or ":" in name or "\0" in name:
+        return "backslash, drive letter or NUL in the path"
+    if name.startswith("/"):
+        return "absolute path"
+    parts = name.split("/")
+    if ".." in parts:
+        return "'..' in the path"
+    if "" in parts or "." in parts:
+        return "not a normalized path"
+    return None
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """The validated manifest of a wheelhouse folder or of a packed archive."""
+    if path.is_dir():
+        return _folder_manifest(path)[0]
+    with _open_tar(path) as tar:
+        return _read_meta(tar, path)[0]
+
+
+def _folder_manifest(folder: Path) -> tuple[dict[str, Any], bytes]:
+    try:
+        raw = (folder / MANIFEST).read_bytes()
+    except FileNotFoundError:
+        raise ArchiveError(f"{folder}: no {MANIFEST}; not a wheelhouse folder",
+                           hint="build it with 'lockkit wheelhouse build'") from None
+    return _parse_manifest(raw, folder / MANIFEST), raw
+
+
+def _parse_manifest(raw: bytes, where: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ArchiveError(f"{where}: not valid JSON: {exc}") from None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list):
+        raise ArchiveError(f"{where}: no 'files' list")
+    errors: list[str] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(files):
+        errors += [f"files[{i}]: {e}" for e in _entry_errors(entry, seen)]
+    if errors:
+        raise ArchiveError(f"{where}: " + "; ".join(errors))
+    return data
+
+
+def _entry_errors(entry: Any, seen: set[str]) -> list[str]:
+    if not isinstance(entry, dict):
+        return ["not an object"]
+    path, size, sha = entry.get("path"), entry.get("size"), entry.get("sha256")
+    if not isinstance(path, str):
+        return ["no 'path'"]
+    errors = []
+    why = _unsafe(path)
+    if why or path in (MANIFEST, SUMS) or path in seen:
+        errors.append(f"path {path!r}: {why or 'reserved or listed twice'}")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        errors.append(f"{path}: bad size {size!r}")
+    if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
+        errors.append(f"{path}: bad sha256 {sha!r}")
+    seen.add(path)
+    return errors
+
+
+def _listed(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["path"]: f for f in manifest["files"]}
+
+
+def _sums(listed: dict[str, dict[str, Any]]) -> bytes:
+    return "".join(f"{listed[p]['sha256']}  {p}\n" for p in sorted(listed)).encode()
+
+
+# -- pack ---------------------------------------------------------------------------------------
+
+def pack(folder: Path, out: Path) -> Path:
+    """Write *folder* as one reproducible tar at *out*; nothing is left at *out* on failure."""
+    manifest, manifest_bytes = _folder_manifest(folder)
+    listed = _listed(manifest)
+    _check_folder(folder, listed)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            with tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                _add_bytes(tar, MANIFEST, manifest_bytes)
+                _add_bytes(tar, SUMS, _sums(listed))
+                for path in sorted(listed):
+                    _add_file(tar, folder, listed[path])
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def _check_folder(folder: Path, listed: dict[str, dict[str, Any]]) -> None:
+    """Every file listed and present with its size; nothing else but the two meta files."""
+    errors, present = [], set()
+    for root, dirs, files in os.walk(folder):
+        for name in sorted(dirs + files):
+            path = Path(root) / name
+            rel = path.relative_to(folder).as_posix()
+            if path.is_symlink():
+                errors.append(f"{rel}: is a symlink")
+            elif name in files and not path.is_file():
+                errors.append(f"{rel}: not a regular file")
+            elif name in files and rel not in (MANIFEST, SUMS):
+                present.add(rel)
+    errors += [f"{p}: not in the manifest" for p in sorted(present - listed.keys())]
+    errors += [f"{p}: listed in the manifest but missing" for p in sorted(listed.keys() - present)]
+    for p in sorted(present & listed.keys()):
+        size = (folder / p).stat().st_size
+        if size != listed[p]["size"]:
+            errors.append(f"{p}: {size} bytes, the manifest says {listed[p]['size']}")
+    if errors:
+        raise ArchiveError(f"{folder}: cannot pack: " + "; ".join(errors),
+                           hint="rebuild the folder with 'lockkit wheelhouse build'")
+
+
+def _info(name: str, size: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = size, 0, 0o644
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    tar.addfile(_info(name, len(data)), io.BytesIO(data))
+
+
+class _Hashing:
+    """A reader that hashes what tarfile copies, so each file is read once."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self.fh, self.digest = fh, hashlib.sha256()
+
+    def read(self, n: int = -1) -> bytes:
+        block = self.fh.read(n)
+        self.digest.update(block)
+        return block
+
+
+def _add_file(tar: tarfile.TarFile, folder: Path, entry: dict[str, Any]) -> None:
+    path = entry["path"]
+    with (folder / path).open("rb") as fh:
+        reader = _Hashing(fh)
+        try:
+            tar.addfile(_info(path, entry["size"]), reader)  # type: ignore[arg-type]
+        except OSError as exc:  # the file shrank after it was checked
+            raise ArchiveError(f"{folder}: cannot pack: {path}: {exc}") from None
+    if reader.digest.hexdigest() != entry["sha256"]:
+        raise ArchiveError(f"{folder}: cannot pack: {path}: sha256 {reader.digest.hexdigest()} "
+                           f"does not match the manifest's {entry['sha256']}",
+                           hint="rebuild the folder with 'lockkit wheelhouse build'")
+
+
+# -- unpack -------------------------------------------------------------------------------------
+
+def unpack(archive: Path, out: Path) -> Path:
+    """Check and extract *archive* into the new folder *out*; nothing is left on failure."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ArchiveError(f"{out}: already exists and is not an empty folder",
+                           hint="remove it or pass another destination with --out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        with _open_tar(archive) as tar:
+            _extract(tar, archive, stage)
+        if out.exists():
+            out.rmdir()
+        os.replace(stage, out)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return out
+
+
+def _open_tar(archive: Path) -> tarfile.TarFile:
+    try:
+        return tarfile.open(archive, mode="r:")
+    except (tarfile.TarError, OSError) as exc:
+        raise ArchiveError(f"{archive}: not a readable tar archive: {exc}") from None
+
+
+def _extract(tar: tarfile.TarFile, archive: Path, stage: Path) -> None:
+    manifest, manifest_bytes, sums = _read_meta(tar, archive)
+    listed = _listed(manifest)
+    (stage / MANIFEST).write_bytes(manifest_bytes)
+    (stage / SUMS).write_bytes(sums)
+    done: set[str] = set()
+    while (member := _next(tar, archive)) is not None:
+        entry = _check_member(member, archive, listed, done)
+        _write_member(tar, member, archive, entry, stage)
+        done.add(member.name)
+    missing = sorted(listed.keys() - done)
+    if missing:
+        raise ArchiveError(f"{archive}: listed in the manifest but not in the archive: "
+                           + ", ".join(missing), hint="the archive may be truncated")
+
+
+def _next(tar: tarfile.TarFile, archive: Path) -> tarfile.TarInfo | None:
+    try:
+        return tar.next()
+    except (tarfile.TarError, OSError) as exc:
+        raise ArchiveError(f"{archive}: damaged or truncated tar: {exc}") from None
+
+
+def _read_meta(tar: tarfile.TarFile, archive: Path) -> tuple[dict[str, Any], bytes, bytes]:
+    """The first two members, manifest.json then SHA256SUMS, and that they agree."""
+    blobs: list[bytes] = []
+    for expected in (MANIFEST, SUMS):
+        member = _next(tar, archive)
+        if member is None or member.name != expected or member.type != tarfile.REGTYPE:
+            found = "the end of the archive" if member is None else repr(member.name)
+            raise ArchiveError(f"{archive}: expected {expected} as member {len(blobs) + 1}, "
+                               f"found {found}; not a lockkit wheelhouse archive")
+        if member.size > _META_MAX:
+            raise ArchiveError(f"{archive}: {expected} is {member.size} bytes; refusing to read it")
+        blobs.append(_read_member(tar, member, archive))
+    manifest = _parse_manifest(blobs[0], archive / MANIFEST)
+    if blobs[1] != _sums(_listed(manifest)):
+        raise ArchiveError(f"{archive}: {SUMS} does not match {MANIFEST}")
+    return manifest, blobs[0], blobs[1]
+
+
+def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Path) -> bytes:
+    fh = tar.extractfile(member)
+    assert fh is not None  # a regular file always has a reader
+    try:
+        return fh.read()
+    except (tarfile.TarError, OSError) as exc:
+        raise ArchiveError(f"{archive}: {member.name}: damaged or truncated: {exc}") from None
+
+
+_KINDS = {tarfile.SYMTYPE: "symlink", tarfile.LNKTYPE: "hard link", tarfile.DIRTYPE: "directory",
+          tarfile.CHRTYPE: "character device", tarfile.BLKTYPE: "block device",
+          tarfile.FIFOTYPE: "FIFO", tarfile.CONTTYPE: "contiguous file",
+          tarfile.GNUTYPE_SPARSE: "sparse file"}
+
+
+def _check_member(member: tarfile.TarInfo, archive: Path, listed: dict[str, dict[str, Any]],
+                  done: set[str]) -> dict[str, Any]:
+    """The manifest entry for *member*, or an error saying why it may not be extracted."""
+    name = member.name
+    why = _unsafe(name)
+    if why is None and member.type != tarfile.REGTYPE:
+        why = f"not a regular file ({_KINDS.get(member.type, f'type {member.type!r}')})"
+    if why is None and (name in done or name in (MANIFEST, SUMS)):
+        why = "appears twice"
+    if why is None and name not in listed:
+        why = "not in the manifest"
+    if why is None and member.size != listed[name]["size"]:
+        why = f"{member.size} bytes, the manifest says {listed[name]['size']}"
+    if why is not None:
+        raise ArchiveError(f"{archive}: refusing member {name!r}: {why}")
+    return listed[name]
+
+
+def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Path,
+                  entry: dict[str, Any], stage: Path) -> None:
+    """Copy the member into *stage* while hashing; a mismatch fails the whole unpack."""
+    src = tar.extractfile(member)
+    assert src is not None
+    dest = stage / member.name
+    digest = hashlib.sha256()
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with dest.open("xb") as fh:
+            for block in iter(lambda: src.read(_CHUNK), b""):
+                digest.update(block)
+                fh.write(block)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except tarfile.TarError as exc:
+        raise ArchiveError(f"{archive}: {member.name}: damaged or truncated: {exc}") from None
+    except OSError as exc:
+        raise ArchiveError(f"{archive}: {member.name}: cannot extract: {exc}") from None
+    if digest.hexdigest() != entry["sha256"]:
+        raise ArchiveError(f"{archive}: refusing member {member.name!r}: sha256 "
+                           f"{digest.hexdigest()} does not match the manifest's {entry['sha256']}")
+
+
+def install_hint(folder: Path) -> str:
+    """The commands that install from an unpacked wheelhouse with no network."""
+    q = shlex.quote
+    here, lock = q(str(folder)), q(str(folder / "pylock.toml"))
+    reqs = q(str(folder / "requirements.txt"))
+    return "\n".join([
+        f"python -m pip install --no-index -r {lock}    # pip >= 26.1",
+        f"python -m pip install --no-index --find-links {here} --require-hashes -r {reqs}",
+        f"uv pip install --offline --no-index -r {lock}",
+    ])

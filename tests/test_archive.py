@@ -1,0 +1,292 @@
+"""`lockkit.archive`: reproducible packs, and unpacks that trust nothing in the archive."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from lockkit.archive import ArchiveError, install_hint, pack, read_manifest, unpack
+
+FILES = {
+    "demo-1.0-py3-none-any.whl": b"PK\x03\x04 demo wheel bytes",
+    "tiny-0.1-py3-none-any.whl": b"PK\x03\x04 tiny wheel bytes, a little longer",
+    "pylock.toml": b'lock-version = "1.0"\n',
+    "requirements.txt": b"demo==1.0 --hash=sha256:00\n",
+    "simple/index.html": b'<a href="demo/">demo</a>\n',
+    "simple/demo/index.html": b'<a href="../../demo-1.0-py3-none-any.whl">demo</a>\n',
+}
+WHEEL = "demo-1.0-py3-none-any.whl"
+Member = tuple[tarfile.TarInfo, "bytes | None"]
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def manifest_bytes(files: dict[str, bytes]) -> bytes:
+    entries = [{"path": p, "size": len(d), "sha256": sha(d),
+                "kind": "wheel" if p.endswith(".whl") else "meta"} for p, d in files.items()]
+    manifest = {"schema_version": 1, "platform": "linux-cpu", "lock_sha256": "0" * 64,
+                "files": sorted(entries, key=lambda e: e["path"])}
+    return (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+
+
+def sums_bytes(files: dict[str, bytes]) -> bytes:
+    return "".join(f"{sha(files[p])}  {p}\n" for p in sorted(files)).encode()
+
+
+def make_folder(path: Path, files: dict[str, bytes] = FILES) -> Path:
+    for rel, data in files.items():
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_bytes(data)
+    (path / "manifest.json").write_bytes(manifest_bytes(files))
+    return path
+
+
+def member(name: str, data: bytes = b"", kind: bytes = tarfile.REGTYPE,
+           linkname: str = "") -> Member:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, linkname
+    info.size = len(data) if kind == tarfile.REGTYPE else 0
+    return info, data if kind == tarfile.REGTYPE else None
+
+
+def meta(files: dict[str, bytes] = FILES) -> list[Member]:
+    return [member("manifest.json", manifest_bytes(files)),
+            member("SHA256SUMS", sums_bytes(files))]
+
+
+def body(files: dict[str, bytes] = FILES) -> list[Member]:
+    return [member(p, d) for p, d in sorted(files.items())]
+
+
+def craft(path: Path, members: list[Member]) -> Path:
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def hidden(parent: Path) -> list[str]:
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
+
+
+def test_pack_is_byte_identical_across_runs_and_mtimes(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path / "wh")
+    first = pack(folder, tmp_path / "a.tar").read_bytes()
+    assert pack(folder, tmp_path / "b.tar").read_bytes() == first
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    for i, path in enumerate(sorted(copy.rglob("*"))):
+        if path.is_file():
+            os.utime(path, (1_000_000 + i * 7919, 1_500_000_000 + i * 104729))
+            path.chmod(0o600)
+    assert pack(copy, tmp_path / "c.tar").read_bytes() == first
+    assert hidden(tmp_path) == []
+
+
+def test_pack_layout(tmp_path: Path) -> None:
+    archive = pack(make_folder(tmp_path / "wh"), tmp_path / "wh.tar")
+    with tarfile.open(archive) as tar:
+        infos = tar.getmembers()
+        assert [i.name for i in infos] == ["manifest.json", "SHA256SUMS", *sorted(FILES)]
+        assert {(i.type, i.mtime, i.uid, i.gid, i.uname, i.gname, i.mode) for i in infos} == {
+            (tarfile.REGTYPE, 0, 0, 0, "", "", 0o644)}
+        sums = tar.extractfile("SHA256SUMS").read()  # type: ignore[union-attr]
+    assert sums == sums_bytes(FILES)
+    assert read_manifest(archive) == json.loads(manifest_bytes(FILES))
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path / "wh")
+    archive = pack(folder, tmp_path / "wh.tar")
+    out = unpack(archive, tmp_path / "restored")
+    got = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert got == {**FILES, "manifest.json": manifest_bytes(FILES),
+                   "SHA256SUMS": sums_bytes(FILES)}
+    assert hidden(tmp_path) == []
+    # the unpacked folder, SHA256SUMS included, packs back to the same bytes
+    assert pack(out, tmp_path / "again.tar").read_bytes() == archive.read_bytes()
+
+
+def test_unpack_into_empty_folder(tmp_path: Path) -> None:
+    archive = pack(make_folder(tmp_path / "wh"), tmp_path / "wh.tar")
+    (tmp_path / "dest").mkdir()
+    unpack(archive, tmp_path / "dest")
+    assert (tmp_path / "dest" / WHEEL).read_bytes() == FILES[WHEEL]
+
+
+def test_unpack_refuses_non_empty_destination(tmp_path: Path) -> None:
+    archive = pack(make_folder(tmp_path / "wh"), tmp_path / "wh.tar")
+    (tmp_path / "dest").mkdir()
+    (tmp_path / "dest" / "keep.txt").write_text("mine")
+    with pytest.raises(ArchiveError, match="already exists"):
+        unpack(archive, tmp_path / "dest")
+    assert [p.name for p in (tmp_path / "dest").iterdir()] == ["keep.txt"]
+    assert hidden(tmp_path) == []
+
+
+def assert_refused(archive: Path, tmp_path: Path, needle: str) -> ArchiveError:
+    out = tmp_path / "dest"
+    with pytest.raises(ArchiveError) as info:
+        unpack(archive, out)
+    assert needle in str(info.value)
+    assert str(archive) in str(info.value)
+    assert not out.exists()
+    assert hidden(tmp_path) == []
+    assert not (tmp_path / "evil").exists()
+    return info.value
+
+
+def test_unpack_refuses_tampered_member(tmp_path: Path) -> None:
+    archive = pack(make_folder(tmp_path / "wh"), tmp_path / "wh.tar")
+    data = archive.read_bytes()
+    assert data.count(FILES[WHEEL]) == 1
+    archive.write_bytes(data.replace(FILES[WHEEL], FILES[WHEEL].upper()))
+    err = assert_refused(archive, tmp_path, repr(WHEEL))
+    assert "sha256" in str(err)
+
+
+@pytest.mark.parametrize(("extra", "name", "reason"), [
+    (member("extra.txt", b"surprise"), "'extra.txt'", "not in the manifest"),
+    (member("../evil", b"x"), "'../evil'", "'..'"),
+    (member("simple/../../evil", b"x"), "'simple/../../evil'", "'..'"),
+    (member("/tmp/evil", b"x"), "'/tmp/evil'", "absolute"),
+    (member("C:\\evil", b"x"), "'C:\\\\evil'", "backslash"),
+    (member(WHEEL, FILES[WHEEL]), repr(WHEEL), "appears twice"),
+    (member("evil", kind=tarfile.SYMTYPE, linkname="/etc/passwd"), "'evil'", "symlink"),
+    (member("evil", kind=tarfile.LNKTYPE, linkname="pylock.toml"), "'evil'", "hard link"),
+    (member("evil", kind=tarfile.FIFOTYPE), "'evil'", "FIFO"),
+    (member("evil", kind=tarfile.CHRTYPE), "'evil'", "character device"),
+], ids=["unlisted", "dotdot", "nested-dotdot", "absolute", "backslash", "duplicate", "symlink",
+        "hardlink", "fifo", "device"])
+def test_unpack_refuses_bad_member(tmp_path: Path, extra: Member, name: str,
+                                   reason: str) -> None:
+    archive = craft(tmp_path / "bad.tar", meta() + body() + [extra])
+    err = assert_refused(archive, tmp_path, f"refusing member {name}")
+    assert reason in str(err)
+
+
+WITHOUT_WHEEL = {k: v for k, v in FILES.items() if k != WHEEL}
+
+
+def test_unpack_refuses_link_in_place_of_a_listed_file(tmp_path: Path) -> None:
+    link = member(WHEEL, kind=tarfile.SYMTYPE, linkname="/etc/passwd")
+    archive = craft(tmp_path / "bad.tar", meta() + body(WITHOUT_WHEEL) + [link])
+    err = assert_refused(archive, tmp_path, f"refusing member {WHEEL!r}")
+    assert "symlink" in str(err)
+
+
+def test_unpack_refuses_missing_member(tmp_path: Path) -> None:
+    archive = craft(tmp_path / "bad.tar", meta() + body(WITHOUT_WHEEL))
+    assert_refused(archive, tmp_path, f"not in the archive: {WHEEL}")
+
+
+@pytest.mark.parametrize(("first", "needle"), [
+    (body(), "expected manifest.json as member 1, found 'demo-1.0"),
+    ([meta()[1], meta()[0]], "expected manifest.json as member 1, found 'SHA256SUMS'"),
+    ([meta()[0]], "expected SHA256SUMS as member 2, found 'demo-1.0"),
+    ([meta()[0], member("SHA256SUMS", b"0" * 64 + b"  x\n")], "SHA256SUMS does not match"),
+    ([member("manifest.json", b"{not json"), meta()[1]], "not valid JSON"),
+], ids=["no-meta", "swapped", "no-sums", "bad-sums", "bad-json"])
+def test_unpack_refuses_bad_meta(tmp_path: Path, first: list[Member], needle: str) -> None:
+    archive = craft(tmp_path / "bad.tar", first + body())
+    assert_refused(archive, tmp_path, needle)
+
+
+def cut_points(archive: Path) -> list[int]:
+    with tarfile.open(archive) as tar:
+        infos = tar.getmembers()
+    return [0, 100] + [i.offset_data + i.size // 2 for i in infos] + [i.offset + 200
+                                                                      for i in infos[1:]]
+
+
+def test_unpack_refuses_truncated_archive(tmp_path: Path) -> None:
+    archive = pack(make_folder(tmp_path / "wh"), tmp_path / "wh.tar")
+    data = archive.read_bytes()
+    points = cut_points(archive)
+    assert len(points) == 2 + 2 * len(FILES) + 3
+    for cut in points:
+        archive.write_bytes(data[:cut])
+        err = assert_refused(archive, tmp_path, "")
+        assert re.search("truncated|not a readable tar|end of the archive|not in the archive",
+                         str(err)), (cut, str(err))
+
+
+def test_unpack_refuses_not_a_tar(tmp_path: Path) -> None:
+    archive = tmp_path / "x.tar"
+    archive.write_bytes(b"PK\x03\x04 this is a zip, not a tar" * 40)
+    assert_refused(archive, tmp_path, "not a readable tar archive")
+
+
+def refuse_tampered(folder: Path) -> None:
+    (folder / WHEEL).write_bytes(FILES[WHEEL].upper())
+
+
+def refuse_resized(folder: Path) -> None:
+    (folder / WHEEL).write_bytes(FILES[WHEEL] + b"!")
+
+
+def refuse_extra(folder: Path) -> None:
+    (folder / "simple" / "stray.html").write_text("hi")
+
+
+def refuse_missing(folder: Path) -> None:
+    (folder / WHEEL).unlink()
+
+
+def refuse_symlink(folder: Path) -> None:
+    (folder / WHEEL).unlink()
+    (folder / WHEEL).symlink_to(folder / "pylock.toml")
+
+
+def refuse_no_manifest(folder: Path) -> None:
+    (folder / "manifest.json").unlink()
+
+
+@pytest.mark.parametrize(("spoil", "needle"), [
+    (refuse_tampered, f"{WHEEL}: sha256"),
+    (refuse_resized, f"{WHEEL}: {len(FILES[WHEEL]) + 1} bytes"),
+    (refuse_extra, "simple/stray.html: not in the manifest"),
+    (refuse_missing, f"{WHEEL}: listed in the manifest but missing"),
+    (refuse_symlink, f"{WHEEL}: is a symlink"),
+    (refuse_no_manifest, "no manifest.json"),
+], ids=["tampered", "resized", "extra", "missing", "symlink", "no-manifest"])
+def test_pack_refuses_folder_not_matching_manifest(tmp_path: Path, spoil, needle: str) -> None:
+    folder = make_folder(tmp_path / "wh")
+    spoil(folder)
+    out = tmp_path / "out" / "wh.tar"
+    with pytest.raises(ArchiveError) as info:
+        pack(folder, out)
+    assert needle in str(info.value)
+    assert "\n" not in str(info.value)
+    assert not out.exists()
+    assert not out.parent.exists() or list(out.parent.iterdir()) == []
+
+
+def test_pack_leaves_old_archive_on_failure(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path / "wh")
+    out = pack(folder, tmp_path / "wh.tar")
+    before = out.read_bytes()
+    refuse_tampered(folder)
+    with pytest.raises(ArchiveError):
+        pack(folder, out)
+    assert out.read_bytes() == before
+    assert hidden(tmp_path) == []
+
+
+def test_install_hint(tmp_path: Path) -> None:
+    folder = tmp_path / "my wh"
+    lines = install_hint(folder).splitlines()
+    assert lines[0].startswith(f"python -m pip install --no-index -r '{folder}/pylock.toml'")
+    assert lines[1] == (f"python -m pip install --no-index --find-links '{folder}' "
+                        f"--require-hashes -r '{folder}/requirements.txt'")
+    assert lines[2] == f"uv pip install --offline --no-index -r '{folder}/pylock.toml'"
