@@ -1,0 +1,199 @@
+"""Run a probe script inside a target interpreter and read the one JSON object it prints.
+
+The host side of ``lockkit/probes/``: ``lockkit verify`` runs the probes with the fresh
+venv's interpreter, ``lockkit diagnose`` with an existing one. The interpreter is called
+by path in isolated mode (``-I``: no ``PYTHON*`` variables, no user site, no script or
+working directory on ``sys.path``) with an allow-listed environment, so what the probe
+sees is the interpreter and the system, not whatever the calling shell carried.
+
+A probe that hangs (a wedged driver, an ``import torch`` stuck on a lock) is killed with
+its whole process group at the timeout; one that crashes is named by its signal. Either
+way the result is a :class:`ProbeResult`, never an exception: the first error is the
+finding (MISSION section 5).
+
+This module runs its own ``Popen`` rather than ``lockkit._run.call`` because it needs two
+things that wrapper does not give: killing the process group (a child of the probe that
+holds the pipes would otherwise keep ``communicate`` waiting) and telling a timeout from a
+signal (``call`` reports a timeout as return code -1, which is also SIGHUP).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from lockkit.probes.system_probe import DETERMINISM_VARS
+
+__all__ = ["PROBES_DIR", "GPU_CHECKS", "ProbeResult", "Status", "gpu_status", "probe_env",
+           "run_probe"]
+
+PROBES_DIR = Path(__file__).resolve().parent / "probes"
+GPU_CHECKS = ("build", "device", "matmul")  # the order gpu_probe.py runs them in
+
+Status = Literal["passed", "failed"]
+
+# What a probe needs to run and find the system chain; nothing else crosses over.
+# LD_LIBRARY_PATH is kept because the driver is part of the system, not of the venv:
+# containers and cluster modules point to libcuda through it.
+_BASE_VARS = ("PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "TEMP", "TMP", "LD_LIBRARY_PATH",
+              "SYSTEMROOT", "USERPROFILE")  # the last two: Python on Windows needs them
+_DEVICE_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES",
+                "ROCR_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION")
+ALLOWED_VARS = frozenset(_BASE_VARS + _DEVICE_VARS + DETERMINISM_VARS)
+_GRACE = 5.0  # seconds to collect output after killing a timed-out probe
+_TAIL_LINES = 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeResult:
+    """One probe run: ``passed`` means it ran and printed a JSON object, not that the
+    system is right; the probe's own verdicts are in ``data`` (see :func:`gpu_status`)."""
+
+    status: Status
+    data: dict[str, Any] | None
+    error: str | None
+    duration: float
+    command: list[str]
+    returncode: int | None = None
+    stderr_tail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def probe_env(extra: Mapping[str, str] | None = None,
+              source: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The allow-listed part of *source* (default: this process's environment) plus *extra*.
+
+    Under ``-I`` Python ignores ``PYTHONHASHSEED``: it is passed only so the system probe
+    records what the application will see; ``settings.hash_randomization`` is the truth.
+    """
+    source = os.environ if source is None else source
+    env = {k: v for k, v in source.items() if k in ALLOWED_VARS or k.startswith("LC_")}
+    env.update(extra or {})
+    return env
+
+
+def run_probe(python: Path, script: str, args: Sequence[str] = (), timeout: float = 120.0,
+              env: Mapping[str, str] | None = None) -> ProbeResult:
+    """Run ``python -I PROBES_DIR/script *args``; *env* adds to the allow-listed variables."""
+    path = _probe_path(script)
+    command = [str(python), "-I", str(path), *args]
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=probe_env(env), start_new_session=os.name != "nt")
+    except OSError as exc:
+        return ProbeResult(status="failed", data=None, duration=time.monotonic() - start,
+                           error=f"cannot run {python}: {exc.strerror or exc}", command=command)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        out, err = _kill(proc)
+        return ProbeResult(status="failed", data=_parse(out)[0], command=command,
+                           error=f"timed out after {timeout:g}s", returncode=proc.returncode,
+                           duration=time.monotonic() - start, stderr_tail=_tail(err))
+    return _result(command, proc.returncode, out, err, time.monotonic() - start)
+
+
+def gpu_status(data: Mapping[str, Any] | None) -> tuple[Status, str | None]:
+    """The GPU step's status and its first error, from ``gpu_probe.py``'s report."""
+    if not data or data.get("probe") != "gpu":
+        return "failed", "no report from the GPU probe"
+    checks = data.get("checks")
+    if not isinstance(checks, Mapping):
+        return "failed", "the GPU probe report has no checks"
+    for name in GPU_CHECKS:
+        check = checks.get(name)
+        if not isinstance(check, Mapping):
+            return "failed", f"{name}: missing from the GPU probe report"
+        if check.get("status") != "passed":
+            why = check.get("error") or check.get("reason") or f"status {check.get('status')!r}"
+            return "failed", f"{name}: {why}"
+    return "passed", None
+
+
+def _probe_path(script: str) -> Path:
+    path = PROBES_DIR / script
+    if path.parent != PROBES_DIR or not path.name.endswith("_probe.py") or not path.is_file():
+        known = sorted(p.name for p in PROBES_DIR.glob("*_probe.py"))
+        raise ValueError(f"unknown probe {script!r}; the probes are {', '.join(known)}")
+    return path
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """Kill the probe and everything it started, then take what output there is."""
+    if os.name == "nt":
+        proc.kill()  # Windows: no process groups to signal; the child alone
+    else:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        return proc.communicate(timeout=_GRACE)
+    except subprocess.TimeoutExpired:  # a grandchild left the group and holds a pipe
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait()
+        return b"", b""
+
+
+def _result(command: list[str], returncode: int, out: bytes, err: bytes,
+            duration: float) -> ProbeResult:
+    data, parse_error = _parse(out)
+    if returncode != 0:
+        error: str | None = _exit_error(returncode, err)
+    elif parse_error:
+        last = _last_line(err)
+        error = f"{parse_error} (stderr: {last})" if last else parse_error
+    else:
+        error = None
+    return ProbeResult(status="failed" if error else "passed", data=data, error=error,
+                       duration=duration, command=command, returncode=returncode,
+                       stderr_tail=_tail(err))
+
+
+def _parse(out: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """The last non-empty stdout line as a JSON object (probes print exactly one)."""
+    lines = [ln for ln in out.decode("utf-8", "replace").splitlines() if ln.strip()]
+    if not lines:
+        return None, "the probe printed nothing on stdout, expected one JSON object"
+    try:
+        data = json.loads(lines[-1])
+    except ValueError:
+        return None, f"the probe printed no JSON object on stdout: {lines[-1][:120]!r}"
+    if not isinstance(data, dict):
+        return None, f"the probe printed JSON that is not an object: {lines[-1][:120]!r}"
+    return data, None
+
+
+def _exit_error(returncode: int, err: bytes) -> str:
+    last = _last_line(err)
+    if returncode < 0:  # POSIX: killed by a signal
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}" + (f": {last}" if last else "")
+    if os.name == "nt" and returncode >= 0xC0000000:  # NTSTATUS, e.g. an access violation
+        return f"crashed with status 0x{returncode:08X}" + (f": {last}" if last else "")
+    return f"exited {returncode}" + (f": {last}" if last else "")
+
+
+def _last_line(err: bytes) -> str:
+    lines = [ln.strip() for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def _tail(err: bytes) -> str:
+    return "\n".join(err.decode("utf-8", "replace").splitlines()[-_TAIL_LINES:])

@@ -1,0 +1,285 @@
+"""Record the system chain of the interpreter running this script, as one JSON object.
+
+Standalone on purpose: it runs *inside the venv under test* (``python -I system_probe.py``),
+where lockkit is not installed, so it uses the standard library, torch and numpy only
+(and, run with ``-I``, cannot import a sibling file: the helpers shared with
+``gpu_probe.py`` are repeated there). Each field is collected on its own: one that fails
+becomes ``{"error": ...}`` and the others still come out, so a partial torch (or a fake
+one in the tests) gives a partial report, never a crash. The script always exits 0 when
+it can print; the host judges.
+
+Top-level keys: probe, schema, os, arch, libc, cpu, python, driver, torch, numpy, settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+from typing import Any, Callable
+
+SCHEMA = 1
+# Variables that change numerical results, thread counts or which devices are visible;
+# recorded, never set here. lockkit.probe imports this tuple to build the allow-list of
+# the environment it passes, so the two cannot drift apart.
+DETERMINISM_VARS = (
+    "CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS", "NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+    "CUDA_LAUNCH_BLOCKING", "HIP_LAUNCH_BLOCKING", "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+)
+SMI_TIMEOUT = 15  # seconds: a wedged driver makes nvidia-smi hang, not fail
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def attempt(get: Callable[[], Any]) -> Any:
+    """One value; its failure (AttributeError on an old or partial torch) is the value."""
+    try:
+        return get()
+    except Exception as exc:  # noqa: BLE001 - any failure is data for the host
+        return {"error": first_line(exc)}
+
+
+def os_info() -> dict[str, Any]:
+    info: dict[str, Any] = {"system": platform.system(), "kernel": platform.release(),
+                            "version": platform.version(), "distro": None}
+    if hasattr(platform, "freedesktop_os_release"):  # Python 3.10+, Linux only
+        try:
+            info["distro"] = platform.freedesktop_os_release().get("PRETTY_NAME")
+        except OSError:
+            pass
+    if platform.system() == "Darwin":
+        info["distro"] = f"macOS {platform.mac_ver()[0]}"
+    elif platform.system() == "Windows":
+        info["distro"] = f"Windows {platform.win32_ver()[1]}"
+    return info
+
+
+def libc_info() -> dict[str, str | None]:
+    name, version = platform.libc_ver()
+    return {"name": name or None, "version": version or None}
+
+
+def cpu_info() -> dict[str, Any]:
+    model = None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith(("model name", "hardware")):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        model = platform.processor() or None
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {"model": model, "count": os.cpu_count(), "usable": usable}
+
+
+def python_info() -> dict[str, Any]:
+    return {"version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "executable": sys.executable, "prefix": sys.prefix,
+            "base_prefix": sys.base_prefix, "in_venv": sys.prefix != sys.base_prefix,
+            "isolated": bool(sys.flags.isolated)}
+
+
+def run_tool(argv: list[str]) -> tuple[str | None, str | None]:
+    """(stdout, None) or (None, why it gave nothing) for an optional system tool."""
+    exe = shutil.which(argv[0])
+    if exe is None:
+        return None, f"{argv[0]} not found on PATH"
+    try:
+        proc = subprocess.run([exe, *argv[1:]], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=SMI_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return None, f"{argv[0]} timed out after {SMI_TIMEOUT}s"
+    except OSError as exc:
+        return None, f"{argv[0]}: {first_line(exc)}"
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines() or ["no output"]
+        return None, f"{argv[0]} exited {proc.returncode}: {lines[0]}"
+    return proc.stdout, None
+
+
+def read_text(path: str) -> tuple[str | None, str | None]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(), None
+    except OSError:
+        return None, f"{path} absent"
+
+
+def nvidia_driver() -> tuple[dict[str, Any] | None, str | None]:
+    out, why_smi = run_tool(["nvidia-smi", "--query-gpu=driver_version,name",
+                             "--format=csv,noheader"])
+    rows = [[c.strip() for c in line.split(",", 1)] for line in (out or "").strip().splitlines()]
+    if rows and rows[0][0]:
+        return {"version": rows[0][0], "source": "nvidia-smi",
+                "gpus": [r[1] for r in rows if len(r) > 1]}, None
+    if out is not None:
+        why_smi = "nvidia-smi printed no driver version"
+    text, why_proc = read_text("/proc/driver/nvidia/version")
+    # "NVRM version: NVIDIA UNIX [Open Kernel Module for] x86_64  550.54.14  ..."
+    match = re.search(r"Kernel Module(?: for \S+)?\s+(\d[\w.]*)", text or "")
+    if match:
+        return {"version": match.group(1), "source": "/proc/driver/nvidia/version",
+                "gpus": [], "note": why_smi}, None
+    return None, f"{why_smi}; {why_proc or 'no version in /proc/driver/nvidia/version'}"
+
+
+def rocm_driver() -> tuple[dict[str, Any] | None, str | None]:
+    out, why_smi = run_tool(["rocm-smi", "--showdriverversion"])
+    match = re.search(r"Driver version:\s*(\S+)", out or "", re.IGNORECASE)
+    if match:
+        return {"version": match.group(1), "source": "rocm-smi"}, None
+    text, why_sys = read_text("/sys/module/amdgpu/version")
+    if text and text.strip():
+        return {"version": text.strip(), "source": "/sys/module/amdgpu/version",
+                "note": why_smi}, None
+    why_smi = why_smi or "rocm-smi printed no driver version"
+    return None, f"{why_smi}; {why_sys or '/sys/module/amdgpu/version empty'}"
+
+
+def driver_info() -> dict[str, Any]:
+    """Both vendors, always: an absent driver is a recorded fact with its reason."""
+    nvidia, why_nvidia = nvidia_driver()
+    rocm, why_rocm = rocm_driver()
+    reasons = {k: v for k, v in (("nvidia", why_nvidia), ("rocm", why_rocm)) if v}
+    return {"nvidia": nvidia, "rocm": rocm, "reasons": reasons}
+
+
+def device_info(torch: Any, index: int) -> dict[str, Any]:
+    """On ROCm these are named ``cuda`` too: the name does not prove NVIDIA, the arch does."""
+    props = attempt(lambda: torch.cuda.get_device_properties(index))
+    return {"index": index, "name": attempt(lambda: torch.cuda.get_device_name(index)),
+            "capability": attempt(lambda: "%d.%d" % tuple(torch.cuda.get_device_capability(index))),
+            "total_memory": getattr(props, "total_memory", None),
+            "arch": getattr(props, "gcnArchName", None) or None}  # ROCm: gfx942 etc.
+
+
+def dnn_versions(torch: Any) -> tuple[Any, Any]:
+    """(cudnn, miopen): ROCm builds answer cudnn.version() with MIOpen's version."""
+    cudnn = torch.backends.cudnn
+    version = cudnn.version() if cudnn.is_available() else None
+    if getattr(torch.version, "hip", None):
+        return None, version
+    return version, None
+
+
+def build_kind(cuda: Any, hip: Any, mps_built: Any) -> str:
+    if hip:
+        return "rocm"
+    if cuda:
+        return "cuda"
+    return "mps" if mps_built is True else "cpu"
+
+
+def torch_info(torch: Any) -> dict[str, Any]:
+    version = getattr(torch, "version", None)
+    cuda, hip = getattr(version, "cuda", None), getattr(version, "hip", None)
+    available = attempt(lambda: bool(torch.cuda.is_available()))
+    count = attempt(lambda: int(torch.cuda.device_count())) if available is True else 0
+    dnn = attempt(lambda: dnn_versions(torch))
+    mps_built = attempt(lambda: bool(torch.backends.mps.is_built()))
+    return {
+        "version": getattr(torch, "__version__", None), "cuda": cuda, "hip": hip,
+        "build": build_kind(cuda, hip, mps_built),
+        "git_version": getattr(version, "git_version", None),
+        "cudnn": dnn[0] if isinstance(dnn, tuple) else dnn,
+        "miopen": dnn[1] if isinstance(dnn, tuple) else dnn,
+        "cuda_available": available, "device_count": count,
+        "devices": [device_info(torch, i) for i in range(count if isinstance(count, int) else 0)],
+        "mps_built": mps_built,
+        "mps_available": attempt(lambda: bool(torch.backends.mps.is_available())),
+        "file": getattr(torch, "__file__", None),
+    }
+
+
+def torch_settings(torch: Any) -> dict[str, Any]:
+    """The settings that decide how close two runs can be (MISSION section 6)."""
+    backends = getattr(torch, "backends", None)  # a missing one fails each key, not all
+    getters: dict[str, Callable[[], Any]] = {
+        "default_dtype": lambda: str(torch.get_default_dtype()),
+        "deterministic_algorithms": lambda: torch.are_deterministic_algorithms_enabled(),
+        "deterministic_warn_only": lambda: torch.is_deterministic_algorithms_warn_only_enabled(),
+        "cudnn_deterministic": lambda: backends.cudnn.deterministic,
+        "cudnn_benchmark": lambda: backends.cudnn.benchmark,
+        "matmul_allow_tf32": lambda: backends.cuda.matmul.allow_tf32,
+        "cudnn_allow_tf32": lambda: backends.cudnn.allow_tf32,
+        "matmul_allow_fp16_reduced_precision":
+            lambda: backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "matmul_allow_bf16_reduced_precision":
+            lambda: backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        "float32_matmul_precision": lambda: torch.get_float32_matmul_precision(),
+        # torch >= 2.9 says the same through fp32_precision; older ones answer an error
+        "fp32_precision": lambda: backends.fp32_precision,
+        "matmul_fp32_precision": lambda: backends.cuda.matmul.fp32_precision,
+        "cudnn_fp32_precision": lambda: backends.cudnn.fp32_precision,
+        "num_threads": lambda: torch.get_num_threads(),
+        "num_interop_threads": lambda: torch.get_num_interop_threads(),
+    }
+    return {key: attempt(get) for key, get in getters.items()}
+
+
+def settings_info(torch: Any | None) -> dict[str, Any]:
+    values: dict[str, Any] = torch_settings(torch) if torch is not None else {}
+    values["hash_randomization"] = bool(sys.flags.hash_randomization)
+    values["env"] = {name: os.environ.get(name) for name in DETERMINISM_VARS}
+    return values
+
+
+def import_torch() -> tuple[Any | None, dict[str, Any] | None]:
+    try:
+        import torch
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken torch is the finding
+        return None, {"error": f"import torch failed: {first_line(exc)}"}
+    return torch, None
+
+
+def numpy_info() -> dict[str, Any]:
+    try:
+        import numpy
+    except Exception as exc:  # noqa: BLE001
+        return {"version": None, "error": first_line(exc)}
+    return {"version": numpy.__version__}
+
+
+def collect() -> dict[str, Any]:
+    report: dict[str, Any] = {"probe": "system", "schema": SCHEMA, "os": attempt(os_info),
+                              "arch": platform.machine(), "libc": attempt(libc_info),
+                              "cpu": attempt(cpu_info), "python": attempt(python_info),
+                              "driver": attempt(driver_info)}
+    torch, failure = import_torch()
+    report["torch"] = failure or attempt(lambda: torch_info(torch))
+    report["numpy"] = attempt(numpy_info)
+    report["settings"] = attempt(lambda: settings_info(torch))
+    return report
+
+
+def main() -> int:
+    """Print the report as the only thing on stdout, whatever the libraries print."""
+    real_stdout = os.dup(1)
+    os.dup2(2, 1)  # C-level chatter from drivers or torch goes to stderr
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            report = collect()
+    finally:
+        sys.stdout.flush()
+        os.dup2(real_stdout, 1)
+        os.close(real_stdout)
+    sys.stdout.write(json.dumps(report, default=str) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
