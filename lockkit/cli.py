@@ -50,7 +50,50 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"platforms resolved at once (default {jobs}: half the cores, at most 4)")
     _project_args(comp)
     _wheelhouse_parser(sub)
+    _verify_parsers(sub)
     return parser
+
+
+def _verify_parsers(sub: Any) -> None:
+    ver = sub.add_parser(
+        "verify", help="rebuild the lock in a fresh venv and prove it works",
+        description="Rebuild locks/pylock.<platform>.toml into a new venv and check it, in "
+                    "order: host, venv, install (from the wheelhouse, no network), pip-check, "
+                    "inventory against the lock, system chain, GPU (no silent CPU fallback), "
+                    "application (the project's embedding check). Writes dossier.json, "
+                    "dossier.md and installed-after.txt. Exit 0 passed, 1 a check failed or "
+                    "the result is incomplete, 2 usage or configuration error.")
+    ver.add_argument("--platform", metavar="NAME",
+                     help="platform to verify (default: the config's only platform)")
+    ver.add_argument("--wheelhouse", type=Path, metavar="DIR",
+                     help="install from this wheelhouse (default: <project>/wheelhouse/"
+                          "<platform> if present, else fetch the lock's URLs by hash)")
+    ver.add_argument("--python", type=Path, metavar="PATH",
+                     help="interpreter to build the venv from (default: one of the lock's "
+                          "Python version)")
+    ver.add_argument("--installer", choices=("uv", "pip"), default="uv",
+                     help="uv (default: fast, no pip in the venv) or pip (the plain "
+                          "'python -m venv' + 'pip install' procedure)")
+    ver.add_argument("--no-gpu", action="store_true",
+                     help="skip the GPU and application checks (result: incomplete)")
+    ver.add_argument("--report-dir", type=Path, metavar="DIR",
+                     help="where the dossier goes (default: .lockkit/reports/<platform>/<UTC time>)")
+    ver.add_argument("--keep-venv", action="store_true", help="keep the rebuilt venv")
+    ver.add_argument("--probe-timeout", type=float, default=300.0, metavar="S",
+                     help="seconds before a hung probe counts as failed (default 300)")
+    ver.add_argument("--cache-dir", type=Path, metavar="DIR",
+                     help="download cache when fetching the lock's URLs")
+    _project_args(ver)
+    diag = sub.add_parser(
+        "diagnose", help="probe an existing interpreter's system and GPU stack",
+        description="Run the system and GPU steps of verify on an existing interpreter: "
+                    "an interpretable answer to 'is this environment's GPU stack right?'.")
+    diag.add_argument("--python", type=Path, metavar="PATH",
+                      help="interpreter to probe (default: the one running lockkit)")
+    diag.add_argument("--expect", choices=("cpu", "cuda", "rocm", "mps"),
+                      help="backend the torch build must have (default: the one it reports)")
+    diag.add_argument("--json", action="store_true", help="print the report as JSON")
+    diag.add_argument("--probe-timeout", type=float, default=300.0, metavar="S")
 
 
 def _wheelhouse_parser(sub: Any) -> None:
@@ -241,6 +284,89 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    from lockkit import verify
+    from lockkit.compiler import select_platforms
+    from lockkit.config import load_project
+    from lockkit.platforms import load_platforms
+
+    project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
+    known = load_platforms(project.root)
+    if args.platform is None and len(project.platforms) != 1:
+        raise UsageError("--platform: required (the config lists "
+                         f"{', '.join(project.platforms) or 'no platforms'})")
+    platform, = select_platforms(known, [args.platform or project.platforms[0]], False, project)
+    if not project.lock_path(platform.name).is_file():
+        raise UsageError(f"{project.lock_path(platform.name)}: no lock",
+                         hint=f"run 'lockkit compile --platform {platform.name}'")
+    if args.wheelhouse is not None and not args.wheelhouse.is_dir():
+        raise UsageError(f"--wheelhouse {args.wheelhouse}: not a folder")
+    if args.python is not None and not args.python.exists():
+        raise UsageError(f"--python {args.python}: no such interpreter")
+
+    def fetch(dest: Path) -> Path:
+        from lockkit import wheelhouse
+        from lockkit.fetch import Cache, default_cache_dir, http_client
+
+        with http_client() as client:
+            wheelhouse.build(project, platform, dest, client=client,
+                             cache=Cache((args.cache_dir or default_cache_dir()).absolute()))
+        return dest
+
+    with ui.progress(f"verifying {platform.name}", total=len(verify.PLAN)) as advance:
+        outcome = verify.verify(verify.Options(
+            project=project, platform=platform,
+            wheelhouse=args.wheelhouse.absolute() if args.wheelhouse else None,
+            python=args.python.absolute() if args.python else None,
+            installer=args.installer, no_gpu=args.no_gpu,
+            report_dir=args.report_dir.absolute() if args.report_dir else None,
+            keep_venv=args.keep_venv, probe_timeout=args.probe_timeout,
+            command_line=tuple(["lockkit", *sys.argv[1:]]), fetch=fetch,
+            on_step=lambda step: advance(1)))
+    _steps_table(f"lockkit verify {platform.name}: {outcome.result}", outcome.dossier)
+    if outcome.venv:
+        ui.say(f"venv kept: {outcome.venv}")
+    ui.say(f"dossier: {_shown(outcome.report_dir / 'dossier.json')} "
+           f"(and dossier.md, installed-after.txt)")
+    if outcome.result != "passed":
+        ui.say(f"lockkit: verify {outcome.result}: "
+               f"{outcome.dossier['first_error'] or _why_incomplete(outcome.dossier)}")
+        return 1
+    return 0
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from lockkit.diagnose import diagnose
+    from lockkit.report import dumps
+
+    if args.python is not None and not args.python.exists():
+        raise UsageError(f"--python {args.python}: no such interpreter")
+    report = diagnose(args.python.absolute() if args.python else None, args.expect,
+                      timeout=args.probe_timeout, command_line=tuple(["lockkit", *sys.argv[1:]]))
+    if args.json:
+        sys.stdout.write(dumps(report))
+    else:
+        _steps_table(f"lockkit diagnose: {report['result']}", report)
+        torch = (report.get("system") or {}).get("torch") or {}
+        for label, key in (("torch.__version__", "version"), ("torch.version.cuda", "cuda"),
+                           ("torch.version.hip", "hip"), ("cuDNN", "cudnn"),
+                           ("MIOpen", "miopen"), ("devices", "device_count")):
+            print(f"{label}: {torch.get(key)}")
+    return 0 if report["result"] == "passed" else 1
+
+
+def _steps_table(title: str, doc: dict[str, Any]) -> None:
+    ui.print_table(title, ("#", "step", "status", "seconds", "first error / reason"),
+                   [(i, s["name"], s["status"], f"{s['duration_s']:.2f}",
+                     s.get("error") or s.get("reason") or "")
+                    for i, s in enumerate(doc["steps"], 1)], stream=sys.stdout)
+
+
+def _why_incomplete(doc: dict[str, Any]) -> str:
+    skipped = [f"{s['name']} ({s['reason']})" for s in doc["steps"] if s["status"] == "skipped"]
+    return "not every step ran: " + "; ".join(skipped)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -249,7 +375,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return {"platforms": cmd_platforms, "compile": cmd_compile,
-                "wheelhouse": cmd_wheelhouse}[args.command](args)
+                "wheelhouse": cmd_wheelhouse, "verify": cmd_verify,
+                "diagnose": cmd_diagnose}[args.command](args)
     except LockkitError as exc:
         ui.say(f"lockkit: error: {exc}")
         if exc.hint:

@@ -46,6 +46,7 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
             table.add_row(*row)
         console(stream).print(table)
         return
+    print(title, file=stream)
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     for row in [list(columns), *cells]:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip(), file=stream)

@@ -1,0 +1,277 @@
+"""`lockkit verify` and `lockkit diagnose`: real rebuilds, real probes, the dossier."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import OFFICIAL
+from fake_torch import build_fake_torch
+from index_server import IndexServer
+from lockkit.cli import main
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "embeddings"
+ORDER = ["host", "venv", "install", "pip-check", "inventory", "system", "gpu", "application"]
+
+
+def statuses(doc: dict) -> dict[str, str]:
+    return {s["name"]: s["status"] for s in doc["steps"]}
+
+
+def lockkit(*argv: str, network: bool = True) -> subprocess.CompletedProcess:
+    """The CLI in a child process; ``network=False`` runs it in a private network namespace."""
+    prefix = [] if network else _no_network()
+    return subprocess.run([*prefix, sys.executable, "-m", "lockkit", *argv],
+                          capture_output=True, text=True, timeout=1800)
+
+
+def _no_network() -> list[str]:
+    if subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -rn (a private network namespace) is not available here")
+    return ["unshare", "-rn"]
+
+
+def _configure(root: Path, url: str) -> None:
+    text = (root / "lockkit.toml").read_text()
+    (root / "lockkit.toml").write_text(
+        f'index-url = "{url}/simple"\n' + text + f'\n[mirrors]\n"{OFFICIAL}" = "{url}/whl"\n')
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory, torch_index) -> Path:
+    """The bundled example, compiled for linux-cpu and its wheelhouse built, over loopback."""
+    root = tmp_path_factory.mktemp("example") / "embeddings"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("locks", "wheelhouse",
+                                                                 ".lockkit", "__pycache__"))
+    _configure(root, torch_index.url)
+    cache = tmp_path_factory.mktemp("cache")
+    assert main(["compile", "--project", str(root), "--platform", "linux-cpu"]) == 0
+    assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-cpu",
+                 "--cache-dir", str(cache)]) == 0
+    return root
+
+
+@pytest.fixture
+def copy_of(example, tmp_path):
+    """A private copy of the prepared example (lock and wheelhouse included; wheels linked)."""
+    def make() -> Path:
+        dest = tmp_path / "embeddings"
+        shutil.copytree(example, dest, copy_function=_link, ignore=shutil.ignore_patterns(
+            ".lockkit"))
+        return dest
+    return make
+
+
+def _link(src: str, dst: str) -> None:
+    try:
+        Path(dst).hardlink_to(src)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def verify(project: Path, *extra: str, network: bool = False) -> tuple[int, dict, Path]:
+    reports = project / "report"
+    run = lockkit("verify", "--project", str(project), "--platform", "linux-cpu",
+                  "--report-dir", str(reports), *extra, network=network)
+    doc = json.loads((reports / "dossier.json").read_text())
+    return run.returncode, doc, reports
+
+
+def test_offline_verify_of_the_example_passes_every_step(example):
+    run = lockkit("verify", "--project", str(example), "--platform", "linux-cpu",
+                  network=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    (folder,) = (example / ".lockkit" / "reports" / "linux-cpu").iterdir()
+    doc = json.loads((folder / "dossier.json").read_text())
+    assert [s["name"] for s in doc["steps"]] == ORDER
+    assert set(statuses(doc).values()) == {"passed"} and doc["result"] == "passed"
+    assert doc["first_error"] is None and doc["schema_version"] == 1
+    assert doc["lock_sha256"] and doc["platform"] == "linux-cpu"
+    assert doc["inventory"]["missing"] == doc["inventory"]["extra"] == []
+    assert doc["inventory"]["mismatched"] == []
+    torch = doc["system"]["torch"]
+    assert torch["version"] == "2.13.0+cpu" and torch["cuda"] is None and torch["hip"] is None
+    assert doc["checks"]["gpu"]["checks"]["matmul"]["status"] == "passed"
+    app = doc["checks"]["application"]
+    assert app["passed"] and app["max_abs_diff"] is not None
+    steps_of_commands = [c["step"] for c in doc["commands"]]
+    assert steps_of_commands == sorted(steps_of_commands, key=ORDER.index)  # in order
+    install = next(c for c in doc["commands"] if c["step"] == "install")
+    assert "--no-config" in install["argv"] and "--offline" in install["argv"]
+    assert "torch==2.13.0+cpu" in (folder / "installed-after.txt").read_text()
+    md = (folder / "dossier.md").read_text()
+    assert "**Result: passed**" in md and "| 8 | application | passed |" in md
+    assert "verify linux-cpu: passed" in run.stdout
+    assert "s3cret" not in (folder / "dossier.json").read_text()
+
+
+def test_plain_pip_procedure_also_passes(copy_of):
+    code, doc, _ = verify(copy_of(), "--installer", "pip")
+    assert code == 0, doc["first_error"]
+    install = next(c for c in doc["commands"] if c["step"] == "install")
+    assert install["argv"][1:4] == ["-m", "pip", "install"] and "--require-hashes" in install["argv"]
+    assert "pip" in doc["inventory"]["seed"]
+
+
+def test_tampered_weights_fail_the_application_step(copy_of):
+    project = copy_of()
+    weights = project / "model" / "weights.npz"
+    data = bytearray(weights.read_bytes())
+    data[-100] ^= 0x01
+    weights.unlink()
+    weights.write_bytes(bytes(data))
+    code, doc, _ = verify(project)
+    assert code == 1
+    assert statuses(doc)["application"] == "failed"
+    assert doc["first_error"].startswith("application: fingerprint model/weights.npz")
+    assert all(statuses(doc)[s] == "passed" for s in ORDER[:-1])
+
+
+def test_reference_outside_tolerance_names_the_worst_id(copy_of):
+    project = copy_of()
+    ref = project / "reference" / "embeddings.npy"
+    values = np.load(ref)
+    values[3, 0] += 0.01
+    ref.unlink()
+    np.save(ref, values)
+    import hashlib
+
+    text = (project / "lockkit.toml").read_text()
+    old = next(line for line in text.splitlines() if line.startswith('"reference/embeddings.npy"'))
+    new = f'"reference/embeddings.npy" = "{hashlib.sha256(ref.read_bytes()).hexdigest()}"'
+    (project / "lockkit.toml").write_text(text.replace(old, new))
+    code, doc, _ = verify(project)
+    assert code == 1 and statuses(doc)["application"] == "failed"
+    ids = json.loads((project / "reference" / "ids.json").read_text())
+    assert ids[3] in doc["first_error"] and "tolerance" in doc["first_error"]
+
+
+def test_no_gpu_is_incomplete_never_passed(copy_of):
+    code, doc, _ = verify(copy_of(), "--no-gpu")
+    assert code == 1 and doc["result"] == "incomplete"
+    assert statuses(doc)["gpu"] == "skipped" and statuses(doc)["application"] == "skipped"
+
+
+def test_untracked_file_is_not_in_the_clean_copy(copy_of):
+    """In git, the application runs on committed files only: an untracked one is absent."""
+    project = copy_of()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run(["git", "-C", str(project), "add", "-A", "."], check=True)
+    subprocess.run(["git", "-C", str(project), "rm", "-q", "--cached", "embed.py"], check=True)
+    subprocess.run(["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-q", "-m", "example"], check=True)
+    code, doc, _ = verify(project)
+    assert code == 1 and statuses(doc)["application"] == "failed"
+    assert "embed.py" in doc["first_error"]
+    git = doc["fingerprints"]["code"]
+    assert git["git"] is True and len(git["revision"]) == 40 and git["dirty"] is True
+
+
+# --- failure paths with fake torch builds ------------------------------------------------------
+
+@pytest.fixture
+def fake_project(tmp_path):
+    """A project whose PyTorch index serves one fake torch build, chosen by the test."""
+    server = IndexServer(tmp_path / "index")
+    with server:
+        def make(platform: str, **fake) -> Path:
+            local = fake.pop("local")
+            idx = server.index(f"/whl/{local}")
+            build_fake_torch(idx.root / "torch", version=f"2.5.1+{local}", **fake)
+            server.index("/simple")
+            root = tmp_path / "proj"
+            root.mkdir()
+            (root / "requirements.in").write_text("torch==2.5.1\n")
+            (root / "lockkit.toml").write_text(
+                f'index-url = "{server.url}/simple"\nplatforms = ["{platform}"]\n'
+                f'[mirrors]\n"{OFFICIAL}" = "{server.url}/whl"\n')
+            assert main(["compile", "--project", str(root)]) == 0
+            assert main(["wheelhouse", "build", "--project", str(root), "--platform", platform,
+                         "--cache-dir", str(tmp_path / "cache")]) == 0
+            return root
+        yield make
+
+
+def verify_fake(root: Path, platform: str, *extra: str) -> tuple[int, dict]:
+    run = lockkit("verify", "--project", str(root), "--platform", platform, "--report-dir",
+                  str(root / "report"), *extra, network=False)
+    return run.returncode, json.loads((root / "report" / "dossier.json").read_text())
+
+
+def test_fake_cuda_build_on_a_gpu_less_machine_refuses_cpu_fallback(fake_project):
+    root = fake_project("linux-cu126", local="cu126", cuda="12.6", devices=0)
+    code, doc = verify_fake(root, "linux-cu126")
+    assert code == 1
+    assert statuses(doc)["gpu"] == "failed" and statuses(doc)["application"] == "not-run"
+    assert "refuses a CPU fallback" in doc["first_error"]
+    assert doc["system"]["torch"]["cuda"] == "12.6" and doc["system"]["torch"]["hip"] is None
+
+
+def test_cuda_lock_that_installed_a_cpu_build_fails_the_build_check(fake_project):
+    root = fake_project("linux-cu126", local="cu126", cuda=None, devices=0)
+    code, doc = verify_fake(root, "linux-cu126")
+    assert code == 1 and statuses(doc)["gpu"] == "failed"
+    assert doc["first_error"].startswith("gpu: build")
+    assert statuses(doc)["application"] == "not-run"
+
+
+def test_a_hanging_probe_fails_its_step_with_a_timeout(fake_project):
+    root = fake_project("linux-cpu", local="cpu", cuda=None, hang=True)
+    code, doc = verify_fake(root, "linux-cpu", "--probe-timeout", "3")
+    assert code == 1 and statuses(doc)["system"] == "failed"
+    assert "timed out after 3s" in doc["first_error"]
+    assert statuses(doc)["gpu"] == statuses(doc)["application"] == "not-run"
+
+
+def test_inventory_that_differs_from_the_lock(tmp_path):
+    """A wheel that smuggles in a second distribution: the venv no longer matches the lock."""
+    server = IndexServer(tmp_path / "index")
+    with server:
+        cpu, default = server.index("/whl/cpu"), server.index("/simple")
+        build_fake_torch(cpu.root / "torch", version="2.5.1+cpu", cuda=None)
+        default.add("filelock", "3.16.1", files={
+            "filelock-3.16.1.data/purelib/sneaky-1.0.dist-info/METADATA":
+                "Metadata-Version: 2.1\nName: sneaky\nVersion: 1.0\n",
+            "filelock-3.16.1.data/purelib/sneaky-1.0.dist-info/WHEEL":
+                "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+            "filelock-3.16.1.data/purelib/sneaky-1.0.dist-info/RECORD": ""})
+        root = tmp_path / "proj"
+        root.mkdir()
+        (root / "requirements.in").write_text("torch==2.5.1\nfilelock\n")
+        (root / "lockkit.toml").write_text(
+            f'index-url = "{server.url}/simple"\n[mirrors]\n"{OFFICIAL}" = "{server.url}/whl"\n')
+        assert main(["compile", "--project", str(root)]) == 0
+        assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-cpu",
+                     "--cache-dir", str(tmp_path / "cache")]) == 0
+    code, doc = verify_fake(root, "linux-cpu")
+    assert code == 1 and statuses(doc)["inventory"] == "failed"
+    assert "sneaky==1.0" in doc["first_error"]
+    assert all(statuses(doc)[s] == "not-run" for s in ("system", "gpu", "application"))
+
+
+def test_usage_errors_exit_2(tmp_path, project):
+    assert main(["verify", "--project", str(project), "--platform", "linux-cpu"]) == 2
+    assert main(["verify", "--project", str(project), "--platform", "nope"]) == 2
+
+
+# --- diagnose ------------------------------------------------------------------------------
+
+def test_diagnose_real_cpu_torch(torch_venv):
+    run = lockkit("diagnose", "--python", str(torch_venv), "--json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    doc = json.loads(run.stdout)
+    assert statuses(doc) == {"system": "passed", "gpu": "passed"}
+    assert doc["system"]["torch"]["version"] == "2.13.0+cpu"
+    assert doc["steps"][1]["detail"]["expect_source"] == "the torch build found"
+
+
+def test_diagnose_expecting_cuda_on_cpu_torch_fails(torch_venv):
+    run = lockkit("diagnose", "--python", str(torch_venv), "--expect", "cuda")
+    assert run.returncode == 1
+    assert "gpu" in run.stdout and "failed" in run.stdout
