@@ -235,7 +235,7 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
     ui.print_table(f"lockkit wheelhouse build {platform.name}",
                    ("package", "version", "file", "size", "from"),
                    [(r.package, r.version, r.path, _size(r.size),
-                     r.origin + (" (built from sdist)" if r.built_from else ""))
+                     _where(r.origin) + (" (built from sdist)" if r.built_from else ""))
                     for r in result.files])
     ui.say(f"{platform.name}: {len(result.files)} wheels, {_size(result.downloaded_bytes)} "
            f"downloaded, {result.from_cache} from cache -> {_shown(out)}")
@@ -275,6 +275,14 @@ def _size(n: int) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024  # type: ignore[assignment]
     raise AssertionError("unreachable")
+
+
+def _where(origin: str) -> str:
+    """A URL shortened to its server (the manifest keeps the whole URL)."""
+    if "://" not in origin:
+        return origin
+    scheme, rest = origin.split("://", 1)
+    return f"{scheme}://{rest.split('/', 1)[0]}/…"
 
 
 def _shown(path: Path) -> str:
