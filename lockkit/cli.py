@@ -83,6 +83,13 @@ def _verify_parsers(sub: Any) -> None:
                      help="seconds before a hung probe counts as failed (default 300)")
     ver.add_argument("--cache-dir", type=Path, metavar="DIR",
                      help="download cache when fetching the lock's URLs")
+    ver.add_argument("--variant", metavar="NAME",
+                     help="record this run as an intended variant (e.g. fp16-weights); "
+                          "'lockkit diff' lists its declared differences apart")
+    ver.add_argument("--reason", metavar="TEXT", help="why the variant exists (with --variant)")
+    ver.add_argument("--changes", action="append", default=[], metavar="LAYER",
+                     choices=("code", "data", "packages", "system", "result"),
+                     help="a layer the variant is meant to change (repeatable; with --variant)")
     _project_args(ver)
     diag = sub.add_parser(
         "diagnose", help="probe an existing interpreter's system and GPU stack",
@@ -94,6 +101,16 @@ def _verify_parsers(sub: Any) -> None:
                       help="backend the torch build must have (default: the one it reports)")
     diag.add_argument("--json", action="store_true", help="print the report as JSON")
     diag.add_argument("--probe-timeout", type=float, default=300.0, metavar="S")
+    diff = sub.add_parser(
+        "diff", help="say which layer differs between two dossiers, locks or manifests",
+        description="Compare two runs (dossier.json or its folder), locks or wheelhouse "
+                    "manifests, grouped by layer: code and parameters, data and weights, "
+                    "Python and packages, system and backend, result. Exit 0 when nothing "
+                    "differs (or every difference is declared by a variant), 1 when "
+                    "something does, 2 for unreadable input.")
+    diff.add_argument("a", type=Path, metavar="A")
+    diff.add_argument("b", type=Path, metavar="B")
+    diff.add_argument("--json", action="store_true", help="print the differences as JSON")
 
 
 def _wheelhouse_parser(sub: Any) -> None:
@@ -312,6 +329,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.python is not None and not args.python.exists():
         raise UsageError(f"--python {args.python}: no such interpreter")
 
+    if bool(args.variant) != bool(args.reason) or (args.changes and not args.variant):
+        raise UsageError("--variant, --reason and --changes go together: name the variant, "
+                         "say why, and list the layers it changes")
+    if args.variant and not args.changes:
+        raise UsageError("--variant needs --changes LAYER: the layers this variant is meant "
+                         "to change (code, data, packages, system, result)")
+    variant = ({"name": args.variant, "reason": args.reason,
+                "changes": sorted(set(args.changes))} if args.variant else None)
+
     def fetch(dest: Path) -> Path:
         from lockkit import wheelhouse
         from lockkit.fetch import Cache, default_cache_dir, http_client
@@ -329,7 +355,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             installer=args.installer, no_gpu=args.no_gpu,
             report_dir=args.report_dir.absolute() if args.report_dir else None,
             keep_venv=args.keep_venv, probe_timeout=args.probe_timeout,
-            command_line=tuple(["lockkit", *sys.argv[1:]]), fetch=fetch,
+            command_line=tuple(["lockkit", *sys.argv[1:]]), fetch=fetch, variant=variant,
             on_step=lambda step: advance(1)))
     _steps_table(f"lockkit verify {platform.name}: {outcome.result}", outcome.dossier)
     if outcome.venv:
@@ -363,6 +389,46 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return 0 if report["result"] == "passed" else 1
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    from lockkit.diff import LAYERS, compare, load_side
+
+    a, b = load_side(args.a), load_side(args.b)
+    layers, found = compare(a, b)
+    differing = [layer for layer in LAYERS if any(d.layer == layer for d in found)]
+    unexplained = [d for d in found if not d.declared]
+    variants = [s.variant for s in (a, b) if s.variant]
+    if args.json:
+        print(json.dumps({"a": str(a.path), "b": str(b.path), "kinds": [a.kind, b.kind],
+                          "layers_compared": layers, "layers_differing": differing,
+                          "variants": variants, "differences": [d.to_dict() for d in found],
+                          "unexplained": len(unexplained),
+                          "info": {"a": a.info, "b": b.info}}, indent=2, default=str))
+    else:
+        if not found:
+            print(f"no differences (layers compared: {', '.join(layers)})")
+        else:
+            declared = sorted({d.layer for d in found if d.declared})
+            print("differs in: " + ", ".join(differing) +
+                  (f" (declared by variant: {', '.join(declared)})" if declared else ""))
+        for layer in differing:
+            ui.print_table(f"{layer}", ("key", "A", "B", "declared"),
+                           [(d.key, _cell(d.a), _cell(d.b), "yes" if d.declared else "")
+                            for d in found if d.layer == layer], stream=sys.stdout)
+        for v in variants:
+            print(f"variant {v.get('name')}: {v.get('reason')} "
+                  f"(changes: {', '.join(v.get('changes') or [])})")
+        if a.kind == b.kind == "dossier":
+            print("embedding max |diff| vs reference (shown, not compared): " + ", ".join(
+                f"{label} {side.info.get('max_abs_diff')} ({side.info.get('worst_id')})"
+                for label, side in (("A", a), ("B", b))))
+    return 1 if unexplained else 0
+
+
+def _cell(value: Any) -> str:
+    text = "(absent)" if value is None else str(value)
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
 def _steps_table(title: str, doc: dict[str, Any]) -> None:
     ui.print_table(title, ("#", "step", "status", "seconds", "first error / reason"),
                    [(i, s["name"], s["status"], f"{s['duration_s']:.2f}",
@@ -384,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"platforms": cmd_platforms, "compile": cmd_compile,
                 "wheelhouse": cmd_wheelhouse, "verify": cmd_verify,
-                "diagnose": cmd_diagnose}[args.command](args)
+                "diagnose": cmd_diagnose, "diff": cmd_diff}[args.command](args)
     except LockkitError as exc:
         ui.say(f"lockkit: error: {exc}")
         if exc.hint:

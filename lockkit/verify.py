@@ -68,6 +68,7 @@ class Options:
     keep_venv: bool = False
     probe_timeout: float = 300.0
     command_line: tuple[str, ...] = ()
+    variant: dict[str, Any] | None = None  # {"name", "reason", "changes": [layers]}
     fetch: Callable[[Path], Path] | None = None  # builds a wheelhouse from the lock's URLs
     on_step: Callable[[Step], None] | None = None
 
@@ -147,7 +148,7 @@ def _host_step(run: _Run, step: Step) -> None:
                          f"{plat.os}/{plat.arch}: verify it on a {plat.os}/{plat.arch} machine")
     python = run.opts.python or _find_python(run, plat.python)
     facts = _interpreter_facts(python)
-    step.detail["interpreter"] = facts
+    step.detail["interpreter"] = run.facts["python"] = facts
     if facts["version"] != plat.python:
         raise StepFailed(f"{python} is Python {facts['version']}; the lock is for "
                          f"{plat.python}: pass --python with a {plat.python} interpreter")
@@ -307,6 +308,8 @@ def _inventory_step(run: _Run, step: Step) -> None:
     mismatched = sorted(f"{n}: lock {run.expected[n]}, installed {v}"
                         for n, v in installed.items()
                         if n in run.expected and not _same_version(v, run.expected[n]))
+    run.facts["packages"] = _package_table(run.opts.project.lock_path(run.opts.platform.name),
+                                           installed)
     run.facts["inventory"] = {"expected": len(run.expected), "installed": len(installed),
                               "missing": missing, "extra": extra, "mismatched": mismatched,
                               "seed": sorted(run.seed)}
@@ -322,6 +325,22 @@ def _inventory_step(run: _Run, step: Step) -> None:
         ([f"not in the lock {', '.join(extra)}"] if extra else []) + mismatched
     if problems:
         raise StepFailed("installed packages differ from the lock: " + "; ".join(problems))
+
+
+def _package_table(lock: Path, installed: dict[str, str]) -> list[dict[str, Any]]:
+    """Each installed distribution with the index and sha256 the lock gives its version."""
+    try:
+        entries = {canonicalize_name(p["name"]): p
+                   for p in tomllib.loads(lock.read_text(encoding="utf-8"))["packages"]}
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        entries = {}
+    rows = []
+    for name in sorted(installed):
+        entry = entries.get(name, {})
+        files = entry.get("wheels", []) + ([entry["sdist"]] if "sdist" in entry else [])
+        rows.append({"name": name, "version": installed[name], "index": entry.get("index"),
+                     "sha256": sorted(f.get("hashes", {}).get("sha256", "") for f in files)})
+    return rows
 
 
 def _same_version(a: str, b: str) -> bool:
@@ -503,7 +522,12 @@ def _dossier(run: _Run, started: _dt.datetime, result: str) -> dict[str, Any]:
         "isolation": "installer calls ran with --no-config/--isolated and without PIP_*/UV_* "
                      "variables: no user or global pip/uv configuration was used",
         "wheelhouse": str(run.wheelhouse) if run.wheelhouse else None,
+        "options": {"platform": opts.platform.name, "installer": opts.installer,
+                    "no_gpu": opts.no_gpu, "probe_timeout": opts.probe_timeout,
+                    "python": (run.facts.get("python") or {}).get("full")},
+        "variant": opts.variant,
         "result": result, "first_error": run.steps.first_error,
+        "packages": run.facts.get("packages"),
         "steps": [s.to_dict() for s in run.steps], "commands": run.commands,
         "inventory": run.facts.get("inventory"), "system": run.facts.get("system"),
         "checks": {"gpu": run.facts.get("gpu"), "application": run.facts.get("application")},

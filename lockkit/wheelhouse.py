@@ -33,7 +33,7 @@ from lockkit import __version__, _run
 from lockkit.config import Project
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.fetch import Cache, Fetcher, Got, Want, link_or_copy
-from lockkit.lockfile import dumps, read_lock, sha256_file, write_atomic
+from lockkit.lockfile import dumps, read_lock, sha256_file
 from lockkit.platforms import Platform
 from lockkit.resolve import apply_mirrors, expand, uv_bin
 from lockkit.targets import environment, wheel_tags

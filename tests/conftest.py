@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from index_server import IndexServer  # noqa: E402
+from lockkit.cli import main  # noqa: E402
 
 OFFICIAL = "https://download.pytorch.org/whl"
 LINUX = "cp311-cp311-linux_x86_64"
@@ -93,3 +95,62 @@ def torch_venv(tmp_path_factory, real_torch_wheels) -> Path:
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-index",
                     "--isolated", *map(str, real_torch_wheels)], check=True, timeout=900)
     return python
+
+
+# --- the bundled example, prepared once per session -----------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "embeddings"
+
+
+def lockkit(*argv: str, network: bool = True) -> subprocess.CompletedProcess:
+    """The CLI in a child process; ``network=False`` runs it in a private network namespace."""
+    prefix = [] if network else _no_network()
+    return subprocess.run([*prefix, sys.executable, "-m", "lockkit", *argv],
+                          capture_output=True, text=True, timeout=1800)
+
+
+def _no_network() -> list[str]:
+    if subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -rn (a private network namespace) is not available here")
+    return ["unshare", "-rn"]
+
+
+def _configure(root: Path, url: str) -> None:
+    text = (root / "lockkit.toml").read_text()
+    (root / "lockkit.toml").write_text(
+        f'index-url = "{url}/simple"\n' + text + f'\n[mirrors]\n"{OFFICIAL}" = "{url}/whl"\n')
+
+
+@pytest.fixture(scope="session")
+def example(tmp_path_factory, torch_index) -> Path:
+    """The bundled example, compiled for linux-cpu and its wheelhouse built, over loopback."""
+    root = tmp_path_factory.mktemp("example") / "embeddings"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("locks", "wheelhouse",
+                                                                 ".lockkit", "__pycache__"))
+    _configure(root, torch_index.url)
+    cache = tmp_path_factory.mktemp("cache")
+    assert main(["compile", "--project", str(root), "--platform", "linux-cpu"]) == 0
+    assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-cpu",
+                 "--cache-dir", str(cache)]) == 0
+    return root
+
+
+@pytest.fixture
+def copy_of(example, tmp_path):
+    """A private copy of the prepared example (lock and wheelhouse included; wheels linked)."""
+    made = []
+
+    def make() -> Path:
+        made.append(1)
+        dest = tmp_path / f"embeddings-{len(made)}"
+        shutil.copytree(example, dest, copy_function=_link, ignore=shutil.ignore_patterns(
+            ".lockkit"))
+        return dest
+    return make
+
+
+def _link(src: str, dst: str) -> None:
+    try:
+        Path(dst).hardlink_to(src)
+    except OSError:
+        shutil.copy2(src, dst)

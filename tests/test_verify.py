@@ -3,76 +3,22 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import OFFICIAL
+from conftest import OFFICIAL, lockkit
 from fake_torch import build_fake_torch
 from index_server import IndexServer
 from lockkit.cli import main
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "embeddings"
 ORDER = ["host", "venv", "install", "pip-check", "inventory", "system", "gpu", "application"]
 
 
 def statuses(doc: dict) -> dict[str, str]:
     return {s["name"]: s["status"] for s in doc["steps"]}
-
-
-def lockkit(*argv: str, network: bool = True) -> subprocess.CompletedProcess:
-    """The CLI in a child process; ``network=False`` runs it in a private network namespace."""
-    prefix = [] if network else _no_network()
-    return subprocess.run([*prefix, sys.executable, "-m", "lockkit", *argv],
-                          capture_output=True, text=True, timeout=1800)
-
-
-def _no_network() -> list[str]:
-    if subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode != 0:
-        pytest.skip("unshare -rn (a private network namespace) is not available here")
-    return ["unshare", "-rn"]
-
-
-def _configure(root: Path, url: str) -> None:
-    text = (root / "lockkit.toml").read_text()
-    (root / "lockkit.toml").write_text(
-        f'index-url = "{url}/simple"\n' + text + f'\n[mirrors]\n"{OFFICIAL}" = "{url}/whl"\n')
-
-
-@pytest.fixture(scope="module")
-def example(tmp_path_factory, torch_index) -> Path:
-    """The bundled example, compiled for linux-cpu and its wheelhouse built, over loopback."""
-    root = tmp_path_factory.mktemp("example") / "embeddings"
-    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("locks", "wheelhouse",
-                                                                 ".lockkit", "__pycache__"))
-    _configure(root, torch_index.url)
-    cache = tmp_path_factory.mktemp("cache")
-    assert main(["compile", "--project", str(root), "--platform", "linux-cpu"]) == 0
-    assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-cpu",
-                 "--cache-dir", str(cache)]) == 0
-    return root
-
-
-@pytest.fixture
-def copy_of(example, tmp_path):
-    """A private copy of the prepared example (lock and wheelhouse included; wheels linked)."""
-    def make() -> Path:
-        dest = tmp_path / "embeddings"
-        shutil.copytree(example, dest, copy_function=_link, ignore=shutil.ignore_patterns(
-            ".lockkit"))
-        return dest
-    return make
-
-
-def _link(src: str, dst: str) -> None:
-    try:
-        Path(dst).hardlink_to(src)
-    except OSError:
-        shutil.copy2(src, dst)
 
 
 def verify(project: Path, *extra: str, network: bool = False) -> tuple[int, dict, Path]:
