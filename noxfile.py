@@ -23,3 +23,12 @@ def lint(session: nox.Session) -> None:
 def benchmark(session: nox.Session) -> None:
     session.install("-e", ".", "pip-tools")
     session.run("python", "benchmarks/compile.py")
+    session.run("python", "benchmarks/wheelhouse.py")
+    session.run("python", "benchmarks/verify.py")
+
+
+@nox.session
+def example(session: nox.Session) -> None:
+    """The bundled example's compile -> wheelhouse -> verify on this host (linux-cpu)."""
+    session.install(".")
+    session.run("python", "examples/embeddings/demo.py", *session.posargs)

@@ -83,6 +83,8 @@ def _verify_parsers(sub: Any) -> None:
                      help="seconds before a hung probe counts as failed (default 300)")
     ver.add_argument("--cache-dir", type=Path, metavar="DIR",
                      help="download cache when fetching the lock's URLs")
+    ver.add_argument("--junit", type=Path, metavar="FILE",
+                     help="also write a JUnit XML report, one test case per step")
     ver.add_argument("--variant", metavar="NAME",
                      help="record this run as an intended variant (e.g. fp16-weights); "
                           "'lockkit diff' lists its declared differences apart")
@@ -111,6 +113,23 @@ def _verify_parsers(sub: Any) -> None:
     diff.add_argument("a", type=Path, metavar="A")
     diff.add_argument("b", type=Path, metavar="B")
     diff.add_argument("--json", action="store_true", help="print the differences as JSON")
+    ci = sub.add_parser("ci", help="write a CI workflow that verifies every platform",
+                        description="Generate CI configuration: a 'compile --check' job, then "
+                                    "one verify job per platform on its own runner.")
+    cisub = ci.add_subparsers(dest="ci_command", metavar="SYSTEM", required=True)
+    gh = cisub.add_parser(
+        "github", help="write a GitHub Actions workflow",
+        description="Write a GitHub Actions workflow: a 'locks' job running 'lockkit compile "
+                    "--check', then a matrix with one job per platform on its runner label "
+                    "([ci.runners] in lockkit.toml overrides the defaults), each building the "
+                    "wheelhouse, running 'lockkit verify --junit' and uploading the dossier.")
+    gh.add_argument("--platform", action="append", default=[], metavar="NAME",
+                    help="platform to verify (repeatable; default: the config's list)")
+    gh.add_argument("--all", action="store_true", help="every known platform")
+    gh.add_argument("--project", type=Path, default=Path("."), metavar="DIR",
+                    help="project folder, relative to the repository root (default: .)")
+    gh.add_argument("-o", "--output", type=Path, metavar="FILE",
+                    help="workflow file (default: .github/workflows/lockkit.yml)")
 
 
 def _wheelhouse_parser(sub: Any) -> None:
@@ -357,6 +376,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
             keep_venv=args.keep_venv, probe_timeout=args.probe_timeout,
             command_line=tuple(["lockkit", *sys.argv[1:]]), fetch=fetch, variant=variant,
             on_step=lambda step: advance(1)))
+    if args.junit:
+        from lockkit.junit import write_junit
+
+        write_junit(outcome.dossier, args.junit.absolute())
     _steps_table(f"lockkit verify {platform.name}: {outcome.result}", outcome.dossier)
     if outcome.venv:
         ui.say(f"venv kept: {outcome.venv}")
@@ -424,6 +447,29 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 1 if unexplained else 0
 
 
+def cmd_ci(args: argparse.Namespace) -> int:
+    from lockkit import ci
+    from lockkit.compiler import select_platforms
+    from lockkit.config import load_project
+    from lockkit.platforms import load_platforms
+
+    if args.project.is_absolute():
+        raise UsageError("--project: give the project relative to the repository root")
+    project = load_project(args.project)
+    known = load_platforms(project.root)
+    selected = select_platforms(known, args.platform, args.all, project)
+    runners = ci.validate_runners((project.ci or {}).get("runners", {}), known)
+    try:
+        text = ci.github_workflow(selected, project=args.project.as_posix(), runners=runners,
+                                  python=project.python)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    out = args.output or ci.DEFAULT_OUTPUT
+    ci.write_workflow(text, out)
+    ui.say(f"wrote {out}: verify on {', '.join(p.name for p in selected)}")
+    return 0
+
+
 def _cell(value: Any) -> str:
     text = "(absent)" if value is None else str(value)
     return text if len(text) <= 70 else text[:67] + "..."
@@ -450,7 +496,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"platforms": cmd_platforms, "compile": cmd_compile,
                 "wheelhouse": cmd_wheelhouse, "verify": cmd_verify,
-                "diagnose": cmd_diagnose, "diff": cmd_diff}[args.command](args)
+                "diagnose": cmd_diagnose, "diff": cmd_diff,
+                "ci": cmd_ci}[args.command](args)
     except LockkitError as exc:
         ui.say(f"lockkit: error: {exc}")
         if exc.hint:

@@ -14,7 +14,7 @@ from lockkit.errors import ConfigError
 
 __all__ = ["Project", "load_project", "read_requirements"]
 
-_KEYS = {"requirements", "platforms", "python", "mirrors", "index-url", "allow-sdist", "verify"}
+_KEYS = {"requirements", "platforms", "python", "mirrors", "index-url", "allow-sdist", "verify", "ci"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,6 +28,7 @@ class Project:
     index_url: str | None = None
     allow_sdist: tuple[str, ...] = ()
     verify: dict[str, Any] = field(default_factory=dict)
+    ci: dict[str, Any] = field(default_factory=dict)
 
     @property
     def locks_dir(self) -> Path:
@@ -95,7 +96,8 @@ def load_project(root: Path, *, mirrors: list[str] | None = None,
     if url is not None and not isinstance(url, str):
         raise ConfigError(f"{path}: index-url: expected a URL string")
     return Project(root=root, config_file=path, mirrors=merged, index_url=url,
-                   python=data.get("python"), verify=data.get("verify", {}), **kwargs)
+                   python=data.get("python"), verify=data.get("verify", {}),
+                   ci=data.get("ci", {}), **kwargs)
 
 
 def read_requirements(path: Path, *, _seen: set[Path] | None = None) -> list[tuple[Path, str]]:

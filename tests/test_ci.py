@@ -215,3 +215,20 @@ def test_junit_for_diagnose_and_bad_status():
     doc["steps"][0]["status"] = "exploded"
     with pytest.raises(ValueError, match=r"steps\[0\].status: 'exploded'"):
         to_junit(doc)
+
+
+def test_cli_writes_the_workflow_and_junit_flag_exists(tmp_path, monkeypatch):
+    import yaml
+
+    from lockkit.cli import main
+
+    (tmp_path / "lockkit.toml").write_text(
+        'platforms = ["linux-cpu", "linux-rocm6"]\n[ci.runners]\nlinux-rocm6 = "mi300"\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["ci", "github"]) == 0
+    flow = yaml.safe_load((tmp_path / ".github" / "workflows" / "lockkit.yml").read_text())
+    entries = flow["jobs"]["verify"]["strategy"]["matrix"]["include"]
+    assert {e["platform"]: e["runner"] for e in entries} == {"linux-cpu": "ubuntu-latest",
+                                                             "linux-rocm6": "mi300"}
+    (tmp_path / "lockkit.toml").write_text('[ci.runners]\nlinux-cpux = "x"\n')
+    assert main(["ci", "github"]) == 2

@@ -99,9 +99,15 @@ def test_reference_outside_tolerance_names_the_worst_id(copy_of):
 
 
 def test_no_gpu_is_incomplete_never_passed(copy_of):
-    code, doc, _ = verify(copy_of(), "--no-gpu")
+    import xml.etree.ElementTree as ET
+
+    project = copy_of()
+    code, doc, _ = verify(project, "--no-gpu", "--junit", str(project / "junit.xml"))
     assert code == 1 and doc["result"] == "incomplete"
     assert statuses(doc)["gpu"] == "skipped" and statuses(doc)["application"] == "skipped"
+    suite = ET.parse(project / "junit.xml").getroot().find("testsuite")
+    assert [c.get("name") for c in suite.iter("testcase")] == ORDER
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("8", "0", "2")
 
 
 def test_untracked_file_is_not_in_the_clean_copy(copy_of):

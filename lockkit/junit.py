@@ -1,0 +1,98 @@
+"""A verify or diagnose dossier as JUnit XML, so CI shows each step as a test.
+
+One ``<testsuites>`` holding one ``<testsuite>``; each step is a ``<testcase>`` in the
+dossier's order. ``failed`` is a ``<failure>`` carrying the step's first error,
+``skipped`` and ``not-run`` are ``<skipped>`` carrying the reason: a step that never
+ran is not a failure of its own, the step it needed already is. ``errors`` is always 0
+because a step's crash is recorded by :mod:`lockkit.report` as ``failed``.
+
+The shape follows the common (Jenkins/Ant) JUnit schema that GitHub, GitLab and
+Jenkins test reporters read: numeric ``tests``/``failures``/``errors``/``skipped``/
+``time``, ``timestamp`` without a zone. Every message goes through
+:func:`lockkit.redact.redact`, and characters XML 1.0 cannot carry (terminal escapes
+in a subprocess's output) are dropped so the file always parses.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from lockkit.lockfile import write_atomic
+from lockkit.redact import redact
+
+__all__ = ["STATUSES", "to_junit", "write_junit"]
+
+STATUSES = ("passed", "failed", "skipped", "not-run")
+# XML 1.0 allows tab, LF, CR and everything from U+0020 except surrogates, FFFE, FFFF.
+_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_PROPERTIES = ("kind", "platform", "python", "result", "first_error", "lockkit_version",
+               "started", "lock_sha256")
+
+
+def _text(value: Any) -> str:
+    """A value as safe XML text: credentials redacted, illegal characters removed."""
+    return _NOT_XML.sub("", redact("" if value is None else str(value)))
+
+
+def _seconds(value: Any) -> str:
+    return f"{float(value or 0.0):.3f}"
+
+
+def _check(given: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The steps as a list; every unknown status is named by its index."""
+    steps = list(given)
+    bad = [f"steps[{i}].status: {s.get('status')!r} is not one of {', '.join(STATUSES)}"
+           for i, s in enumerate(steps) if s.get("status") not in STATUSES]
+    if bad:
+        raise ValueError("; ".join(bad))
+    return steps
+
+
+def _testcase(parent: ET.Element, step: dict[str, Any], classname: str) -> None:
+    case = ET.SubElement(parent, "testcase", classname=classname, name=_text(step["name"]),
+                         time=_seconds(step.get("duration_s")))
+    status = step["status"]
+    if status == "failed":
+        message = _text(step.get("error") or "failed")
+        ET.SubElement(case, "failure", message=message, type="failed").text = message
+    elif status == "skipped":
+        ET.SubElement(case, "skipped", message=_text(step.get("reason") or "skipped"))
+    elif status == "not-run":
+        reason = step.get("reason")
+        ET.SubElement(case, "skipped", message=_text(f"not run: {reason}" if reason else "not run"))
+
+
+def to_junit(doc: dict[str, Any]) -> ET.Element:
+    """The ``<testsuites>`` element for one dossier (``kind``, ``platform``, ``steps``)."""
+    steps = _check(doc.get("steps") or [])
+    kind = _text(doc.get("kind") or "verify")
+    platform = doc.get("platform")
+    subject = _text(platform or doc.get("python") or "")
+    classname = f"lockkit.{kind}.{_text(platform)}" if platform else f"lockkit.{kind}"
+    counts = {"tests": str(len(steps)),
+              "failures": str(sum(s["status"] == "failed" for s in steps)), "errors": "0",
+              "skipped": str(sum(s["status"] in ("skipped", "not-run") for s in steps)),
+              "time": _seconds(sum(float(s.get("duration_s") or 0.0) for s in steps))}
+    root = ET.Element("testsuites", name=f"lockkit {kind}", **counts)
+    suite = ET.SubElement(root, "testsuite", name=f"lockkit {kind} {subject}".rstrip(), **counts)
+    if doc.get("started"):
+        suite.set("timestamp", _text(doc["started"]).removesuffix("Z"))
+    props = ET.SubElement(suite, "properties")
+    for key in _PROPERTIES:
+        if doc.get(key) is not None:
+            ET.SubElement(props, "property", name=key, value=_text(doc[key]))
+    for step in steps:
+        _testcase(suite, step, classname)
+    return root
+
+
+def write_junit(doc: dict[str, Any], path: Path) -> None:
+    """Write *doc* as JUnit XML to *path* (UTF-8, with a declaration), atomically."""
+    root = to_junit(doc)
+    ET.indent(root)
+    write_atomic(path, '<?xml version="1.0" encoding="UTF-8"?>\n'
+                 + ET.tostring(root, encoding="unicode") + "\n")
