@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -223,10 +224,38 @@ def link_or_copy(src: Path, dst: Path) -> None:
         shutil.copyfile(src, dst)
 
 
-def http_client(*, connections: int = 8, timeout: float = 60.0) -> Any:
-    """The httpx client downloads share: redirects followed, URL user info sent as Basic auth."""
-    import httpx
+def http_client(*, connections: int = 8, timeout: float = 60.0) -> _LazyClient:
+    """The client downloads share: redirects followed, URL user info sent as Basic auth.
 
-    return httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0)),
-                        follow_redirects=True,
-                        limits=httpx.Limits(max_connections=max(1, connections)))
+    httpx is imported and the client built on the first request only, so a build that
+    finds every file in the cache (the warm rebuild) never pays for either.
+    """
+    return _LazyClient(connections, timeout)
+
+
+class _LazyClient:
+    def __init__(self, connections: int, timeout: float) -> None:
+        self._args = (max(1, connections), timeout)
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def stream(self, method: str, url: str, **kw: Any) -> Any:
+        with self._lock:
+            if self._client is None:
+                import httpx
+
+                connections, timeout = self._args
+                self._client = httpx.Client(
+                    timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0)),
+                    follow_redirects=True, limits=httpx.Limits(max_connections=connections))
+        return self._client.stream(method, url, **kw)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def __enter__(self) -> _LazyClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
