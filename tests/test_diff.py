@@ -43,7 +43,7 @@ def nudge_weights(project: Path, delta: float) -> None:
             member = io.BytesIO()
             np.save(member, value)
             zf.writestr(zipfile.ZipInfo(f"{name}.npy", (1980, 1, 1, 0, 0, 0)), member.getvalue())
-    path.unlink()  # the copy's files are hard links: never write through them
+    path.unlink()  # a new file, not a write into whatever the old name pointed at
     path.write_bytes(buf.getvalue())
     toml = project / "lockkit.toml"
     text = toml.read_text()
