@@ -18,13 +18,13 @@ declares the layers it meant to change; those differences are listed apart.
 from __future__ import annotations
 
 import json
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from lockkit._compat import tomllib
 from lockkit.errors import LockkitError
 
 __all__ = ["LAYERS", "Difference", "DiffError", "Side", "compare", "load_side"]

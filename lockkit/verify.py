@@ -23,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from packaging.tags import Tag, compatible_tags, cpython_tags, platform_tags
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from lockkit._compat import tomllib
 from lockkit import __version__, _run, embedding, probe
 from lockkit.config import Project
 from lockkit.lockfile import sha256_file, write_atomic

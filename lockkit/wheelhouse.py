@@ -13,6 +13,7 @@ folder in a temp sibling that replaces the old one only when complete:
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import os
@@ -29,6 +30,7 @@ from typing import Any
 from packaging.pylock import PackageSdist, PackageWheel, PylockSelectError
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
+from lockkit._compat import tomllib
 from lockkit import __version__, _run
 from lockkit.config import Project
 from lockkit.errors import ConfigError, LockkitError
@@ -199,10 +201,12 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
 
 def _write_meta(stage: Path, platform: Platform, lock_path: Path,
                 fetched: list[tuple[Item, Got]], records: list[FileRecord]) -> None:
-    data, _ = read_lock(lock_path)
+    raw = lock_path.read_bytes()  # once: the lock's tables and its sha256 from the same bytes
+    data, lock_sha = tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
+    of = {"lock": lock_path.name, "sha256": lock_sha}
     by_pkg = {r.package: r for r in records}
     entries = {item.package: item.entry for item, _ in fetched}
-    _text(stage / "pylock.toml", dumps(_local_lock(data, entries, by_pkg, lock_path)))
+    _text(stage / "pylock.toml", dumps(_local_lock(data, entries, by_pkg, of)))
     _text(stage / "requirements.txt", _requirements(platform, records))
     _simple_tree(stage, records)
     meta_files = sorted(p for p in stage.rglob("*") if p.is_file() and p.suffix != ".whl")
@@ -210,7 +214,7 @@ def _write_meta(stage: Path, platform: Platform, lock_path: Path,
         {"path": p.relative_to(stage).as_posix(), "size": p.stat().st_size,
          "sha256": sha256_file(p), "kind": "meta"} for p in meta_files]
     manifest = {"schema_version": 1, "platform": platform.name,
-                "lock": lock_path.name, "lock_sha256": sha256_file(lock_path),
+                "lock": lock_path.name, "lock_sha256": lock_sha,
                 "lockkit_version": __version__,
                 "files": sorted(files, key=lambda f: f["path"])}
     _text(stage / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
@@ -226,7 +230,7 @@ def _wheel_json(r: FileRecord) -> dict[str, Any]:
 
 
 def _local_lock(data: dict[str, Any], entries: dict[str, dict[str, Any]],
-                records: dict[str, FileRecord], lock_path: Path) -> dict[str, Any]:
+                records: dict[str, FileRecord], of: dict[str, str]) -> dict[str, Any]:
     packages = []
     for name in sorted(records):
         rec, src = records[name], entries[name]
@@ -238,7 +242,7 @@ def _local_lock(data: dict[str, Any], entries: dict[str, dict[str, Any]],
                           "hashes": {"sha256": rec.sha256}}]
         packages.append(pkg)
     tool = dict(data.get("tool", {}).get("lockkit", {}))
-    tool["wheelhouse-of"] = {"lock": lock_path.name, "sha256": sha256_file(lock_path)}
+    tool["wheelhouse-of"] = of
     return {"lock-version": "1.0", "environments": data.get("environments", []),
             "requires-python": data.get("requires-python", ""), "created-by": "lockkit",
             "packages": packages, "tool": {"lockkit": tool}}
