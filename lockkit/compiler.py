@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from lockkit._compat import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -62,31 +63,55 @@ def inputs_fingerprint(project: Project, platform: Platform) -> str:
     return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
-class _Hasher:
-    """Hashes files whose index page gave no sha256.
+class _Http:
+    """The compile's HTTP side: PyTorch index pages for the routing index, and hashes of
+    files whose index page gave none.
 
-    The HTTP client (and the httpx import, ~0.2 s) is created on first use only:
-    most indexes give hashes, and compile's overhead over uv is measured.
+    The client (and the httpx import, ~0.2 s) is created on first use only: a platform
+    without a PyTorch index never needs it, and compile's overhead over uv is measured.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, attempts: int = 3, backoff: float = 0.5) -> None:
         self._client: Any = None
         self._lock = threading.Lock()
+        self.attempts, self.backoff = attempts, backoff
 
-    def __call__(self, url: str) -> str:
+    def _get(self) -> Any:
         import httpx
 
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client(timeout=60, follow_redirects=True)
+                self._client = httpx.Client(timeout=60, follow_redirects=True,
+                                            headers={"User-Agent": f"lockkit/{__version__}"})
+        return self._client
+
+    def page(self, url: str) -> tuple[int, str]:
+        """GET a PEP 503 page (HTML: the PyTorch index has no JSON API); retry 5xx/resets."""
+        import httpx
+
+        for attempt in range(self.attempts):
+            try:
+                resp = self._get().get(url, headers={"Accept": "text/html"})
+            except httpx.TransportError:
+                if attempt + 1 == self.attempts:
+                    raise
+            else:
+                if resp.status_code < 500 or attempt + 1 == self.attempts:
+                    return resp.status_code, resp.text
+            time.sleep(self.backoff * 2 ** attempt)
+        raise AssertionError("unreachable")
+
+    def hash(self, url: str) -> str:
+        import httpx
+
         digest = hashlib.sha256()
         try:
-            with self._client.stream("GET", url) as resp:
+            with self._get().stream("GET", url) as resp:
                 resp.raise_for_status()
                 for chunk in resp.iter_bytes():
                     digest.update(chunk)
         except httpx.HTTPError as exc:
-            raise IndexError_(f"cannot hash {redact(url)}: {exc}") from exc
+            raise IndexError_(f"cannot hash {redact(url)}: {redact(str(exc))}") from exc
         return digest.hexdigest()
 
     def close(self) -> None:
@@ -95,20 +120,21 @@ class _Hasher:
 
 
 def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
-                hasher: Callable[[str], str]) -> Outcome:
+                http: _Http) -> Outcome:
     fingerprint = inputs_fingerprint(project, platform)
     python = _python(project, platform)
     indexes = Indexes.for_platform(platform, project.mirrors, project.index_url)
     reqs = [project.root / r for r in project.requirements]
-    doc = resolve(reqs, platform, python, indexes, binary=uv)
-    check_guards(doc, platform, indexes, project.allow_sdist)
+    resolution = resolve(reqs, platform, python, indexes, binary=uv, fetch_page=http.page)
+    doc, routing = resolution.doc, resolution.routing
+    check_guards(doc, platform, indexes, project.allow_sdist, routing)
     meta = {
         "platform": platform.name, "platform-fingerprint": platform.fingerprint,
         "backend": {"kind": platform.backend.kind, "version": platform.backend.version or ""},
         "torch-index": platform.torch_index or "", "python": python,
         "inputs-fingerprint": fingerprint, "lockkit-version": __version__, "uv-version": uv_ver,
     }
-    lock = build_lock(doc, platform, indexes, project.mirrors, meta, hasher)
+    lock = build_lock(doc, platform, indexes, meta, http.hash, routing)
     text = dumps(lock)
     path = project.lock_path(platform.name)
     if path.is_file() and path.read_text(encoding="utf-8") == text:
@@ -130,7 +156,7 @@ def compile_platforms(project: Project, platforms: list[Platform],
 
     def run(platform: Platform) -> Outcome:
         try:
-            outcome = compile_one(project, platform, uv, uv_ver, hasher)
+            outcome = compile_one(project, platform, uv, uv_ver, http)
         except LockkitError as exc:
             outcome = Outcome(platform=platform.name, path=project.lock_path(platform.name),
                               status="failed", error=exc)
@@ -138,12 +164,12 @@ def compile_platforms(project: Project, platforms: list[Platform],
             on_done(outcome)
         return outcome
 
-    hasher = _Hasher()
+    http = _Http()
     try:
         with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(platforms)))) as pool:
             return list(pool.map(run, platforms))
     finally:
-        hasher.close()
+        http.close()
 
 
 def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome]:

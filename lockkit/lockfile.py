@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import urllib.parse
 from lockkit._compat import tomllib
 from pathlib import Path
 from typing import Any, Callable
@@ -19,8 +20,9 @@ from packaging.version import Version
 
 from lockkit.errors import ConfigError, GuardError, IndexError_
 from lockkit.platforms import Platform
-from lockkit.redact import redact, strip_credentials
-from lockkit.resolve import Indexes, unapply_mirrors
+from lockkit.redact import redact
+from lockkit.resolve import Indexes
+from lockkit.routing import RoutingIndex
 
 __all__ = ["build_lock", "check_guards", "read_lock", "write_atomic", "dumps"]
 
@@ -34,14 +36,14 @@ def _files(package: dict[str, Any]) -> list[dict[str, Any]]:
     return files
 
 
-def _index_prefix(url: str) -> str:
-    """Files of ``https://host/whl/cu126`` live under ``https://host/whl/``."""
-    return url.rstrip("/").rsplit("/", 1)[0] + "/"
-
-
 def check_guards(doc: dict[str, Any], platform: Platform, indexes: Indexes,
-                 allow_sdist: tuple[str, ...]) -> None:
-    """Refuse a resolution that cannot work on *platform*; name every offender."""
+                 allow_sdist: tuple[str, ...], routing: RoutingIndex | None = None) -> None:
+    """Refuse a resolution that cannot work on *platform*; name every offender.
+
+    A torch-family file is accepted only when the PyTorch index's own page for that
+    package listed it: the page identifies the file, not the host in its URL (the
+    official index links its wheels on a second host, mirrors on a third).
+    """
     problems: list[str] = []
     allowed = {canonicalize_name(n) for n in allow_sdist}
     family = set(platform.torch_packages)
@@ -50,14 +52,13 @@ def check_guards(doc: dict[str, Any], platform: Platform, indexes: Indexes,
         if not pkg.get("wheels") and name not in allowed:
             problems.append(f"{name} {pkg.get('version')} has no wheel for {platform.name} "
                             f"(only an sdist); add it to allow-sdist to accept that")
-        if name in family and indexes.torch_effective:
-            prefix = _index_prefix(indexes.torch_effective)
-            stray = [f["url"] for f in _files(pkg) if not f.get("url", "").startswith(prefix)]
+        if name in family and routing is not None:
+            stray = [f.get("url", "") for f in _files(pkg) if not routing.listed(name, f.get("url", ""))]
             if stray:
                 raise IndexError_(
                     f"{platform.name}: {name} must come from the PyTorch index "
-                    f"{redact(indexes.torch_official or '')}, which did not serve it "
-                    f"(uv found it elsewhere: {redact(stray[0])}); no fallback to the default index")
+                    f"{redact(indexes.torch_official or '')}, whose page for {name} did not list "
+                    f"{redact(stray[0])}; no fallback to the default index")
     problems += _backend_problems(doc, platform)
     if problems:
         raise GuardError(f"{platform.name}: " + "; ".join(problems))
@@ -84,29 +85,32 @@ def _backend_problems(doc: dict[str, Any], platform: Platform) -> list[str]:
 
 
 def build_lock(doc: dict[str, Any], platform: Platform, indexes: Indexes,
-               mirrors: dict[str, str], meta: dict[str, Any], hasher: Hasher) -> dict[str, Any]:
-    """The lock as written: official URLs, no credentials, every file hashed, sorted."""
+               meta: dict[str, Any], hasher: Hasher,
+               routing: RoutingIndex | None = None) -> dict[str, Any]:
+    """The lock as written: official URLs, no credentials, every file hashed and named, sorted."""
     family = set(platform.torch_packages)
     self_hashed: list[str] = []
     packages = []
     for pkg in sorted(doc.get("packages", []), key=lambda p: canonicalize_name(p["name"])):
         name = canonicalize_name(pkg["name"])
         out: dict[str, Any] = {"name": name, "version": pkg["version"]}
-        on_torch = bool(indexes.torch_effective) and all(
-            f.get("url", "").startswith(_index_prefix(indexes.torch_effective or ""))
-            for f in _files(pkg))
-        from_torch = (name in family or on_torch) and indexes.torch_official
-        index = indexes.torch_official if from_torch else indexes.default_effective
+        routed = routing if name in family else None
+        index = indexes.torch_official if routed else indexes.default_official
         if index:
-            out["index"] = strip_credentials(unapply_mirrors(index, mirrors))
+            out["index"] = index
         for key in ("marker", "requires-python", "dependencies"):
             if key in pkg:
                 out[key] = pkg[key]
+
+        def entry(f: dict[str, Any]) -> dict[str, Any]:
+            listed = routed.listed(name, f["url"]) if routed else None
+            official = listed.official if listed else indexes.mirrors.official(f["url"])
+            return _file(f, official, hasher, self_hashed)
+
         if "sdist" in pkg:
-            out["sdist"] = _file(pkg["sdist"], mirrors, hasher, self_hashed)
+            out["sdist"] = entry(pkg["sdist"])
         if pkg.get("wheels"):
-            out["wheels"] = sorted((_file(w, mirrors, hasher, self_hashed) for w in pkg["wheels"]),
-                                   key=lambda w: w["url"])
+            out["wheels"] = sorted((entry(w) for w in pkg["wheels"]), key=lambda w: w["name"])
         packages.append(out)
     tool = dict(meta)
     tool["hashed-by-lockkit"] = sorted(set(self_hashed))
@@ -120,19 +124,20 @@ def build_lock(doc: dict[str, Any], platform: Platform, indexes: Indexes,
     }
 
 
-def _file(entry: dict[str, Any], mirrors: dict[str, str], hasher: Hasher,
+def _file(entry: dict[str, Any], official: str, hasher: Hasher,
           self_hashed: list[str]) -> dict[str, Any]:
+    """One file entry: ``name`` decoded (``+``, never ``%2B``: pip 26.1-26.2 reject an entry
+    whose only name is a URL with ``%2B``), the official URL, the sha256."""
     url = entry["url"]
+    filename = urllib.parse.unquote(urllib.parse.urlsplit(official).path.rsplit("/", 1)[-1])
     hashes = dict(entry.get("hashes") or {})
     if "sha256" not in hashes:
         hashes = {"sha256": hasher(url)}  # the index gave none: hash the file ourselves
-        self_hashed.append(url.rsplit("/", 1)[-1])
-    out = {"url": strip_credentials(unapply_mirrors(url, mirrors)), "hashes": hashes}
+        self_hashed.append(filename)
+    out: dict[str, Any] = {"name": filename, "url": official, "hashes": hashes}
     for key in ("size", "upload-time"):
         if key in entry:
             out[key] = entry[key]
-    if "name" in entry:
-        out["name"] = entry["name"]
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import urllib.parse
 from lockkit._compat import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ OSES = ("linux", "macos", "windows")
 _TOP = {"name", "os", "arch", "python", "python-platform", "backend", "torch", "gpu", "description",
         "macos-deployment-target"}
 _BACKEND = {"kind", "version"}
-_TORCH = {"index", "packages"}
+_TORCH = {"index", "packages", "file-hosts"}
 _GPU = {"device", "cuda", "hip"}
 
 
@@ -44,6 +45,9 @@ class Platform:
     backend: Backend
     torch_index: str | None
     torch_packages: tuple[str, ...]
+    # Every other host the PyTorch index links files on (the official index links its
+    # torch-family wheels on download-r2.pytorch.org); --mirror can map each of them.
+    torch_file_hosts: tuple[str, ...] = ()
     gpu_device: str
     gpu_cuda: str | None
     gpu_hip: str | None
@@ -55,6 +59,7 @@ class Platform:
         data = asdict(self)
         data.pop("source")
         data["torch_packages"] = list(self.torch_packages)
+        data["torch_file_hosts"] = list(self.torch_file_hosts)
         return data
 
     @property
@@ -137,6 +142,14 @@ def parse_platform(path: Path) -> Platform:
         c.errors.append(f"backend.version: required for kind {fields['kind']!r}")
     if fields["packages"] is not None and not all(isinstance(p, str) for p in fields["packages"]):
         c.errors.append("torch.packages: expected a list of package names")
+    hosts = c.get(torch, "file-hosts", list, "torch.", required=False) or []
+    for i, host in enumerate(hosts):
+        parts = urllib.parse.urlsplit(host) if isinstance(host, str) else None
+        if not parts or parts.scheme not in ("http", "https") or not parts.netloc \
+                or parts.path.strip("/") or "@" in parts.netloc:
+            c.errors.append(f"torch.file-hosts[{i}]: {host!r} is not a scheme://host URL")
+    if hosts and not fields["index"]:
+        c.errors.append("torch.file-hosts: needs torch.index")
     macos_target = c.get(data, "macos-deployment-target", str, "", required=False)
     c.raise_if_any()
     return Platform(
@@ -145,6 +158,7 @@ def parse_platform(path: Path) -> Platform:
         backend=Backend(kind=fields["kind"], version=fields["version"]),
         torch_index=fields["index"].rstrip("/") if fields["index"] else None,
         torch_packages=tuple(sorted(p.lower() for p in fields["packages"])),
+        torch_file_hosts=tuple(h.rstrip("/") for h in hosts),
         gpu_device=fields["device"], gpu_cuda=gpu.get("cuda"), gpu_hip=gpu.get("hip"),
         macos_target=macos_target,
         description=data.get("description", ""), source=str(path),

@@ -1,29 +1,33 @@
 """The uv wrapper: constraints + platform -> a raw PEP 751 resolution.
 
-uv resolves for the platform's target (``--python-platform``) and Python without
-the target machine. Indexes are passed in priority order with uv's default
-``first-index`` strategy: a project that exists on the PyTorch index is taken from
-there only, so a higher ``torch`` or a planted ``pytorch-triton-rocm`` on the
-default index is never considered (no best match across indexes).
+uv resolves for the platform's target (``--python-platform``) and Python without the
+target machine. Its first index is lockkit's routing index (``lockkit.routing``), which
+knows only the platform's torch-family names and serves their PyTorch index pages; with
+uv's ``first-index`` strategy every other name, direct or transitive, falls through to the
+default index (or ``--index-url``). So torch-family packages come only from the PyTorch
+index, everything else only from the default index.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import tempfile
-from lockkit._compat import tomllib
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from lockkit import _run
+from lockkit._compat import tomllib
 from lockkit.errors import IndexError_, ResolutionError
 from lockkit.platforms import Platform
 from lockkit.redact import redact
+from lockkit.routing import RoutingIndex
+from lockkit.urls import Mirrors, apply_mirrors, expand, unapply_mirrors
 
-__all__ = ["Indexes", "apply_mirrors", "resolve", "uv_bin", "uv_version"]
+__all__ = ["Indexes", "Resolution", "apply_mirrors", "expand", "resolve", "unapply_mirrors",
+           "uv_bin", "uv_version"]
 
 
 def uv_bin() -> str:
@@ -45,26 +49,6 @@ def uv_version(binary: str | None = None) -> str:
     return out[1] if len(out) > 1 else "unknown"
 
 
-def apply_mirrors(url: str, mirrors: dict[str, str]) -> str:
-    """Rewrite *url* through the longest matching official prefix."""
-    for official in sorted(mirrors, key=len, reverse=True):
-        if url == official or url.startswith(official + "/"):
-            return mirrors[official] + url[len(official):]
-    return url
-
-
-def unapply_mirrors(url: str, mirrors: dict[str, str]) -> str:
-    for official, mirror in sorted(mirrors.items(), key=lambda kv: len(kv[1]), reverse=True):
-        if url == mirror or url.startswith(mirror + "/"):
-            return official + url[len(mirror):]
-    return url
-
-
-def expand(url: str) -> str:
-    """Fill ``${VAR}`` placeholders from the environment (for use, never for writing)."""
-    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ.get(m.group(1), ""), url)
-
-
 @dataclass(frozen=True, kw_only=True)
 class Indexes:
     """The indexes of one resolution, as the user wrote them and as actually used."""
@@ -72,20 +56,33 @@ class Indexes:
     torch_official: str | None
     torch_effective: str | None
     default_effective: str | None  # None: uv's own default index
+    default_official: str | None = None  # as written to the lock: no credentials, no mirror
+    mirrors: Mirrors = field(default_factory=Mirrors)
 
     @classmethod
     def for_platform(cls, platform: Platform, mirrors: dict[str, str],
                      index_url: str | None) -> "Indexes":
+        table = Mirrors(mirrors)
         torch = platform.torch_index
         return cls(
             torch_official=torch,
-            torch_effective=expand(apply_mirrors(torch, mirrors)) if torch else None,
-            default_effective=expand(apply_mirrors(index_url, mirrors)) if index_url else None,
+            torch_effective=table.effective(torch) if torch else None,
+            default_effective=table.effective(index_url) if index_url else None,
+            default_official=table.official(index_url) if index_url else None,
+            mirrors=table,
         )
 
 
+@dataclass(frozen=True, kw_only=True)
+class Resolution:
+    """uv's pylock document and the pages the routing index served for it."""
+
+    doc: dict[str, Any]
+    routing: RoutingIndex | None
+
+
 def uv_command(binary: str, requirements: list[Path], platform: Platform, python: str,
-               indexes: Indexes, output: Path) -> list[str]:
+               indexes: Indexes, output: Path, routing_url: str | None) -> list[str]:
     argv = [binary, "pip", "compile", "--no-config", "--quiet", "--format", "pylock.toml",
             "--generate-hashes", "--no-header", "--python-platform", platform.python_platform,
             "--python-version", python, "--index-strategy", "first-index", "-o", str(output),
@@ -94,8 +91,8 @@ def uv_command(binary: str, requirements: list[Path], platform: Platform, python
             "--python", sys.executable]
     if indexes.default_effective:
         argv += ["--index-url", indexes.default_effective]
-    if indexes.torch_effective:  # uv gives --extra-index-url priority over --index-url
-        argv += ["--extra-index-url", indexes.torch_effective]
+    if routing_url:  # uv gives --extra-index-url priority over --index-url
+        argv += ["--extra-index-url", routing_url]
     return argv + [str(r) for r in requirements]
 
 
@@ -106,26 +103,50 @@ def _explain(stderr: str) -> str:
 
 
 def resolve(requirements: list[Path], platform: Platform, python: str, indexes: Indexes,
-            binary: str | None = None) -> dict[str, Any]:
-    """Run uv and return its pylock document as a dict."""
-    with tempfile.TemporaryDirectory(prefix="lockkit-") as tmp:
+            binary: str | None = None,
+            fetch_page: Callable[[str], tuple[int, str]] | None = None) -> Resolution:
+    """Run uv (behind the routing index when the platform has a PyTorch index)."""
+    with ExitStack() as stack:
+        routing = None
+        if platform.torch_index:
+            if fetch_page is None:
+                raise ValueError("a platform with a PyTorch index needs fetch_page")
+            routing = stack.enter_context(RoutingIndex(
+                family=platform.torch_packages, official_index=platform.torch_index,
+                mirrors=indexes.mirrors, file_hosts=platform.torch_file_hosts, fetch=fetch_page))
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="lockkit-"))
         out = Path(tmp) / "pylock.toml"
         extra = {"MACOSX_DEPLOYMENT_TARGET": platform.macos_target} if platform.macos_target else {}
-        result = _run.call(uv_command(binary or uv_bin(), requirements, platform, python,
-                                      indexes, out), timeout=900, env=_run.isolated_env(extra))
+        argv = uv_command(binary or uv_bin(), requirements, platform, python, indexes, out,
+                          routing.url if routing else None)
+        result = _run.call(argv, timeout=900, env=_run.isolated_env(extra))
         if result.returncode != 0:
-            _raise_for(result.stderr, platform, indexes)
-        return tomllib.loads(out.read_text(encoding="utf-8"))
+            _raise_for(result.stderr, platform, indexes, routing)
+        return Resolution(doc=tomllib.loads(out.read_text(encoding="utf-8")), routing=routing)
 
 
-def _raise_for(stderr: str, platform: Platform, indexes: Indexes) -> None:
+def _raise_for(stderr: str, platform: Platform, indexes: Indexes,
+               routing: RoutingIndex | None) -> None:
     why = _explain(stderr)
-    refused = re.search(r"\b(401|403)\b", stderr)
-    if refused and indexes.torch_effective and redact(indexes.torch_effective) in redact(stderr):
-        raise IndexError_(
-            f"{platform.name}: the PyTorch index {redact(indexes.torch_official or '')} "
-            f"refused access ({refused.group(1)}); lockkit never falls back to the default index",
-            hint="check the credentials or the --mirror for that index")
+    torch = redact(indexes.torch_official or "")
+    for page in (routing.pages.values() if routing else ()):
+        if page.status is None:
+            raise IndexError_(f"{platform.name}: the PyTorch index {torch} is unreachable "
+                              f"({page.error})", hint="check --mirror, or the network")
+        if page.status == 401:
+            raise IndexError_(
+                f"{platform.name}: the PyTorch index {torch} refused access ({page.status}); "
+                "lockkit never falls back to the default index",
+                hint="check the credentials or the --mirror for that index")
+        if page.status != 200 or not page.files:
+            raise IndexError_(
+                f"{platform.name}: {page.name} must come from the PyTorch index {torch}, which "
+                f"does not serve it (HTTP {page.status}, {len(page.files)} files); "
+                "lockkit never falls back to the default index",
+                hint="check the platform's torch.index and --mirror, or the version asked for")
+    if re.search(r"\b(401|403)\b", stderr):
+        raise IndexError_(f"{platform.name}: an index refused access: {why}",
+                          hint="check the credentials in --index-url")
     if re.search(r"(Connection refused|dns error|connect error|timed out|Failed to fetch)",
                  stderr, re.I):
         raise IndexError_(f"{platform.name}: an index is unreachable: {why}",

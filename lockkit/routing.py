@@ -1,0 +1,254 @@
+"""The routing index: a platform's torch-family names from its PyTorch index, nothing else.
+
+uv looks up every package name, direct or transitive, in its indexes in order, and with
+the ``first-index`` strategy it takes every version of a name from the first index that
+knows that name. During a compile lockkit serves an index of its own on 127.0.0.1 and
+puts it first:
+
+- for a torch-family name (``torch``, ``triton``, ``pytorch-triton-rocm``, ...) it serves
+  the PyTorch index's page for that name, fetched through the mirrors, every link made
+  absolute (root-relative links resolve on the official host, then through its mirror);
+- for every other name it answers 404, so uv goes on to the default index.
+
+So a family package is taken only from the PyTorch index, also when it arrives
+transitively (``triton`` pulled in by ``torch``), and a higher planted ``torch`` on the
+default index is never seen; every other package comes only from the default index, even
+when the PyTorch index hosts a stale copy of it (MarkupSafe, numpy, setuptools, ...).
+A family name the PyTorch index does not serve gets an empty page: uv stops there, it
+never falls back. uv's per-package ``sources`` apply to direct dependencies only (measured
+with uv 0.13.9), which is why the routing is done by the index and not by sources.
+
+Every page served is recorded with the files it listed: the family guard identifies a
+file by the page that listed it, and the lock writer finds each file's official URL there.
+"""
+
+from __future__ import annotations
+
+import html
+import html.parser
+import http.server
+import threading
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from packaging.utils import canonicalize_name
+
+from lockkit.redact import redact, strip_credentials
+from lockkit.urls import Mirrors, origin
+
+__all__ = ["Listed", "Page", "RoutingIndex", "parse_links", "resolve_href"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Listed:
+    """One file link of a PyTorch index page."""
+
+    filename: str  # decoded: ``torch-2.5.1+cu126-...whl``
+    url: str       # effective, absolute, without fragment (may carry credentials)
+    official: str  # the URL written to the lock: official host and layout
+
+
+@dataclass(kw_only=True)
+class Page:
+    """What the PyTorch index answered for one family name."""
+
+    name: str
+    status: int | None = None  # the upstream HTTP status; None: unreachable
+    error: str = ""
+    files: dict[str, Listed] = field(default_factory=dict)
+    html: str = ""  # the page as served to uv: every link absolute and effective
+
+
+class _Links(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.links: list[dict[str, str]] = []
+        self._open: dict[str, str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._open = {k: v or "" for k, v in attrs}
+            self._open.setdefault("#text", "")
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._open["#text"] += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._open is not None:
+            if self._open.get("href"):
+                self.links.append(self._open)
+            self._open = None
+
+
+def parse_links(text: str) -> list[dict[str, str]]:
+    """The ``<a>`` elements of a PEP 503 page: attributes (unescaped) plus ``#text``."""
+    parser = _Links()
+    parser.feed(text)
+    parser.close()
+    return parser.links
+
+
+def _with_userinfo(url: str, page: str) -> str:
+    """A link to the page's own host gets the page's credentials (uv fetches it directly)."""
+    page_parts, parts = urllib.parse.urlsplit(page), urllib.parse.urlsplit(url)
+    if "@" not in page_parts.netloc or "@" in parts.netloc or origin(url) != origin(page):
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc=page_parts.netloc))
+
+
+def resolve_href(href: str, official_page: str, effective_page: str, mirrors: Mirrors) -> str:
+    """The effective absolute URL of a link on a page fetched from *effective_page*.
+
+    A root-relative link on the real index means "on the official host"; a static mirror
+    served under a path (``https://mirror/pytorch/``) copies the page unchanged, so the link
+    is resolved on the official host and then sent through the mirror. Relative links and
+    links a rewriting mirror points at itself resolve against the page actually fetched.
+    """
+    if href.startswith("/") and not href.startswith("//"):
+        official = urllib.parse.urljoin(official_page, href)
+        if mirrors.covers(official):
+            return mirrors.effective(official)
+    url = urllib.parse.urljoin(effective_page, href)
+    return _with_userinfo(mirrors.effective(url), effective_page)
+
+
+class RoutingIndex:
+    """A loopback PEP 503 index serving only the platform's torch-family pages.
+
+    *fetch* is ``(url) -> (status, text)``; lockkit passes an httpx-based one, tests can
+    pass their own. Use as a context manager; ``url`` is what uv gets as its first index.
+    """
+
+    def __init__(self, *, family: tuple[str, ...], official_index: str, mirrors: Mirrors,
+                 file_hosts: tuple[str, ...], fetch: Callable[[str], tuple[int, str]]) -> None:
+        self.family = {canonicalize_name(n) for n in family}
+        self.official_index = official_index.rstrip("/")
+        self.effective_index = mirrors.effective(self.official_index).rstrip("/")
+        self.mirrors = mirrors
+        self.official_hosts = {origin(self.official_index)} | {origin(h) for h in file_hosts}
+        files_base = file_hosts[0].rstrip("/") if file_hosts else origin(self.official_index)
+        self.files_base = files_base + urllib.parse.urlsplit(self.official_index).path
+        self.private_hosts = (mirrors.hosts() | {origin(self.effective_index)}) - self.official_hosts
+        self._fetch = fetch
+        self._lock = threading.Lock()
+        self.pages: dict[str, Page] = {}
+        self._httpd: http.server.ThreadingHTTPServer | None = None
+
+    # -- pages -----------------------------------------------------------------------------
+    def page(self, name: str) -> Page:
+        """Fetch (once) and record the PyTorch index's page for a family *name*."""
+        name = canonicalize_name(name)
+        with self._lock:
+            if name in self.pages:
+                return self.pages[name]
+        page = self._load(name)
+        with self._lock:
+            return self.pages.setdefault(name, page)
+
+    def _load(self, name: str) -> Page:
+        effective = f"{self.effective_index}/{name}/"  # without the slash: 403 on the real index
+        official = f"{self.official_index}/{name}/"
+        try:
+            status, text = self._fetch(effective)
+        except Exception as exc:  # noqa: BLE001 - any transport failure is "unreachable"
+            return Page(name=name, error=redact(str(exc)) or type(exc).__name__)
+        page = Page(name=name, status=status)
+        if status != 200:
+            return page
+        links = parse_links(text)
+        for link in links:
+            link["href"] = resolve_href(link["href"], official, effective, self.mirrors)
+            bare = link["href"].split("#", 1)[0]
+            filename = urllib.parse.unquote(urllib.parse.urlsplit(bare).path.rsplit("/", 1)[-1])
+            page.files[filename] = Listed(filename=filename, url=bare,
+                                          official=self._official(bare, filename))
+        page.html = _render(name, links)
+        return page
+
+    def _official(self, url: str, filename: str) -> str:
+        """The lock's URL for a listed file: official host, official layout."""
+        official = self.mirrors.official(url)
+        if official != strip_credentials(url) or origin(official) not in self.private_hosts:
+            return official
+        # A mirror that rewrites links to itself (Artifactory, Nexus, devpi): its layout
+        # is private; the official one is <files host>/<index path>/<file, + as %2B>.
+        return f"{self.files_base}/{urllib.parse.quote(filename, safe='')}"
+
+    def listed(self, name: str, url: str) -> Listed | None:
+        """The recorded link of family *name* for a file URL uv chose (None: not on its page)."""
+        page = self.pages.get(canonicalize_name(name))
+        if page is None:
+            return None
+        bare = strip_credentials(url.split("#", 1)[0])
+        filename = urllib.parse.unquote(urllib.parse.urlsplit(bare).path.rsplit("/", 1)[-1])
+        hit = page.files.get(filename)
+        if hit and urllib.parse.unquote(strip_credentials(hit.url)) == urllib.parse.unquote(bare):
+            return hit
+        return None
+
+    # -- the server ------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None, "RoutingIndex used outside its 'with' block"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/simple"
+
+    def answer(self, path: str) -> tuple[int, bytes]:
+        parts = [p for p in urllib.parse.unquote(path.split("?", 1)[0]).split("/") if p]
+        if len(parts) != 2 or parts[0] != "simple":
+            return 404, b"not found"
+        name = canonicalize_name(parts[1])
+        if name not in self.family:
+            return 404, b"not a torch-family package: ask the next index"
+        page = self.page(name)
+        if page.status is None:
+            return 502, f"the PyTorch index is unreachable: {page.error}".encode()
+        # Not served (403/404) or refused (401): an empty page, so uv stops here instead
+        # of looking for the name on the default index.
+        return 200, (page.html or _EMPTY).encode()
+
+    def __enter__(self) -> "RoutingIndex":
+        routing = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                code, body = routing.answer(self.path)
+                self.send_response(code)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Cache-Control", "no-store")  # a new port every compile
+                self.end_headers()
+                self.wfile.write(body)
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a client that hung up
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+
+
+_EMPTY = "<!DOCTYPE html>\n<html><body></body></html>\n"
+
+
+def _render(name: str, links: list[dict[str, str]]) -> str:
+    """A PEP 503 page of already-absolute links; every other attribute kept as listed."""
+    out = ["<!DOCTYPE html>", "<html>", "  <body>", f"    <h1>Links for {html.escape(name)}</h1>"]
+    for link in links:
+        href = link["href"]
+        attrs = "".join(f' {k}="{html.escape(v)}"' for k, v in link.items()
+                        if k not in ("href", "#text"))
+        out.append(f'    <a href="{html.escape(href)}"{attrs}>{html.escape(link["#text"])}</a><br/>')
+    return "\n".join(out + ["  </body>", "</html>", ""])
