@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import Any
 from lockkit.errors import LockkitError
 from lockkit.redact import redact
 
-__all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "Want", "default_cache_dir",
+__all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Want", "default_cache_dir",
            "http_client", "link_or_copy"]
 
 _CHUNK = 1 << 20
@@ -41,11 +42,20 @@ class HashMismatch(FetchError):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PageRef:
+    """An index page (effective URL) to look the file up on by name, when its URL there is
+    not known in advance: a mirror that rewrites links to itself (Artifactory, Nexus,
+    devpi) keeps files under its own layout, never under the official one."""
+
+    url: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Want:
     filename: str
     sha256: str
     size: int | None
-    urls: tuple[str, ...]  # effective URLs, best first (may carry credentials)
+    urls: tuple[str | PageRef, ...]  # effective URLs or pages, best first (may carry credentials)
     source: str            # the lock's URL, credential-free: what reports show
 
 
@@ -136,6 +146,8 @@ class Fetcher:
         errors = []
         for url in want.urls:
             try:
+                if isinstance(url, PageRef):
+                    url = self._lookup(want, url)
                 return self._from_url(want, url)
             except FetchError as exc:
                 if isinstance(exc, HashMismatch):
@@ -171,6 +183,27 @@ class Fetcher:
                                      f"(gave up after {attempt} attempts)") from None
                 time.sleep(self.backoff * 2 ** (attempt - 1))
         raise AssertionError("unreachable")
+
+    def _lookup(self, want: Want, page: PageRef) -> str:
+        """The URL *page* lists for the wanted file (the file is still checked by hash)."""
+        import httpx
+
+        from lockkit.routing import parse_links
+
+        try:
+            with self.client.stream("GET", page.url, headers={"Accept": "text/html"}) as resp:
+                status = resp.status_code
+                text = resp.read().decode("utf-8", "replace") if status == 200 else ""
+        except httpx.TransportError as exc:
+            raise FetchError(f"{redact(page.url)}: {type(exc).__name__}") from None
+        if status != 200:
+            raise FetchError(f"{redact(page.url)}: HTTP {status}")
+        for link in parse_links(text):
+            url, _, fragment = urllib.parse.urljoin(page.url, link["href"]).partition("#")
+            name = urllib.parse.unquote(urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1])
+            if name == want.filename and fragment in ("", f"sha256={want.sha256}"):
+                return url
+        raise FetchError(f"{redact(page.url)} does not list {want.filename}")
 
     def _download(self, want: Want, url: str) -> int:
         import httpx

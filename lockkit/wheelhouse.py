@@ -34,10 +34,11 @@ from lockkit._compat import tomllib
 from lockkit import __version__, _run
 from lockkit.config import Project
 from lockkit.errors import ConfigError, LockkitError
-from lockkit.fetch import Cache, Fetcher, Got, Want, link_or_copy
+from lockkit.fetch import Cache, Fetcher, Got, PageRef, Want, link_or_copy
 from lockkit.lockfile import dumps, read_lock, sha256_file
 from lockkit.platforms import Platform
-from lockkit.resolve import apply_mirrors, expand, uv_bin
+from lockkit.resolve import uv_bin
+from lockkit.urls import Mirrors, expand
 from lockkit.targets import environment, wheel_tags
 
 __all__ = ["BuildError", "BuildResult", "FileRecord", "Item", "build", "plan"]
@@ -111,8 +112,14 @@ def _item(project: Project, name: str, version: str, dist: PackageWheel | Packag
     sha = (dist.hashes or {}).get("sha256")
     if not sha:
         raise BuildError(f"{name}: {filename} has no sha256 in the lock")
-    effective = expand(apply_mirrors(url, project.mirrors))
-    urls = tuple(dict.fromkeys([effective, expand(url)]))  # the mirror first, then the lock's URL
+    mirrors = Mirrors(project.mirrors)
+    sources: list[str | PageRef] = [mirrors.effective(url)]  # the mirror first ...
+    index = entry.get("index")
+    if isinstance(index, str) and mirrors.covers(index):
+        # ... then the mirrored index's page, for mirrors that rewrite links to themselves ...
+        sources.append(PageRef(url=f"{mirrors.effective(index).rstrip('/')}/{name}/"))
+    sources.append(expand(url))  # ... then the lock's URL
+    urls = tuple(dict.fromkeys(sources))
     want = Want(filename=filename, sha256=sha, size=dist.size, urls=urls, source=url)
     kind = "wheel" if isinstance(dist, PackageWheel) else "sdist"
     return Item(package=name, version=version, kind=kind, want=want, entry=entry)

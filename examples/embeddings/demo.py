@@ -5,8 +5,11 @@
 By default the PyTorch CPU index is reached through a loopback mirror: pip fetches the
 one torch wheel the example pins (from the PyTorch CPU index, or wherever this machine's
 pip is configured to find it), the script serves it on 127.0.0.1 as a PEP 503 index, and
-lockkit is told ``--mirror https://download.pytorch.org/whl=<loopback>`` — exactly how
-an air-gapped site points lockkit at its own mirror. Everything else comes from the
+lockkit is told ``--mirror`` for each of the index's two hosts — exactly how an air-gapped
+site points lockkit at its own mirror. The mirror is laid out as the official index is:
+the page ``/whl/cpu/torch/`` on download.pytorch.org links the wheel on
+download-r2.pytorch.org as ``https://download-r2.pytorch.org/whl/cpu/torch-2.13.0%2Bcpu-...``,
+so the lock records the URLs that exist on the real index. Everything else comes from the
 default index. ``--direct`` skips the mirror and uses the PyTorch index itself.
 
 The steps are lockkit's own commands, printed before they run; verify installs from the
@@ -26,7 +29,8 @@ import threading
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OFFICIAL = "https://download.pytorch.org/whl"
+OFFICIAL = "https://download.pytorch.org"
+R2 = "https://download-r2.pytorch.org"  # where the official index links torch wheels
 TORCH = "torch==2.13.0+cpu"
 
 
@@ -39,20 +43,28 @@ def lockkit(*args: str) -> None:
 
 
 def mirror(root: Path) -> Path:
-    """A static PEP 503 tree, ``<root>/whl/cpu/torch/``, holding the pinned torch wheel."""
-    folder = root / "whl" / "cpu" / "torch"
-    folder.mkdir(parents=True)
+    """A static copy of the two hosts under ``<root>/main`` and ``<root>/r2``, as the real
+    index's page generator (pytorch/test-infra ``s3_management/manage_v2.py``) lays them out."""
+    files = root / "r2" / "whl" / "cpu"
+    page = root / "main" / "whl" / "cpu" / "torch"
+    files.mkdir(parents=True)
+    page.mkdir(parents=True)
     fetched = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary",
-         ":all:", "--retries", "1", "--timeout", "15", "--extra-index-url", f"{OFFICIAL}/cpu",
-         TORCH, "-d", str(folder)])
-    wheels = sorted(folder.glob("torch-*.whl"))
+         ":all:", "--retries", "1", "--timeout", "15", "--extra-index-url", f"{OFFICIAL}/whl/cpu",
+         TORCH, "-d", str(files)])
+    wheels = sorted(files.glob("torch-*.whl"))
     if fetched.returncode != 0 or not wheels:
         sys.exit(f"demo: pip could not fetch {TORCH}; use --direct where the PyTorch index "
                  "is reachable, or configure pip to find the wheel")
-    links = "".join(f'<a href="{w.name}#sha256={hashlib.sha256(w.read_bytes()).hexdigest()}">'
-                    f"{w.name}</a>\n" for w in wheels)
-    (folder / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
+    links = []
+    for w in wheels:
+        key = "whl/cpu/" + w.name.replace("+", "%2B")
+        sha = hashlib.sha256(w.read_bytes()).hexdigest()
+        links.append(f'    <a href="{R2}/{key}#sha256={sha}">{w.name}</a><br/>')
+    (page / "index.html").write_text("\n".join(
+        ["<!DOCTYPE html>", "<html>", "  <body>", "    <h1>Links for torch</h1>", *links,
+         "  </body>", "</html>", "<!--TIMESTAMP 1764000000-->"]))
     return root
 
 
@@ -75,7 +87,8 @@ def main() -> int:
             handler = functools.partial(_Quiet, directory=str(root))
             server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
             threading.Thread(target=server.serve_forever, daemon=True).start()
-            extra = ["--mirror", f"{OFFICIAL}=http://127.0.0.1:{server.server_address[1]}/whl"]
+            here = f"http://127.0.0.1:{server.server_address[1]}"
+            extra = ["--mirror", f"{OFFICIAL}={here}/main", "--mirror", f"{R2}={here}/r2"]
         try:
             lockkit("compile", *project, "--platform", "linux-cpu", *extra)
             lockkit("wheelhouse", "build", *project, "--platform", "linux-cpu", *extra)
