@@ -6,39 +6,102 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.parse
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from index_server import IndexServer  # noqa: E402
+from index_server import Index, IndexServer, build_wheel  # noqa: E402
+from pytorch_index import PyTorchIndex  # noqa: E402
 from lockkit.cli import main  # noqa: E402
 
-OFFICIAL = "https://download.pytorch.org/whl"
+OFFICIAL = "https://download.pytorch.org/whl"  # the official PyTorch index's root
 LINUX = "cp311-cp311-linux_x86_64"
 MAC = "cp311-cp311-macosx_11_0_arm64"
+MANYLINUX = "py3-none-manylinux2014_x86_64"
+
+
+@dataclass
+class Loopback:
+    """A replica of the PyTorch index (``pt``, pages as manage_v2.py renders them, on two
+    hosts) and a default index (``default``, PEP 503 under ``/simple``), both on 127.0.0.1."""
+
+    pt: PyTorchIndex
+    server: IndexServer
+    default: Index
+
+    @property
+    def url(self) -> str:
+        """The default index's server (``<url>/simple``)."""
+        return self.server.url
+
+    def config(self, *, platforms: str = '["linux-cpu"]', extra: str = "") -> str:
+        """lockkit.toml text: the default index, and both PyTorch hosts through mirrors."""
+        mirrors = "".join(f'"{k}" = "{v}"\n' for k, v in self.pt.mirrors().items())
+        return (f'index-url = "{self.url}/simple"\nplatforms = {platforms}\n{extra}'
+                f"[mirrors]\n{mirrors}")
+
+    def wheel_requests(self) -> list[str]:
+        paths = [p for p, _ in self.server.requests] + list(self.pt.requests)
+        return [urllib.parse.unquote(p) for p in paths if p.endswith(".whl")]
+
+    def forget_requests(self) -> None:
+        self.server.requests.clear()
+        self.pt.requests.clear()
+
+
+def fill(pt: PyTorchIndex, default: Index) -> None:
+    """What the real indexes look like, in miniature.
+
+    The PyTorch index: one torch build per variant, its family packages on the same page
+    host (triton for CUDA, pytorch-triton-rocm for ROCm), single stale copies of common
+    packages at the root of ``whl/`` (listed on every variant's page), copied pages that
+    link another host's files, and a page without hashes (as nightly/aarch64 pages are).
+    The default index: current versions of those packages, and planted traps.
+    """
+    for variant in ("cpu", "cu126", "rocm6.2"):
+        deps = {"cu126": ["nvidia-cublas-cu12==12.6.4.1", "triton==3.1.0"],
+                "rocm6.2": ["pytorch-triton-rocm==3.1.0"]}.get(variant, [])
+        pt.add(variant, "torch", f"2.5.1+{variant}", requires=["filelock"] + deps,
+               tag=LINUX)
+    pt.add("cu126", "triton", "3.1.0", tag=LINUX)
+    pt.add("rocm6.2", "pytorch-triton-rocm", "3.1.0", tag=LINUX)
+    pt.without_hashes("rocm6.2", "pytorch-triton-rocm")
+    # PACKAGE_ALLOW_LIST copies: one old version each, at whl/ (every variant lists them)
+    pt.add(None, "MarkupSafe", "3.0.2", tag=LINUX)
+    pt.add(None, "jinja2", "3.1.4", requires=["MarkupSafe>=2.0"])
+    pt.add(None, "setuptools", "70.2.0")
+    pt.add(None, "requests", "2.28.1")
+    # PACKAGE_LINKS_ALLOW_LIST pages: copies pointing at another host's (old) files
+    built = default.root.parent / "copied"
+    pt.copy_page("numpy", build_wheel(built, "numpy", "1.26.3", tag=LINUX))
+    pt.copy_page("filelock", build_wheel(built, "filelock", "3.13.1"))
+    pt.copy_page("nvidia-cublas-cu12", build_wheel(built, "nvidia-cublas-cu12", "12.6.4.1",
+                                                   tag=MANYLINUX))
+    default.add("filelock", "3.16.1")
+    default.add("numpy", "2.1.0", tag=LINUX)
+    default.add("numpy", "2.1.0", tag=MAC)
+    default.add("MarkupSafe", "3.0.3", tag=LINUX)
+    default.add("MarkupSafe", "3.0.3", tag=MAC)
+    default.add("jinja2", "3.1.6", requires=["MarkupSafe>=2.0"])
+    default.add("setuptools", "80.9.0")
+    default.add("requests", "2.32.5")
+    default.add("nvidia-cublas-cu12", "12.6.4.1", tag=MANYLINUX)
+    default.add("torch", "2.5.1", requires=["filelock"], tag=MAC)
 
 
 @pytest.fixture
 def indexes(tmp_path_factory):
-    """A fake ``download.pytorch.org/whl/{cpu,cu126,rocm6.2}`` and a fake default index."""
+    """The PyTorch index replica and a default index, filled by :func:`fill`."""
+    pt = PyTorchIndex(tmp_path_factory.mktemp("pytorch"))
     server = IndexServer(tmp_path_factory.mktemp("index"))
-    cpu, cu126, rocm = (server.index(f"/whl/{v}") for v in ("cpu", "cu126", "rocm6.2"))
     default = server.index("/simple")
-    for idx, local in ((cpu, "cpu"), (cu126, "cu126"), (rocm, "rocm6.2")):
-        deps = {"cu126": ["nvidia-cublas-cu12==12.6.4.1", "triton==3.1.0"],
-                "rocm6.2": ["pytorch-triton-rocm==3.1.0"]}.get(local, [])
-        idx.add("torch", f"2.5.1+{local}", requires=["filelock"] + deps, tag=LINUX)
-    cu126.add("triton", "3.1.0", tag=LINUX)
-    cu126.add("nvidia-cublas-cu12", "12.6.4.1", tag="py3-none-manylinux2014_x86_64")
-    rocm.add("pytorch-triton-rocm", "3.1.0", tag=LINUX)
-    default.add("filelock", "3.16.1")
-    default.add("numpy", "2.1.0", tag=LINUX)
-    default.add("numpy", "2.1.0", tag=MAC)
-    default.add("torch", "2.5.1", requires=["filelock"], tag=MAC)
-    with server:
-        yield server
+    fill(pt, default)
+    with pt, server:
+        yield Loopback(pt=pt, server=server, default=default)
 
 
 @pytest.fixture
@@ -47,10 +110,7 @@ def project(tmp_path, indexes):
     root = tmp_path / "proj"
     root.mkdir()
     (root / "requirements.in").write_text("torch==2.5.1\nnumpy\n")
-    (root / "lockkit.toml").write_text(
-        f'index-url = "{indexes.url}/simple"\nplatforms = ["linux-cpu"]\n'
-        f'[mirrors]\n"{OFFICIAL}" = "{indexes.url}/whl"\n'
-    )
+    (root / "lockkit.toml").write_text(indexes.config())
     return root
 
 
@@ -76,14 +136,19 @@ def real_torch_wheels(tmp_path_factory) -> list[Path]:
 
 @pytest.fixture(scope="session")
 def torch_index(tmp_path_factory, real_torch_wheels):
-    """A loopback mirror of the PyTorch CPU index serving the real torch, and a default
-    index serving its real dependencies: the whole end-to-end path runs over 127.0.0.1."""
-    server = IndexServer(tmp_path_factory.mktemp("torch-index"))
-    cpu, default = server.index("/whl/cpu"), server.index("/simple")
+    """The PyTorch CPU index replica serving the real torch (linked on its second host, as
+    the official index does), and a default index serving its real dependencies: the whole
+    end-to-end path runs over 127.0.0.1."""
+    pt = PyTorchIndex(tmp_path_factory.mktemp("torch-index"))
+    server = IndexServer(tmp_path_factory.mktemp("default-index"))
+    default = server.index("/simple")
     for wheel in real_torch_wheels:
-        (cpu if wheel.name.startswith("torch-") else default).put(wheel)
-    with server:
-        yield server
+        if wheel.name.startswith("torch-"):
+            pt.put("cpu", wheel)
+        else:
+            default.put(wheel)
+    with pt, server:
+        yield Loopback(pt=pt, server=server, default=default)
 
 
 @pytest.fixture(scope="session")
@@ -115,10 +180,11 @@ def _no_network() -> list[str]:
     return ["unshare", "-rn"]
 
 
-def _configure(root: Path, url: str) -> None:
+def _configure(root: Path, loopback: Loopback) -> None:
     text = (root / "lockkit.toml").read_text()
+    mirrors = "".join(f'"{k}" = "{v}"\n' for k, v in loopback.pt.mirrors().items())
     (root / "lockkit.toml").write_text(
-        f'index-url = "{url}/simple"\n' + text + f'\n[mirrors]\n"{OFFICIAL}" = "{url}/whl"\n')
+        f'index-url = "{loopback.url}/simple"\n' + text + f"\n[mirrors]\n{mirrors}")
 
 
 @pytest.fixture(scope="session")
@@ -127,7 +193,7 @@ def example(tmp_path_factory, torch_index) -> Path:
     root = tmp_path_factory.mktemp("example") / "embeddings"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("locks", "wheelhouse",
                                                                  ".lockkit", "__pycache__"))
-    _configure(root, torch_index.url)
+    _configure(root, torch_index)
     cache = tmp_path_factory.mktemp("cache")
     assert main(["compile", "--project", str(root), "--platform", "linux-cpu"]) == 0
     assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-cpu",

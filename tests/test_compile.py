@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 import tomllib
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -10,14 +12,39 @@ from packaging.pylock import Pylock
 
 from conftest import LINUX, OFFICIAL
 from lockkit.cli import main
+from lockkit.platforms import load_platforms
+from lockkit.targets import environment, wheel_tags
+from pytorch_index import R2
 
 
 def lock_of(project: Path, platform: str) -> dict:
-    return tomllib.loads((project / "locks" / f"pylock.{platform}.toml").read_text())
+    """The lock as written, after checking it conforms (every test's lock goes through here)."""
+    lock = tomllib.loads((project / "locks" / f"pylock.{platform}.toml").read_text())
+    assert_conforms(lock, platform, project)
+    return lock
+
+
+def assert_conforms(lock: dict, platform: str, project: Path | None = None) -> None:
+    """PEP 751 as packaging enforces it, selectable for the platform; every file named."""
+    plat = load_platforms(project)[platform]
+    chosen = list(Pylock.from_dict(lock).select(environment=environment(plat),
+                                                tags=wheel_tags(plat)))
+    assert {p.name for p, _ in chosen} == {p["name"] for p in lock["packages"]}
+    for package in lock["packages"]:
+        for f in package.get("wheels", []) + ([package["sdist"]] if "sdist" in package else []):
+            path = urllib.parse.urlsplit(f["url"]).path
+            assert f["name"] == urllib.parse.unquote(path.rsplit("/", 1)[1])
+            assert "%2B" not in f["name"] and len(f["hashes"]["sha256"]) == 64
+            assert "127.0.0.1" not in f["url"] or "index" not in package or \
+                "127.0.0.1" in package["index"]  # a mirror's address never reaches the lock
 
 
 def pkgs(lock: dict) -> dict[str, dict]:
     return {p["name"]: p for p in lock["packages"]}
+
+
+def compile_(project: Path, *args: str) -> int:
+    return main(["compile", "--project", str(project), *args])
 
 
 @pytest.mark.parametrize(
@@ -28,43 +55,147 @@ def pkgs(lock: dict) -> dict[str, dict]:
         ("linux-rocm6", "2.5.1+rocm6.2", {"pytorch-triton-rocm"}),
     ],
 )
-def test_each_platform_gets_its_own_build(project, platform, torch_version, extra):
-    assert main(["compile", "--project", str(project), "--platform", platform]) == 0
+def test_each_platform_gets_its_own_build(project, indexes, platform, torch_version, extra):
+    assert compile_(project, "--platform", platform) == 0
     lock = lock_of(project, platform)
-    Pylock.from_dict(lock)  # a valid PEP 751 file
     packages = pkgs(lock)
+    variant = lock["tool"]["lockkit"]["torch-index"].rsplit("/", 1)[1]
     assert packages["torch"]["version"] == torch_version
     assert set(packages) == {"torch", "numpy", "filelock"} | extra
-    index = OFFICIAL + "/" + lock["tool"]["lockkit"]["torch-index"].rsplit("/", 1)[1]
-    assert packages["torch"]["index"] == index
-    assert packages["torch"]["wheels"][0]["url"].startswith(index + "/")  # official, not mirror
-    for p in lock["packages"]:
-        for wheel in p["wheels"]:
-            assert len(wheel["hashes"]["sha256"]) == 64
+    assert packages["torch"]["index"] == f"{OFFICIAL}/{variant}"
+    # the official URL, on the host the official page links (not the mirror, not the page host)
+    wheel = f"torch-{torch_version.replace('+', '%2B')}-{LINUX}.whl"
+    assert packages["torch"]["wheels"] == [{
+        "name": f"torch-{torch_version}-{LINUX}.whl",
+        "url": f"{R2}/whl/{variant}/{wheel}",
+        "upload-time": packages["torch"]["wheels"][0]["upload-time"],
+        "hashes": packages["torch"]["wheels"][0]["hashes"],
+    }]
+    assert packages["numpy"]["index"] == packages["filelock"]["index"] == f"{indexes.url}/simple"
     meta = lock["tool"]["lockkit"]
     assert meta["platform"] == platform and meta["inputs-fingerprint"].startswith("sha256:")
 
 
-def test_planted_packages_on_default_index_are_never_chosen(project, indexes):
-    default = next(i for i in indexes.indexes if i.prefix == "/simple")
-    default.add("torch", "9.9.9", tag=LINUX)
-    default.add("pytorch-triton-rocm", "99.0.0", tag=LINUX)
+def test_torch_page_on_the_second_host_is_accepted_by_the_family_guard(project, indexes):
+    """The official page links torch on download-r2: the page listed it, so it is torch's."""
+    assert compile_(project, "--platform", "linux-cu126") == 0
+    pages = [p for p in indexes.pt.requests if p.startswith("/pt/whl/cu126/")]
+    assert "/pt/whl/cu126/torch/" in pages and "/pt/whl/cu126/triton/" in pages
+    # every other name went to the default index only, never to the PyTorch index
+    assert not [p for p in pages if p.rstrip("/").rsplit("/", 1)[1] in ("numpy", "filelock")]
+
+
+def test_transitive_family_package_comes_from_the_pytorch_index(project, indexes):
+    """triton and pytorch-triton-rocm are never asked for: torch pulls them in."""
     (project / "requirements.in").write_text("torch\n")
-    assert main(["compile", "--project", str(project), "--platform", "linux-rocm6"]) == 0
+    for platform, name in (("linux-cu126", "triton"), ("linux-rocm6", "pytorch-triton-rocm")):
+        assert compile_(project, "--platform", platform) == 0
+        package = pkgs(lock_of(project, platform))[name]
+        assert package["version"] == "3.1.0"
+        assert package["index"] == OFFICIAL + "/" + ("cu126" if "cu" in platform else "rocm6.2")
+        assert package["wheels"][0]["url"].startswith(R2 + "/whl/")
+
+
+def test_planted_packages_on_the_default_index_are_never_chosen(project, indexes):
+    indexes.default.add("torch", "9.9.9", tag=LINUX)
+    indexes.default.add("triton", "99.0.0", tag=LINUX)
+    indexes.default.add("pytorch-triton-rocm", "99.0.0", tag=LINUX)
+    (project / "requirements.in").write_text("torch\n")
+    assert compile_(project, "--platform", "linux-rocm6") == 0
     packages = pkgs(lock_of(project, "linux-rocm6"))
     assert packages["torch"]["version"] == "2.5.1+rocm6.2"
     assert packages["pytorch-triton-rocm"]["version"] == "3.1.0"
     assert packages["pytorch-triton-rocm"]["index"] == OFFICIAL + "/rocm6.2"
+    assert compile_(project, "--platform", "linux-cu126") == 0
+    assert pkgs(lock_of(project, "linux-cu126"))["triton"]["version"] == "3.1.0"
+    # asking for the planted version directly is no resolution, never a fallback
+    (project / "requirements.in").write_text("torch\ntriton==99.0.0\n")
+    assert compile_(project, "--platform", "linux-cu126") == 1
 
 
-def test_pinned_index_missing_package_is_an_error_not_a_fallback(project, indexes, capsys):
-    rocm = next(i for i in indexes.indexes if i.prefix == "/whl/rocm6.2")
-    rocm.status["torch"] = 404
-    default = next(i for i in indexes.indexes if i.prefix == "/simple")
-    default.add("torch", "2.5.1", tag=LINUX)
-    assert main(["compile", "--project", str(project), "--platform", "linux-rocm6"]) == 1
+@pytest.mark.parametrize("requirement,name,version", [
+    ("numpy>=2.1", "numpy", "2.1.0"),          # the PyTorch index's copied page has 1.26.3
+    ("setuptools>=75", "setuptools", "80.9.0"),  # its stale copy: 70.2.0
+    ("jinja2>=3.1.5", "jinja2", "3.1.6"),        # its stale copy: 3.1.4
+    ("requests", "requests", "2.32.5"),         # no floor: still not the stale 2.28.1
+    ("markupsafe", "markupsafe", "3.0.3"),      # MarkupSafe 3.0.2 only, there
+])
+def test_stale_copies_on_the_pytorch_index_are_never_used(project, indexes, requirement, name,
+                                                          version):
+    (project / "requirements.in").write_text(f"torch==2.5.1\n{requirement}\n")
+    for platform in ("linux-cu126", "linux-rocm6", "macos-arm64"):
+        assert compile_(project, "--platform", platform) == 0, platform
+        package = pkgs(lock_of(project, platform))[name]
+        assert package["version"] == version, platform  # the same on every platform
+        assert package["index"] == f"{indexes.url}/simple"
+
+
+def test_realistic_set_for_cuda_and_rocm(project, indexes, capsys):
+    """The closing note's table: torch, numpy>=2, jinja2, setuptools>=75, requests."""
+    (project / "requirements.in").write_text(
+        "torch==2.5.1\nnumpy>=2\njinja2\nsetuptools>=75\nrequests\n")
+    assert compile_(project, "--platform", "linux-cu126", "--platform", "linux-rocm6") == 0
+    rows = []
+    for platform in ("linux-cu126", "linux-rocm6"):
+        for p in lock_of(project, platform)["packages"]:
+            index = p["index"].replace(indexes.url + "/simple", "(default index)")
+            rows.append(f"{platform:12} {p['name']:20} {p['version']:15} {index}")
+    with capsys.disabled():
+        print("\n" + "\n".join(rows))
+    expected = {"numpy": "2.1.0", "jinja2": "3.1.6", "setuptools": "80.9.0",
+                "requests": "2.32.5", "markupsafe": "3.0.3", "filelock": "3.16.1"}
+    for platform in ("linux-cu126", "linux-rocm6"):
+        packages = pkgs(lock_of(project, platform))
+        assert {k: packages[k]["version"] for k in expected} == expected
+
+
+def test_page_without_hashes_is_hashed_by_lockkit(project, indexes):
+    """Nightly and some stable pages give no #sha256: the lock still has the file's own
+    (uv downloads such a file to hash it; lockkit hashes whatever uv left unhashed)."""
+    (project / "requirements.in").write_text("torch\n")
+    assert compile_(project, "--platform", "linux-rocm6") == 0
+    lock = lock_of(project, "linux-rocm6")
+    wheel = pkgs(lock)["pytorch-triton-rocm"]["wheels"][0]
+    served = indexes.pt.base / "bucket" / "whl" / "rocm6.2" / wheel["name"]
+    assert wheel["hashes"]["sha256"] == hashlib.sha256(served.read_bytes()).hexdigest()
+    assert "#sha256" not in indexes.pt.page("rocm6.2", "pytorch-triton-rocm")
+
+
+def test_a_link_rewriting_mirror_gives_the_same_lock(project, indexes):
+    """Artifactory, Nexus and devpi serve the pages with links to themselves: the lock
+    still records the official URLs, byte for byte what the static mirror gives."""
+    (project / "requirements.in").write_text("torch==2.5.1\n")
+    assert compile_(project, "--platform", "linux-cu126") == 0
+    static = (project / "locks" / "pylock.linux-cu126.toml").read_text()
+    (project / "lockkit.toml").write_text(
+        f'index-url = "{indexes.url}/simple"\n'
+        f'[mirrors]\n"{OFFICIAL}/cu126" = "{indexes.pt.rewriting("cu126")}"\n')
+    indexes.pt.requests.clear()
+    assert compile_(project, "--platform", "linux-cu126") == 0
+    assert any(p.startswith("/rw/cu126/simple/torch") for p in indexes.pt.requests)
+    assert not any(p.startswith(("/pt/", "/r2/")) for p in indexes.pt.requests)
+    rewritten = (project / "locks" / "pylock.linux-cu126.toml").read_text()
+    assert _files(rewritten) == _files(static)
+
+
+def _files(text: str) -> list[tuple]:
+    """What identifies each file: name, official URL, sha256 (a proxy may drop upload times)."""
+    return [(p["name"], p["version"], p.get("index"), w["name"], w["url"], w["hashes"]["sha256"])
+            for p in tomllib.loads(text)["packages"] for w in p["wheels"]]
+
+
+def test_pytorch_index_refusing_a_family_package_is_an_error_not_a_fallback(project, indexes,
+                                                                             capsys):
+    """The real index answers 403 (S3's XML) for a name it does not serve."""
+    (project / "lockkit.toml").write_text(
+        f'index-url = "{indexes.url}/simple"\n'
+        f'[mirrors]\n"{OFFICIAL}" = "{indexes.pt.main}/whl/xpu-empty"\n'
+        f'"{R2}" = "{indexes.pt.r2}"\n')
+    (project / "requirements.in").write_text("torch\n")
+    assert compile_(project, "--platform", "linux-rocm6") == 1
     msg = capsys.readouterr().err
-    assert "must come from the PyTorch index" in msg and OFFICIAL + "/rocm6.2" in msg
+    assert "torch must come from the PyTorch index https://download.pytorch.org/whl/rocm6.2" in msg
+    assert "HTTP 403" in msg and "never falls back" in msg
     assert not (project / "locks" / "pylock.linux-rocm6.toml").exists()
 
 
@@ -90,22 +221,22 @@ def test_credentials_never_written_or_printed(project, indexes, capsys, monkeypa
     assert main(["compile", "--project", str(project), "--index-url", url]) == 0
     text = (project / "locks" / "pylock.linux-cpu.toml").read_text()
     assert "s3cr3t" not in text and "alice" not in text and "LK_TOKEN" not in text
-    assert any(auth for _, auth in indexes.requests)  # the credentials were really used
+    assert any(auth for _, auth in indexes.server.requests)  # the credentials were really used
     assert "s3cr3t" not in capsys.readouterr().err
 
 
 def test_cpu_platform_refuses_a_cuda_build(project, indexes, capsys):
     (project / "lockkit.toml").write_text(
         f'index-url = "{indexes.url}/simple"\n'
-        f'[mirrors]\n"{OFFICIAL}/cpu" = "{indexes.url}/whl/cu126"\n'
+        f'[mirrors]\n"{OFFICIAL}/cpu" = "{indexes.pt.main}/whl/cu126"\n"{R2}" = "{indexes.pt.r2}"\n'
     )
+    indexes.default.add("triton", "3.1.0", tag=LINUX)  # not torch-family on a CPU platform
     assert main(["compile", "--project", str(project), "--platform", "linux-cpu"]) == 1
     assert "is not a CPU build" in capsys.readouterr().err
 
 
 def test_sdist_only_package_is_refused_unless_allowed(project, indexes, capsys):
-    default = next(i for i in indexes.indexes if i.prefix == "/simple")
-    folder = default.root / "onlysdist"
+    folder = indexes.default.root / "onlysdist"
     folder.mkdir()
     import io, tarfile
     buf = io.BytesIO()
@@ -151,15 +282,21 @@ def test_no_resolution_and_unreachable_index(project, capsys):
     (project / "requirements.in").write_text("numpy\n")
     assert main(["compile", "--project", str(project), "--index-url", "http://127.0.0.1:9/simple"]) == 1
     assert "unreachable" in capsys.readouterr().err
+    (project / "requirements.in").write_text("torch\n")
+    assert compile_(project, "--mirror", f"{OFFICIAL}=http://127.0.0.1:9/whl") == 1
+    err = capsys.readouterr().err
+    assert f"the PyTorch index {OFFICIAL}/cpu is unreachable" in err
 
 
 def test_lock_installs_with_uv_from_a_project_platform(project, indexes, tmp_path):
-    """A user platform whose torch index is served directly; uv installs the lock."""
+    """A user platform whose PyTorch index is a private proxy (its pages link files on
+    itself, as Artifactory's do): its own URLs are the official ones; uv installs the lock."""
     (project / "lockkit.toml").write_text(f'index-url = "{indexes.url}/simple"\n')
     (project / "platforms").mkdir()
     src = (Path(__file__).parents[1] / "platforms" / "linux-cpu.toml").read_text()
     (project / "platforms" / "local-cpu.toml").write_text(
-        src.replace(f"{OFFICIAL}/cpu", f"{indexes.url}/whl/cpu"))
+        src.replace(f"{OFFICIAL}/cpu", indexes.pt.rewriting("cpu")).replace(
+            f'file-hosts = ["{R2}"]', ""))
     assert main(["compile", "--project", str(project), "--platform", "local-cpu"]) == 0
     import uv
     venv = tmp_path / "venv"
@@ -178,11 +315,14 @@ def test_malformed_platform_file_names_file_and_field(project, capsys):
     (project / "platforms").mkdir()
     (project / "platforms" / "broken.toml").write_text(
         'os = "plan9"\narch = "x"\npython = "3.11"\npython-platform = "x"\n'
-        '[backend]\nkind = "cuda"\n[torch]\npackages = ["torch"]\n[gpu]\ndevice = "cuda"\n')
+        '[backend]\nkind = "cuda"\n[torch]\npackages = ["torch"]\n'
+        'file-hosts = ["https://files.example/whl", "ftp://x"]\n[gpu]\ndevice = "cuda"\n')
     assert main(["platforms", "--project", str(project)]) == 2
     msg = capsys.readouterr().err
     assert "broken.toml" in msg and "os: 'plan9' is not one of" in msg
     assert "backend.version: required" in msg
+    assert "torch.file-hosts[0]: 'https://files.example/whl' is not a scheme://host URL" in msg
+    assert "torch.file-hosts[1]" in msg and "torch.file-hosts: needs torch.index" in msg
 
 
 def test_python_m_lockkit_and_json_matrix():
