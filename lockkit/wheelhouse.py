@@ -113,7 +113,9 @@ def _item(project: Project, name: str, version: str, dist: PackageWheel | Packag
     if not sha:
         raise BuildError(f"{name}: {filename} has no sha256 in the lock")
     mirrors = Mirrors(project.mirrors)
-    sources: list[str | PageRef] = [mirrors.effective(url)]  # the mirror first ...
+    sources: list[str | PageRef] = []
+    if mirrors.covers(url):  # the mirror first ...
+        sources.append(mirrors.effective(url))
     index = entry.get("index")
     if isinstance(index, str) and mirrors.covers(index):
         # ... then the mirrored index's page, for mirrors that rewrite links to themselves ...

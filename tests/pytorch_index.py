@@ -150,6 +150,7 @@ class PyTorchIndex:
     def __init__(self, base: Path) -> None:
         self.base = base
         self.requests: list[str] = []
+        self.authorizations: list[tuple[str, str]] = []  # (path, Authorization header)
         # Decoded file name -> faults served one per request, in order, then the real file
         # (as index_server.IndexServer.faults): "500", "404", "reset", "truncate", "wrong", "slow".
         self.faults: dict[str, list[str]] = {}
@@ -167,6 +168,7 @@ class PyTorchIndex:
 
             def do_GET(self, head: bool = False) -> None:
                 index.requests.append(self.path)
+                index.authorizations.append((self.path, self.headers.get("Authorization", "")))
                 code, body, ctype = index._answer(self.path)
                 name = urllib.parse.unquote(self.path.split("?", 1)[0]).rsplit("/", 1)[-1]
                 queue = index.faults.get(name)

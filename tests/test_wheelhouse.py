@@ -17,6 +17,7 @@ import pytest
 from packaging.pylock import Pylock
 
 from conftest import OFFICIAL
+from pytorch_index import R2
 from lockkit.cli import main
 from lockkit.config import load_project
 from lockkit.fetch import Cache, FetchError, HashMismatch, http_client
@@ -24,13 +25,14 @@ from lockkit.platforms import load_platforms
 from lockkit import wheelhouse
 
 TORCH = "torch-2.5.1+cpu-cp311-cp311-linux_x86_64.whl"
+TORCH_KEY = "whl/cpu/torch-2.5.1%2Bcpu-cp311-cp311-linux_x86_64.whl"  # as the index links it
 
 
 def compiled(project: Path, server=None, platform: str = "linux-cpu") -> Path:
     """Compile the lock; forget the requests uv made, so tests count the build's alone."""
     assert main(["compile", "--project", str(project), "--platform", platform]) == 0
     if server is not None:
-        server.requests.clear()
+        server.forget_requests()
     return project / "locks" / f"pylock.{platform}.toml"
 
 
@@ -40,7 +42,7 @@ def build_cli(project: Path, cache: Path, *extra: str) -> int:
 
 
 def wheel_requests(server) -> list[str]:
-    return [p for p, _ in server.requests if p.endswith(".whl")]
+    return server.wheel_requests()
 
 
 def build_lib(project: Path, cache: Path, out: Path, **kw) -> wheelhouse.BuildResult:
@@ -50,6 +52,11 @@ def build_lib(project: Path, cache: Path, out: Path, **kw) -> wheelhouse.BuildRe
     with http_client(timeout=kw.pop("timeout", 10.0)) as client:
         return wheelhouse.build(proj, platform, out, client=client, cache=Cache(cache),
                                 backoff=0.01, **kw)
+
+
+def served(indexes) -> bytes:
+    """The torch wheel's bytes as the PyTorch index replica stores them."""
+    return (indexes.pt.base / "bucket" / "whl" / "cpu" / TORCH).read_bytes()
 
 
 def leftovers(parent: Path, name: str) -> list[Path]:
@@ -85,8 +92,8 @@ def test_build_writes_a_complete_verified_folder(project, indexes, tmp_path):
         data = (out / path).read_bytes()
         assert (len(data), hashlib.sha256(data).hexdigest()) == (entry["size"], entry["sha256"])
     torch = listed[TORCH]
-    assert torch["source"] == f"{OFFICIAL}/cpu/torch/{TORCH}"  # the lock's URL ...
-    assert torch["origin"] == f"{indexes.url}/whl/cpu/torch/{TORCH}"  # ... found at the mirror
+    assert torch["source"] == f"{R2}/{TORCH_KEY}"  # the lock's URL ...
+    assert torch["origin"] == f"{indexes.pt.r2}/{TORCH_KEY}"  # ... found at the mirror
 
     reqs = (out / "requirements.txt").read_text()
     assert f"torch==2.5.1+cpu --hash=sha256:{torch['sha256']}" in reqs
@@ -135,43 +142,42 @@ def test_find_links_file_with_wrong_bytes_is_refused(project, tmp_path, capsys):
 @pytest.mark.parametrize("fault", ["500", "reset", "truncate", "slow"])
 def test_transient_faults_are_retried(project, indexes, tmp_path, fault):
     compiled(project, indexes)
-    indexes.faults[TORCH] = [fault, fault]
-    indexes.stall = 3.0
+    indexes.pt.faults[TORCH] = [fault, fault]
+    indexes.pt.stall = 3.0
     result = build_lib(project, tmp_path / "cache", tmp_path / "wh", timeout=1.0)
     torch = next(r for r in result.files if r.path == TORCH)
-    assert torch.origin.startswith(indexes.url)
-    assert wheel_requests(indexes).count(f"/whl/cpu/torch/{TORCH}") == 3
-    assert indexes.faults[TORCH] == []
-    assert (tmp_path / "wh" / TORCH).read_bytes() == \
-        next((indexes.base / "whl_cpu" / "torch").glob("*.whl")).read_bytes()
+    assert torch.origin.startswith(indexes.pt.r2)
+    assert wheel_requests(indexes).count(f"/r2/whl/cpu/{TORCH}") == 3
+    assert indexes.pt.faults[TORCH] == []
+    assert (tmp_path / "wh" / TORCH).read_bytes() == served(indexes)
 
 
 def test_persistent_fault_is_reported_with_file_and_url(project, indexes, tmp_path):
     compiled(project, indexes)
-    indexes.faults[TORCH] = ["500"] * 20
+    indexes.pt.faults[TORCH] = ["500"] * 20
     with pytest.raises(FetchError) as err:
         build_lib(project, tmp_path / "cache", tmp_path / "wh", attempts=2)
     msg = str(err.value)
-    assert TORCH in msg and f"{indexes.url}/whl/cpu/torch/" in msg and "HTTP 500" in msg
+    assert TORCH in msg and f"{indexes.pt.r2}/{TORCH_KEY}" in msg and "HTTP 500" in msg
     assert "gave up after 2 attempts" in msg
     assert not (tmp_path / "wh").exists() and leftovers(tmp_path, "wh") == []
 
 
 def test_hash_mismatch_is_never_retried_and_never_lands(project, indexes, tmp_path, capsys):
     lock = compiled(project, indexes)
-    indexes.faults[TORCH] = ["wrong"]
+    indexes.pt.faults[TORCH] = ["wrong"]
     cache = tmp_path / "cache"
     assert build_cli(project, cache) == 1
     err = capsys.readouterr().err
-    assert f"{TORCH} from {indexes.url}/whl/cpu/torch/" in err and "does not match" in err
-    assert wheel_requests(indexes).count(f"/whl/cpu/torch/{TORCH}") == 1
+    assert f"{TORCH} from {indexes.pt.r2}/{TORCH_KEY}" in err and "does not match" in err
+    assert wheel_requests(indexes).count(f"/r2/whl/cpu/{TORCH}") == 1
     want = next(w["hashes"]["sha256"] for p in tomllib.loads(lock.read_text())["packages"]
                 if p["name"] == "torch" for w in p["wheels"])
     assert not Cache(cache).path(want).exists()
     assert list((cache / "partial").glob("*")) == []
     assert not (project / "wheelhouse" / "linux-cpu").exists()
     with pytest.raises(HashMismatch):
-        indexes.faults[TORCH] = ["wrong"]
+        indexes.pt.faults[TORCH] = ["wrong"]
         build_lib(project, cache, tmp_path / "wh")
 
 
@@ -200,8 +206,8 @@ def test_interrupted_build_leaves_nothing_final_and_resumes(project, indexes, tm
 def test_killed_build_leaves_no_file_under_a_final_name(project, indexes, tmp_path):
     compiled(project, indexes)
     cache, out = tmp_path / "cache", tmp_path / "wh"
-    indexes.faults[TORCH] = ["slow"]
-    indexes.stall = 30.0
+    indexes.pt.faults[TORCH] = ["slow"]
+    indexes.pt.stall = 30.0
     argv = [sys.executable, "-m", "lockkit", "wheelhouse", "build", "--project", str(project),
             "--platform", "linux-cpu", "--cache-dir", str(cache), "--out", str(out),
             "--timeout", "60"]
@@ -214,10 +220,9 @@ def test_killed_build_leaves_no_file_under_a_final_name(project, indexes, tmp_pa
     proc.wait()
     assert not out.exists()
     cached = {p.name for p in (cache / "sha256").rglob("*") if p.is_file()}
-    torch_sha = hashlib.sha256(
-        next((indexes.base / "whl_cpu" / "torch").glob("*.whl")).read_bytes()).hexdigest()
+    torch_sha = hashlib.sha256(served(indexes)).hexdigest()
     assert torch_sha not in cached
-    indexes.stall = 0.0
+    indexes.pt.stall = 0.0
     assert build_cli(project, cache, "--out", str(out)) == 0
     assert (out / TORCH).is_file() and leftovers(tmp_path, "wh") == []
 
@@ -246,9 +251,9 @@ def test_concurrent_builds_share_the_cache(project, tmp_path):
 
 def test_credentials_are_used_but_never_written(project, indexes, tmp_path, capsys):
     compiled(project, indexes)
-    secret_mirror = f"{OFFICIAL}=http://lockkit:s3cret-token@{indexes.url.split('://')[1]}/whl"
+    secret_mirror = f"{R2}=http://lockkit:s3cret-token@{indexes.pt.r2.split('://')[1]}"
     assert build_cli(project, tmp_path / "cache", "--mirror", secret_mirror) == 0
-    assert any(auth.startswith("Basic ") for path, auth in indexes.requests
+    assert any(auth.startswith("Basic ") for path, auth in indexes.pt.authorizations
                if path.endswith(".whl") and "torch" in path)
     out = project / "wheelhouse" / "linux-cpu"
     for f in out.rglob("*"):
@@ -311,11 +316,11 @@ def modern_pip(tmp_path_factory) -> Path:
     """A pip wheel >= 26 (the first with ``-r pylock.toml``), run from the wheel itself."""
     dest = tmp_path_factory.mktemp("pip26")
     run = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                          "--only-binary", ":all:", "pip>=26", "-d", str(dest)],
+                          "--only-binary", ":all:", "pip>=26.1", "-d", str(dest)],
                          capture_output=True, text=True, timeout=300)
     wheels = sorted(dest.glob("pip-*.whl"))
     if run.returncode != 0 or not wheels:
-        pytest.skip("no pip >= 26 available to download here (needed for -r pylock.toml)")
+        pytest.skip("no pip >= 26.1 available to download here (needed for -r pylock.toml)")
     return wheels[-1]
 
 
@@ -346,6 +351,49 @@ def test_offline_install_from_pylock_with_uv(built, tmp_path):
     assert _installed(python) == EXPECTED
 
 
+def test_pip26_dry_run_report_selects_the_lock(built, tmp_path, modern_pip):
+    """Conformance: pip >= 26.1 reads the wheelhouse's pylock.toml as PEP 751 says."""
+    python = _venv(tmp_path / "venv")
+    run = subprocess.run([*_no_network(), str(python), f"{modern_pip}/pip", "install",
+                          "--isolated", "--quiet", "--dry-run", "--no-index", "--report", "-",
+                          "-r", str(built / "pylock.toml")],
+                         capture_output=True, text=True, env=_clean_env())
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    chosen = {i["metadata"]["name"]: i["metadata"]["version"] for i in report["install"]}
+    assert chosen == EXPECTED
+
+
+def test_uv_dry_run_selects_the_lock(built, tmp_path):
+    import uv
+
+    python = _venv(tmp_path / "venv")
+    run = subprocess.run([*_no_network(), uv.find_uv_bin(), "pip", "install", "--no-config",
+                          "--dry-run", "--offline", "--no-index", "--python", str(python),
+                          "--cache-dir", str(tmp_path / "uvcache"), "-r",
+                          str(built / "pylock.toml")],
+                         capture_output=True, text=True, env=_clean_env())
+    assert run.returncode == 0, run.stderr
+    chosen = dict(line.strip()[2:].split("==") for line in run.stderr.splitlines()
+                  if line.strip().startswith("+ "))
+    assert chosen == EXPECTED
+
+
+def test_wheelhouse_through_a_link_rewriting_mirror(project, indexes, tmp_path):
+    """A mirror that keeps files under its own layout (Artifactory, Nexus, devpi): the
+    lock's official URL does not exist there, so the file is looked up on the mirrored
+    index page by name, and kept only if its hash matches the lock."""
+    compiled(project, indexes)
+    (project / "lockkit.toml").write_text(
+        f'index-url = "{indexes.url}/simple"\n'
+        f'[mirrors]\n"{OFFICIAL}/cpu" = "{indexes.pt.rewriting("cpu")}"\n')
+    result = build_lib(project, tmp_path / "cache", tmp_path / "wh")
+    torch = next(r for r in result.files if r.path == TORCH)
+    assert torch.origin.startswith(f"{indexes.pt.url}/rw/cpu/packages/")
+    assert not [p for p in indexes.pt.requests if p.startswith(("/pt/", "/r2/"))]
+    assert (tmp_path / "wh" / TORCH).read_bytes() == served(indexes)
+
+
 def test_simple_tree_serves_as_an_index(built, tmp_path):
     """The folder under any static web server is a PEP 503 index pip installs from."""
     import functools
@@ -368,8 +416,7 @@ def test_simple_tree_serves_as_an_index(built, tmp_path):
 
 
 def _with_sdist(project: Path, indexes, name: str, tag: str) -> None:
-    default = next(i for i in indexes.indexes if i.prefix == "/simple")
-    default.add_sdist(name, "1.0", tag=tag)
+    indexes.default.add_sdist(name, "1.0", tag=tag)
     (project / "requirements.in").write_text(f"torch==2.5.1\n{name}\n")
     text = (project / "lockkit.toml").read_text()
     (project / "lockkit.toml").write_text(f'allow-sdist = ["{name}"]\n' + text)
