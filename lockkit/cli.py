@@ -17,8 +17,11 @@ def _project_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--project", type=Path, default=Path("."), metavar="DIR",
                    help="project folder holding lockkit.toml (default: current folder)")
     p.add_argument("--mirror", action="append", default=[], metavar="OFFICIAL=MIRROR",
-                   help="serve an official index URL prefix from a mirror (repeatable), e.g. "
-                        "https://download.pytorch.org/whl=https://mirror.example/whl")
+                   help="serve an official URL prefix from a mirror (repeatable; the longest "
+                        "prefix wins). The PyTorch index links files on a second host: map "
+                        "both, e.g. https://download.pytorch.org=https://mirror.example/pt and "
+                        "https://download-r2.pytorch.org=https://mirror.example/r2, or map the "
+                        "index alone to a proxy that rewrites links to itself")
     p.add_argument("--index-url", metavar="URL",
                    help="replace the default index (user:token@ and ${VAR} are used, never written)")
 

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from index_server import Index, IndexServer, build_wheel  # noqa: E402
 from pytorch_index import PyTorchIndex  # noqa: E402
 from lockkit.cli import main  # noqa: E402
+from lockkit.platforms import load_platforms  # noqa: E402
+from lockkit.targets import environment, wheel_tags  # noqa: E402
+from packaging.pylock import Pylock  # noqa: E402
 
 OFFICIAL = "https://download.pytorch.org/whl"  # the official PyTorch index's root
 LINUX = "cp311-cp311-linux_x86_64"
@@ -162,6 +166,21 @@ def torch_venv(tmp_path_factory, real_torch_wheels) -> Path:
     return python
 
 
+def assert_conforms(lock: dict, platform: str, project: Path | None = None) -> None:
+    """PEP 751 as packaging enforces it, selectable for the platform; every file named."""
+    plat = load_platforms(project)[platform]
+    chosen = list(Pylock.from_dict(lock).select(environment=environment(plat),
+                                                tags=wheel_tags(plat)))
+    assert {p.name for p, _ in chosen} == {p["name"] for p in lock["packages"]}
+    for package in lock["packages"]:
+        for f in package.get("wheels", []) + ([package["sdist"]] if "sdist" in package else []):
+            path = urllib.parse.urlsplit(f["url"]).path
+            assert f["name"] == urllib.parse.unquote(path.rsplit("/", 1)[1])
+            assert "%2B" not in f["name"] and len(f["hashes"]["sha256"]) == 64
+            assert "127.0.0.1" not in f["url"] or "index" not in package or \
+                "127.0.0.1" in package["index"]  # a mirror's address never reaches the lock
+
+
 # --- the bundled example, prepared once per session -----------------------------------------
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "embeddings"
@@ -196,6 +215,8 @@ def example(tmp_path_factory, torch_index) -> Path:
     _configure(root, torch_index)
     cache = tmp_path_factory.mktemp("cache")
     assert main(["compile", "--project", str(root), "--platform", "linux-cpu"]) == 0
+    lock = tomllib.loads((root / "locks" / "pylock.linux-cpu.toml").read_text())
+    assert_conforms(lock, "linux-cpu", root)
     assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-cpu",
                  "--cache-dir", str(cache)]) == 0
     return root

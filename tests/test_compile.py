@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 from packaging.pylock import Pylock
 
-from conftest import LINUX, OFFICIAL
+from conftest import LINUX, OFFICIAL, assert_conforms
 from lockkit.cli import main
-from lockkit.platforms import load_platforms
-from lockkit.targets import environment, wheel_tags
 from pytorch_index import R2
 
 
@@ -22,21 +20,6 @@ def lock_of(project: Path, platform: str) -> dict:
     lock = tomllib.loads((project / "locks" / f"pylock.{platform}.toml").read_text())
     assert_conforms(lock, platform, project)
     return lock
-
-
-def assert_conforms(lock: dict, platform: str, project: Path | None = None) -> None:
-    """PEP 751 as packaging enforces it, selectable for the platform; every file named."""
-    plat = load_platforms(project)[platform]
-    chosen = list(Pylock.from_dict(lock).select(environment=environment(plat),
-                                                tags=wheel_tags(plat)))
-    assert {p.name for p, _ in chosen} == {p["name"] for p in lock["packages"]}
-    for package in lock["packages"]:
-        for f in package.get("wheels", []) + ([package["sdist"]] if "sdist" in package else []):
-            path = urllib.parse.urlsplit(f["url"]).path
-            assert f["name"] == urllib.parse.unquote(path.rsplit("/", 1)[1])
-            assert "%2B" not in f["name"] and len(f["hashes"]["sha256"]) == 64
-            assert "127.0.0.1" not in f["url"] or "index" not in package or \
-                "127.0.0.1" in package["index"]  # a mirror's address never reaches the lock
 
 
 def pkgs(lock: dict) -> dict[str, dict]:
@@ -81,6 +64,9 @@ def test_torch_page_on_the_second_host_is_accepted_by_the_family_guard(project, 
     assert compile_(project, "--platform", "linux-cu126") == 0
     pages = [p for p in indexes.pt.requests if p.startswith("/pt/whl/cu126/")]
     assert "/pt/whl/cu126/torch/" in pages and "/pt/whl/cu126/triton/" in pages
+    # uv read the PEP 658 metadata the page announced, on the second host through its mirror
+    assert any(p.startswith("/r2/whl/cu126/torch-") and p.endswith(".whl.metadata")
+               for p in indexes.pt.requests)
     # every other name went to the default index only, never to the PyTorch index
     assert not [p for p in pages if p.rstrip("/").rsplit("/", 1)[1] in ("numpy", "filelock")]
 
@@ -222,6 +208,23 @@ def test_credentials_never_written_or_printed(project, indexes, capsys, monkeypa
     text = (project / "locks" / "pylock.linux-cpu.toml").read_text()
     assert "s3cr3t" not in text and "alice" not in text and "LK_TOKEN" not in text
     assert any(auth for _, auth in indexes.server.requests)  # the credentials were really used
+    assert "s3cr3t" not in capsys.readouterr().err
+
+
+def test_credentials_for_the_pytorch_mirror_are_used_never_written(project, indexes, capsys,
+                                                                     monkeypatch):
+    monkeypatch.setenv("PT_TOKEN", "pt-s3cr3t")
+    hosts = {k: v.replace("http://", "http://bob:${PT_TOKEN}@")
+             for k, v in indexes.pt.mirrors().items()}
+    args = [a for k, v in hosts.items() for a in ("--mirror", f"{k}={v}")]
+    (project / "lockkit.toml").write_text(f'index-url = "{indexes.url}/simple"\n')
+    assert compile_(project, "--platform", "linux-cu126", *args) == 0
+    text = (project / "locks" / "pylock.linux-cu126.toml").read_text()
+    assert "s3cr3t" not in text and "bob" not in text and "PT_TOKEN" not in text
+    assert "127.0.0.1" not in text.replace(f"{indexes.url}/simple", "")
+    used = [path for path, auth in indexes.pt.authorizations if auth.startswith("Basic ")]
+    assert "/pt/whl/cu126/torch/" in used  # the page, fetched by lockkit's routing index
+    assert any(p.startswith("/r2/") for p in used)  # the metadata, fetched by uv
     assert "s3cr3t" not in capsys.readouterr().err
 
 

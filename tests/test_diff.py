@@ -15,6 +15,7 @@ import pytest
 from conftest import OFFICIAL, lockkit
 from fake_torch import build_fake_torch
 from index_server import IndexServer
+from pytorch_index import PyTorchIndex
 from lockkit.cli import main
 
 
@@ -102,25 +103,27 @@ def test_declared_variant_is_apart_and_exits_zero(baseline, copy_of, capsys):
 def _fake_cpu_runs(tmp_path: Path, *builds: tuple[str, str]) -> list[Path]:
     """Linux-cpu projects with a fake torch build and a filelock version each, resolved
     one after the other against the same loopback indexes; returns their report folders."""
-    server = IndexServer(tmp_path / "index")
     reports = []
+    server = IndexServer(tmp_path / "index")
+    default = server.index("/simple")
     with server:
-        cpu, default = server.index("/whl/cpu"), server.index("/simple")
         for i, (torch_version, filelock) in enumerate(builds):
-            for idx in (cpu, default):
-                shutil.rmtree(idx.root)
-                idx.root.mkdir()
-            build_fake_torch(cpu.root / "torch", version=torch_version, cuda=None)
+            shutil.rmtree(default.root)
+            default.root.mkdir()
             default.add("filelock", filelock)
+            pt = PyTorchIndex(tmp_path / f"pytorch{i}")  # one torch build per replica
+            pt.put("cpu", build_fake_torch(tmp_path / f"built{i}", version=torch_version,
+                                           cuda=None))
             root = tmp_path / f"proj{i}"
             root.mkdir()
             (root / "requirements.in").write_text("torch==2.5.1\nfilelock\n")
+            mirrors = "".join(f'"{k}" = "{v}"\n' for k, v in pt.mirrors().items())
             (root / "lockkit.toml").write_text(
-                f'index-url = "{server.url}/simple"\n'
-                f'[mirrors]\n"{OFFICIAL}" = "{server.url}/whl"\n')
-            assert main(["compile", "--project", str(root)]) == 0
-            assert main(["wheelhouse", "build", "--project", str(root), "--platform",
-                         "linux-cpu", "--cache-dir", str(tmp_path / "cache")]) == 0
+                f'index-url = "{server.url}/simple"\n[mirrors]\n{mirrors}')
+            with pt:
+                assert main(["compile", "--project", str(root)]) == 0
+                assert main(["wheelhouse", "build", "--project", str(root), "--platform",
+                             "linux-cpu", "--cache-dir", str(tmp_path / "cache")]) == 0
             reports.append(run_verify(root))
     return reports
 

@@ -12,6 +12,7 @@ import pytest
 from conftest import OFFICIAL, lockkit
 from fake_torch import build_fake_torch
 from index_server import IndexServer
+from pytorch_index import PyTorchIndex
 from lockkit.cli import main
 
 ORDER = ["host", "venv", "install", "pip-check", "inventory", "system", "gpu", "application"]
@@ -129,25 +130,30 @@ def test_untracked_file_is_not_in_the_clean_copy(copy_of):
 
 @pytest.fixture
 def fake_project(tmp_path):
-    """A project whose PyTorch index serves one fake torch build, chosen by the test."""
+    """A project whose PyTorch index (the replica of the real one) serves one fake torch
+    build, chosen by the test."""
+    pt = PyTorchIndex(tmp_path / "pytorch")
     server = IndexServer(tmp_path / "index")
-    with server:
+    with pt, server:
         def make(platform: str, **fake) -> Path:
             local = fake.pop("local")
-            idx = server.index(f"/whl/{local}")
-            build_fake_torch(idx.root / "torch", version=f"2.5.1+{local}", **fake)
+            pt.put(local, build_fake_torch(tmp_path / "built", version=f"2.5.1+{local}", **fake))
             server.index("/simple")
             root = tmp_path / "proj"
             root.mkdir()
             (root / "requirements.in").write_text("torch==2.5.1\n")
             (root / "lockkit.toml").write_text(
                 f'index-url = "{server.url}/simple"\nplatforms = ["{platform}"]\n'
-                f'[mirrors]\n"{OFFICIAL}" = "{server.url}/whl"\n')
+                + mirrors(pt))
             assert main(["compile", "--project", str(root)]) == 0
             assert main(["wheelhouse", "build", "--project", str(root), "--platform", platform,
                          "--cache-dir", str(tmp_path / "cache")]) == 0
             return root
         yield make
+
+
+def mirrors(pt: PyTorchIndex) -> str:
+    return "[mirrors]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in pt.mirrors().items())
 
 
 def verify_fake(root: Path, platform: str, *extra: str) -> tuple[int, dict]:
@@ -183,10 +189,11 @@ def test_a_hanging_probe_fails_its_step_with_a_timeout(fake_project):
 
 def test_inventory_that_differs_from_the_lock(tmp_path):
     """A wheel that smuggles in a second distribution: the venv no longer matches the lock."""
+    pt = PyTorchIndex(tmp_path / "pytorch")
     server = IndexServer(tmp_path / "index")
-    with server:
-        cpu, default = server.index("/whl/cpu"), server.index("/simple")
-        build_fake_torch(cpu.root / "torch", version="2.5.1+cpu", cuda=None)
+    with pt, server:
+        default = server.index("/simple")
+        pt.put("cpu", build_fake_torch(tmp_path / "built", version="2.5.1+cpu", cuda=None))
         default.add("filelock", "3.16.1", files={
             "filelock-3.16.1.data/purelib/sneaky-1.0.dist-info/METADATA":
                 "Metadata-Version: 2.1\nName: sneaky\nVersion: 1.0\n",
@@ -196,8 +203,7 @@ def test_inventory_that_differs_from_the_lock(tmp_path):
         root = tmp_path / "proj"
         root.mkdir()
         (root / "requirements.in").write_text("torch==2.5.1\nfilelock\n")
-        (root / "lockkit.toml").write_text(
-            f'index-url = "{server.url}/simple"\n[mirrors]\n"{OFFICIAL}" = "{server.url}/whl"\n')
+        (root / "lockkit.toml").write_text(f'index-url = "{server.url}/simple"\n' + mirrors(pt))
         assert main(["compile", "--project", str(root)]) == 0
         assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-cpu",
                      "--cache-dir", str(tmp_path / "cache")]) == 0

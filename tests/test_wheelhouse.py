@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from packaging.pylock import Pylock
 
-from conftest import OFFICIAL
+from conftest import OFFICIAL, assert_conforms
 from pytorch_index import R2
 from lockkit.cli import main
 from lockkit.config import load_project
@@ -31,6 +31,8 @@ TORCH_KEY = "whl/cpu/torch-2.5.1%2Bcpu-cp311-cp311-linux_x86_64.whl"  # as the i
 def compiled(project: Path, server=None, platform: str = "linux-cpu") -> Path:
     """Compile the lock; forget the requests uv made, so tests count the build's alone."""
     assert main(["compile", "--project", str(project), "--platform", platform]) == 0
+    path = project / "locks" / f"pylock.{platform}.toml"
+    assert_conforms(tomllib.loads(path.read_text()), platform, project)
     if server is not None:
         server.forget_requests()
     return project / "locks" / f"pylock.{platform}.toml"

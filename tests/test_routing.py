@@ -1,0 +1,104 @@
+"""lockkit.routing: how links of a PyTorch index page become effective and official URLs."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+
+from lockkit.routing import RoutingIndex, parse_links, resolve_href
+from lockkit.urls import Mirrors
+
+PT = "https://download.pytorch.org"
+R2 = "https://download-r2.pytorch.org"
+PAGE = f"{PT}/whl/cu126/torch/"
+WHEEL = "torch-2.5.1%2Bcu126-cp311-cp311-linux_x86_64.whl"
+OPEN = urllib.request.build_opener(urllib.request.ProxyHandler({})).open  # loopback, no proxy
+STATIC = Mirrors({PT: "http://m.test/pytorch", R2: "http://m.test/r2"})
+
+
+@pytest.mark.parametrize("href,effective_page,mirrors,expected", [
+    # the official page, no mirror: links as they are
+    (f"{R2}/whl/cu126/{WHEEL}", PAGE, Mirrors(), f"{R2}/whl/cu126/{WHEEL}"),
+    ("/whl/MarkupSafe-3.0.2-py3-none-any.whl", PAGE, Mirrors(),
+     f"{PT}/whl/MarkupSafe-3.0.2-py3-none-any.whl"),
+    # a static copy under a path: the second host through its own mirror ...
+    (f"{R2}/whl/cu126/{WHEEL}", "http://m.test/pytorch/whl/cu126/torch/", STATIC,
+     f"http://m.test/r2/whl/cu126/{WHEEL}"),
+    # ... and a root-relative link resolved on the official host, then mirrored
+    ("/whl/MarkupSafe-3.0.2-py3-none-any.whl", "http://m.test/pytorch/whl/cu126/torch/", STATIC,
+     "http://m.test/pytorch/whl/MarkupSafe-3.0.2-py3-none-any.whl"),
+    # a copied page's link to another host is left alone
+    ("https://files.example/packages/ab/numpy-2.1.0-py3-none-any.whl",
+     "http://m.test/pytorch/whl/cu126/numpy/", STATIC,
+     "https://files.example/packages/ab/numpy-2.1.0-py3-none-any.whl"),
+    # a rewriting proxy's relative link resolves on the page actually fetched
+    (f"../../packages/ab/cd/{WHEEL}#sha256=00", "http://art.test/pt/cu126/simple/torch/",
+     Mirrors({f"{PT}/whl/cu126": "http://art.test/pt/cu126/simple"}),
+     f"http://art.test/pt/cu126/packages/ab/cd/{WHEEL}#sha256=00"),
+    # credentials of the page reach links on the same host only
+    (f"../../packages/{WHEEL}", "http://u:t@art.test/pt/cu126/simple/torch/", Mirrors(),
+     f"http://u:t@art.test/pt/cu126/packages/{WHEEL}"),
+    (f"http://art.test/x/{WHEEL}", "http://u:t@art.test/pt/cu126/simple/torch/", Mirrors(),
+     f"http://u:t@art.test/x/{WHEEL}"),
+    (f"http://other.test/x/{WHEEL}", "http://u:t@art.test/pt/cu126/simple/torch/", Mirrors(),
+     f"http://other.test/x/{WHEEL}"),
+])
+def test_resolve_href(href, effective_page, mirrors, expected):
+    assert resolve_href(href, PAGE, effective_page, mirrors) == expected
+
+
+def test_parse_links_unescapes_and_keeps_attributes():
+    links = parse_links('<a href="/a&amp;b.whl#sha256=1" data-core-metadata="sha256=2">'
+                        'a+b.whl</a><br/><a>no href</a><!--TIMESTAMP 1-->')
+    assert links == [{"href": "/a&b.whl#sha256=1", "data-core-metadata": "sha256=2",
+                      "#text": "a+b.whl"}]
+
+
+def _routing(page: str, mirrors: Mirrors, status: int = 200) -> RoutingIndex:
+    fetched = []
+
+    def fetch(url: str) -> tuple[int, str]:
+        fetched.append(url)
+        return status, page
+
+    routing = RoutingIndex(family=("torch", "pytorch-triton-rocm"), official_index=f"{PT}/whl/cu126",
+                           mirrors=mirrors, file_hosts=(R2,), fetch=fetch)
+    routing.fetched = fetched  # type: ignore[attr-defined]
+    return routing
+
+
+def test_official_urls_of_a_rewriting_proxy_follow_the_official_layout():
+    page = f'<a href="../../packages/ab/cd/{WHEEL}#sha256=ff">x</a>'
+    routing = _routing(page, Mirrors({f"{PT}/whl/cu126": "http://u:t@art.test/pt/cu126/simple"}))
+    listed = routing.page("torch").files["torch-2.5.1+cu126-cp311-cp311-linux_x86_64.whl"]
+    assert listed.url == f"http://u:t@art.test/pt/cu126/packages/ab/cd/{WHEEL}"
+    assert listed.official == f"{R2}/whl/cu126/{WHEEL}"
+    assert routing.fetched == ["http://u:t@art.test/pt/cu126/simple/torch/"]  # type: ignore[attr-defined]
+
+
+def test_the_routing_index_serves_family_pages_and_refuses_the_rest():
+    page = f'<a href="{R2}/whl/cu126/{WHEEL}#sha256=ff" data-core-metadata="sha256=1">t</a>'
+    with _routing(page, STATIC) as routing:
+        def get(name: str) -> tuple[int, str]:
+            try:
+                with OPEN(f"{routing.url}/{name}/") as resp:
+                    return resp.status, resp.read().decode()
+            except urllib.error.HTTPError as exc:
+                return exc.code, ""
+
+        status, html = get("Torch")
+        assert status == 200
+        assert f'href="http://m.test/r2/whl/cu126/{WHEEL}#sha256=ff"' in html
+        assert 'data-core-metadata="sha256=1"' in html
+        assert get("numpy")[0] == 404  # not family: uv asks the default index
+        assert get("markupsafe")[0] == 404
+    assert routing.listed("torch", f"http://m.test/r2/whl/cu126/{WHEEL}") is not None
+    assert routing.listed("torch", f"http://evil.test/whl/cu126/{WHEEL}") is None
+
+
+def test_a_family_page_the_index_does_not_serve_is_empty_not_a_fallback():
+    with _routing("", STATIC, status=403) as routing:
+        with OPEN(f"{routing.url}/pytorch-triton-rocm/") as resp:
+            assert resp.status == 200 and "<a " not in resp.read().decode()
+    assert routing.pages["pytorch-triton-rocm"].status == 403
