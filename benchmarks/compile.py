@@ -79,8 +79,9 @@ def main() -> None:
         per_uv = {}
         for name, plat in platforms.items():
             idx = Indexes.for_platform(plat, mirrors, f"{server.url}/simple")
+            # bare uv gets the PyTorch index itself first (no routing: the baseline)
             argv = uv_command(uv, [project / "requirements.in"], plat, plat.python, idx,
-                              work / f"pylock.{name}.toml")
+                              work / f"pylock.{name}.toml", idx.torch_effective)
             penv = dict(env, **({"MACOSX_DEPLOYMENT_TARGET": plat.macos_target}
                                 if plat.macos_target else {}))
             per_uv[name] = timed(argv, penv)

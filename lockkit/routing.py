@@ -231,7 +231,8 @@ class RoutingIndex:
                 pass  # a client that hung up
 
         self._httpd = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                         daemon=True).start()  # shutdown() waits one poll
         return self
 
     def __exit__(self, *exc: object) -> None:
