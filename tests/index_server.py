@@ -113,6 +113,41 @@ def build_sdist(dest: Path, name: str, version: str, tag: str = "py3-none-any") 
     return path
 
 
+def reply(handler: http.server.BaseHTTPRequestHandler, code: int, body: bytes, ctype: str,
+          faults: dict[str, list[str]], stall: float, head: bool = False) -> None:
+    """Send an answer, or the next fault queued for the requested file name.
+
+    Faults, one per request in order, then the real file: "500", "404", "reset" (close
+    with no answer), "truncate" (half the promised body), "wrong" (right length, wrong
+    bytes), "slow" (stall *stall* seconds first).
+    """
+    queue = faults.get(urllib.parse.unquote(handler.path.split("?", 1)[0]).rsplit("/", 1)[-1])
+    fault = queue.pop(0) if queue and code == 200 else None
+    if fault == "reset":
+        handler.close_connection = True
+        handler.connection.shutdown(socket.SHUT_RDWR)
+        return
+    if fault in ("500", "404"):
+        code, body, ctype = int(fault), b"injected fault", "text/plain"
+    if fault == "slow":
+        time.sleep(stall)
+    handler.send_response(code)
+    handler.send_header("Content-Type", ctype)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    if head:
+        return
+    if fault == "truncate":
+        handler.wfile.write(body[: len(body) // 2])
+        handler.wfile.flush()
+        handler.close_connection = True
+        handler.connection.shutdown(socket.SHUT_RDWR)
+        return
+    if fault == "wrong":
+        body = bytes([body[0] ^ 0xFF]) + body[1:]
+    handler.wfile.write(body)
+
+
 @dataclass
 class Index:
     """One PEP 503 index: a folder of files per project, served under ``prefix``."""
@@ -161,31 +196,7 @@ class IndexServer:
             def do_GET(self, head: bool = False):
                 server.requests.append((self.path, self.headers.get("Authorization", "")))
                 code, body, ctype = server.answer(urllib.parse.unquote(self.path))
-                queue = server.faults.get(urllib.parse.unquote(self.path).rsplit("/", 1)[-1])
-                fault = queue.pop(0) if queue and code == 200 else None
-                if fault == "reset":
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-                if fault in ("500", "404"):
-                    code, body, ctype = int(fault), b"injected fault", "text/plain"
-                if fault == "slow":
-                    time.sleep(server.stall)
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                if head:
-                    return
-                if fault == "truncate":
-                    self.wfile.write(body[: len(body) // 2])
-                    self.wfile.flush()
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-                if fault == "wrong":
-                    body = bytes([body[0] ^ 0xFF]) + body[1:]
-                self.wfile.write(body)
+                reply(self, code, body, ctype, server.faults, server.stall, head)
 
             def do_HEAD(self):
                 self.do_GET(head=True)
@@ -195,7 +206,8 @@ class IndexServer:
                 pass
 
         self.httpd = Quiet(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True,
+                                       kwargs={"poll_interval": 0.05})
 
     @property
     def url(self) -> str:

@@ -28,7 +28,6 @@ import os
 import posixpath
 import re
 import shutil
-import socket
 import threading
 import time
 import urllib.parse
@@ -39,7 +38,7 @@ from itertools import count
 from pathlib import Path
 from typing import Any
 
-from index_server import build_wheel
+from index_server import build_wheel, reply
 
 OFFICIAL = "https://download.pytorch.org"
 R2 = "https://download-r2.pytorch.org"
@@ -170,32 +169,7 @@ class PyTorchIndex:
                 index.requests.append(self.path)
                 index.authorizations.append((self.path, self.headers.get("Authorization", "")))
                 code, body, ctype = index._answer(self.path)
-                name = urllib.parse.unquote(self.path.split("?", 1)[0]).rsplit("/", 1)[-1]
-                queue = index.faults.get(name)
-                fault = queue.pop(0) if queue and code == 200 else None
-                if fault == "reset":
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-                if fault in ("500", "404"):
-                    code, body, ctype = int(fault), b"injected fault", "text/plain"
-                if fault == "slow":
-                    time.sleep(index.stall)
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                if head:
-                    return
-                if fault == "truncate":
-                    self.wfile.write(body[: len(body) // 2])
-                    self.wfile.flush()
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-                if fault == "wrong":
-                    body = bytes([body[0] ^ 0xFF]) + body[1:]
-                self.wfile.write(body)
+                reply(self, code, body, ctype, index.faults, index.stall, head)
 
             def do_HEAD(self) -> None:
                 self.do_GET(head=True)
@@ -207,7 +181,8 @@ class PyTorchIndex:
                 pass
 
         self._httpd = Server(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
+                                        kwargs={"poll_interval": 0.05})
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
         self.main, self.r2, self.ext = self.url + "/pt", self.url + "/r2", self.url + "/ext"
 
