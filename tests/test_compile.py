@@ -64,6 +64,8 @@ def test_torch_page_on_the_second_host_is_accepted_by_the_family_guard(project, 
     assert compile_(project, "--platform", "linux-cu126") == 0
     pages = [p for p in indexes.pt.requests if p.startswith("/pt/whl/cu126/")]
     assert "/pt/whl/cu126/torch/" in pages and "/pt/whl/cu126/triton/" in pages
+    # pages are asked for with their trailing slash (without it the real index answers 403)
+    assert all(p.endswith("/") for p in pages if not p.endswith((".whl", ".metadata")))
     # uv read the PEP 658 metadata the page announced, on the second host through its mirror
     assert any(p.startswith("/r2/whl/cu126/torch-") and p.endswith(".whl.metadata")
                for p in indexes.pt.requests)
