@@ -49,6 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
                       help="write nothing; exit 1 if a lock is missing or stale (the CI gate)")
     # Concurrent uv runs contend for uv's cache; on 2 cores one at a time was measured faster.
     jobs = max(1, min(4, (os.cpu_count() or 2) // 2))
+    comp.add_argument("--upgrade", action="store_true",
+                      help="resolve afresh: the existing lock's versions are not preferred")
+    comp.add_argument("--upgrade-package", action="append", default=[], metavar="NAME",
+                      help="let NAME move to its newest allowed version; every other package "
+                           "keeps the version the existing lock pins (repeatable)")
+    comp.add_argument("--exclude-newer", metavar="DATE",
+                      help="ignore files uploaded after DATE (RFC 3339, e.g. 2024-10-01): "
+                           "resolve as of that day (overrides exclude-newer in lockkit.toml)")
     comp.add_argument("--jobs", type=int, default=jobs,
                       help=f"platforms resolved at once (default {jobs}: half the cores, at most 4)")
     _project_args(comp)
@@ -212,13 +220,19 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise UsageError("--jobs: must be at least 1")
-    project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
+    project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url,
+                           exclude_newer=args.exclude_newer)
     selected = select_platforms(load_platforms(project.root), args.platform, args.all, project)
     if args.check:
+        if project.config_file is None:
+            raise UsageError(f"--check: no lockkit.toml (or [tool.lockkit] in pyproject.toml) "
+                             f"in {project.root}",
+                             hint="run it in the project folder, or pass --project DIR")
         outcomes = check_platforms(project, selected)
         bad = [o for o in outcomes if o.status != "fresh"]
         for o in outcomes:
-            ui.say(f"{o.platform}: {o.status} ({o.path.relative_to(project.root)})")
+            detail = f": {o.detail}" if o.detail else ""
+            ui.say(f"{o.platform}: {o.status} ({o.path.relative_to(project.root)}){detail}")
         if bad:
             raise StaleLockError(
                 "locks not fresh: " + ", ".join(f"{o.platform} ({o.status})" for o in bad),
@@ -227,7 +241,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     with ui.progress("resolving " + ", ".join(p.name for p in selected),
                      total=len(selected)) as advance:
         outcomes = compile_platforms(project, selected, jobs=args.jobs,
-                                     on_done=lambda o: advance(1))
+                                     on_done=lambda o: advance(1), upgrade=args.upgrade,
+                                     upgrade_packages=tuple(args.upgrade_package))
     ui.print_table("lockkit compile", ("platform", "status", "packages", "lock"),
                    [(o.platform, o.status, o.packages or "", o.path.relative_to(project.root))
                     for o in outcomes])

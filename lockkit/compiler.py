@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 import time
-from lockkit._compat import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,10 +13,11 @@ from typing import Any, Callable
 from lockkit import __version__
 from lockkit.config import Project, read_requirements
 from lockkit.errors import IndexError_, LockkitError, PlatformError
+from lockkit.freshness import LOCK_FORMAT, check, fingerprint, inputs_record, packages_digest
 from lockkit.lockfile import build_lock, check_guards, dumps, write_atomic
 from lockkit.platforms import Platform
-from lockkit.redact import redact, strip_credentials
-from lockkit.resolve import Indexes, resolve, uv_bin, uv_version
+from lockkit.redact import redact
+from lockkit.resolve import Indexes, ResolveOptions, resolve, uv_bin, uv_version
 
 __all__ = ["Outcome", "compile_platforms", "check_platforms", "select_platforms"]
 
@@ -30,6 +29,7 @@ class Outcome:
     status: str  # "written" | "unchanged" | "fresh" | "stale" | "missing" | "failed"
     packages: int = 0
     error: LockkitError | None = None
+    detail: str = ""  # for --check: what changed
 
 
 def select_platforms(known: dict[str, Platform], names: list[str], all_: bool,
@@ -43,24 +43,6 @@ def select_platforms(known: dict[str, Platform], names: list[str], all_: bool,
 
 def _python(project: Project, platform: Platform) -> str:
     return project.python or platform.python
-
-
-def inputs_fingerprint(project: Project, platform: Platform) -> str:
-    """Everything that decides the lock's content, hashed; mirrors are not in it."""
-    files = []
-    for name in project.requirements:
-        for path, text in read_requirements(project.root / name):
-            files.append([path.relative_to(project.root).as_posix()
-                          if path.is_relative_to(project.root) else path.name, text])
-    blob = json.dumps({
-        "files": files,
-        "platform": platform.fingerprint,
-        "python": _python(project, platform),
-        "index-url": strip_credentials(project.index_url or ""),
-        "allow-sdist": sorted(project.allow_sdist),
-        "lockkit": __version__,
-    }, sort_keys=True).encode()
-    return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
 class _Http:
@@ -120,21 +102,29 @@ class _Http:
 
 
 def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
-                http: _Http) -> Outcome:
-    fingerprint = inputs_fingerprint(project, platform)
+                http: _Http, upgrade: bool = False,
+                upgrade_packages: tuple[str, ...] = ()) -> Outcome:
     python = _python(project, platform)
+    record = inputs_record(project, platform, python)
     indexes = Indexes.for_platform(platform, project.mirrors, project.index_url)
     reqs = [project.root / r for r in project.requirements]
-    resolution = resolve(reqs, platform, python, indexes, binary=uv, fetch_page=http.page)
+    options = ResolveOptions(preferences=project.lock_path(platform.name), upgrade=upgrade,
+                             upgrade_packages=upgrade_packages,
+                             exclude_newer=project.exclude_newer)
+    resolution = resolve(reqs, platform, python, indexes, binary=uv, fetch_page=http.page,
+                         options=options)
     doc, routing = resolution.doc, resolution.routing
     check_guards(doc, platform, indexes, project.allow_sdist, routing)
     meta = {
         "platform": platform.name, "platform-fingerprint": platform.fingerprint,
         "backend": {"kind": platform.backend.kind, "version": platform.backend.version or ""},
         "torch-index": platform.torch_index or "", "python": python,
-        "inputs-fingerprint": fingerprint, "lockkit-version": __version__, "uv-version": uv_ver,
+        "lock-format": LOCK_FORMAT, "inputs-fingerprint": fingerprint(record),
+        "lockkit-version": __version__, "uv-version": uv_ver,
     }
     lock = build_lock(doc, platform, indexes, meta, http.hash, routing)
+    lock["tool"]["lockkit"]["packages-digest"] = packages_digest(lock["packages"])
+    lock["tool"]["lockkit"]["inputs"] = record
     text = dumps(lock)
     path = project.lock_path(platform.name)
     if path.is_file() and path.read_text(encoding="utf-8") == text:
@@ -147,7 +137,8 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
 
 def compile_platforms(project: Project, platforms: list[Platform],
                       on_done: Callable[[Outcome], None] | None = None,
-                      jobs: int = 4) -> list[Outcome]:
+                      jobs: int = 4, upgrade: bool = False,
+                      upgrade_packages: tuple[str, ...] = ()) -> list[Outcome]:
     """Resolve several platforms concurrently; one failure does not stop the others."""
     for name in project.requirements:  # bad input fails before any work starts
         read_requirements(project.root / name)
@@ -156,7 +147,7 @@ def compile_platforms(project: Project, platforms: list[Platform],
 
     def run(platform: Platform) -> Outcome:
         try:
-            outcome = compile_one(project, platform, uv, uv_ver, http)
+            outcome = compile_one(project, platform, uv, uv_ver, http, upgrade, upgrade_packages)
         except LockkitError as exc:
             outcome = Outcome(platform=platform.name, path=project.lock_path(platform.name),
                               status="failed", error=exc)
@@ -173,18 +164,11 @@ def compile_platforms(project: Project, platforms: list[Platform],
 
 
 def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome]:
-    """Compare each lock's recorded inputs fingerprint with the current inputs."""
+    """Each lock's state: fresh, stale (naming the change), modified or missing."""
     outcomes = []
     for platform in platforms:
         path = project.lock_path(platform.name)
-        if not path.is_file():
-            outcomes.append(Outcome(platform=platform.name, path=path, status="missing"))
-            continue
-        try:
-            recorded = tomllib.loads(path.read_text(encoding="utf-8"))["tool"]["lockkit"]
-            fresh = recorded["inputs-fingerprint"] == inputs_fingerprint(project, platform)
-        except (KeyError, TypeError, tomllib.TOMLDecodeError):
-            fresh = False
-        outcomes.append(Outcome(platform=platform.name, path=path,
-                                status="fresh" if fresh else "stale"))
+        verdict = check(path, inputs_record(project, platform, _python(project, platform)))
+        outcomes.append(Outcome(platform=platform.name, path=path, status=verdict.status,
+                                detail=verdict.detail))
     return outcomes

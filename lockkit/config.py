@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from datetime import datetime
 from lockkit._compat import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,8 @@ from lockkit.errors import ConfigError
 
 __all__ = ["Project", "load_project", "read_requirements"]
 
-_KEYS = {"requirements", "platforms", "python", "mirrors", "index-url", "allow-sdist", "verify", "ci"}
+_KEYS = {"requirements", "platforms", "python", "mirrors", "index-url", "allow-sdist", "verify", "ci",
+         "exclude-newer"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,6 +29,7 @@ class Project:
     mirrors: dict[str, str] = field(default_factory=dict)
     index_url: str | None = None
     allow_sdist: tuple[str, ...] = ()
+    exclude_newer: str | None = None  # resolve as of this RFC 3339 date/timestamp
     verify: dict[str, Any] = field(default_factory=dict)
     ci: dict[str, Any] = field(default_factory=dict)
 
@@ -65,7 +68,7 @@ def _strings(path: Path | None, data: dict, key: str) -> tuple[str, ...] | None:
 
 
 def load_project(root: Path, *, mirrors: list[str] | None = None,
-                 index_url: str | None = None) -> Project:
+                 index_url: str | None = None, exclude_newer: str | None = None) -> Project:
     """Read the project's config; command-line values override the file's."""
     root = root.resolve()
     if not root.is_dir():
@@ -95,9 +98,26 @@ def load_project(root: Path, *, mirrors: list[str] | None = None,
     url = index_url or data.get("index-url")
     if url is not None and not isinstance(url, str):
         raise ConfigError(f"{path}: index-url: expected a URL string")
+    cutoff = exclude_newer or data.get("exclude-newer")
+    where = "--exclude-newer" if exclude_newer else f"{path}: exclude-newer"
+    kwargs["exclude_newer"] = _rfc3339(cutoff, where) if cutoff is not None else None
     return Project(root=root, config_file=path, mirrors=merged, index_url=url,
                    python=data.get("python"), verify=data.get("verify", {}),
                    ci=data.get("ci", {}), **kwargs)
+
+
+def _rfc3339(value: Any, where: str) -> str:
+    """An RFC 3339 date (``2024-10-01``) or timestamp (``2024-10-01T00:00:00Z``), as uv takes it."""
+    text = value.isoformat() if hasattr(value, "isoformat") else value  # a TOML date/datetime
+    if isinstance(text, str):
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            parsed = None
+        if parsed is not None and (len(text) == 10 or parsed.tzinfo is not None):
+            return text
+    raise ConfigError(f"{where}: {value!r} is not an RFC 3339 date or UTC timestamp",
+                      hint="e.g. 2024-10-01 or 2024-10-01T00:00:00Z")
 
 
 def read_requirements(path: Path, *, _seen: set[Path] | None = None) -> list[tuple[Path, str]]:

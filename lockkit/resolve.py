@@ -11,6 +11,7 @@ index, everything else only from the default index.
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 import tempfile
 from contextlib import ExitStack
@@ -26,7 +27,7 @@ from lockkit.redact import redact
 from lockkit.routing import RoutingIndex
 from lockkit.urls import Mirrors, apply_mirrors, expand, unapply_mirrors
 
-__all__ = ["Indexes", "Resolution", "apply_mirrors", "expand", "resolve", "unapply_mirrors",
+__all__ = ["Indexes", "Resolution", "ResolveOptions", "apply_mirrors", "expand", "resolve", "unapply_mirrors",
            "uv_bin", "uv_version"]
 
 
@@ -74,6 +75,21 @@ class Indexes:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ResolveOptions:
+    """How much of an existing lock to keep, and as of when to resolve.
+
+    *preferences* is the platform's current lock: uv reads an existing output file as
+    preferred versions (as pip-compile does), so a recompile moves only what the change
+    needs. ``upgrade`` drops all of them, ``upgrade_packages`` lifts those names only.
+    """
+
+    preferences: Path | None = None
+    upgrade: bool = False
+    upgrade_packages: tuple[str, ...] = ()
+    exclude_newer: str | None = None  # RFC 3339 date or timestamp, passed to uv
+
+
+@dataclass(frozen=True, kw_only=True)
 class Resolution:
     """uv's pylock document and the pages the routing index served for it."""
 
@@ -82,7 +98,8 @@ class Resolution:
 
 
 def uv_command(binary: str, requirements: list[Path], platform: Platform, python: str,
-               indexes: Indexes, output: Path, routing_url: str | None) -> list[str]:
+               indexes: Indexes, output: Path, routing_url: str | None,
+               options: ResolveOptions | None = None) -> list[str]:
     argv = [binary, "pip", "compile", "--no-config", "--quiet", "--format", "pylock.toml",
             "--generate-hashes", "--no-header", "--python-platform", platform.python_platform,
             "--python-version", python, "--index-strategy", "first-index", "-o", str(output),
@@ -93,6 +110,11 @@ def uv_command(binary: str, requirements: list[Path], platform: Platform, python
         argv += ["--index-url", indexes.default_effective]
     if routing_url:  # uv gives --extra-index-url priority over --index-url
         argv += ["--extra-index-url", routing_url]
+    options = options or ResolveOptions()
+    for name in options.upgrade_packages:
+        argv += ["--upgrade-package", name]
+    if options.exclude_newer:
+        argv += ["--exclude-newer", options.exclude_newer]
     return argv + [str(r) for r in requirements]
 
 
@@ -104,7 +126,8 @@ def _explain(stderr: str) -> str:
 
 def resolve(requirements: list[Path], platform: Platform, python: str, indexes: Indexes,
             binary: str | None = None,
-            fetch_page: Callable[[str], tuple[int, str]] | None = None) -> Resolution:
+            fetch_page: Callable[[str], tuple[int, str]] | None = None,
+            options: ResolveOptions | None = None) -> Resolution:
     """Run uv (behind the routing index when the platform has a PyTorch index)."""
     with ExitStack() as stack:
         routing = None
@@ -116,9 +139,12 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
                 mirrors=indexes.mirrors, file_hosts=platform.torch_file_hosts, fetch=fetch_page))
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="lockkit-"))
         out = Path(tmp) / "pylock.toml"
+        options = options or ResolveOptions()
+        if options.preferences and options.preferences.is_file() and not options.upgrade:
+            shutil.copyfile(options.preferences, out)  # uv prefers what its output file pins
         extra = {"MACOSX_DEPLOYMENT_TARGET": platform.macos_target} if platform.macos_target else {}
         argv = uv_command(binary or uv_bin(), requirements, platform, python, indexes, out,
-                          routing.url if routing else None)
+                          routing.url if routing else None, options)
         result = _run.call(argv, timeout=900, env=_run.isolated_env(extra))
         if result.returncode != 0:
             _raise_for(result.stderr, platform, indexes, routing)

@@ -190,17 +190,85 @@ def test_pytorch_index_refusing_a_family_package_is_an_error_not_a_fallback(proj
 def test_recompile_is_byte_identical_and_check_gate(project, capsys):
     args = ["compile", "--project", str(project), "--platform", "linux-cpu"]
     assert main(args + ["--check"]) == 1
-    assert "linux-cpu (missing)" in capsys.readouterr().err
+    assert "linux-cpu: missing (locks/pylock.linux-cpu.toml)" in capsys.readouterr().err
     assert main(args) == 0
     path = project / "locks" / "pylock.linux-cpu.toml"
     first = path.read_bytes()
     assert main(args) == 0
     assert path.read_bytes() == first
     assert main(args + ["--check"]) == 0
+    assert "linux-cpu: fresh" in capsys.readouterr().err
     (project / "requirements.in").write_text("torch==2.5.1\nnumpy\nfilelock\n")
     assert main(args + ["--check"]) == 1
-    assert "linux-cpu (stale)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "linux-cpu: stale (locks/pylock.linux-cpu.toml): requirements.in: added filelock" in err
     assert path.read_bytes() == first  # --check writes nothing
+
+
+def check_line(project: Path, capsys) -> tuple[int, str]:
+    code = main(["compile", "--project", str(project), "--platform", "linux-cpu", "--check"])
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("linux-cpu:")]
+    return code, lines[0] if lines else ""
+
+
+@pytest.mark.parametrize("change,expected", [
+    (lambda p: (p / "requirements.in").write_text("# the app\ntorch == 2.5.1  # pinned\n\nnumpy\n"),
+     "fresh"),
+    (lambda p: (p / "requirements.in").write_text("torch==2.5.1\nnumpy>=2\n"),
+     "stale (locks/pylock.linux-cpu.toml): requirements.in: added numpy>=2; "
+     "requirements.in: removed numpy"),
+    (lambda p: (p / "lockkit.toml").write_text(
+        (p / "lockkit.toml").read_text() .replace("platforms", 'python = "3.12"\nplatforms', 1)),
+     "stale (locks/pylock.linux-cpu.toml): python: 3.11 -> 3.12"),
+    (lambda p: (p / "lockkit.toml").write_text(
+        'exclude-newer = "2025-01-01"\n' + (p / "lockkit.toml").read_text()),
+     "stale (locks/pylock.linux-cpu.toml): exclude-newer: (unset) -> 2025-01-01"),
+    (lambda p: _edit_lock(p, "2.1.0", "2.0.0"),
+     "modified (locks/pylock.linux-cpu.toml): its packages table was edited after lockkit "
+     "wrote it"),
+    (lambda p: _zero_hashes(p), "modified (locks/pylock.linux-cpu.toml): its packages table"),
+    (lambda p: (p / "locks" / "pylock.linux-cpu.toml").write_text("<<<<<<< HEAD\n"),
+     "modified (locks/pylock.linux-cpu.toml): not a lock lockkit wrote"),
+    (lambda p: (p / "locks" / "pylock.linux-cpu.toml").unlink(),
+     "missing (locks/pylock.linux-cpu.toml)"),
+])
+def test_check_tells_fresh_stale_modified_missing(project, capsys, change, expected):
+    assert compile_(project, "--platform", "linux-cpu") == 0
+    capsys.readouterr()
+    change(project)
+    code, line = check_line(project, capsys)
+    assert line.startswith(f"linux-cpu: {expected}")
+    assert code == (0 if expected == "fresh" else 1)
+
+
+def _edit_lock(project: Path, old: str, new: str) -> None:
+    path = project / "locks" / "pylock.linux-cpu.toml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def _zero_hashes(project: Path) -> None:
+    import re
+    path = project / "locks" / "pylock.linux-cpu.toml"
+    path.write_text(re.sub(r'sha256 = "[0-9a-f]{64}"', 'sha256 = "' + "0" * 64 + '"',
+                           path.read_text()))
+
+
+def test_a_lockkit_upgrade_keeps_locks_fresh_unless_the_format_changes(project, capsys,
+                                                                       monkeypatch):
+    from lockkit import compiler, freshness
+    assert compile_(project, "--platform", "linux-cpu") == 0
+    monkeypatch.setattr(compiler, "__version__", "99.0.0")
+    assert check_line(project, capsys)[0] == 0
+    monkeypatch.setattr(freshness, "LOCK_FORMAT", freshness.LOCK_FORMAT + 1)
+    code, line = check_line(project, capsys)
+    assert code == 1 and "lock format 1 -> 2 (a newer lockkit)" in line
+
+
+def test_check_outside_a_project_is_a_usage_error(tmp_path, capsys):
+    assert main(["compile", "--check", "--project", str(tmp_path)]) == 2
+    assert "--check: no lockkit.toml" in capsys.readouterr().err
 
 
 def test_credentials_never_written_or_printed(project, indexes, capsys, monkeypatch):
@@ -340,3 +408,56 @@ def test_python_m_lockkit_and_json_matrix():
             "windows-cpu", "windows-cu126"} <= names
     mac = next(row for row in rows if row["name"] == "macos-arm64")
     assert mac["torch_index"] is None and mac["backend"] == {"kind": "mps", "version": None}
+
+
+# --- stable recompiles -------------------------------------------------------------------------
+
+def _versions(project: Path, platform: str = "linux-cpu") -> dict[str, str]:
+    return {p["name"]: p["version"] for p in lock_of(project, platform)["packages"]}
+
+
+def test_adding_a_requirement_moves_nothing_else(project, indexes):
+    """The existing lock's versions are preferences (as in pip-compile and uv)."""
+    assert compile_(project) == 0
+    before = (project / "locks" / "pylock.linux-cpu.toml").read_text()
+    indexes.default.add("numpy", "2.2.0", tag=LINUX)  # newer releases appear meanwhile
+    indexes.default.add("filelock", "3.17.0")
+    indexes.default.add("tqdm", "4.67.1")
+    (project / "requirements.in").write_text("torch==2.5.1\nnumpy\ntqdm\n")
+    assert compile_(project) == 0
+    after = (project / "locks" / "pylock.linux-cpu.toml").read_text()
+    assert _versions(project) == {"torch": "2.5.1+cpu", "numpy": "2.1.0", "filelock": "3.16.1",
+                                  "tqdm": "4.67.1"}
+    old = tomllib.loads(before)["packages"]
+    new = [p for p in tomllib.loads(after)["packages"] if p["name"] != "tqdm"]
+    assert new == old  # byte-for-byte the same entries, only tqdm added
+
+
+def test_upgrade_package_lifts_one_and_upgrade_lifts_all(project, indexes):
+    assert compile_(project) == 0
+    indexes.default.add("numpy", "2.2.0", tag=LINUX)
+    indexes.default.add("filelock", "3.17.0")
+    assert compile_(project, "--upgrade-package", "numpy") == 0
+    assert _versions(project)["numpy"] == "2.2.0" and _versions(project)["filelock"] == "3.16.1"
+    assert compile_(project, "--upgrade") == 0
+    assert _versions(project)["filelock"] == "3.17.0"
+
+
+def test_exclude_newer_resolves_as_of_a_date(project, indexes):
+    """The PyTorch index's pages carry data-upload-time; uv filters on it."""
+    indexes.pt.add("rocm6.2", "pytorch-triton-rocm", "3.2.0", tag=LINUX,
+                   upload_time="2025-01-29T17:00:00Z")  # the replica's others: 2024-10-29
+    (project / "requirements.in").write_text("pytorch-triton-rocm\n")
+    assert compile_(project, "--platform", "linux-rocm6", "--exclude-newer", "2025-01-01") == 0
+    assert _versions(project, "linux-rocm6") == {"pytorch-triton-rocm": "3.1.0"}
+    (project / "lockkit.toml").write_text(
+        indexes.config(extra='exclude-newer = "2025-02-01T00:00:00Z"\n'))
+    assert compile_(project, "--platform", "linux-rocm6", "--upgrade") == 0
+    assert _versions(project, "linux-rocm6") == {"pytorch-triton-rocm": "3.2.0"}
+
+
+@pytest.mark.parametrize("value", ['"yesterday"', '"2024-13-01"', '"2024-10-01T00:00:00"', "3"])
+def test_bad_exclude_newer_is_a_config_error(project, indexes, capsys, value):
+    (project / "lockkit.toml").write_text(indexes.config(extra=f"exclude-newer = {value}\n"))
+    assert compile_(project) == 2
+    assert "exclude-newer" in capsys.readouterr().err

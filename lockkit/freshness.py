@@ -1,0 +1,141 @@
+"""Is a committed lock still what lockkit would write? The ``compile --check`` gate.
+
+A lock records, in ``[tool.lockkit]``:
+
+- ``inputs``: what decided its content, readable: each input's normalised requirements
+  (comments, blank lines and spacing do not count) and the options (platform definition,
+  Python, index URL without credentials, allow-sdist, exclude-newer, lock format);
+- ``inputs-fingerprint``: the sha256 of that record;
+- ``packages-digest``: the sha256 of the ``packages`` table as lockkit wrote it.
+
+``check`` then tells four states apart: *missing*; *modified* (the packages table no
+longer matches its digest: a hand edit, a merge gone wrong); *stale* (an input changed,
+and which one); *fresh*. lockkit's own version is not an input: an upgrade invalidates
+locks only when ``LOCK_FORMAT`` changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from lockkit._compat import tomllib
+from lockkit.config import Project, read_requirements
+from lockkit.platforms import Platform
+from lockkit.redact import strip_credentials
+
+__all__ = ["LOCK_FORMAT", "Verdict", "check", "inputs_record", "fingerprint", "packages_digest"]
+
+LOCK_FORMAT = 1  # bump when what lockkit writes changes in a way old locks must be redone for
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    status: str  # "fresh" | "stale" | "modified" | "missing"
+    detail: str = ""
+
+
+def _normalised(text: str) -> list[str]:
+    """Requirement lines as packaging reads them; comments, blanks and spacing dropped."""
+    out = []
+    for raw in text.replace("\\\n", " ").splitlines():
+        line = raw.split(" #")[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            out.append(" ".join(line.split()))  # an option line (-r x.in, --hash): kept as is
+            continue
+        req.name = canonicalize_name(req.name)
+        out.append(strip_credentials(str(req)))
+    return sorted(out)
+
+
+def requirement_inputs(project: Project) -> dict[str, list[str]]:
+    """Each input file (and its includes), by path relative to the project: its requirements."""
+    found: dict[str, list[str]] = {}
+    for name in project.requirements:
+        for path, text in read_requirements(project.root / name):
+            label = (path.relative_to(project.root).as_posix()
+                     if path.is_relative_to(project.root) else path.name)
+            found[label] = _normalised(text)
+    return found
+
+
+def inputs_record(project: Project, platform: Platform, python: str) -> dict[str, Any]:
+    return {
+        "requirements": requirement_inputs(project),
+        "options": {
+            "platform": platform.fingerprint,
+            "python": python,
+            "index-url": strip_credentials(project.index_url or ""),
+            "allow-sdist": sorted(project.allow_sdist),
+            "exclude-newer": project.exclude_newer or "",
+            "lock-format": LOCK_FORMAT,
+        },
+    }
+
+
+def fingerprint(record: dict[str, Any]) -> str:
+    blob = json.dumps(record, sort_keys=True).encode()
+    return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+
+def packages_digest(packages: list[dict[str, Any]]) -> str:
+    """The digest of a packages table, the same whether taken before writing or after reading
+    (a TOML round trip first, so dates and numbers compare as the file holds them)."""
+    table = tomllib.loads(tomli_w.dumps({"packages": packages}))["packages"]
+    blob = json.dumps(table, sort_keys=True, default=str).encode()
+    return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+
+def check(path: Path, current: dict[str, Any]) -> Verdict:
+    """The state of the lock at *path* against the *current* inputs record."""
+    if not path.is_file():
+        return Verdict(status="missing")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        tool = data["tool"]["lockkit"]
+        digest_ok = packages_digest(data["packages"]) == tool.get("packages-digest")
+    except (KeyError, TypeError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return Verdict(status="modified", detail=f"not a lock lockkit wrote ({exc})")
+    if not digest_ok:
+        return Verdict(status="modified", detail="its packages table was edited after "
+                                                 "lockkit wrote it")
+    if tool.get("inputs-fingerprint") == fingerprint(current):
+        return Verdict(status="fresh")
+    return Verdict(status="stale", detail=explain(tool.get("inputs"), current))
+
+
+def explain(recorded: Any, current: dict[str, Any]) -> str:
+    """Which input changed, in words: files, requirements, options."""
+    if not isinstance(recorded, dict):
+        return "written by an older lockkit (no inputs recorded)"
+    was, now = recorded.get("requirements", {}), current["requirements"]
+    said = [f"{label}: new input" for label in now if label not in was]
+    said += [f"{label}: no longer an input" for label in was if label not in now]
+    for label in (lb for lb in now if lb in was):
+        added = [r for r in now[label] if r not in was[label]]
+        removed = [r for r in was[label] if r not in now[label]]
+        said += [f"{label}: added {r}" for r in added] + [f"{label}: removed {r}" for r in removed]
+    old_opts = recorded.get("options", {})
+    for key, value in current["options"].items():
+        if old_opts.get(key) != value:
+            said.append(_option_change(key, old_opts.get(key), value))
+    return "; ".join(said) or "the inputs fingerprint does not match"
+
+
+def _option_change(key: str, old: Any, new: Any) -> str:
+    if key == "platform":
+        return "the platform definition changed"
+    if key == "lock-format":
+        return f"lock format {old if old is not None else '(none)'} -> {new} (a newer lockkit)"
+    return f"{key}: {old if old not in (None, '') else '(unset)'} -> {new if new not in ('', []) else '(unset)'}"
