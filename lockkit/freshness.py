@@ -29,7 +29,7 @@ from packaging.utils import canonicalize_name
 from lockkit._compat import tomllib
 from lockkit.config import Project, read_requirements
 from lockkit.platforms import Platform
-from lockkit.redact import strip_credentials
+from lockkit.redact import redact, strip_credentials
 
 __all__ = ["LOCK_FORMAT", "Verdict", "check", "inputs_record", "fingerprint", "packages_digest"]
 
@@ -55,7 +55,7 @@ def _normalised(text: str) -> list[str]:
             out.append(" ".join(line.split()))  # an option line (-r x.in, --hash): kept as is
             continue
         req.name = canonicalize_name(req.name)
-        out.append(strip_credentials(str(req)))
+        out.append(redact(str(req)))  # a direct URL may carry user:token@
     return sorted(out)
 
 
