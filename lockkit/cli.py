@@ -261,6 +261,7 @@ def cmd_wheelhouse(args: argparse.Namespace) -> int:
 
 def _wheelhouse_build(args: argparse.Namespace) -> int:
     from lockkit import wheelhouse
+    from lockkit.auth import Credentials
     from lockkit.compiler import select_platforms
     from lockkit.config import load_project
     from lockkit.fetch import Cache, default_cache_dir, http_client
@@ -279,7 +280,8 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
     lock_path, items = wheelhouse.plan(project, platform)
     total = sum(i.want.size or 0 for i in items) or None
     cache = Cache((args.cache_dir or default_cache_dir()).absolute())
-    with http_client(connections=args.jobs, timeout=args.timeout) as client, \
+    with http_client(connections=args.jobs, timeout=args.timeout,
+                     credentials=Credentials.for_project(project)) as client, \
             ui.transfer(f"{platform.name}: files", len(items), total) as shown:
         result = wheelhouse.build(
             project, platform, out, client=client, cache=cache,
@@ -377,9 +379,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     def fetch(dest: Path) -> Path:
         from lockkit import wheelhouse
+        from lockkit.auth import Credentials
         from lockkit.fetch import Cache, default_cache_dir, http_client
 
-        with http_client() as client:
+        with http_client(credentials=Credentials.for_project(project)) as client:
             wheelhouse.build(project, platform, dest, client=client,
                              cache=Cache((args.cache_dir or default_cache_dir()).absolute()))
         return dest

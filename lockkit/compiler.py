@@ -51,12 +51,18 @@ class _Http:
 
     The client (and the httpx import, ~0.2 s) is created on first use only: a platform
     without a PyTorch index never needs it, and compile's overhead over uv is measured.
+    Requests go with the project's credentials by host (``lockkit.auth``): a page or file
+    URL without user info of its own may still be on a host that needs them.
     """
 
-    def __init__(self, attempts: int = 3, backoff: float = 0.5) -> None:
+    def __init__(self, project: Project | None = None, attempts: int = 3,
+                 backoff: float = 0.5) -> None:
+        from lockkit.auth import Credentials
+
         self._client: Any = None
         self._lock = threading.Lock()
         self.attempts, self.backoff = attempts, backoff
+        self.credentials = Credentials.for_project(project) if project else Credentials()
 
     def _get(self) -> Any:
         import httpx
@@ -73,7 +79,8 @@ class _Http:
 
         for attempt in range(self.attempts):
             try:
-                resp = self._get().get(url, headers={"Accept": "text/html"})
+                resp = self._get().get(url, headers={"Accept": "text/html"},
+                                       auth=self.credentials.auth(url))
             except httpx.TransportError:
                 if attempt + 1 == self.attempts:
                     raise
@@ -88,7 +95,7 @@ class _Http:
 
         digest = hashlib.sha256()
         try:
-            with self._get().stream("GET", url) as resp:
+            with self._get().stream("GET", url, auth=self.credentials.auth(url)) as resp:
                 resp.raise_for_status()
                 for chunk in resp.iter_bytes():
                     digest.update(chunk)
@@ -155,7 +162,7 @@ def compile_platforms(project: Project, platforms: list[Platform],
             on_done(outcome)
         return outcome
 
-    http = _Http()
+    http = _Http(project)
     try:
         with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(platforms)))) as pool:
             return list(pool.map(run, platforms))

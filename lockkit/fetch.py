@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lockkit.auth import Credentials
 from lockkit.errors import LockkitError
 from lockkit.redact import redact
 
@@ -31,6 +32,8 @@ __all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "
 _CHUNK = 1 << 20
 _IDENTITY = {"Accept-Encoding": "identity"}  # the file's own bytes, as pip asks
 _PARTIAL_MAX_AGE = 24 * 3600  # partial downloads older than this are debris of dead runs
+_REFUSED = ("the server refused the credentials (or got none): check the user info of "
+            "index-url and [mirrors] / --mirror, the ${VAR}s they use, or the netrc file")
 
 
 class FetchError(LockkitError):
@@ -143,7 +146,7 @@ class Fetcher:
             got = self._from_folder(want, folder)
             if got:
                 return got
-        errors = []
+        errors: list[FetchError] = []
         for url in want.urls:
             try:
                 if isinstance(url, PageRef):
@@ -152,10 +155,11 @@ class Fetcher:
             except FetchError as exc:
                 if isinstance(exc, HashMismatch):
                     raise
-                errors.append(str(exc))
-        tried = "; ".join(errors) or "no URL and not in any --find-links folder"
-        raise FetchError(f"{want.filename}: could not be fetched ({tried})",
-                         hint="check --mirror / --find-links, or the network")
+                errors.append(exc)
+        tried = "; ".join(map(str, errors)) or "no URL and not in any --find-links folder"
+        hint = next((e.hint for e in errors if e.hint),
+                    "check --mirror / --find-links, or the network")
+        raise FetchError(f"{want.filename}: could not be fetched ({tried})", hint=hint)
 
     def _from_folder(self, want: Want, folder: Path) -> Got | None:
         candidate = folder / want.filename
@@ -194,10 +198,10 @@ class Fetcher:
             with self.client.stream("GET", page.url, headers={"Accept": "text/html"}) as resp:
                 status = resp.status_code
                 text = resp.read().decode("utf-8", "replace") if status == 200 else ""
-        except httpx.TransportError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise FetchError(f"{redact(page.url)}: {type(exc).__name__}") from None
         if status != 200:
-            raise FetchError(f"{redact(page.url)}: HTTP {status}")
+            raise FetchError(f"{redact(page.url)}: HTTP {status}", hint=_refused(status))
         for link in parse_links(text):
             url, _, fragment = urllib.parse.urljoin(page.url, link["href"]).partition("#")
             name = urllib.parse.unquote(urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1])
@@ -215,7 +219,8 @@ class Fetcher:
                 if resp.status_code >= 500:
                     raise _Retry(f"HTTP {resp.status_code}")
                 if resp.status_code != 200:
-                    raise FetchError(f"{redact(url)}: HTTP {resp.status_code}")
+                    raise FetchError(f"{redact(url)}: HTTP {resp.status_code}",
+                                     hint=_refused(resp.status_code))
                 digest = hashlib.sha256()
                 for chunk in resp.iter_bytes(_CHUNK):
                     out.write(chunk)
@@ -226,7 +231,9 @@ class Fetcher:
             self.cache.commit(partial, want.sha256)
             return received
         except httpx.TransportError as exc:  # reset, timeout, truncated body
-            raise _Retry(f"{type(exc).__name__}: {exc}") from None
+            raise _Retry(f"{type(exc).__name__}: {redact(str(exc))}") from None
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # too many redirects, a bad URL
+            raise FetchError(f"{redact(url)}: {type(exc).__name__}: {redact(str(exc))}") from None
         finally:
             if received and partial.exists():
                 self.on_bytes(-received)  # this attempt's bytes did not count
@@ -238,6 +245,11 @@ class Fetcher:
         if digest != want.sha256:
             raise HashMismatch(f"{want.filename} from {redact(url)}: sha256 {digest} does not "
                                f"match the lock's {want.sha256}; the file was discarded")
+
+
+def _refused(status: int) -> str | None:
+    """A 401/403 is about credentials, not the network: say where they come from."""
+    return _REFUSED if status in (401, 403) else None
 
 
 def _copy(src: Any, dst: Any, on_bytes: Callable[[int], None]) -> str:
@@ -257,22 +269,27 @@ def link_or_copy(src: Path, dst: Path) -> None:
         shutil.copyfile(src, dst)
 
 
-def http_client(*, connections: int = 8, timeout: float = 60.0) -> _LazyClient:
-    """The client downloads share: redirects followed, URL user info sent as Basic auth.
+def http_client(*, connections: int = 8, timeout: float = 60.0,
+                credentials: Credentials | None = None) -> _LazyClient:
+    """The client downloads share: redirects followed, URL user info sent as Basic auth,
+    and *credentials* (the project's, by host) for URLs without user info: a lock's URLs
+    never carry any.
 
     httpx is imported and the client built on the first request only, so a build that
     finds every file in the cache (the warm rebuild) never pays for either.
     """
-    return _LazyClient(connections, timeout)
+    return _LazyClient(connections, timeout, credentials or Credentials())
 
 
 class _LazyClient:
-    def __init__(self, connections: int, timeout: float) -> None:
+    def __init__(self, connections: int, timeout: float, credentials: Credentials) -> None:
         self._args = (max(1, connections), timeout)
         self._client: Any = None
         self._lock = threading.Lock()
+        self.credentials = credentials
 
     def stream(self, method: str, url: str, **kw: Any) -> Any:
+        kw.setdefault("auth", self.credentials.auth(url))
         with self._lock:
             if self._client is None:
                 import httpx

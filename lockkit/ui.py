@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
+from lockkit.redact import redact
+
 __all__ = ["Transfer", "console", "interactive", "print_table", "progress", "say", "transfer"]
 
 
@@ -28,8 +30,9 @@ def console(stream: TextIO | None = None) -> Any:
 
 
 def say(message: str, stream: TextIO | None = None) -> None:
-    """One status line on stderr (never markup: messages carry user data)."""
-    print(message, file=stream or sys.stderr, flush=True)
+    """One status line on stderr (never markup: messages carry user data, and redacted:
+    a URL in one may carry credentials)."""
+    print(redact(message), file=stream or sys.stderr, flush=True)
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],

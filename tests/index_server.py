@@ -176,10 +176,15 @@ class Index:
 
 
 class IndexServer:
-    """Serves several :class:`Index` objects from one loopback HTTP server."""
+    """Serves several :class:`Index` objects from one loopback HTTP server.
 
-    def __init__(self, base: Path) -> None:
+    With ``auth=(user, password)`` it is a private index: a request without that Basic
+    Authorization header gets 401 and ``WWW-Authenticate: Basic`` (it is still recorded).
+    """
+
+    def __init__(self, base: Path, auth: tuple[str, str] | None = None) -> None:
         self.base = base
+        self.auth = auth
         self.indexes: list[Index] = []
         self.requests: list[tuple[str, str]] = []  # (path, Authorization header)
         # File name -> faults served one per request, in order, then the real file:
@@ -194,7 +199,11 @@ class IndexServer:
                 pass
 
             def do_GET(self, head: bool = False):
-                server.requests.append((self.path, self.headers.get("Authorization", "")))
+                header = self.headers.get("Authorization", "")
+                server.requests.append((self.path, header))
+                if not server.authorized(header):
+                    server.refuse(self, head)
+                    return
                 code, body, ctype = server.answer(urllib.parse.unquote(self.path))
                 reply(self, code, body, ctype, server.faults, server.stall, head)
 
@@ -212,6 +221,25 @@ class IndexServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def expected_header(self) -> str | None:
+        """The Authorization header a request must carry (None: a public index)."""
+        if self.auth is None:
+            return None
+        return "Basic " + base64.b64encode(":".join(self.auth).encode()).decode()
+
+    def authorized(self, header: str) -> bool:
+        return self.auth is None or header == self.expected_header()
+
+    def refuse(self, handler: http.server.BaseHTTPRequestHandler, head: bool) -> None:
+        body = b"authentication required"
+        handler.send_response(401)
+        handler.send_header("WWW-Authenticate", 'Basic realm="lockkit-tests"')
+        handler.send_header("Content-Type", "text/plain")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        if not head:
+            handler.wfile.write(body)
 
     def index(self, prefix: str, hashes: bool = True) -> Index:
         idx = Index(self.base / prefix.strip("/").replace("/", "_"), prefix.rstrip("/"), hashes)
