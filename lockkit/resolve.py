@@ -163,7 +163,8 @@ def _raise_for(stderr: str, platform: Platform, indexes: Indexes,
             raise IndexError_(
                 f"{platform.name}: the PyTorch index {torch} refused access ({page.status}); "
                 "lockkit never falls back to the default index",
-                hint="check the credentials (user:${VAR}@ in [mirrors], or ~/.netrc) or the --mirror for that index")
+                hint="check the credentials (user:${VAR}@ in [mirrors], or ~/.netrc) "
+                     "or the --mirror for that index")
         if page.status != 200 or not page.files:
             raise IndexError_(
                 f"{platform.name}: {page.name} must come from the PyTorch index {torch}, which "
@@ -172,7 +173,8 @@ def _raise_for(stderr: str, platform: Platform, indexes: Indexes,
                 hint="check the platform's torch.index and --mirror, or the version asked for")
     if re.search(r"\b(401|403)\b", stderr):
         raise IndexError_(f"{platform.name}: an index refused access: {why}",
-                          hint="check the credentials: index-url or [mirrors] (user:${VAR}@), or ~/.netrc")
+                          hint="check the credentials: index-url or [mirrors] "
+                               "(user:${VAR}@), or ~/.netrc")
     if re.search(r"(Connection refused|dns error|connect error|timed out|Failed to fetch)",
                  stderr, re.I):
         raise IndexError_(f"{platform.name}: an index is unreachable: {why}",
