@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 import threading
 import time
 from lockkit._compat import tomllib
@@ -13,7 +14,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lockkit import __version__
-from lockkit.config import Project, read_requirements
+from lockkit.config import (Project, is_pyproject, normalized_inputs, read_requirements,
+                            resolver_inputs)
 from lockkit.errors import IndexError_, LockkitError, PlatformError
 from lockkit.lockfile import build_lock, check_guards, dumps, write_atomic
 from lockkit.platforms import Platform
@@ -48,12 +50,13 @@ def _python(project: Project, platform: Platform) -> str:
 def inputs_fingerprint(project: Project, platform: Platform) -> str:
     """Everything that decides the lock's content, hashed; mirrors are not in it."""
     files = []
-    for name in project.requirements:
+    for name in (n for n in project.requirements if not is_pyproject(n)):
         for path, text in read_requirements(project.root / name):
             files.append([path.relative_to(project.root).as_posix()
                           if path.is_relative_to(project.root) else path.name, text])
     blob = json.dumps({
         "files": files,
+        "inputs": normalized_inputs(project),  # a pyproject.toml's selected parts
         "platform": platform.fingerprint,
         "python": _python(project, platform),
         "index-url": strip_credentials(project.index_url or ""),
@@ -124,8 +127,10 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
     fingerprint = inputs_fingerprint(project, platform)
     python = _python(project, platform)
     indexes = Indexes.for_platform(platform, project.mirrors, project.index_url)
-    reqs = [project.root / r for r in project.requirements]
-    resolution = resolve(reqs, platform, python, indexes, binary=uv, fetch_page=http.page)
+    with tempfile.TemporaryDirectory(prefix="lockkit-inputs-") as tmp:
+        reqs, options = resolver_inputs(project, Path(tmp))
+        resolution = resolve(reqs, platform, python, indexes, binary=uv, fetch_page=http.page,
+                             input_options=options)
     doc, routing = resolution.doc, resolution.routing
     check_guards(doc, platform, indexes, project.allow_sdist, routing)
     meta = {
@@ -149,8 +154,7 @@ def compile_platforms(project: Project, platforms: list[Platform],
                       on_done: Callable[[Outcome], None] | None = None,
                       jobs: int = 4) -> list[Outcome]:
     """Resolve several platforms concurrently; one failure does not stop the others."""
-    for name in project.requirements:  # bad input fails before any work starts
-        read_requirements(project.root / name)
+    normalized_inputs(project)  # bad input fails before any work starts
     uv = uv_bin()
     uv_ver = uv_version(uv)
 
