@@ -11,7 +11,7 @@ import pytest
 
 from conftest import OFFICIAL, assert_conforms
 from lockkit.cli import main
-from lockkit.config import load_project, normalized_inputs
+from lockkit.config import find_project, load_project, normalized_inputs
 
 PYPROJECT = """\
 [project]
@@ -228,6 +228,35 @@ def test_every_refused_line_of_a_file_is_reported_at_once(project, capsys):
     (project / "requirements.in").write_text("-r base.in\n")
     assert compile_(project) == 2
     assert "base.in:2: option '--index-url'" in one_error_line(capsys)
+
+
+# --- discovery --------------------------------------------------------------------------------
+
+def test_lockkit_toml_found_from_a_subfolder(project, monkeypatch):
+    sub = project / "src" / "app"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    assert main(["compile", "--platform", "linux-cpu"]) == 0
+    assert set(packages(project)) == {"torch", "numpy", "filelock"}
+    assert not (sub / "locks").exists()
+    # --project keeps its meaning: exactly that folder (no config there: the defaults)
+    assert load_project(sub).config_file is None and load_project(sub).root == sub.resolve()
+
+
+def test_discovery_finds_tool_lockkit_and_stops_at_the_repository_root(tmp_path, monkeypatch):
+    outer = tmp_path / "outer"
+    repo = outer / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (outer / "lockkit.toml").write_text('platforms = ["linux-cu126"]\n')
+    (repo / "sub").mkdir()
+    assert find_project(repo / "sub") is None  # the config above the repository is not its
+    monkeypatch.chdir(repo / "sub")
+    assert load_project().root == (repo / "sub").resolve()  # none found: the current folder
+    (repo / "pyproject.toml").write_text('[project]\nname = "x"\n')  # no [tool.lockkit]
+    assert find_project(repo / "sub") is None
+    (repo / "pyproject.toml").write_text('[tool.lockkit]\nplatforms = ["linux-rocm6"]\n')
+    assert find_project(repo / "sub") == repo.resolve()
+    assert load_project().platforms == ("linux-rocm6",)
 
 
 # --- normalized_inputs ------------------------------------------------------------------------
