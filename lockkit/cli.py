@@ -14,8 +14,10 @@ from lockkit.errors import LockkitError, StaleLockError, UsageError
 
 
 def _project_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--project", type=Path, default=Path("."), metavar="DIR",
-                   help="project folder holding lockkit.toml (default: current folder)")
+    p.add_argument("--project", type=Path, default=None, metavar="DIR",
+                   help="project folder holding lockkit.toml (default: the nearest folder with "
+                        "lockkit.toml or [tool.lockkit], from the current one up to the "
+                        "repository root)")
     p.add_argument("--mirror", action="append", default=[], metavar="OFFICIAL=MIRROR",
                    help="serve an official URL prefix from a mirror (repeatable; the longest "
                         "prefix wins). The PyTorch index links files on a second host: map "

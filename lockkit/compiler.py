@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -11,7 +12,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lockkit import __version__
-from lockkit.config import Project, read_requirements
+from lockkit.config import (Project, is_pyproject, normalized_inputs, read_requirements,
+                            resolver_inputs)
 from lockkit.errors import IndexError_, LockkitError, PlatformError
 from lockkit.freshness import LOCK_FORMAT, check, fingerprint, inputs_record, packages_digest
 from lockkit.lockfile import build_lock, check_guards, dumps, write_atomic
@@ -114,12 +116,13 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
     python = _python(project, platform)
     record = inputs_record(project, platform, python)
     indexes = Indexes.for_platform(platform, project.mirrors, project.index_url)
-    reqs = [project.root / r for r in project.requirements]
     options = ResolveOptions(preferences=project.lock_path(platform.name), upgrade=upgrade,
                              upgrade_packages=upgrade_packages,
                              exclude_newer=project.exclude_newer)
-    resolution = resolve(reqs, platform, python, indexes, binary=uv, fetch_page=http.page,
-                         options=options)
+    with tempfile.TemporaryDirectory(prefix="lockkit-inputs-") as tmp:
+        reqs, input_options = resolver_inputs(project, Path(tmp))
+        resolution = resolve(reqs, platform, python, indexes, binary=uv, fetch_page=http.page,
+                             options=options, input_options=input_options)
     doc, routing = resolution.doc, resolution.routing
     check_guards(doc, platform, indexes, project.allow_sdist, routing)
     meta = {
@@ -147,8 +150,7 @@ def compile_platforms(project: Project, platforms: list[Platform],
                       jobs: int = 4, upgrade: bool = False,
                       upgrade_packages: tuple[str, ...] = ()) -> list[Outcome]:
     """Resolve several platforms concurrently; one failure does not stop the others."""
-    for name in project.requirements:  # bad input fails before any work starts
-        read_requirements(project.root / name)
+    normalized_inputs(project)  # bad input fails before any work starts
     uv = uv_bin()
     uv_ver = uv_version(uv)
 

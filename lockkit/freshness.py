@@ -23,11 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 
 from lockkit._compat import tomllib
-from lockkit.config import Project, read_requirements
+from lockkit.config import Project, normalized_inputs
 from lockkit.platforms import Platform
 from lockkit.redact import redact, strip_credentials
 
@@ -42,37 +40,11 @@ class Verdict:
     detail: str = ""
 
 
-def _normalised(text: str) -> list[str]:
-    """Requirement lines as packaging reads them; comments, blanks and spacing dropped."""
-    out = []
-    for raw in text.replace("\\\n", " ").splitlines():
-        line = raw.split(" #")[0].strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            out.append(" ".join(line.split()))  # an option line (-r x.in, --hash): kept as is
-            continue
-        req.name = canonicalize_name(req.name)
-        out.append(redact(str(req)))  # a direct URL may carry user:token@
-    return sorted(out)
-
-
-def requirement_inputs(project: Project) -> dict[str, list[str]]:
-    """Each input file (and its includes), by path relative to the project: its requirements."""
-    found: dict[str, list[str]] = {}
-    for name in project.requirements:
-        for path, text in read_requirements(project.root / name):
-            label = (path.relative_to(project.root).as_posix()
-                     if path.is_relative_to(project.root) else path.name)
-            found[label] = _normalised(text)
-    return found
-
-
 def inputs_record(project: Project, platform: Platform, python: str) -> dict[str, Any]:
     return {
-        "requirements": requirement_inputs(project),
+        # a direct URL in a requirement may carry user:token@: recorded redacted
+        "requirements": {label: [redact(r) for r in reqs]
+                         for label, reqs in normalized_inputs(project).items()},
         "options": {
             "platform": platform.fingerprint,
             "python": python,

@@ -99,7 +99,9 @@ class Resolution:
 
 def uv_command(binary: str, requirements: list[Path], platform: Platform, python: str,
                indexes: Indexes, output: Path, routing_url: str | None,
-               options: ResolveOptions | None = None) -> list[str]:
+               options: ResolveOptions | None = None,
+               input_options: tuple[str, ...] = ()) -> list[str]:
+    """``input_options`` select from pyproject.toml inputs (``--extra``, ``--group``, ...)."""
     argv = [binary, "pip", "compile", "--no-config", "--quiet", "--format", "pylock.toml",
             "--generate-hashes", "--no-header", "--python-platform", platform.python_platform,
             "--python-version", python, "--index-strategy", "first-index", "-o", str(output),
@@ -115,7 +117,7 @@ def uv_command(binary: str, requirements: list[Path], platform: Platform, python
         argv += ["--upgrade-package", name]
     if options.exclude_newer:
         argv += ["--exclude-newer", options.exclude_newer]
-    return argv + [str(r) for r in requirements]
+    return argv + list(input_options) + [str(r) for r in requirements]
 
 
 def _explain(stderr: str) -> str:
@@ -127,7 +129,8 @@ def _explain(stderr: str) -> str:
 def resolve(requirements: list[Path], platform: Platform, python: str, indexes: Indexes,
             binary: str | None = None,
             fetch_page: Callable[[str], tuple[int, str]] | None = None,
-            options: ResolveOptions | None = None) -> Resolution:
+            options: ResolveOptions | None = None,
+            input_options: tuple[str, ...] = ()) -> Resolution:
     """Run uv (behind the routing index when the platform has a PyTorch index)."""
     with ExitStack() as stack:
         routing = None
@@ -144,7 +147,7 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
             shutil.copyfile(options.preferences, out)  # uv prefers what its output file pins
         extra = {"MACOSX_DEPLOYMENT_TARGET": platform.macos_target} if platform.macos_target else {}
         argv = uv_command(binary or uv_bin(), requirements, platform, python, indexes, out,
-                          routing.url if routing else None, options)
+                          routing.url if routing else None, options, input_options)
         result = _run.call(argv, timeout=900, env=_run.isolated_env(extra))
         if result.returncode != 0:
             _raise_for(result.stderr, platform, indexes, routing)

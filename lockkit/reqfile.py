@@ -1,0 +1,244 @@
+"""Requirement files as pip and uv read them, limited to what lockkit can lock.
+
+lockkit locks distributions from indexes, and the indexes are chosen in one place
+(lockkit.toml and the platform files). A requirement file written for pip may say more:
+where to look (``--index-url``), local folders, editable installs. Every logical line is
+sorted into a requirement, an include (``-r``/``-c``), an option that changes nothing in
+a hashed lock of wheels (accepted), or something refused with a line saying what to do
+instead. All of a file's refusals are reported together.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from lockkit.errors import ConfigError
+
+__all__ = ["Include", "RequirementFile", "flatten", "logical_lines", "normalize_requirement",
+           "read_file", "read_tree"]
+
+_COMMENT = re.compile(r"(^|\s+)#.*$")  # pip's: '#' at the start or after whitespace
+_OPTION = re.compile(r"^(--[A-Za-z][\w-]*|-[A-Za-z])(?:=|\s+)?(.*)$")
+_INCLUDES = {"-r": "-r", "--requirement": "-r", "-c": "-c", "--constraint": "-c"}
+# uv pip compile accepts these and they change nothing in a lock of hashed wheels.
+_HARMLESS = {"--prefer-binary", "--require-hashes", "--use-feature"}
+_INDEX_HOME = "lockkit.toml (index-url, [mirrors]) or, for a PyTorch index, the platform file"
+_REFUSED = {
+    **dict.fromkeys(("-i", "--index-url", "--extra-index-url", "--no-index", "-f",
+                     "--find-links", "--trusted-host"),
+                    f"chooses where packages come from; put that in {_INDEX_HOME}"),
+    "--pre": "allows pre-releases of every package; name the pre-release in the "
+             "requirement instead (e.g. 'torch>=2.6.0rc1')",
+    **dict.fromkeys(("--no-binary", "--only-binary"),
+                    "changes which files may be used; lockkit locks wheels (list an "
+                    "sdist-only package in lockkit.toml allow-sdist)"),
+}
+_FROM_INDEXES = ("lockkit locks distributions from indexes: build a wheel and publish it to "
+                 "an index the project uses, or depend on a released version")
+_LOCAL = re.compile(r"^(\.{1,2}([/\\]|$)|[/\\~]|[A-Za-z]:[/\\]|file:)", re.I)
+_VCS = re.compile(r"^(git|hg|svn|bzr)\+", re.I)
+_ARCHIVE = (".whl", ".tar.gz", ".zip", ".tgz", ".tar.bz2")
+_HASH = re.compile(r"^(sha256|sha384|sha512):([0-9a-fA-F]+)$")
+
+
+class _Refused(Exception):
+    """One line lockkit cannot take; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Include:
+    """A ``-r`` (requirements) or ``-c`` (constraints only) line, its path resolved."""
+
+    kind: str
+    path: Path
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequirementFile:
+    """One file as read: its text (the inputs' fingerprint) and its entries, normalised
+    and in file order: requirement strings (with any ``--hash=``), accepted options, and
+    includes."""
+
+    path: Path
+    text: str
+    entries: tuple[str | Include, ...]
+
+    @property
+    def includes(self) -> list[Include]:
+        return [e for e in self.entries if isinstance(e, Include)]
+
+
+def logical_lines(text: str) -> Iterator[tuple[int, str]]:
+    """pip's reading: lines joined at a trailing backslash (a comment line ends the join),
+    comments and blanks dropped; each numbered by its first physical line."""
+    parts: list[str] = []
+    first = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not parts:
+            first = number
+        if raw.endswith("\\") and not _COMMENT.match(raw):
+            parts.append(raw.strip("\\"))
+            continue
+        parts.append(" " + raw if _COMMENT.match(raw) else raw)
+        line = _COMMENT.sub("", "".join(parts)).strip()
+        parts = []
+        if line:
+            yield first, line
+    line = _COMMENT.sub("", "".join(parts)).strip()
+    if line:  # the file ended inside a continuation
+        yield first, line
+
+
+def normalize_requirement(spec: str) -> str:
+    """``spec`` as packaging prints it, names canonical; raises ``ValueError`` (one line)
+    for what lockkit cannot lock or parse."""
+    kind = _bare_kind(spec)
+    if kind:
+        raise ValueError(f"{spec!r} is {kind}; {_FROM_INDEXES}")
+    try:
+        req = Requirement(spec)
+    except InvalidRequirement as exc:
+        if "@" not in spec and ("/" in spec or "\\" in spec or spec.endswith(_ARCHIVE)):
+            raise ValueError(f"{spec!r} is a local path; {_FROM_INDEXES}") from None
+        raise ValueError(f"malformed requirement {spec!r}: "
+                         f"{str(exc).splitlines()[0]}") from None
+    if req.url:
+        raise ValueError(f"{spec!r} is {_url_kind(req.url)}; {_FROM_INDEXES}")
+    req.name = canonicalize_name(req.name)
+    req.extras = {canonicalize_name(e) for e in req.extras}
+    return str(req)
+
+
+def _bare_kind(spec: str) -> str | None:
+    """What a line without a package name points at (pip takes paths and URLs bare)."""
+    if _LOCAL.match(spec):
+        return "a local path"
+    if _VCS.match(spec):
+        return "a VCS URL"
+    if "://" in spec.split("@")[0]:
+        return "a URL"
+    return None
+
+
+def _url_kind(url: str) -> str:
+    if _LOCAL.match(url) or not re.match(r"^[A-Za-z][\w+.-]*://", url):
+        return "a local path"
+    return "a VCS URL" if _VCS.match(url) else "a direct URL"
+
+
+def _requirement(line: str) -> str:
+    """A requirement and its per-requirement options (pip's rule: options start at the
+    first token beginning with '-'); only ``--hash`` is taken, and kept normalised."""
+    tokens = line.split()
+    cut = next((i for i, t in enumerate(tokens) if t.startswith("-")), len(tokens))
+    hashes = _hashes(tokens[cut:])
+    try:
+        return " ".join([normalize_requirement(" ".join(tokens[:cut])), *sorted(hashes)])
+    except ValueError as exc:
+        raise _Refused(str(exc)) from None
+
+
+def _hashes(options: list[str]) -> set[str]:
+    found: set[str] = set()
+    it = iter(options)
+    for token in it:
+        name, _, value = token.partition("=")
+        if name != "--hash":
+            raise _Refused(f"option {name!r} after a requirement is not allowed (only --hash "
+                           "is: build settings never apply to a lock of wheels)")
+        value = value or next(it, "")
+        match = _HASH.match(value)
+        if not match:
+            raise _Refused(f"malformed --hash {value!r}: expected sha256:<hex digest>")
+        found.add(f"--hash={match[1]}:{match[2].lower()}")
+    return found
+
+
+def _option(line: str, folder: Path) -> str | Include:
+    """An accepted option line, normalised, or an include."""
+    match = _OPTION.match(line)
+    name, value = (match[1], match[2].strip()) if match else (line.split()[0], "")
+    if name in _INCLUDES:
+        target = (folder / value).resolve()
+        if not value or not target.is_file():
+            raise _Refused(f"{name} {value}: file not found")
+        return Include(_INCLUDES[name], target)
+    if name in ("-e", "--editable"):
+        raise _Refused(f"{line!r} is an editable install; {_FROM_INDEXES}")
+    if name in _REFUSED:
+        raise _Refused(f"option {name!r} {_REFUSED[name]}")
+    if name in _HARMLESS:
+        return f"{name}={value}" if value else name
+    close = difflib.get_close_matches(name, [*_INCLUDES, *_HARMLESS, *_REFUSED], n=1)
+    raise _Refused(f"unknown option {name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+
+
+def _read_text(path: Path) -> str:
+    if not path.is_file():
+        raise ConfigError(f"{path}: constraint file not found")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+
+
+def read_file(path: Path) -> RequirementFile:
+    """Read and check one file, every refused line reported at once."""
+    text = _read_text(path)
+    entries: list[str | Include] = []
+    errors: list[str] = []
+    for number, line in logical_lines(text):
+        try:
+            entries.append(_option(line, path.parent) if line.startswith("-")
+                           else _requirement(line))
+        except _Refused as exc:
+            errors.append(f"{path}:{number}: {exc}")
+    if errors:
+        raise ConfigError("; ".join(errors))
+    return RequirementFile(path=path, text=text, entries=tuple(entries))
+
+
+def read_tree(path: Path, *, _seen: set[Path] | None = None) -> list[RequirementFile]:
+    """A file and, depth first, every file it includes (each once)."""
+    seen = _seen if _seen is not None else set()
+    path = path.resolve()
+    if path in seen:
+        return []
+    seen.add(path)
+    found = [read_file(path)]
+    for include in found[0].includes:
+        found += read_tree(include.path, _seen=seen)
+    return found
+
+
+def flatten(paths: list[Path]) -> tuple[list[str], list[str]]:
+    """The requirements and the constraints of files and their includes, in reading order.
+
+    What uv is given instead of the user's files: uv does not join a continuation inside
+    a requirement (pip does), and this way uv resolves exactly what lockkit checked. As
+    in pip, whatever a ``-c`` reaches, at any depth, only constrains.
+    """
+    out: tuple[list[str], list[str]] = ([], [])
+    seen: set[tuple[Path, bool]] = set()
+    for path in paths:
+        _flatten(path.resolve(), False, out, seen)
+    return out
+
+
+def _flatten(path: Path, constraint: bool, out: tuple[list[str], list[str]],
+             seen: set[tuple[Path, bool]]) -> None:
+    if (path, constraint) in seen:
+        return
+    seen.add((path, constraint))
+    for entry in read_file(path).entries:
+        if isinstance(entry, Include):
+            _flatten(entry.path, constraint or entry.kind == "-c", out, seen)
+        elif not entry.startswith("-"):  # the options left change nothing in the resolution
+            out[constraint].append(entry.split(" --hash=")[0])

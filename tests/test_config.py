@@ -1,0 +1,285 @@
+"""The inputs users already have: pyproject.toml, pip-style requirement files, a config
+found from a subfolder; and their normalised form for ``compile --check``."""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from conftest import OFFICIAL, assert_conforms
+from lockkit.cli import main
+from lockkit.config import find_project, load_project, normalized_inputs
+
+PYPROJECT = """\
+[project]
+name = "app"
+version = "1.0"
+dependencies = ["torch==2.5.1", "NumPy"]
+
+[project.optional-dependencies]
+gpu = ["requests"]
+docs = ["setuptools"]
+
+[dependency-groups]
+dev = ["jinja2"]
+lint = ["setuptools"]
+
+# what a uv project for CUDA often carries: lockkit, not the project, picks torch's index
+[tool.uv.sources]
+torch = { index = "pytorch" }
+
+[[tool.uv.index]]
+name = "pytorch"
+url = "http://127.0.0.1:9/unreachable"
+explicit = true
+"""
+
+
+def compile_(root: Path) -> int:
+    return main(["compile", "--project", str(root), "--platform", "linux-cpu"])
+
+
+def packages(root: Path) -> dict[str, dict]:
+    lock = tomllib.loads((root / "locks" / "pylock.linux-cpu.toml").read_text())
+    assert_conforms(lock, "linux-cpu", root)
+    return {p["name"]: p for p in lock["packages"]}
+
+
+def use_pyproject(root: Path, indexes, text: str = PYPROJECT, *, extras: str = '["gpu"]',
+                  groups: str = '["dev"]') -> None:
+    (root / "requirements.in").unlink()
+    (root / "pyproject.toml").write_text(text)
+    (root / "lockkit.toml").write_text(indexes.config(
+        extra=f'requirements = ["pyproject.toml"]\nextras = {extras}\ngroups = {groups}\n'))
+
+
+def one_error_line(capsys) -> str:
+    """The CLI's whole message: exactly one line, never a traceback."""
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("lockkit: error: "), lines
+    return lines[0]
+
+
+# --- pyproject.toml ---------------------------------------------------------------------------
+
+def test_pyproject_dependencies_extra_and_group_compile_to_exactly_those_packages(project,
+                                                                                   indexes):
+    use_pyproject(project, indexes)
+    assert compile_(project) == 0
+    found = packages(project)
+    # dependencies (torch pulls filelock), extra gpu (requests), group dev (jinja2 + markupsafe);
+    # not the unselected extra or group (setuptools)
+    assert set(found) == {"torch", "numpy", "filelock", "requests", "jinja2", "markupsafe"}
+    assert found["torch"]["version"] == "2.5.1+cpu"
+    assert found["torch"]["index"] == f"{OFFICIAL}/cpu"  # [tool.uv.sources] did not apply
+
+
+def test_pyproject_with_only_dependency_groups(project, indexes):
+    """No [project] table (a PEP 735 file for an application): the groups alone, with an
+    included group expanded."""
+    use_pyproject(project, indexes, '[dependency-groups]\nml = ["torch", {include-group = "web"}]\n'
+                                    'web = ["requests"]\n', extras="[]", groups='["ml"]')
+    assert compile_(project) == 0
+    assert set(packages(project)) == {"torch", "filelock", "requests"}
+    assert normalized_inputs(load_project(project)) == {
+        "pyproject.toml[dependency-groups.ml]": ["requests", "torch"]}
+
+
+@pytest.mark.parametrize("key,value,expected", [
+    ("extras", '["gpus"]', "extras: 'gpus' is not declared in [project.optional-dependencies] "
+                           "(did you mean 'gpu'?)"),
+    ("groups", '["test"]', "groups: 'test' is not declared in [dependency-groups] "
+                           "(declared: dev, lint)"),
+])
+def test_undeclared_extra_or_group_is_exit_2_naming_it(project, indexes, capsys, key, value,
+                                                       expected):
+    use_pyproject(project, indexes, **{key: value})
+    assert compile_(project) == 2
+    line = one_error_line(capsys)
+    assert f"{project.resolve() / 'pyproject.toml'}: " in line and expected in line
+
+
+def test_extras_without_a_pyproject_input_is_exit_2(project, indexes, capsys):
+    (project / "lockkit.toml").write_text(indexes.config(extra='extras = ["gpu"]\n'))
+    assert compile_(project) == 2
+    assert "extras: selects from a pyproject.toml, and requirements names none" in \
+        capsys.readouterr().err
+
+
+def test_dynamic_dependencies_is_exit_2(project, indexes, capsys):
+    use_pyproject(project, indexes, '[project]\nname = "app"\nversion = "1"\n'
+                                    'dynamic = ["dependencies"]\n', extras="[]", groups="[]")
+    assert compile_(project) == 2
+    line = one_error_line(capsys)
+    assert "pyproject.toml: [project] lists dependencies as dynamic" in line
+    assert not (project / "locks").exists()
+
+
+@pytest.mark.parametrize("table,expected", [
+    ('name = "app"\ndependencies = []\n', "project.version: missing"),
+    ('version = "1"\ndependencies = []\n', "project.name: missing"),
+    ('name = "app"\nversion = "1"\ndependencies = ["-e ."]\n', "project.dependencies[0]: "
+     "malformed requirement '-e .'"),
+    ('name = "app"\nversion = "1"\ndependencies = ["lib @ file:///lib"]\n',
+     "project.dependencies[0]: 'lib @ file:///lib' is a local path; lockkit locks"),
+])
+def test_pyproject_that_uv_would_refuse_is_exit_2(project, indexes, capsys, table, expected):
+    use_pyproject(project, indexes, f"[project]\n{table}", extras="[]", groups="[]")
+    assert compile_(project) == 2
+    assert expected in one_error_line(capsys)
+
+
+# --- requirement files ------------------------------------------------------------------------
+
+def test_requirements_as_a_string(project, indexes):
+    (project / "lockkit.toml").write_text(
+        indexes.config(extra='requirements = "requirements.in"\n'))
+    assert load_project(project).requirements == ("requirements.in",)
+    assert compile_(project) == 0
+    assert set(packages(project)) == {"torch", "numpy", "filelock"}
+
+
+def test_continuation_lines_are_joined(project, capsys):
+    (project / "requirements.in").write_text("torch\\\n==2.5.1\nnumpy \\\n  >=2 \\\n  # why\n")
+    assert compile_(project) == 0
+    assert packages(project)["numpy"]["version"] == "2.1.0"
+    capsys.readouterr()
+    # an error in a joined line names its first physical line
+    (project / "requirements.in").write_text("torch\nnumpy \\\n  >=2 \\\n  ===x\n")
+    assert compile_(project) == 2
+    assert "requirements.in:2: malformed requirement 'numpy >=2 ===x'" in one_error_line(capsys)
+
+
+def test_hash_options_are_accepted(project, indexes):
+    """pip-compile output as input: the hashes are the user's, the lock's are the files'."""
+    (project / "requirements.in").write_text(
+        "torch==2.5.1\nnumpy==2.1.0 \\\n    --hash=sha256:" + "0" * 64 + " \\\n"
+        "    --hash sha256:" + "1" * 64 + "\n--prefer-binary\n")
+    assert compile_(project) == 0
+    wheel = packages(project)["numpy"]["wheels"][0]
+    served = next(indexes.default.root.glob(f"numpy/{wheel['name']}"))
+    assert wheel["hashes"]["sha256"] == hashlib.sha256(served.read_bytes()).hexdigest()
+
+
+def test_constraints_constrain_and_never_require(project, capsys):
+    (project / "requirements.in").write_text("-c pins/constraints.in\ntorch==2.5.1\n")
+    (project / "pins").mkdir()
+    (project / "pins" / "constraints.in").write_text("requests==2.32.5\n-r more.in\n")
+    (project / "pins" / "more.in").write_text("filelock<3.16\n")  # a -c reaches it: a constraint
+    assert compile_(project) == 1  # only filelock 3.16.1 on the default index
+    assert "no resolution" in capsys.readouterr().err
+    (project / "pins" / "more.in").write_text("filelock>=3.16\n")
+    assert compile_(project) == 0
+    assert set(packages(project)) == {"torch", "filelock"}  # requests constrained, not required
+
+
+@pytest.mark.parametrize("line,expected", [
+    ("--index-url http://127.0.0.1:9/simple", "option '--index-url' chooses where packages come "
+     "from; put that in lockkit.toml (index-url, [mirrors])"),
+    ("-i http://127.0.0.1:9/simple", "option '-i' chooses where packages come from"),
+    ("--extra-index-url=http://127.0.0.1:9/simple", "option '--extra-index-url' chooses where"),
+    ("--find-links ./wheels", "option '--find-links' chooses where packages come from"),
+    ("-f ./wheels", "option '-f' chooses where packages come from"),
+    ("--no-index", "option '--no-index' chooses where packages come from"),
+    ("--trusted-host 127.0.0.1", "option '--trusted-host' chooses where packages come from"),
+    ("--pre", "option '--pre' allows pre-releases of every package; name the pre-release"),
+    ("--only-binary :all:", "option '--only-binary' changes which files may be used"),
+    ("numpy --config-settings x=y", "option '--config-settings' after a requirement"),
+    ("--index_url x", "unknown option '--index_url' (did you mean '--index-url'?)"),
+])
+def test_refused_option_is_one_line_naming_file_and_line(project, capsys, line, expected):
+    (project / "requirements.in").write_text(f"torch\n{line}\n")
+    assert compile_(project) == 2
+    assert f"requirements.in:2: {expected}" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("line,kind", [
+    ("-e ./mylib", "an editable install"),
+    ("--editable=../mylib", "an editable install"),
+    ("./mylib", "a local path"),
+    ("../x", "a local path"),
+    ("/abs/mylib", "a local path"),
+    ("mylib/", "a local path"),
+    ("dist/mylib-1.0-py3-none-any.whl", "a local path"),
+    ("file:///abs/mylib", "a local path"),
+    ("mylib @ file:///abs/mylib", "a local path"),
+    ("mylib @ ./mylib", "a local path"),
+    ("mylib @ git+https://127.0.0.1/mylib.git", "a VCS URL"),
+    ("mylib @ http://127.0.0.1/mylib-1.0-py3-none-any.whl", "a direct URL"),
+])
+def test_local_path_or_editable_is_one_line_naming_file_and_line(project, capsys, line, kind):
+    (project / "requirements.in").write_text(f"torch\n{line}\n")
+    assert compile_(project) == 2
+    err = one_error_line(capsys)
+    assert f"requirements.in:2: {line!r} is {kind}; lockkit locks distributions from indexes: " \
+           "build a wheel and publish it to an index the project uses, or depend on a released " \
+           "version" in err
+
+
+def test_every_refused_line_of_a_file_is_reported_at_once(project, capsys):
+    (project / "requirements.in").write_text("-r base.in\n-e .\n--pre\n")
+    (project / "base.in").write_text("torch\n--index-url x\n")
+    assert compile_(project) == 2
+    err = one_error_line(capsys)
+    assert "requirements.in:2: '-e .'" in err and "requirements.in:3: option '--pre'" in err
+    (project / "requirements.in").write_text("-r base.in\n")
+    assert compile_(project) == 2
+    assert "base.in:2: option '--index-url'" in one_error_line(capsys)
+
+
+# --- discovery --------------------------------------------------------------------------------
+
+def test_lockkit_toml_found_from_a_subfolder(project, monkeypatch):
+    sub = project / "src" / "app"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    assert main(["compile", "--platform", "linux-cpu"]) == 0
+    assert set(packages(project)) == {"torch", "numpy", "filelock"}
+    assert not (sub / "locks").exists()
+    # --project keeps its meaning: exactly that folder (no config there: the defaults)
+    assert load_project(sub).config_file is None and load_project(sub).root == sub.resolve()
+
+
+def test_discovery_finds_tool_lockkit_and_stops_at_the_repository_root(tmp_path, monkeypatch):
+    outer = tmp_path / "outer"
+    repo = outer / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (outer / "lockkit.toml").write_text('platforms = ["linux-cu126"]\n')
+    (repo / "sub").mkdir()
+    assert find_project(repo / "sub") is None  # the config above the repository is not its
+    monkeypatch.chdir(repo / "sub")
+    assert load_project().root == (repo / "sub").resolve()  # none found: the current folder
+    (repo / "pyproject.toml").write_text('[project]\nname = "x"\n')  # no [tool.lockkit]
+    assert find_project(repo / "sub") is None
+    (repo / "pyproject.toml").write_text('[tool.lockkit]\nplatforms = ["linux-rocm6"]\n')
+    assert find_project(repo / "sub") == repo.resolve()
+    assert load_project().platforms == ("linux-rocm6",)
+
+
+# --- normalized_inputs ------------------------------------------------------------------------
+
+def test_normalized_inputs_ignore_comments_and_whitespace_and_see_a_new_requirement(project):
+    (project / "requirements.in").write_text("torch==2.5.1\nNumPy>=2\n-r extra.in\n")
+    (project / "extra.in").write_text("Jinja2\n")
+    before = normalized_inputs(load_project(project))
+    assert before == {"requirements.in": ["-r extra.in", "numpy>=2", "torch==2.5.1"],
+                      "extra.in": ["jinja2"]}
+    (project / "requirements.in").write_text(
+        "# the model\n\n  -r   extra.in  # more\nnumpy \\\n  >= 2   # floor\ntorch == 2.5.1\n")
+    assert normalized_inputs(load_project(project)) == before
+    (project / "extra.in").write_text("Jinja2\nrequests\n")
+    after = normalized_inputs(load_project(project))
+    assert after["extra.in"] == ["jinja2", "requests"]
+    assert after["requirements.in"] == before["requirements.in"]
+
+
+def test_normalized_inputs_of_a_pyproject_name_the_selection(project, indexes):
+    use_pyproject(project, indexes)
+    assert normalized_inputs(load_project(project)) == {
+        "pyproject.toml[project.dependencies]": ["numpy", "torch==2.5.1"],
+        "pyproject.toml[project.optional-dependencies.gpu]": ["requests"],
+        "pyproject.toml[dependency-groups.dev]": ["jinja2"],
+    }
