@@ -110,4 +110,7 @@ def _option_change(key: str, old: Any, new: Any) -> str:
         return "the platform definition changed"
     if key == "lock-format":
         return f"lock format {old if old is not None else '(none)'} -> {new} (a newer lockkit)"
-    return f"{key}: {old if old not in (None, '') else '(unset)'} -> {new if new not in ('', []) else '(unset)'}"
+    def shown(value: Any) -> str:
+        return "(unset)" if value in (None, "", []) else str(value)
+
+    return f"{key}: {shown(old)} -> {shown(new)}"

@@ -130,7 +130,8 @@ class RoutingIndex:
         self.official_hosts = {origin(self.official_index)} | {origin(h) for h in file_hosts}
         files_base = file_hosts[0].rstrip("/") if file_hosts else origin(self.official_index)
         self.files_base = files_base + urllib.parse.urlsplit(self.official_index).path
-        self.private_hosts = (mirrors.hosts() | {origin(self.effective_index)}) - self.official_hosts
+        mirror_hosts = mirrors.hosts() | {origin(self.effective_index)}
+        self.private_hosts = mirror_hosts - self.official_hosts
         self._fetch = fetch
         self._lock = threading.Lock()
         self.pages: dict[str, Page] = {}
@@ -251,5 +252,6 @@ def _render(name: str, links: list[dict[str, str]]) -> str:
         href = link["href"]
         attrs = "".join(f' {k}="{html.escape(v)}"' for k, v in link.items()
                         if k not in ("href", "#text"))
-        out.append(f'    <a href="{html.escape(href)}"{attrs}>{html.escape(link["#text"])}</a><br/>')
+        text = html.escape(link["#text"])
+        out.append(f'    <a href="{html.escape(href)}"{attrs}>{text}</a><br/>')
     return "\n".join(out + ["  </body>", "</html>", ""])

@@ -57,7 +57,8 @@ def apply_mirrors(url: str, mirrors: Mapping[str, str]) -> str:
 def unapply_mirrors(url: str, mirrors: Mapping[str, str]) -> str:
     """The official URL of an effective one: credentials dropped, the mirror mapped back."""
     bare = strip_credentials(url)
-    targets = {official: strip_credentials(expand(m)).rstrip("/") for official, m in mirrors.items()}
+    targets = {official: strip_credentials(expand(m)).rstrip("/")
+               for official, m in mirrors.items()}
     for official, mirror in sorted(targets.items(), key=lambda kv: len(kv[1]), reverse=True):
         if mirror and _under(bare, mirror):
             return official.rstrip("/") + bare[len(mirror):]

@@ -62,8 +62,9 @@ def _routing(page: str, mirrors: Mirrors, status: int = 200) -> RoutingIndex:
         fetched.append(url)
         return status, page
 
-    routing = RoutingIndex(family=("torch", "pytorch-triton-rocm"), official_index=f"{PT}/whl/cu126",
-                           mirrors=mirrors, file_hosts=(R2,), fetch=fetch)
+    routing = RoutingIndex(family=("torch", "pytorch-triton-rocm"),
+                           official_index=f"{PT}/whl/cu126", mirrors=mirrors, file_hosts=(R2,),
+                           fetch=fetch)
     routing.fetched = fetched  # type: ignore[attr-defined]
     return routing
 
@@ -74,7 +75,8 @@ def test_official_urls_of_a_rewriting_proxy_follow_the_official_layout():
     listed = routing.page("torch").files["torch-2.5.1+cu126-cp311-cp311-linux_x86_64.whl"]
     assert listed.url == f"http://u:t@art.test/pt/cu126/packages/ab/cd/{WHEEL}"
     assert listed.official == f"{R2}/whl/cu126/{WHEEL}"
-    assert routing.fetched == ["http://u:t@art.test/pt/cu126/simple/torch/"]  # type: ignore[attr-defined]
+    fetched = routing.fetched  # type: ignore[attr-defined]
+    assert fetched == ["http://u:t@art.test/pt/cu126/simple/torch/"]
 
 
 def test_the_routing_index_serves_family_pages_and_refuses_the_rest():
