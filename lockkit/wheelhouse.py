@@ -158,7 +158,7 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
     if items is None or lock_path is None:
         lock_path, items = plan(project, platform)
     cache.sweep()
-    sweep_stale(out)
+    _sweep_stale(out)
     fetcher = Fetcher(client, cache, find_links=find_links, attempts=attempts, backoff=backoff,
                       on_bytes=on_bytes)
 
@@ -227,7 +227,7 @@ def _worker(todo: queue.SimpleQueue[tuple[Item, Future[Got]] | None],
             future.set_exception(exc)
 
 
-def sweep_stale(out: Path, max_age: float = _STALE_AGE) -> list[Path]:
+def _sweep_stale(out: Path, max_age: float = _STALE_AGE) -> list[Path]:
     """Remove stage and old folders beside *out* left by builds that were killed long
     ago; a younger one may be a concurrent build's and is left alone."""
     removed: list[Path] = []
