@@ -51,8 +51,8 @@ __all__ = ["BuildError", "BuildResult", "FileRecord", "Item", "build", "plan"]
 # Stage and old folders of a build older than this are debris of a killed run (the rule
 # Cache.sweep applies to partial downloads); younger ones may belong to a running build.
 _STALE_AGE = 24 * 3600
-_STAGE, _OLD = "tmp-", "old-"
-_GRACE = 0.5  # seconds an interrupted build waits for its cut-off downloads to unwind  # the prefixes after ".<name>." of the stage and old folders
+_STAGE, _OLD = "tmp-", "old-"  # the prefixes after ".<name>." of the stage and old folders
+_GRACE = 0.5  # seconds an interrupted build waits for its cut-off downloads to unwind
 _FALLBACK_HINT = ("the official host is tried after a failed mirror only with "
                   "--fallback-to-official")
 
@@ -180,16 +180,17 @@ def _fetch_one(fetcher: Fetcher, item: Item) -> Got:
             raise
         raise FetchError(f"{exc}; the mirror failed and the official host "
                          f"({redact(item.want.source)}) was not tried",
-                         hint=_FALLBACK_HINT) from None
+                         hint=f"{exc.hint}; {_FALLBACK_HINT}" if exc.hint
+                         else _FALLBACK_HINT) from None
 
 
 def _fetch_all(fetcher: Fetcher, one: Callable[[Item], Got], items: list[Item],
                jobs: int) -> list[Got]:
     """Run *one* over *items* on *jobs* threads, results in order.
 
-    On Ctrl-C or a failed file nothing is waited for: queued items are dropped, the
-    fetcher cuts open downloads off and removes their partial files, and the exception
-    propagates at once. The workers are daemon threads (a ThreadPoolExecutor's are joined
+    On Ctrl-C or a failed file nothing is waited for beyond a short grace: queued items
+    are dropped, the fetcher cuts open downloads off and removes their partial files, and
+    the exception propagates. The workers are daemon threads (a ThreadPoolExecutor's are joined
     at exit, which made Ctrl-C wait for a stalled server's timeout); a worker still
     blocked finds the stop flag when it wakes and lands nothing.
     """
