@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from lockkit.redact import redact
 # not depend on them, so every installer call drops them.
 _HIDDEN_PREFIXES = ("PIP_", "UV_", "PYTHON", "VIRTUAL_ENV", "CONDA_")
 _KEEP = {"UV_CACHE_DIR"}
+_GRACE = 5.0  # seconds to collect a killed group's last output
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,14 +43,41 @@ def isolated_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def call(argv: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | None = None,
          cwd: str | None = None) -> Result:
-    """Run *argv* isolated from pip/uv configuration; never raises on a non-zero exit."""
+    """Run *argv* isolated from pip/uv configuration; never raises on a non-zero exit.
+
+    The command runs in its own session (POSIX), so that at the timeout, or when lockkit
+    itself is interrupted, its whole process group is killed: an application or installer
+    that started children of its own leaves none running.
+    """
+    proc = subprocess.Popen(
+        list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=dict(env) if env is not None else isolated_env(), cwd=cwd,
+        start_new_session=os.name != "nt")
     try:
-        proc = subprocess.run(
-            list(argv), capture_output=True, text=True, timeout=timeout,
-            env=dict(env) if env is not None else isolated_env(), cwd=cwd,
-        )
-    except subprocess.TimeoutExpired as exc:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
         return Result(argv=tuple(argv), returncode=-1, stdout="",
-                      stderr=f"timed out after {exc.timeout:.0f}s")
-    return Result(argv=tuple(argv), returncode=proc.returncode, stdout=proc.stdout,
-                  stderr=proc.stderr)
+                      stderr=f"timed out after {timeout:.0f}s")
+    except BaseException:  # Ctrl-C: the group is not in the terminal's foreground
+        _kill_group(proc)
+        raise
+    return Result(argv=tuple(argv), returncode=proc.returncode, stdout=out, stderr=err)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """Kill *proc* and everything in its process group, then reap it."""
+    if os.name == "nt":
+        proc.kill()  # Windows: no process groups to signal; the child alone
+    else:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        proc.communicate(timeout=_GRACE)
+    except subprocess.TimeoutExpired:  # a grandchild left the group and holds a pipe
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait()

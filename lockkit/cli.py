@@ -171,6 +171,9 @@ def _wheelhouse_parser(sub: Any) -> None:
                        help="retries of a 5xx, reset, timeout or truncated body (default 3)")
     build.add_argument("--timeout", type=float, default=60.0,
                        help="seconds without data before a download counts as timed out")
+    build.add_argument("--fallback-to-official", action="store_true",
+                       help="after a configured mirror fails, try the official host "
+                            "(default: an air-gapped build never reaches for it)")
     _project_args(build)
     pack = whsub.add_parser(
         "pack", help="write the wheelhouse as one reproducible archive",
@@ -279,7 +282,8 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
     platform, = select_platforms(load_platforms(project.root), [args.platform], False, project)
     out = (args.out or project.root / "wheelhouse" / platform.name).absolute()
-    lock_path, items = wheelhouse.plan(project, platform)
+    lock_path, items = wheelhouse.plan(project, platform,
+                                       fallback_to_official=args.fallback_to_official)
     total = sum(i.want.size or 0 for i in items) or None
     cache = Cache((args.cache_dir or default_cache_dir()).absolute())
     with http_client(connections=args.jobs, timeout=args.timeout,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -26,12 +27,15 @@ from lockkit.auth import Credentials
 from lockkit.errors import LockkitError
 from lockkit.redact import redact
 
-__all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Want", "default_cache_dir",
-           "http_client", "link_or_copy"]
+__all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Stopped", "Want",
+           "default_cache_dir", "http_client", "link_or_copy"]
 
 _CHUNK = 1 << 20
 _IDENTITY = {"Accept-Encoding": "identity"}  # the file's own bytes, as pip asks
-_PARTIAL_MAX_AGE = 24 * 3600  # partial downloads older than this are debris of dead runs
+_PARTIAL_MAX_AGE = 24 * 3600
+# The cap on a body whose size the lock does not give: larger than any wheel published
+# (the biggest CUDA wheels are a few GiB), small enough that an endless body ends.
+MAX_UNKNOWN_SIZE = 20 << 30  # partial downloads older than this are debris of dead runs
 _REFUSED = ("the server refused the credentials (or got none): check the user info of "
             "index-url and [mirrors] / --mirror, the ${VAR}s they use, or the netrc file")
 
@@ -42,6 +46,11 @@ class FetchError(LockkitError):
 
 class HashMismatch(FetchError):
     """Bytes did not match the lock: never retried into success, never kept."""
+
+
+class Stopped(Exception):
+    """The fetcher was stopped (Ctrl-C or another file failed): not a fault of the source,
+    so never tried elsewhere and never reported as one."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,10 +142,26 @@ class Fetcher:
 
     def __init__(self, client: Any, cache: Cache, *, find_links: Sequence[Path] = (),
                  attempts: int = 4, backoff: float = 0.5,
-                 on_bytes: Callable[[int], None] | None = None) -> None:
+                 on_bytes: Callable[[int], None] | None = None,
+                 max_unknown_size: int = MAX_UNKNOWN_SIZE) -> None:
         self.client, self.cache, self.find_links = client, cache, tuple(find_links)
         self.attempts, self.backoff = attempts, backoff
         self.on_bytes = on_bytes or (lambda n: None)
+        self.max_unknown_size = max_unknown_size
+        self.stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._open: dict[Path, Any] = {}  # partial file -> its response (None before headers)
+
+    def stop(self) -> None:
+        """Abort every download now, from any thread: queued work sees the flag, open
+        bodies are cut off under their readers, and the partial files are removed here
+        rather than by threads that may still be blocked on a stalled server."""
+        self.stopped.set()
+        with self._lock:
+            open_now = list(self._open.items())
+        for partial, resp in open_now:
+            _cut(resp)
+            partial.unlink(missing_ok=True)
 
     def fetch(self, want: Want) -> Got:
         hit = self.cache.get(want.sha256, want.size)
@@ -148,6 +173,8 @@ class Fetcher:
                 return got
         errors: list[FetchError] = []
         for url in want.urls:
+            if self.stopped.is_set():
+                raise Stopped(want.filename)
             try:
                 if isinstance(url, PageRef):
                     url = self._lookup(want, url)
@@ -185,7 +212,8 @@ class Fetcher:
                 if attempt == self.attempts:
                     raise FetchError(f"{want.filename} from {redact(url)}: {exc} "
                                      f"(gave up after {attempt} attempts)") from None
-                time.sleep(self.backoff * 2 ** (attempt - 1))
+                if self.stopped.wait(self.backoff * 2 ** (attempt - 1)):
+                    raise Stopped(want.filename) from None
         raise AssertionError("unreachable")
 
     def _lookup(self, want: Want, page: PageRef) -> str:
@@ -213,31 +241,74 @@ class Fetcher:
         import httpx
 
         out, partial = self.cache.new_partial()
+        with self._lock:
+            self._open[partial] = None
         received = 0
         try:
+            if self.stopped.is_set():  # stopped while this file was being opened
+                out.close()
+                raise Stopped(want.filename)
             with out, self.client.stream("GET", url, headers=_IDENTITY) as resp:
+                self._opened(partial, resp)
                 if resp.status_code >= 500:
                     raise _Retry(f"HTTP {resp.status_code}")
                 if resp.status_code != 200:
                     raise FetchError(f"{redact(url)}: HTTP {resp.status_code}",
                                      hint=_refused(resp.status_code))
+                cap = self._cap(want, url, resp.headers.get("Content-Length"))
                 digest = hashlib.sha256()
                 for chunk in resp.iter_bytes(_CHUNK):
+                    if self.stopped.is_set():
+                        raise Stopped(want.filename)
+                    received += len(chunk)
+                    if received > cap.limit:
+                        raise cap.error(received)
                     out.write(chunk)
                     digest.update(chunk)
-                    received += len(chunk)
                     self.on_bytes(len(chunk))
             self._check(want, url, received, digest.hexdigest())
+            if self.stopped.is_set():
+                raise Stopped(want.filename)
             self.cache.commit(partial, want.sha256)
             return received
-        except httpx.TransportError as exc:  # reset, timeout, truncated body
+        except (httpx.TransportError, OSError) as exc:  # reset, timeout, truncated, cut off
+            if self.stopped.is_set():
+                raise Stopped(want.filename) from None
+            if isinstance(exc, OSError):
+                raise
             raise _Retry(f"{type(exc).__name__}: {redact(str(exc))}") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:  # too many redirects, a bad URL
             raise FetchError(f"{redact(url)}: {type(exc).__name__}: {redact(str(exc))}") from None
         finally:
+            with self._lock:
+                self._open.pop(partial, None)
             if received and partial.exists():
                 self.on_bytes(-received)  # this attempt's bytes did not count
             partial.unlink(missing_ok=True)
+
+    def _opened(self, partial: Path, resp: Any) -> None:
+        """Register the response so that :meth:`stop` can cut it off; if stop came while
+        the headers were awaited, cut it off now."""
+        with self._lock:
+            self._open[partial] = resp
+        if self.stopped.is_set():
+            raise Stopped(partial.name)
+
+    def _cap(self, want: Want, url: str, length: str | None) -> _Cap:
+        """The most bytes this body may have: the lock's size, else a generous limit."""
+        if want.size is not None:
+            cap = _Cap(want.size, lambda n: HashMismatch(
+                f"{want.filename} from {redact(url)}: the body is longer than the lock's "
+                f"size of {want.size} bytes (got {n} or more); the download was aborted and "
+                "nothing was kept"))
+        else:
+            cap = _Cap(self.max_unknown_size, lambda n: FetchError(
+                f"{want.filename} from {redact(url)}: the lock gives no size and the body "
+                f"passed lockkit's limit of {self.max_unknown_size} bytes; aborted, nothing "
+                "kept", hint="add the file's size to the lock, or check the server"))
+        if length and length.isdigit() and int(length) > cap.limit:
+            raise cap.error(int(length))  # refused before a byte is written
+        return cap
 
     def _check(self, want: Want, url: str, received: int, digest: str) -> None:
         if want.size is not None and received < want.size:
@@ -245,6 +316,26 @@ class Fetcher:
         if digest != want.sha256:
             raise HashMismatch(f"{want.filename} from {redact(url)}: sha256 {digest} does not "
                                f"match the lock's {want.sha256}; the file was discarded")
+
+
+@dataclass(frozen=True)
+class _Cap:
+    limit: int
+    error: Callable[[int], FetchError]
+
+
+def _cut(resp: Any) -> None:
+    """Wake a thread blocked reading *resp*: shut its socket down (``close`` alone does not
+    interrupt a ``recv`` in another thread)."""
+    if resp is None:
+        return
+    stream = getattr(resp, "extensions", {}).get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    try:
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 def _refused(status: int) -> str | None:

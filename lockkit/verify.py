@@ -54,6 +54,10 @@ _ARCH = {"amd64": "x86_64", "x86_64": "x86_64", "aarch64": "arm64", "arm64": "ar
 # What the application sees of the caller's environment: enough to run, nothing to lean on.
 _APP_VARS = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "LD_LIBRARY_PATH")
 _INSTALL_TIMEOUT = 1800
+# uv's cache for one verify, inside its temp folder: the user's cache would keep an
+# unpacked copy of torch (~700 MB) for every wheelhouse path verified, and nothing
+# removes those. Same filesystem as the venv, so uv hard-links from it (no second copy).
+_UV_CACHE = "uv-cache"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,6 +103,9 @@ class _Run:
     def call(self, step: str, argv: list[str], *, timeout: float = 600,
              env: dict[str, str] | None = None, cwd: Path | None = None) -> _run.Result:
         start = time.perf_counter()
+        if argv[0] == uv_bin():  # every uv command of a verify uses the verify's own cache
+            env = {**(env if env is not None else _run.isolated_env()),
+                   "UV_CACHE_DIR": str(self.work / _UV_CACHE)}
         result = _run.call(argv, timeout=timeout, env=env, cwd=str(cwd) if cwd else None)
         self.commands.append({"step": step, "argv": [redact(a) for a in argv],
                               "cwd": str(cwd) if cwd else None, "returncode": result.returncode,
@@ -130,6 +137,7 @@ def verify(opts: Options) -> Outcome:
         kept = opts.keep_venv and run.venv is not None
         if kept:
             shutil.rmtree(work / "app", ignore_errors=True)
+            shutil.rmtree(work / _UV_CACHE, ignore_errors=True)
         else:
             shutil.rmtree(work, ignore_errors=True)
     return Outcome(result=result, steps=run.steps, report_dir=report_dir, dossier=doc,

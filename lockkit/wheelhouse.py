@@ -17,12 +17,15 @@ import hashlib
 import html
 import json
 import os
+import queue
 import shutil
 import sys
 import tempfile
+import threading
+import time
 import urllib.parse
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,14 +37,24 @@ from lockkit._compat import tomllib
 from lockkit import __version__, _run
 from lockkit.config import Project
 from lockkit.errors import ConfigError, LockkitError
-from lockkit.fetch import Cache, Fetcher, Got, PageRef, Want, link_or_copy
+from lockkit.fetch import (Cache, FetchError, Fetcher, Got, HashMismatch, PageRef, Want,
+                           link_or_copy)
 from lockkit.lockfile import dumps, read_lock, sha256_file
+from lockkit.redact import redact
 from lockkit.platforms import Platform
 from lockkit.resolve import uv_bin
 from lockkit.urls import Mirrors, expand
 from lockkit.targets import environment, wheel_tags
 
 __all__ = ["BuildError", "BuildResult", "FileRecord", "Item", "build", "plan"]
+
+# Stage and old folders of a build older than this are debris of a killed run (the rule
+# Cache.sweep applies to partial downloads); younger ones may belong to a running build.
+_STALE_AGE = 24 * 3600
+_STAGE, _OLD = "tmp-", "old-"  # the prefixes after ".<name>." of the stage and old folders
+_GRACE = 0.5  # seconds an interrupted build waits for its cut-off downloads to unwind
+_FALLBACK_HINT = ("the official host is tried after a failed mirror only with "
+                  "--fallback-to-official")
 
 
 class BuildError(LockkitError):
@@ -57,6 +70,7 @@ class Item:
     kind: str  # "wheel" | "sdist"
     want: Want
     entry: dict[str, Any]  # the package's table in the source lock
+    official_skipped: bool = False  # a mirror covers the file; the lock's URL is not tried
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,8 +94,13 @@ class BuildResult:
     from_cache: int
 
 
-def plan(project: Project, platform: Platform) -> tuple[Path, list[Item]]:
-    """The lock's files for *platform*: one wheel per package, or its sdist."""
+def plan(project: Project, platform: Platform, *,
+         fallback_to_official: bool = False) -> tuple[Path, list[Item]]:
+    """The lock's files for *platform*: one wheel per package, or its sdist.
+
+    A file a mirror covers is fetched from the mirror only: an air-gapped site's build
+    must not reach for the official host behind its back. *fallback_to_official* adds
+    the lock's own URL after the mirror's."""
     lock_path = project.lock_path(platform.name)
     data, pylock = read_lock(lock_path)
     meta = data.get("tool", {}).get("lockkit", {})
@@ -99,12 +118,13 @@ def plan(project: Project, platform: Platform) -> tuple[Path, list[Item]]:
         name = canonicalize_name(package.name)
         if not isinstance(dist, (PackageWheel, PackageSdist)) or not dist.url:
             raise BuildError(f"{lock_path}: {name} is not a wheel or sdist with a URL")
-        items.append(_item(project, name, str(package.version), dist, entries[name]))
+        items.append(_item(project, name, str(package.version), dist, entries[name],
+                           fallback_to_official))
     return lock_path, items
 
 
 def _item(project: Project, name: str, version: str, dist: PackageWheel | PackageSdist,
-          entry: dict[str, Any]) -> Item:
+          entry: dict[str, Any], fallback_to_official: bool = False) -> Item:
     url = dist.url or ""
     filename = dist.name or urllib.parse.unquote(url.rsplit("/", 1)[-1])
     if not filename or "/" in filename or "\\" in filename or filename.startswith("."):
@@ -120,11 +140,14 @@ def _item(project: Project, name: str, version: str, dist: PackageWheel | Packag
     if isinstance(index, str) and mirrors.covers(index):
         # ... then the mirrored index's page, for mirrors that rewrite links to themselves ...
         sources.append(PageRef(url=f"{mirrors.effective(index).rstrip('/')}/{name}/"))
-    sources.append(expand(url))  # ... then the lock's URL
+    skipped = bool(sources) and not fallback_to_official
+    if not skipped:
+        sources.append(expand(url))  # ... then the lock's URL
     urls = tuple(dict.fromkeys(sources))
     want = Want(filename=filename, sha256=sha, size=dist.size, urls=urls, source=url)
     kind = "wheel" if isinstance(dist, PackageWheel) else "sdist"
-    return Item(package=name, version=version, kind=kind, want=want, entry=entry)
+    return Item(package=name, version=version, kind=kind, want=want, entry=entry,
+                official_skipped=skipped)
 
 
 def build(project: Project, platform: Platform, out: Path, *, client: Any, cache: Cache,
@@ -135,27 +158,98 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
     if items is None or lock_path is None:
         lock_path, items = plan(project, platform)
     cache.sweep()
+    _sweep_stale(out)
     fetcher = Fetcher(client, cache, find_links=find_links, attempts=attempts, backoff=backoff,
                       on_bytes=on_bytes)
 
     def one(item: Item) -> Got:
-        got = fetcher.fetch(item.want)
+        got = _fetch_one(fetcher, item)
         if on_file:
             on_file(got)
         return got
 
-    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="lockkit-fetch")
-    try:
-        gots = [f.result() for f in [pool.submit(one, item) for item in items]]
-    finally:  # on Ctrl-C or a failed file, queued downloads are dropped, not waited for
-        pool.shutdown(wait=True, cancel_futures=True)
+    gots = _fetch_all(fetcher, one, items, jobs)
     return _assemble(project, platform, out, lock_path, list(zip(items, gots)))
+
+
+def _fetch_one(fetcher: Fetcher, item: Item) -> Got:
+    try:
+        return fetcher.fetch(item.want)
+    except FetchError as exc:
+        if not item.official_skipped or isinstance(exc, HashMismatch):
+            raise
+        raise FetchError(f"{exc}; the mirror failed and the official host "
+                         f"({redact(item.want.source)}) was not tried",
+                         hint=f"{exc.hint}; {_FALLBACK_HINT}" if exc.hint
+                         else _FALLBACK_HINT) from None
+
+
+def _fetch_all(fetcher: Fetcher, one: Callable[[Item], Got], items: list[Item],
+               jobs: int) -> list[Got]:
+    """Run *one* over *items* on *jobs* threads, results in order.
+
+    On Ctrl-C or a failed file nothing is waited for beyond a short grace: queued items
+    are dropped, the fetcher cuts open downloads off and removes their partial files, and
+    the exception propagates. The workers are daemon threads (a ThreadPoolExecutor's are joined
+    at exit, which made Ctrl-C wait for a stalled server's timeout); a worker still
+    blocked finds the stop flag when it wakes and lands nothing.
+    """
+    todo: queue.SimpleQueue[tuple[Item, Future[Got]] | None] = queue.SimpleQueue()
+    futures: list[Future[Got]] = []
+    for item in items:
+        futures.append(Future())
+        todo.put((item, futures[-1]))
+    workers = [threading.Thread(target=_worker, args=(todo, one, fetcher), daemon=True,
+                                name=f"lockkit-fetch-{i}") for i in range(max(1, jobs))]
+    for worker in workers:
+        todo.put(None)
+        worker.start()
+    try:
+        return [f.result() for f in futures]
+    except BaseException:
+        fetcher.stop()
+        for f in futures:
+            f.cancel()
+        deadline = time.monotonic() + _GRACE  # cut-off downloads end in milliseconds
+        for worker in workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+        raise
+
+
+def _worker(todo: queue.SimpleQueue[tuple[Item, Future[Got]] | None],
+            one: Callable[[Item], Got], fetcher: Fetcher) -> None:
+    while (job := todo.get()) is not None:
+        item, future = job
+        if fetcher.stopped.is_set() or not future.set_running_or_notify_cancel():
+            continue
+        try:
+            future.set_result(one(item))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            future.set_exception(exc)
+
+
+def _sweep_stale(out: Path, max_age: float = _STALE_AGE) -> list[Path]:
+    """Remove stage and old folders beside *out* left by builds that were killed long
+    ago; a younger one may be a concurrent build's and is left alone."""
+    removed: list[Path] = []
+    if not out.parent.is_dir():
+        return removed
+    now = time.time()
+    for prefix in (_STAGE, _OLD):
+        for folder in out.parent.glob(f".{out.name}.{prefix}*"):
+            try:
+                if folder.is_dir() and now - folder.stat().st_mtime > max_age:
+                    shutil.rmtree(folder)
+                    removed.append(folder)
+            except OSError:
+                pass
+    return removed
 
 
 def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
               fetched: list[tuple[Item, Got]]) -> BuildResult:
     out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.{_STAGE}", dir=out.parent))
     try:
         records = [_place(project, stage, item, got) for item, got in fetched]
         records.sort(key=lambda r: r.path)
@@ -291,7 +385,7 @@ def _swap(stage: Path, out: Path) -> None:
     if not out.exists():
         os.replace(stage, out)
         return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.{_OLD}", dir=out.parent))
     os.replace(out, old / "x")
     try:
         os.replace(stage, out)
