@@ -19,7 +19,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse with lockkit's one-line errors (subcommand parsers inherit the class)."""
 
     def error(self, message: str) -> Any:
-        raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
+        command = self.prog.removeprefix("lockkit").strip()  # "compile", "wheelhouse build"
+        raise UsageError(f"{command}: {message}" if command else message,
+                         hint=f"see '{self.prog} --help'")
 
 
 # Numeric flags and the range each must be in: (attribute, flag, test, what it must be).
