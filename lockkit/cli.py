@@ -3,14 +3,42 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import math
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from lockkit import __version__, ui
-from lockkit.errors import LockkitError, StaleLockError, UsageError
+from lockkit.errors import LockkitError, StaleLockError, UsageError, WriteError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with lockkit's one-line errors (subcommand parsers inherit the class)."""
+
+    def error(self, message: str) -> Any:
+        command = self.prog.removeprefix("lockkit").strip()  # "compile", "wheelhouse build"
+        raise UsageError(f"{command}: {message}" if command else message,
+                         hint=f"see '{self.prog} --help'")
+
+
+# Numeric flags and the range each must be in: (attribute, flag, test, what it must be).
+_RANGES: tuple[tuple[str, str, Any, str], ...] = (
+    ("jobs", "--jobs", lambda v: v >= 1, "at least 1"),
+    ("retries", "--retries", lambda v: v >= 0, "0 or more"),
+    ("timeout", "--timeout", lambda v: math.isfinite(v) and v > 0, "a number of seconds above 0"),
+    ("probe_timeout", "--probe-timeout", lambda v: math.isfinite(v) and v > 0,
+     "a number of seconds above 0"),
+)
+
+
+def _check_ranges(args: argparse.Namespace) -> None:
+    for attr, flag, ok, must in _RANGES:
+        value = getattr(args, attr, None)
+        if value is not None and not ok(value):
+            raise UsageError(f"{flag} {value}: must be {must}")
 
 
 def _project_args(p: argparse.ArgumentParser) -> None:
@@ -29,7 +57,7 @@ def _project_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="lockkit",
         description="Rebuildable PyTorch environments: per-platform PEP 751 locks with hashes "
                     "and pinned PyTorch indexes.")
@@ -200,6 +228,8 @@ def _wheelhouse_parser(sub: Any) -> None:
 def cmd_platforms(args: argparse.Namespace) -> int:
     from lockkit.platforms import load_platforms
 
+    if not args.project.is_dir():
+        raise UsageError(f"--project {args.project}: not a folder")
     platforms = load_platforms(args.project.resolve())
     if args.json:
         rows = [{"name": p.name, "os": p.os, "arch": p.arch, "python": p.python,
@@ -223,8 +253,6 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from lockkit.config import load_project
     from lockkit.platforms import load_platforms
 
-    if args.jobs < 1:
-        raise UsageError("--jobs: must be at least 1")
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url,
                            exclude_newer=args.exclude_newer)
     selected = select_platforms(load_platforms(project.root), args.platform, args.all, project)
@@ -272,10 +300,6 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
     from lockkit.fetch import Cache, default_cache_dir, http_client
     from lockkit.platforms import load_platforms
 
-    if args.jobs < 1:
-        raise UsageError("--jobs: must be at least 1")
-    if args.retries < 0:
-        raise UsageError("--retries: must be 0 or more")
     for folder in args.find_links:
         if not folder.is_dir():
             raise UsageError(f"--find-links {folder}: not a folder")
@@ -286,14 +310,21 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
                                        fallback_to_official=args.fallback_to_official)
     total = sum(i.want.size or 0 for i in items) or None
     cache = Cache((args.cache_dir or default_cache_dir()).absolute())
-    with http_client(connections=args.jobs, timeout=args.timeout,
-                     credentials=Credentials.for_project(project)) as client, \
-            ui.transfer(f"{platform.name}: files", len(items), total) as shown:
-        result = wheelhouse.build(
-            project, platform, out, client=client, cache=cache,
-            find_links=tuple(p.absolute() for p in args.find_links), jobs=args.jobs,
-            attempts=args.retries + 1, items=items, lock_path=lock_path,
-            on_file=lambda got: shown.file_done(), on_bytes=shown.moved)
+    try:
+        with http_client(connections=args.jobs, timeout=args.timeout,
+                         credentials=Credentials.for_project(project)) as client, \
+                ui.transfer(f"{platform.name}: files", len(items), total) as shown:
+            result = wheelhouse.build(
+                project, platform, out, client=client, cache=cache,
+                find_links=tuple(p.absolute() for p in args.find_links), jobs=args.jobs,
+                attempts=args.retries + 1, items=items, lock_path=lock_path,
+                on_file=lambda got: shown.file_done(), on_bytes=shown.moved)
+    except OSError as exc:
+        if exc.filename is not None:
+            raise  # main names the file
+        # A write into an open file (a full disk) names none: name both places written.
+        raise WriteError(f"{platform.name}: cannot write the wheelhouse {_shown(out)} or the "
+                         f"cache {_shown(cache.root)}: {exc.strerror or exc}") from None
     ui.print_table(f"lockkit wheelhouse build {platform.name}",
                    ("package", "version", "file", "size", "from"),
                    [(r.package, r.version, r.path, _size(r.size),
@@ -325,6 +356,9 @@ def _wheelhouse_unpack(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.archive}: no such archive")
     name = args.archive.name.removesuffix(".tar").removesuffix(".wheelhouse")
     out = (args.out or args.archive.parent / name).absolute()
+    if out.is_symlink() and not out.exists():
+        raise UsageError(f"--out {out}: a symlink to {os.readlink(out)}, which does not exist",
+                         hint="give a folder that exists and is empty, or a new path")
     archive.unpack(args.archive, out)
     ui.say(f"unpacked {args.archive} -> {_shown(out)}")
     ui.say(archive.install_hint(out))
@@ -515,21 +549,51 @@ def _why_incomplete(doc: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not args.command:
-        parser.print_help(sys.stderr)
-        return 2
+    """Run one command; every failure ends as one line (and a hint) and an exit status:
+    0 done, 1 a failure (a check, the network, a file that cannot be written), 2 bad input
+    (flags, config, platform files, requirement files, locks), 130 interrupted."""
     try:
-        return {"platforms": cmd_platforms, "compile": cmd_compile,
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not args.command:
+            parser.print_help(sys.stderr)
+            return 2
+        _check_ranges(args)
+        code = {"platforms": cmd_platforms, "compile": cmd_compile,
                 "wheelhouse": cmd_wheelhouse, "verify": cmd_verify,
                 "diagnose": cmd_diagnose, "diff": cmd_diff,
                 "ci": cmd_ci}[args.command](args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
     except LockkitError as exc:
-        ui.say(f"lockkit: error: {exc}")
-        if exc.hint:
-            ui.say(f"hint: {exc.hint}")
+        _fail(str(exc), exc.hint)
         return exc.exit_code
+    except BrokenPipeError:
+        # The reader went away (``lockkit platforms --json | head -1``): nothing to say, and
+        # nowhere to say it; stdout is pointed at devnull so the exit flush stays quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as exc:  # a full disk, a read-only folder: the file and the reason
+        _fail(_os_error(exc), "check that the folder exists, is writable and has free space")
+        return 1
     except KeyboardInterrupt:
         ui.say("lockkit: interrupted; nothing was left half-written")
         return 130
+
+
+def _os_error(exc: OSError) -> str:
+    """``<path>: <reason>``; a file met where a folder was needed is said so."""
+    if exc.filename is None:
+        return str(exc.strerror or exc)
+    path = Path(os.fsdecode(exc.filename))
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            return f"{blocker}: not a folder (a file is in the way)"
+    return f"{path}: {exc.strerror or exc}"
+
+
+def _fail(message: str, hint: str | None) -> None:
+    ui.say(f"lockkit: error: {message}")
+    if hint:
+        ui.say(f"hint: {hint}")

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from lockkit import __version__
 from lockkit.config import (Project, is_pyproject, normalized_inputs, read_requirements,
                             resolver_inputs)
-from lockkit.errors import IndexError_, LockkitError, PlatformError
+from lockkit.errors import ConfigError, IndexError_, LockkitError, PlatformError
 from lockkit.freshness import LOCK_FORMAT, check, fingerprint, inputs_record, packages_digest
 from lockkit.lockfile import build_lock, check_guards, dumps, write_atomic
 from lockkit.platforms import Platform
@@ -115,6 +115,7 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
                 upgrade_packages: tuple[str, ...] = ()) -> Outcome:
     python = _python(project, platform)
     record = inputs_record(project, platform, python)
+    existing = _existing_lock(project.lock_path(platform.name))
     indexes = Indexes.for_platform(platform, project.mirrors, project.index_url)
     options = ResolveOptions(preferences=project.lock_path(platform.name), upgrade=upgrade,
                              upgrade_packages=upgrade_packages,
@@ -137,12 +138,28 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
     lock["tool"]["lockkit"]["inputs"] = record
     text = dumps(lock)
     path = project.lock_path(platform.name)
-    if path.is_file() and path.read_text(encoding="utf-8") == text:
+    if existing == text:
         return Outcome(platform=platform.name, path=path, status="unchanged",
                        packages=len(lock["packages"]))
     write_atomic(path, text)
     return Outcome(platform=platform.name, path=path, status="written",
                    packages=len(lock["packages"]))
+
+
+def _existing_lock(path: Path) -> str | None:
+    """The current lock's text (uv reads it for preferred versions), checked before uv runs."""
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder, where the lock is to be written",
+                          hint="move the folder away")
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+                          hint="remove the file to compile the lock afresh") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def compile_platforms(project: Project, platforms: list[Platform],
@@ -151,6 +168,8 @@ def compile_platforms(project: Project, platforms: list[Platform],
                       upgrade_packages: tuple[str, ...] = ()) -> list[Outcome]:
     """Resolve several platforms concurrently; one failure does not stop the others."""
     normalized_inputs(project)  # bad input fails before any work starts
+    for platform in platforms:
+        _existing_lock(project.lock_path(platform.name))
     uv = uv_bin()
     uv_ver = uv_version(uv)
 

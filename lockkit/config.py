@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from datetime import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,8 @@ __all__ = ["Project", "find_project", "is_pyproject", "load_project", "normalize
 
 _KEYS = {"requirements", "platforms", "python", "mirrors", "index-url", "allow-sdist", "verify",
          "ci", "extras", "groups", "exclude-newer"}
+_TABLES = {"verify": {"embedding"}, "ci": {"runners"}}  # the known keys of each table
+_PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,13 +151,10 @@ def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
     if not root.is_dir():
         raise ConfigError(f"--project {root}: not a folder")
     path, data = _read_table(root)
-    for key in sorted(set(data) - _KEYS):
-        close = difflib.get_close_matches(key, sorted(_KEYS), n=1)
-        tip = f" (did you mean '{close[0]}'?)" if close else ""
-        raise ConfigError(f"{path}: unknown key '{key}'{tip}")
+    problems = _problems(data)
+    if problems:
+        raise ConfigError(f"{path}: " + "; ".join(problems))
     url = index_url or data.get("index-url")
-    if url is not None and not isinstance(url, str):
-        raise ConfigError(f"{path}: index-url: expected a URL string")
     cutoff = exclude_newer or data.get("exclude-newer")
     where = "--exclude-newer" if exclude_newer else f"{path}: exclude-newer"
     return Project(root=root, config_file=path, mirrors=_mirrors(path, data, mirrors or []),
@@ -162,6 +162,35 @@ def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
                    ci=data.get("ci", {}),
                    exclude_newer=_rfc3339(cutoff, where) if cutoff is not None else None,
                    **_lists(path, data))
+
+
+def _problems(data: dict[str, Any]) -> list[str]:
+    """Every problem of the config's shape, found before uv or anything else runs."""
+    problems = _unknown(data, _KEYS, "")
+    for table, known in _TABLES.items():
+        if isinstance(data.get(table, {}), dict):
+            problems += _unknown(data.get(table, {}), known, f"{table}.")
+        else:
+            problems.append(f"{table}: expected a table ([{table}]), got {data[table]!r}")
+    if "index-url" in data and not isinstance(data["index-url"], str):
+        problems.append(f"index-url: expected a URL string, got {data['index-url']!r}")
+    python = data.get("python")
+    if python is not None and not (isinstance(python, str) and _PYTHON.fullmatch(python)):
+        problems.append(f"python: expected a version string such as \"3.11\", got {python!r}")
+    if data.get("requirements") in ([], ""):
+        problems.append("requirements: empty; name at least one requirement file or "
+                        "pyproject.toml")
+    return problems
+
+
+def _unknown(table: dict[str, Any], known: set[str], where: str) -> list[str]:
+    """Each key not in *known*, with the closest known one suggested."""
+    found = []
+    for key in sorted(set(table) - known):
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        tip = f" (did you mean '{where}{close[0]}'?)" if close else ""
+        found.append(f"unknown key '{where}{key}'{tip}")
+    return found
 
 
 def _rfc3339(value: Any, where: str) -> str:

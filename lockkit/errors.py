@@ -14,6 +14,7 @@ __all__ = [
     "IndexError_",
     "GuardError",
     "StaleLockError",
+    "WriteError",
 ]
 
 
@@ -67,3 +68,10 @@ class StaleLockError(LockkitError):
     """``compile --check`` found missing or stale locks."""
 
     exit_code = 1
+
+
+class WriteError(LockkitError):
+    """A file lockkit writes could not be written: a read-only folder, a full disk."""
+
+    exit_code = 1
+    hint = "check that the folder exists, is writable and has free space"

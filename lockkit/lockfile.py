@@ -18,7 +18,7 @@ from packaging.pylock import Pylock, PylockValidationError
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from lockkit.errors import ConfigError, GuardError, IndexError_
+from lockkit.errors import ConfigError, GuardError, IndexError_, WriteError
 from lockkit.platforms import Platform
 from lockkit.redact import redact
 from lockkit.resolve import Indexes
@@ -146,15 +146,27 @@ def dumps(lock: dict[str, Any]) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Temp file in the same folder, fsync, rename: never a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Temp file in the same folder, fsync, rename: never a half-written file.
+
+    A folder that cannot be written (read-only, full) is a WriteError naming *path*.
+    """
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder, where a file is to be written",
+                          hint="move the folder away")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot write: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise WriteError(f"{path}: cannot write: {exc.strerror or exc}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -166,6 +178,12 @@ def read_lock(path: Path) -> tuple[dict[str, Any], Pylock]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise ConfigError(f"{path}: lock not found", hint="run 'lockkit compile' first") from exc
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder, not a lock") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
     try:

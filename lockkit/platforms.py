@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 import urllib.parse
 from lockkit._compat import tomllib
 from dataclasses import asdict, dataclass
@@ -27,6 +28,13 @@ _TOP = {"name", "os", "arch", "python", "python-platform", "backend", "torch", "
 _BACKEND = {"kind", "version"}
 _TORCH = {"index", "packages", "file-hosts"}
 _GPU = {"device", "cuda", "hip"}
+# platform_machine per os, as the target's interpreter reports it (compared ignoring case:
+# Windows says AMD64, lockkit.targets lowercases it for wheel tags).
+ARCHES = {"linux": ("x86_64", "aarch64", "ppc64le", "s390x"),
+          "macos": ("arm64", "x86_64"),
+          "windows": ("AMD64", "ARM64", "x86")}
+_PYTHON = re.compile(r"3\.\d+")
+_MACOS_TARGET = re.compile(r"\d+\.\d+")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,6 +146,11 @@ def parse_platform(path: Path) -> Platform:
         packages=c.get(torch, "packages", list, "torch."),
         device=c.get(gpu, "device", str, "gpu.", choices=("cpu", "cuda", "mps")),
     )
+    _check_arch(c, fields["os"], fields["arch"])
+    if fields["python"] is not None and not _PYTHON.fullmatch(fields["python"]):
+        c.errors.append(f"python: {fields['python']!r} is not a version such as '3.11'")
+    cuda = c.get(gpu, "cuda", str, "gpu.", required=False)
+    hip = c.get(gpu, "hip", str, "gpu.", required=False)
     if fields["kind"] in ("cuda", "rocm") and not fields["version"]:
         c.errors.append(f"backend.version: required for kind {fields['kind']!r}")
     if fields["packages"] is not None and not all(isinstance(p, str) for p in fields["packages"]):
@@ -151,6 +164,9 @@ def parse_platform(path: Path) -> Platform:
     if hosts and not fields["index"]:
         c.errors.append("torch.file-hosts: needs torch.index")
     macos_target = c.get(data, "macos-deployment-target", str, "", required=False)
+    if macos_target is not None and not _MACOS_TARGET.fullmatch(macos_target):
+        c.errors.append(f"macos-deployment-target: {macos_target!r} is not a version such "
+                        "as '14.0'")
     c.raise_if_any()
     return Platform(
         name=name, os=fields["os"], arch=fields["arch"], python=fields["python"],
@@ -159,10 +175,20 @@ def parse_platform(path: Path) -> Platform:
         torch_index=fields["index"].rstrip("/") if fields["index"] else None,
         torch_packages=tuple(sorted(p.lower() for p in fields["packages"])),
         torch_file_hosts=tuple(h.rstrip("/") for h in hosts),
-        gpu_device=fields["device"], gpu_cuda=gpu.get("cuda"), gpu_hip=gpu.get("hip"),
+        gpu_device=fields["device"], gpu_cuda=cuda, gpu_hip=hip,
         macos_target=macos_target,
         description=data.get("description", ""), source=str(path),
     )
+
+
+def _check_arch(c: _Checker, os_: str | None, arch: str | None) -> None:
+    if os_ is None or arch is None:
+        return  # already reported
+    known = ARCHES[os_]
+    if arch.lower() not in {a.lower() for a in known}:
+        close = difflib.get_close_matches(arch, known, n=1)
+        tip = f" (did you mean '{close[0]}'?)" if close else ""
+        c.errors.append(f"arch: {arch!r} is not one of {', '.join(known)} for os {os_!r}{tip}")
 
 
 def load_platforms(project_dir: Path | None = None) -> dict[str, Platform]:

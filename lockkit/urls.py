@@ -19,7 +19,7 @@ import re
 import urllib.parse
 from collections.abc import Mapping
 
-from lockkit.redact import redact, strip_credentials
+from lockkit.redact import conceal, redact, remember, strip_credentials
 
 __all__ = ["Mirrors", "apply_mirrors", "expand", "origin", "printable", "unapply_mirrors"]
 
@@ -27,8 +27,17 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def expand(url: str) -> str:
-    """Fill ``${VAR}`` placeholders from the environment (for use, never for writing)."""
-    return _VAR.sub(lambda m: os.environ.get(m.group(1), ""), url)
+    """Fill ``${VAR}`` placeholders from the environment (for use, never for writing).
+
+    Every value filled in is remembered (``lockkit.redact.remember``): whatever later
+    prints or writes text holding it shows the placeholder instead.
+    """
+    def fill(m: re.Match[str]) -> str:
+        value = os.environ.get(m.group(1), "")
+        remember(m.group(0), value)
+        return value
+
+    return _VAR.sub(fill, url)
 
 
 def printable(url: str) -> str:
@@ -55,9 +64,10 @@ def apply_mirrors(url: str, mirrors: Mapping[str, str]) -> str:
 
 
 def unapply_mirrors(url: str, mirrors: Mapping[str, str]) -> str:
-    """The official URL of an effective one: credentials dropped, the mirror mapped back."""
-    bare = strip_credentials(url)
-    targets = {official: strip_credentials(expand(m)).rstrip("/")
+    """The official URL of an effective one: credentials dropped, the mirror mapped back,
+    ``${VAR}`` values put back as placeholders (a default index whose path holds a token)."""
+    bare = conceal(strip_credentials(url))
+    targets = {official: conceal(strip_credentials(expand(m))).rstrip("/")
                for official, m in mirrors.items()}
     for official, mirror in sorted(targets.items(), key=lambda kv: len(kv[1]), reverse=True):
         if mirror and _under(bare, mirror):

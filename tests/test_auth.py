@@ -267,3 +267,46 @@ def test_lock_stays_free_of_credentials_from_every_source(private, tmp_path, tok
     lock = tomllib.loads((root / "locks" / "pylock.linux-cpu.toml").read_text())
     urls = [f["url"] for p in lock["packages"] for f in p.get("wheels", [])]
     assert urls and all(user_info(u) is None for u in urls)
+
+
+@pytest.fixture
+def path_token(tmp_path_factory, token):
+    """The loopback indexes of conftest, the default one served under ``/<token>/simple``:
+    a secret in the URL's path, not in its user info."""
+    pt = PyTorchIndex(tmp_path_factory.mktemp("pytorch"))
+    server = IndexServer(tmp_path_factory.mktemp("index"))
+    default = server.index(f"/{token}/simple")
+    fill(pt, default)
+    with pt, server:
+        yield Loopback(pt=pt, server=server, default=default)
+
+
+def test_a_token_in_the_index_path_is_used_and_never_shown(path_token, tmp_path, token, capfd):
+    root = project_for(tmp_path / "proj", path_token, f"{path_token.url}/${{LK_TOKEN}}/simple")
+    assert compile_(root) == 0
+    assert build(root, tmp_path / "cache") == 0
+    assert wheels_from(path_token.server)
+    lock = (root / "locks" / "pylock.linux-cpu.toml").read_text()
+    assert "${LK_TOKEN}" in lock  # the literal text of the config, or nothing
+    manifest = (root / "wheelhouse" / "linux-cpu" / "manifest.json").read_text()
+    assert_nowhere(token, root, tmp_path / "cache", printed="".join(capfd.readouterr()))
+    assert token not in manifest
+
+
+def test_a_wrong_token_in_the_index_path_is_never_shown(path_token, tmp_path, token, capfd,
+                                                        monkeypatch):
+    root = project_for(tmp_path / "proj", path_token, f"{path_token.url}/${{LK_TOKEN}}/simple")
+    assert compile_(root) == 0
+    capfd.readouterr()
+    wrong = canary()
+    monkeypatch.setenv("LK_TOKEN", wrong)
+    assert build(root, tmp_path / "cache") == 1
+    err = capfd.readouterr().err
+    assert "${LK_TOKEN}" in err and "404" in err
+    (root / "requirements.in").write_text("torch==2.5.1\nnumpy\nfilelock\n")
+    assert compile_(root) == 1
+    out, more = capfd.readouterr()
+    err += out + more
+    assert "${LK_TOKEN}" in err
+    for secret in (wrong, token):
+        assert_nowhere(secret, root, tmp_path / "cache", printed=err)

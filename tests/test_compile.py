@@ -461,3 +461,23 @@ def test_bad_exclude_newer_is_a_config_error(project, indexes, capsys, value):
     (project / "lockkit.toml").write_text(indexes.config(extra=f"exclude-newer = {value}\n"))
     assert compile_(project) == 2
     assert "exclude-newer" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["no-index-there", "index-without-torch"])
+def test_a_short_mirror_path_lacking_torch_never_falls_back(project, indexes, capsys, served):
+    """A mirror of the CPU index at ``<host>/torch-cpu`` that has no torch: the guard names
+    torch and the PyTorch index, and the torch planted on the default index stays unused."""
+    indexes.default.add("torch", "2.5.1", requires=["filelock"], tag=LINUX)
+    if served:
+        indexes.server.index("/torch-cpu").add("filelock", "3.16.1")
+    (project / "lockkit.toml").write_text(
+        f'index-url = "{indexes.url}/simple"\n'
+        f'[mirrors]\n"{OFFICIAL}/cpu" = "{indexes.url}/torch-cpu"\n')
+    (project / "requirements.in").write_text("torch\n")
+    indexes.forget_requests()
+    assert compile_(project, "--platform", "linux-cpu") == 1
+    msg = capsys.readouterr().err
+    assert f"torch must come from the PyTorch index {OFFICIAL}/cpu" in msg
+    assert "never falls back" in msg
+    assert not (project / "locks" / "pylock.linux-cpu.toml").exists()
+    assert not [w for w in indexes.wheel_requests() if w.startswith("/simple/torch")]
