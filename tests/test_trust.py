@@ -63,7 +63,7 @@ def forge(folder: Path, filename: str, data: bytes) -> None:
 def trojan_numpy(folder: Path, tmp_path: Path) -> str:
     """Swap numpy's wheel for a rebuilt one carrying a sneaky module; returns its file name."""
     real = entry(folder, "numpy")
-    name, version, tag = real["path"][:-4].split("-", 2)
+    _, version, tag = real["path"][:-4].split("-", 2)
     built = build_wheel(tmp_path / "trojan", "numpy", version, tag=tag,
                         files={"numpy/sneaky.py": "print('owned')\n"})
     forge(folder, real["path"], built.read_bytes())
@@ -153,7 +153,7 @@ def test_honest_wheelhouse_packs_and_unpacks_with_the_committed_lock(project, tm
                  "-o", str(archive), "--lock", str(lock)]) == 0
     assert main(["wheelhouse", "unpack", str(archive), "--out", str(tmp_path / "ok"),
                  "--lock", str(lock)]) == 0
-    code, doc = verify(project, "--wheelhouse", str(tmp_path / "ok"))
+    _, doc = verify(project, "--wheelhouse", str(tmp_path / "ok"))
     assert statuses(doc)["install"] == statuses(doc)["inventory"] == "passed", doc["first_error"]
     install = next(c for c in doc["commands"] if c["step"] == "install")
     assert "--require-hashes" in install["argv"]
