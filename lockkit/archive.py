@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lockkit.errors import LockkitError
+from lockkit.trust import Selected, TrustError, check_folder
 
 __all__ = ["ArchiveError", "install_hint", "pack", "read_manifest", "unpack"]
 
@@ -118,11 +119,16 @@ def _sums(listed: dict[str, dict[str, Any]]) -> bytes:
 
 # -- pack ---------------------------------------------------------------------------------------
 
-def pack(folder: Path, out: Path) -> Path:
-    """Write *folder* as one reproducible tar at *out*; nothing is left at *out* on failure."""
+def pack(folder: Path, out: Path, *, lock: list[Selected] | None = None) -> Path:
+    """Write *folder* as one reproducible tar at *out*; nothing is left at *out* on failure.
+
+    With *lock* (the committed lock's selection), the folder's wheels must also be that
+    lock's, by hash: a manifest only proves that the folder agrees with itself."""
     manifest, manifest_bytes = _folder_manifest(folder)
     listed = _listed(manifest)
     _check_folder(folder, listed)
+    if lock is not None:
+        check_folder(folder, lock, manifest)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     tmp = Path(tmp_name)
@@ -205,8 +211,11 @@ def _add_file(tar: tarfile.TarFile, folder: Path, entry: dict[str, Any]) -> None
 
 # -- unpack -------------------------------------------------------------------------------------
 
-def unpack(archive: Path, out: Path) -> Path:
-    """Check and extract *archive* into the new folder *out*; nothing is left on failure."""
+def unpack(archive: Path, out: Path, *, lock: list[Selected] | None = None) -> Path:
+    """Check and extract *archive* into the new folder *out*; nothing is left on failure.
+
+    With *lock*, the extracted wheels must also be the committed lock's, by hash (checked
+    in the temp sibling, before anything appears at *out*)."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ArchiveError(f"{out}: already exists and is not an empty folder",
                            hint="remove it or pass another destination with --out")
@@ -214,7 +223,12 @@ def unpack(archive: Path, out: Path) -> Path:
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
         with _open_tar(archive) as tar:
-            _extract(tar, archive, stage)
+            manifest = _extract(tar, archive, stage)
+        if lock is not None:
+            try:
+                check_folder(stage, lock, manifest)
+            except TrustError as exc:
+                raise TrustError(str(exc).replace(str(stage), str(archive), 1)) from None
         if out.exists():
             out.rmdir()
         os.replace(stage, out)
@@ -230,7 +244,7 @@ def _open_tar(archive: Path) -> tarfile.TarFile:
         raise ArchiveError(f"{archive}: not a readable tar archive: {exc}") from None
 
 
-def _extract(tar: tarfile.TarFile, archive: Path, stage: Path) -> None:
+def _extract(tar: tarfile.TarFile, archive: Path, stage: Path) -> dict[str, Any]:
     manifest, manifest_bytes, sums = _read_meta(tar, archive)
     listed = _listed(manifest)
     (stage / MANIFEST).write_bytes(manifest_bytes)
@@ -244,6 +258,7 @@ def _extract(tar: tarfile.TarFile, archive: Path, stage: Path) -> None:
     if missing:
         raise ArchiveError(f"{archive}: listed in the manifest but not in the archive: "
                            + ", ".join(missing), hint="the archive may be truncated")
+    return manifest
 
 
 def _next(tar: tarfile.TarFile, archive: Path) -> tarfile.TarInfo | None:

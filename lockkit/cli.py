@@ -214,6 +214,8 @@ def _wheelhouse_parser(sub: Any) -> None:
                       help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
     pack.add_argument("-o", "--output", type=Path, metavar="FILE",
                       help="archive (default: <project>/wheelhouse/<platform>.wheelhouse.tar)")
+    pack.add_argument("--lock", type=Path, metavar="FILE",
+                      help="also check every wheel by hash against this committed lock")
     unpack = whsub.add_parser(
         "unpack", help="check and extract a wheelhouse archive",
         description="Check every member against the archive's manifest before anything "
@@ -223,6 +225,9 @@ def _wheelhouse_parser(sub: Any) -> None:
     unpack.add_argument("--out", type=Path, metavar="DIR",
                         help="destination folder (default: the archive's name without "
                              ".wheelhouse.tar, beside it)")
+    unpack.add_argument("--lock", type=Path, metavar="FILE",
+                        help="also check every wheel by hash against this committed lock "
+                             "(locks/pylock.<platform>.toml)")
 
 
 def cmd_platforms(args: argparse.Namespace) -> int:
@@ -344,7 +349,7 @@ def _wheelhouse_pack(args: argparse.Namespace) -> int:
     if not folder.is_dir():
         raise UsageError(f"{_shown(folder)}: no wheelhouse folder",
                          hint=f"run 'lockkit wheelhouse build --platform {args.platform}'")
-    archive.pack(folder, out)
+    archive.pack(folder, out, lock=_committed(args.lock, root))
     ui.say(f"{args.platform}: packed {_shown(folder)} -> {_shown(out)} ({_size(out.stat().st_size)})")
     return 0
 
@@ -359,10 +364,25 @@ def _wheelhouse_unpack(args: argparse.Namespace) -> int:
     if out.is_symlink() and not out.exists():
         raise UsageError(f"--out {out}: a symlink to {os.readlink(out)}, which does not exist",
                          hint="give a folder that exists and is empty, or a new path")
-    archive.unpack(args.archive, out)
+    lock = _committed(args.lock, None)
+    archive.unpack(args.archive, out, lock=lock)
     ui.say(f"unpacked {args.archive} -> {_shown(out)}")
     ui.say(archive.install_hint(out))
     return 0
+
+
+def _committed(lock: Path | None, project_dir: Path | None) -> Any:
+    """The selection of ``--lock FILE``, for its platform (a project's own platforms are
+    found beside its ``locks/`` folder)."""
+    from lockkit import trust
+
+    if lock is None:
+        return None
+    if not lock.is_file():
+        raise UsageError(f"--lock {lock}: no such file")
+    if project_dir is None and lock.absolute().parent.name == "locks":
+        project_dir = lock.absolute().parent.parent
+    return trust.committed(lock.absolute(), project_dir)
 
 
 def _size(n: int) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import socket
 import sys
 import tempfile
@@ -102,12 +101,26 @@ class Cache:
         return self.root / "sha256" / sha256[:2] / sha256
 
     def get(self, sha256: str, size: int | None) -> Path | None:
+        """The blob for *sha256*, re-hashed: the cache is shared by every project and
+        writable by its owner, so a hit is checked, never trusted. A blob whose bytes no
+        longer hash to its name is evicted (removed) and the caller fetches it again."""
         path = self.path(sha256)
         try:
             found = path.stat().st_size
         except FileNotFoundError:
             return None
-        return path if size is None or found == size else None
+        if (size is not None and found != size) or _sha256_of(path) != sha256:
+            self.evict(path)
+            return None
+        _read_only(path)  # a blob from an older lockkit, or one someone made writable
+        return path
+
+    def evict(self, path: Path) -> None:
+        try:
+            os.chmod(path, 0o644)  # Windows refuses to remove a read-only file
+            path.unlink()
+        except FileNotFoundError:
+            pass
 
     def new_partial(self) -> tuple[Any, Path]:
         self.partial.mkdir(parents=True, exist_ok=True)
@@ -117,7 +130,12 @@ class Cache:
     def commit(self, partial: Path, sha256: str) -> Path:
         final = self.path(sha256)
         final.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(partial, final)  # same content under the same name: a race is harmless
+        _read_only(partial)  # blobs are read-only from the moment they have their name
+        try:
+            os.replace(partial, final)  # same content under the same name: a race is harmless
+        except PermissionError:  # Windows: a read-only file cannot be replaced
+            self.evict(final)
+            os.replace(partial, final)
         return final
 
     def sweep(self) -> None:
@@ -352,12 +370,42 @@ def _copy(src: Any, dst: Any, on_bytes: Callable[[int], None]) -> str:
     return digest.hexdigest()
 
 
-def link_or_copy(src: Path, dst: Path) -> None:
-    """Hard link when the filesystem allows (free), else copy."""
+def link_or_copy(src: Path, dst: Path, sha256: str) -> str:
+    """Place the cache blob *src*, whose hash is *sha256*, at *dst*; return the sha256 of
+    the bytes now at *dst* (what a manifest may record).
+
+    A hard link shares the blob's inode: writing through the linked file (``cp x.whl
+    wheelhouse/...``) would rewrite the blob for every later build of every project that
+    shares the cache. So a link is made only to a blob this process cannot write: the
+    cache commits blobs with mode 0444, and the caller has just checked its hash
+    (``Cache.get`` re-hashes a hit, a download is hashed as it streams), so the linked
+    bytes are those checked bytes and *sha256* is returned. Read-only is not a barrier
+    for root (``os.access`` says so) or where links are refused: then the blob is copied
+    and hashed while copying, and the copy's own digest is returned.
+    """
+    if not os.access(src, os.W_OK):
+        try:
+            os.link(src, dst)
+            return sha256
+        except OSError:
+            pass
+    with src.open("rb") as fin, dst.open("xb") as fout:
+        return _copy(fin, fout, lambda n: None)
+
+
+def _read_only(path: Path) -> None:
     try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copyfile(src, dst)
+        os.chmod(path, 0o444)
+    except OSError:  # a blob another user committed: it is still re-hashed on every hit
+        pass
+
+
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def http_client(*, connections: int = 8, timeout: float = 60.0,

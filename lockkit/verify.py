@@ -33,8 +33,9 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from lockkit._compat import tomllib
-from lockkit import __version__, _run, embedding, probe
+from lockkit import __version__, _run, embedding, probe, trust
 from lockkit.config import Project
+from lockkit.errors import LockkitError
 from lockkit.lockfile import sha256_file, write_atomic
 from lockkit.platforms import Platform
 from lockkit.redact import redact
@@ -253,19 +254,28 @@ def _install_step(run: _Run, step: Step) -> None:
         step.detail["source"] = "the lock's URLs (fetched, hash-checked, into a temp wheelhouse)"
     else:
         step.detail["source"] = f"wheelhouse {folder} (no network)"
-    _check_wheelhouse(folder, lock)
+    manifest = _check_wheelhouse(folder, lock)
     run.wheelhouse = folder
-    local = tomllib.loads((folder / "pylock.toml").read_text(encoding="utf-8"))
-    run.expected = {canonicalize_name(p["name"]): p["version"] for p in local["packages"]}
+    try:  # the committed lock is the only authority: the folder's own lock files are not read
+        checked = trust.check_folder(folder, trust.selection(lock, opts.platform), manifest)
+    except LockkitError as exc:
+        raise StepFailed(str(exc)) from None
+    run.expected = {c.package: c.version for c in checked}
+    reqs = run.work / "install" / "requirements.txt"  # hashes of the lock, checked just now
+    reqs.parent.mkdir(exist_ok=True)
+    reqs.write_text(trust.requirements(checked), encoding="utf-8")
+    step.detail["checked"] = (f"{len(checked)} wheel(s) hashed and matched against "
+                              f"{lock.name}; the installer enforces the same hashes")
     assert run.python is not None
     if opts.installer == "uv":
         argv = [uv_bin(), "pip", "install", "--no-config", "--offline", "--no-index",
-                "--quiet", "--python", str(run.python), "-r", str(folder / "pylock.toml")]
-        env = _run.isolated_env({"UV_PREVIEW_FEATURES": "pylock"})
+                "--quiet", "--python", str(run.python), "--find-links", str(folder),
+                "--require-hashes", "-r", str(reqs)]
+        env = _run.isolated_env()
     else:
         argv = [str(run.python), "-m", "pip", "install", "--isolated", "--no-index",
                 "--disable-pip-version-check", "--quiet", "--find-links", str(folder),
-                "--require-hashes", "-r", str(folder / "requirements.txt")]
+                "--require-hashes", "-r", str(reqs)]
         env = _run.isolated_env()
     result = run.call("install", argv, timeout=_INSTALL_TIMEOUT, env=env)
     step.detail.update(installer=opts.installer, packages=len(run.expected),
@@ -275,8 +285,9 @@ def _install_step(run: _Run, step: Step) -> None:
         raise StepFailed(f"{opts.installer} install failed: {_last(result.stderr)}")
 
 
-def _check_wheelhouse(folder: Path, lock: Path) -> None:
-    """The wheelhouse was built from this lock, and its files are the manifest's."""
+def _check_wheelhouse(folder: Path, lock: Path) -> dict[str, Any]:
+    """The manifest says the wheelhouse was built from this lock (a hint for honest
+    mistakes, not a proof: the files are hashed against the lock afterwards)."""
     try:
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
@@ -290,6 +301,7 @@ def _check_wheelhouse(folder: Path, lock: Path) -> None:
         path = folder / entry["path"]
         if not path.is_file() or path.stat().st_size != entry["size"]:
             raise StepFailed(f"{path}: missing or not the size the manifest lists")
+    return manifest
 
 
 # --- pip-check and inventory ---------------------------------------------------------------

@@ -266,10 +266,15 @@ def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
 def _place(project: Project, stage: Path, item: Item, got: Got) -> FileRecord:
     base = dict(package=item.package, version=item.version, origin=got.origin,
                 source=item.want.source)
-    if item.kind == "wheel":
-        link_or_copy(got.path, stage / item.want.filename)
-        return FileRecord(path=item.want.filename, size=got.path.stat().st_size,
-                          sha256=item.want.sha256, **base)
+    if item.kind == "wheel":  # the manifest records the bytes placed, not the lock's claim
+        dest = stage / item.want.filename
+        placed = link_or_copy(got.path, dest, item.want.sha256)
+        if placed != item.want.sha256:
+            raise HashMismatch(f"{item.want.filename}: the cache copy changed while it was "
+                               f"placed (sha256 {placed}, the lock says {item.want.sha256})",
+                               hint="run the build again: the cache re-checks and re-fetches")
+        return FileRecord(path=item.want.filename, size=dest.stat().st_size, sha256=placed,
+                          **base)
     wheel = _build_sdist(project, item, got.path, stage)
     return FileRecord(path=wheel.name, size=wheel.stat().st_size, sha256=sha256_file(wheel),
                       built_from={"sdist": item.want.filename, "sha256": item.want.sha256},
