@@ -7,12 +7,16 @@ for ``linux-cu126`` is built on a Mac just as well.
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Any
 
 from packaging import tags as _tags
+from packaging.pylock import Package, Pylock, PylockSelectError
 
+from lockkit.errors import LockkitError
 from lockkit.platforms import Platform
 
-__all__ = ["environment", "wheel_tags"]
+__all__ = ["environment", "select", "wheel_tags"]
 
 _ENV = {  # os -> (os_name, sys_platform, platform_system)
     "linux": ("posix", "linux", "Linux"),
@@ -54,3 +58,14 @@ def wheel_tags(platform: Platform) -> list[_tags.Tag]:
     interpreter = f"cp{version[0]}{version[1]}"
     return [*_tags.cpython_tags(version, platforms=plats),
             *_tags.compatible_tags(version, interpreter=interpreter, platforms=plats)]
+
+
+def select(pylock: Pylock, platform: Platform, lock_path: Path,
+           error: type[LockkitError]) -> list[tuple[Package, Any]]:
+    """What *pylock* installs on *platform*, as an interpreter of the target would choose;
+    a lock with nothing for it raises *error*, naming the lock."""
+    try:
+        return list(pylock.select(environment=environment(platform),  # type: ignore[arg-type]
+                                  tags=wheel_tags(platform)))
+    except PylockSelectError as exc:
+        raise error(f"{lock_path}: nothing installable for {platform.name}: {exc}") from exc

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.pylock import PackageSdist, PackageWheel, PylockSelectError
+from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from lockkit.errors import LockkitError, UsageError
 from lockkit.lockfile import read_lock, sha256_file
 from lockkit.platforms import Platform, load_platforms
-from lockkit.targets import environment, wheel_tags
+from lockkit.targets import select
 
 __all__ = ["Checked", "Selected", "TrustError", "check_folder", "committed", "requirements",
            "selection"]
@@ -59,11 +59,7 @@ class Checked:
 def selection(lock_path: Path, platform: Platform) -> list[Selected]:
     """The files *lock_path* selects for *platform*, with the lock's sha256 of each."""
     _, pylock = read_lock(lock_path)
-    try:
-        chosen = list(pylock.select(environment=environment(platform),  # type: ignore[arg-type]
-                                    tags=wheel_tags(platform)))
-    except PylockSelectError as exc:
-        raise TrustError(f"{lock_path}: nothing installable for {platform.name}: {exc}") from exc
+    chosen = select(pylock, platform, lock_path, TrustError)
     out = []
     for package, dist in chosen:
         name = canonicalize_name(package.name)

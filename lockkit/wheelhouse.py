@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.pylock import PackageSdist, PackageWheel, PylockSelectError
+from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from lockkit._compat import tomllib
@@ -44,7 +44,7 @@ from lockkit.redact import redact
 from lockkit.platforms import Platform
 from lockkit.resolve import uv_bin
 from lockkit.urls import Mirrors, expand
-from lockkit.targets import environment, wheel_tags
+from lockkit.targets import select
 
 __all__ = ["BuildError", "BuildResult", "FileRecord", "Item", "build", "plan"]
 
@@ -108,11 +108,7 @@ def plan(project: Project, platform: Platform, *,
         raise ConfigError(f"{lock_path}: lock is for platform {meta['platform']!r}, "
                           f"not {platform.name!r}")
     entries = {canonicalize_name(p["name"]): p for p in data.get("packages", [])}
-    try:
-        chosen = list(pylock.select(environment=environment(platform),  # type: ignore[arg-type]
-                                    tags=wheel_tags(platform)))
-    except PylockSelectError as exc:
-        raise BuildError(f"{lock_path}: nothing installable for {platform.name}: {exc}") from exc
+    chosen = select(pylock, platform, lock_path, BuildError)
     items = []
     for package, dist in chosen:
         name = canonicalize_name(package.name)
