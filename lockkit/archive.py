@@ -47,6 +47,9 @@ def _unsafe(name: str) -> str | None:
         return "empty path"
     if "\\" in name or ":" in name or "\0" in name:
         return "backslash, drive letter or NUL in the path"
+    if any(ord(c) < 32 or ord(c) == 127 or c in "\u2028\u2029\x85" for c in name):
+        # a newline in a name would forge a line of the unpacked SHA256SUMS
+        return "a control character or line break in the path"
     if name.startswith("/"):
         return "absolute path"
     parts = name.split("/")

@@ -290,3 +290,12 @@ def test_install_hint(tmp_path: Path) -> None:
     assert lines[1] == (f"python -m pip install --no-index --find-links '{folder}' "
                         f"--require-hashes -r '{folder}/requirements.txt'")
     assert lines[2] == f"uv pip install --offline --no-index -r '{folder}/pylock.toml'"
+
+
+@pytest.mark.parametrize("name", ["a\nb.whl", "x.whl\r", "tab\there.whl", "ls\u2028x.whl"],
+                         ids=["newline", "carriage-return", "tab", "line-separator"])
+def test_unpack_refuses_control_characters_in_member_names(tmp_path: Path, name: str) -> None:
+    """A newline in a listed name would forge a line of the unpacked SHA256SUMS."""
+    files = {**FILES, name: b"forged"}
+    archive = craft(tmp_path / "bad.tar", meta(files) + body(files))
+    assert_refused(archive, tmp_path, "a control character or line break in the path")
