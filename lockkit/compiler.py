@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lockkit import __version__
-from lockkit.config import (Project, is_pyproject, normalized_inputs, read_requirements,
-                            resolver_inputs)
+from lockkit.config import Project, normalized_inputs, resolver_inputs
 from lockkit.errors import ConfigError, IndexError_, LockkitError, PlatformError
 from lockkit.freshness import LOCK_FORMAT, check, fingerprint, inputs_record, packages_digest
 from lockkit.lockfile import build_lock, check_guards, dumps, write_atomic
@@ -112,9 +111,12 @@ class _Http:
 
 def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
                 http: _Http, upgrade: bool = False,
-                upgrade_packages: tuple[str, ...] = ()) -> Outcome:
+                upgrade_packages: tuple[str, ...] = (),
+                requirements: dict[str, list[str]] | None = None) -> Outcome:
     python = _python(project, platform)
-    record = inputs_record(project, platform, python)
+    if requirements is None:
+        requirements = normalized_inputs(project)
+    record = inputs_record(project, platform, python, requirements)
     existing = _existing_lock(project.lock_path(platform.name))
     indexes = Indexes.for_platform(platform, project.mirrors, project.index_url)
     options = ResolveOptions(preferences=project.lock_path(platform.name), upgrade=upgrade,
@@ -167,7 +169,7 @@ def compile_platforms(project: Project, platforms: list[Platform],
                       jobs: int = 4, upgrade: bool = False,
                       upgrade_packages: tuple[str, ...] = ()) -> list[Outcome]:
     """Resolve several platforms concurrently; one failure does not stop the others."""
-    normalized_inputs(project)  # bad input fails before any work starts
+    requirements = normalized_inputs(project)  # bad input fails before any work starts
     for platform in platforms:
         _existing_lock(project.lock_path(platform.name))
     uv = uv_bin()
@@ -175,7 +177,8 @@ def compile_platforms(project: Project, platforms: list[Platform],
 
     def run(platform: Platform) -> Outcome:
         try:
-            outcome = compile_one(project, platform, uv, uv_ver, http, upgrade, upgrade_packages)
+            outcome = compile_one(project, platform, uv, uv_ver, http, upgrade, upgrade_packages,
+                                  requirements)
         except LockkitError as exc:
             outcome = Outcome(platform=platform.name, path=project.lock_path(platform.name),
                               status="failed", error=exc)
@@ -193,10 +196,12 @@ def compile_platforms(project: Project, platforms: list[Platform],
 
 def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome]:
     """Each lock's state: fresh, stale (naming the change), modified or missing."""
+    requirements = normalized_inputs(project)
     outcomes = []
     for platform in platforms:
         path = project.lock_path(platform.name)
-        verdict = check(path, inputs_record(project, platform, _python(project, platform)))
+        record = inputs_record(project, platform, _python(project, platform), requirements)
+        verdict = check(path, record)
         outcomes.append(Outcome(platform=platform.name, path=path, status=verdict.status,
                                 detail=verdict.detail))
     return outcomes

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 import tomli_w
 
 from lockkit._compat import tomllib
-from lockkit.config import Project, normalized_inputs
+from lockkit.config import Project
 from lockkit.platforms import Platform
 from lockkit.redact import redact, strip_credentials
 
@@ -40,11 +41,13 @@ class Verdict:
     detail: str = ""
 
 
-def inputs_record(project: Project, platform: Platform, python: str) -> dict[str, Any]:
+def inputs_record(project: Project, platform: Platform, python: str,
+                  requirements: Mapping[str, list[str]]) -> dict[str, Any]:
+    """*requirements* is :func:`lockkit.config.normalized_inputs`, read once per command."""
     return {
         # a direct URL in a requirement may carry user:token@: recorded redacted
         "requirements": {label: [redact(r) for r in reqs]
-                         for label, reqs in normalized_inputs(project).items()},
+                         for label, reqs in requirements.items()},
         "options": {
             "platform": platform.fingerprint,
             "python": python,

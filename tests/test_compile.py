@@ -4,11 +4,9 @@ import hashlib
 import subprocess
 import sys
 import tomllib
-import urllib.parse
 from pathlib import Path
 
 import pytest
-from packaging.pylock import Pylock
 
 from conftest import LINUX, OFFICIAL, assert_conforms
 from lockkit.cli import main

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import OFFICIAL, lockkit
+from conftest import lockkit
 from fake_torch import build_fake_torch
 from index_server import IndexServer
 from pytorch_index import PyTorchIndex
