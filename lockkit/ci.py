@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from lockkit.errors import ConfigError
-from lockkit.lockfile import write_atomic
+from lockkit.common import arch_family, write_atomic
 from lockkit.platforms import Platform
 
 __all__ = ["DEFAULT_OUTPUT", "Runner", "default_runner", "github_workflow", "validate_runners",
@@ -35,13 +35,14 @@ TOOL_PYTHON = "3.12"  # the Python the locks job runs lockkit with (it only reso
 # GitHub-hosted runners by (os, arch); a platform without one gets self-hosted labels.
 _HOSTED = {("linux", "x64"): "ubuntu-latest", ("linux", "arm64"): "ubuntu-24.04-arm",
            ("macos", "arm64"): "macos-14", ("windows", "x64"): "windows-latest"}
-_ARCH = {"x86_64": "x64", "amd64": "x64", "x64": "x64", "arm64": "arm64", "aarch64": "arm64"}
+_RUNNER_ARCH = {"x86_64": "x64", "arm64": "arm64"}  # GitHub's names of the arch families
 _INDICATORS = set("-?:,[]{}#&*!|>'\"%@`")
 _SPECIAL = {"y", "n", "yes", "no", "true", "false", "on", "off", "null", "~"}
 
 
 def _arch(platform: Platform) -> str:
-    return _ARCH.get(platform.arch.lower(), platform.arch.lower())
+    family = arch_family(platform.arch)
+    return _RUNNER_ARCH.get(family, family)
 
 
 def default_runner(platform: Platform) -> Runner:

@@ -15,7 +15,8 @@ from lockkit import __version__
 from lockkit.config import Project, normalized_inputs, resolver_inputs
 from lockkit.errors import ConfigError, IndexError_, LockkitError, PlatformError
 from lockkit.freshness import LOCK_FORMAT, check, fingerprint, inputs_record, packages_digest
-from lockkit.lockfile import build_lock, check_guards, dumps, write_atomic
+from lockkit.common import write_atomic
+from lockkit.lockfile import build_lock, check_guards, dumps
 from lockkit.platforms import Platform
 from lockkit.redact import redact
 from lockkit.resolve import Indexes, ResolveOptions, resolve, uv_bin, uv_version

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from lockkit.errors import ConfigError
-from lockkit.lockfile import sha256_file
+from lockkit.common import sha256_file
 
 __all__ = [
     "Check",

@@ -15,6 +15,7 @@ __all__ = [
     "GuardError",
     "StaleLockError",
     "WriteError",
+    "CommandError",
 ]
 
 
@@ -75,3 +76,14 @@ class WriteError(LockkitError):
 
     exit_code = 1
     hint = "check that the folder exists, is writable and has free space"
+
+
+class CommandError(LockkitError):
+    """A command lockkit ran failed or passed its timeout; it carries the command's stderr."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, argv: tuple[str, ...] = (), returncode: int | None = None,
+                 stderr: str = "", timed_out: bool = False, hint: str | None = None) -> None:
+        super().__init__(message, hint)
+        self.argv, self.returncode, self.stderr, self.timed_out = argv, returncode, stderr, timed_out

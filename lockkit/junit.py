@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from lockkit.lockfile import write_atomic
+from lockkit.common import write_atomic
 from lockkit.redact import redact
 
 __all__ = ["STATUSES", "to_junit", "write_junit"]

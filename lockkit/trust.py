@@ -21,7 +21,8 @@ from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from lockkit.errors import LockkitError, UsageError
-from lockkit.lockfile import read_lock, sha256_file
+from lockkit.common import sha256_file
+from lockkit.lockfile import read_lock
 from lockkit.platforms import Platform, load_platforms
 from lockkit.targets import select
 

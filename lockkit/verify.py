@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import platform as _host
 import re
 import shutil
 import subprocess
@@ -36,7 +35,7 @@ from lockkit._compat import tomllib
 from lockkit import __version__, _run, embedding, probe, trust
 from lockkit.config import Project
 from lockkit.errors import LockkitError
-from lockkit.lockfile import sha256_file, write_atomic
+from lockkit.common import arch_family, host_arch, host_os, sha256_file, write_atomic
 from lockkit.platforms import Platform
 from lockkit.redact import redact
 from lockkit.report import SCHEMA_VERSION, Step, StepFailed, StepSkipped, Steps, dumps, markdown
@@ -50,8 +49,6 @@ PLAN: list[tuple[str, tuple[str, ...]]] = [
     ("inventory", ("install",)), ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
     ("application", ("gpu",)),
 ]
-_OS = {"linux": "linux", "darwin": "macos", "win32": "windows"}
-_ARCH = {"amd64": "x86_64", "x86_64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}
 # What the application sees of the caller's environment: enough to run, nothing to lean on.
 _APP_VARS = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "LD_LIBRARY_PATH")
 _INSTALL_TIMEOUT = 1800
@@ -149,10 +146,9 @@ def verify(opts: Options) -> Outcome:
 
 def _host_step(run: _Run, step: Step) -> None:
     plat = run.opts.platform
-    here_os, here_arch = _OS.get(sys.platform, sys.platform), _ARCH.get(
-        _host.machine().lower(), _host.machine().lower())
+    here_os, here_arch = host_os(), host_arch()
     step.detail.update(os=here_os, arch=here_arch, platform_os=plat.os, platform_arch=plat.arch)
-    if here_os != plat.os or here_arch != _ARCH.get(plat.arch.lower(), plat.arch.lower()):
+    if here_os != plat.os or here_arch != arch_family(plat.arch):
         raise StepFailed(f"this machine is {here_os}/{here_arch}; platform {plat.name} is "
                          f"{plat.os}/{plat.arch}: verify it on a {plat.os}/{plat.arch} machine")
     python = run.opts.python or _find_python(run, plat.python)

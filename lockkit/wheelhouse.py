@@ -39,7 +39,8 @@ from lockkit.config import Project
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.fetch import (Cache, FetchError, Fetcher, Got, HashMismatch, PageRef, Want,
                            link_or_copy)
-from lockkit.lockfile import dumps, read_lock, sha256_file
+from lockkit.common import sha256_file
+from lockkit.lockfile import dumps, read_lock
 from lockkit.redact import redact
 from lockkit.platforms import Platform
 from lockkit.resolve import uv_bin
