@@ -38,7 +38,7 @@ def test_offline_verify_of_the_example_passes_every_step(example):
     doc = json.loads((folder / "dossier.json").read_text())
     assert [s["name"] for s in doc["steps"]] == ORDER
     assert set(statuses(doc).values()) == {"passed"} and doc["result"] == "passed"
-    assert doc["first_error"] is None and doc["schema_version"] == 1
+    assert doc["first_error"] is None and doc["schema_version"] == 2
     assert doc["lock_sha256"] and doc["platform"] == "linux-cpu"
     assert doc["inventory"]["missing"] == doc["inventory"]["extra"] == []
     assert doc["inventory"]["mismatched"] == []
