@@ -96,7 +96,7 @@ def load_side(path: Path) -> Side:
 
 def compare(a: Side, b: Side) -> tuple[list[str], list[Difference]]:
     """The layers both sides have, and every difference in them, in layer order."""
-    declared = set()
+    declared: set[str] = set()
     for side in (a, b):
         if side.variant:
             declared.update(side.variant.changes)

@@ -58,6 +58,6 @@ def render(d: Dossier) -> str:
             lines.append(f"- {'✔' if f.passed else '✘'} {f.detail}")
     if d.application:
         lines += ["", "## Application check", ""]
-        for c in d.application.checks:
-            lines.append(f"- {'✔' if c.passed else '✘'} {c.name}: {c.detail}")
+        for check in d.application.checks:
+            lines.append(f"- {'✔' if check.passed else '✘'} {check.name}: {check.detail}")
     return redact("\n".join(lines) + "\n")

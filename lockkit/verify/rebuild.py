@@ -183,7 +183,8 @@ def _check_wheelhouse(folder: Path, lock: Path) -> dict[str, Any]:
     """The manifest says the wheelhouse was built from this lock (a hint for honest
     mistakes, not a proof: the files are hashed against the lock afterwards)."""
     try:
-        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        manifest: dict[str, Any] = json.loads(
+            (folder / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise StepFailed(f"{folder}/manifest.json: unreadable: {exc}") from None
     if not lock.is_file():
@@ -195,7 +196,7 @@ def _check_wheelhouse(folder: Path, lock: Path) -> dict[str, Any]:
         path = folder / entry["path"]
         if not path.is_file() or path.stat().st_size != entry["size"]:
             raise StepFailed(f"{path}: missing or not the size the manifest lists")
-    return manifest  # type: ignore[no-any-return]
+    return manifest
 
 
 # --- pip-check and inventory ---------------------------------------------------------------
