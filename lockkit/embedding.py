@@ -305,7 +305,7 @@ def check_outputs(cfg: EmbeddingConfig, root: Path, out: Path) -> EmbeddingResul
 
 def _load(cfg: EmbeddingConfig, root: Path, out: Path) -> tuple[_Loaded | None, Check]:
     """Every file present and readable (without pickle), or the list of what is not."""
-    files = {  # field of _Loaded: (label, path, reader)
+    files: dict[str, tuple[str, Path, Any]] = {  # field of _Loaded: (label, path, reader)
         "vectors": ("output " + cfg.embeddings, out / cfg.embeddings, _array),
         "ids": ("output " + cfg.ids, out / cfg.ids, _id_list),
         "sample_ids": ("sample " + cfg.sample, root / cfg.sample, _sample_ids),
