@@ -20,10 +20,14 @@ __all__ = ["gpu_args", "gpu_step", "system_step"]
 
 
 def system_step(step: Step, python: Path, found: dict[str, Any], *, timeout: float,
-                record: _run.Recorder | None = None) -> None:
+                record: _run.Recorder | None = None,
+                gpu_args: Sequence[str] | None = None) -> None:
     """The system chain as the interpreter sees it, into ``found["system"]`` (kept even when
-    the step fails); ``StepFailed`` when torch reports no version."""
-    result = probe.run_probe(python, "system_probe.py", timeout=timeout, record=record)
+    the step fails); ``StepFailed`` when torch reports no version.
+
+    With *gpu_args*, the GPU probe runs in the same process right after (one torch
+    import, not two); its report waits in ``found`` for :func:`gpu_step` to judge."""
+    result, found["gpu_result"] = probe.run_chain(python, gpu_args, timeout, record)
     facts = found["system"] = SystemFacts(raw=result.data or {})
     if result.status != "passed":
         raise StepFailed(f"system probe: {result.error}")
@@ -48,8 +52,10 @@ def gpu_args(plat: Platform) -> list[str]:
 def gpu_step(step: Step, python: Path, args: Sequence[str], found: dict[str, Any], *,
              timeout: float, record: _run.Recorder | None = None) -> None:
     """The GPU probe's report, into ``found["gpu"]``; ``StepFailed`` on its first check
-    that did not pass."""
-    result = probe.run_probe(python, "gpu_probe.py", args, timeout=timeout, record=record)
+    that did not pass. The report the system step's process made is used when there is
+    one; otherwise the GPU probe runs now, on its own."""
+    result = found.pop("gpu_result", None) or probe.run_probe(
+        python, "gpu_probe.py", args, timeout=timeout, record=record)
     data = found["gpu"] = result.data or {}
     if result.status != "passed":
         raise StepFailed(f"gpu probe: {result.error}")

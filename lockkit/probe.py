@@ -28,7 +28,7 @@ from lockkit import _run
 from lockkit.probes.system_probe import DETERMINISM_VARS
 
 __all__ = ["PROBES_DIR", "GPU_CHECKS", "ProbeResult", "Status", "gpu_status", "probe_env",
-           "run_probe"]
+           "run_chain", "run_probe"]
 
 PROBES_DIR = Path(__file__).resolve().parent / "probes"
 GPU_CHECKS = ("build", "device", "matmul")  # the order gpu_probe.py runs them in
@@ -95,6 +95,54 @@ def run_probe(python: Path, script: str, args: Sequence[str] = (), timeout: floa
                            command=command)
     assert result.returncode is not None
     return _result(command, result.returncode, result.stdout.encode(), err, result.duration)
+
+
+def run_chain(python: Path, gpu_args: Sequence[str] | None, timeout: float,
+              record: _run.Recorder | None = None) -> tuple[ProbeResult, ProbeResult | None]:
+    """The system probe and (unless *gpu_args* is None) the GPU probe in one process
+    (``system_probe.py --then-gpu ARGS``): torch is imported once. Each part is judged as if it had run
+    alone: a GPU check that hangs or crashes fails the GPU part only, since the system
+    report was printed and flushed before it started."""
+    command = [str(python), "-I", str(_probe_path("system_probe.py"))]
+    if gpu_args is not None:
+        command += ["--then-gpu", *gpu_args]
+    result = _run.call(command, timeout=timeout, env=probe_env(), record=record)
+    reports = {d.get("probe"): d for d in _objects(result.stdout)}
+    parts = [("system", reports.get("system"))]
+    if gpu_args is not None:
+        parts.append(("gpu", reports.get("gpu")))
+    judged: list[ProbeResult] = []
+    for name, data in parts:
+        if data is not None:
+            judged.append(ProbeResult(status="passed", data=data, error=None,
+                                      duration=result.duration, command=command,
+                                      returncode=result.returncode,
+                                      stderr_tail=_tail(result.stderr.encode())))
+        elif result.ok:  # ran to the end, yet printed no report of this part
+            judged.append(_result(command, 0, b"", result.stderr.encode(), result.duration))
+        else:
+            error = (f"timed out after {timeout:g}s" if result.timed_out
+                     else _exit_error(result.returncode or 0, result.stderr.encode()))
+            if result.returncode == 127 and result.stderr.startswith("cannot run"):
+                error = f"cannot run {python}: " + result.stderr.split(": ", 1)[-1]
+            judged.append(ProbeResult(status="failed", data=None, error=error,
+                                      duration=result.duration, command=command,
+                                      returncode=result.returncode,
+                                      stderr_tail=_tail(result.stderr.encode())))
+    return judged[0], (judged[1] if gpu_args is not None else None)
+
+
+def _objects(out: str) -> list[dict[str, Any]]:
+    """Every stdout line that is a JSON object (the probes print one each)."""
+    found = []
+    for line in out.splitlines():
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            found.append(data)
+    return found
 
 
 def gpu_status(data: Mapping[str, Any] | None) -> tuple[Status, str | None]:

@@ -181,3 +181,60 @@ def test_diagnose_json_is_the_dossier_document(tmp_path, capsys):
     assert d.kind == "diagnose" and d.schema_version == SCHEMA_VERSION
     assert d.to_dict() == doc
     assert [s.name for s in d.steps] == ["system", "gpu"]
+
+
+# --- system and GPU probes in one process ------------------------------------------------
+
+_GPU_WORK_FAILS = '''
+import os, sys, time, types
+__version__ = "2.5.1+cpu"
+version = types.SimpleNamespace(cuda=None, hip=None, git_version="mini")
+
+
+class cuda:
+    @staticmethod
+    def is_available():
+        return False
+
+    @staticmethod
+    def device_count():
+        return 0
+
+
+class Generator:  # first touched by the GPU probe's matrix product
+    def __init__(self):
+        if os.environ.get("LANG") == "hang.UTF-8":
+            time.sleep(3600)
+        os.abort()
+'''
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout and signals")
+@pytest.mark.parametrize("lang,error", [("C.UTF-8", "killed by SIGABRT"),
+                                        ("hang.UTF-8", "timed out after 5s")])
+def test_a_gpu_check_that_dies_keeps_the_system_facts(tmp_path, monkeypatch, lang, error):
+    """`system_probe.py --then-gpu` imports torch once; the system report is flushed before
+    the GPU work, so a crash or hang there fails only the GPU part."""
+    from lockkit.probe import run_chain
+
+    python = _venv_with(tmp_path, _GPU_WORK_FAILS)
+    monkeypatch.setenv("LANG", lang)  # LANG crosses the probes' allow-list
+    seen: list = []
+    system, gpu = run_chain(python, ["--expect", "cpu", "--device", "cpu"], 5, seen.append)
+    assert system.status == "passed" and system.data["torch"]["version"] == "2.5.1+cpu"
+    assert gpu is not None and gpu.status == "failed" and gpu.error.startswith(error)
+    assert len(seen) == 1 and seen[0].argv[-5:] == ("--then-gpu", "--expect", "cpu",
+                                                     "--device", "cpu")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
+def test_system_and_gpu_reports_from_one_process(tmp_path):
+    from lockkit.probe import gpu_status, run_chain
+
+    python = _venv_with(tmp_path, _GPU_WORK_FAILS.replace("os.abort()", "pass"))
+    system, gpu = run_chain(python, None, 30)
+    assert system.status == "passed" and gpu is None  # --no-gpu: the system part only
+    assert system.command[-1].endswith("system_probe.py")
+    system, gpu = run_chain(python, ["--expect", "cpu", "--device", "cpu"], 30)
+    assert gpu is not None and gpu.data["probe"] == "gpu"
+    assert gpu_status(gpu.data)[0] == "failed"  # the mini torch cannot multiply: judged

@@ -264,8 +264,26 @@ def collect() -> dict[str, Any]:
     return report
 
 
-def main() -> int:
-    """Print the report as the only thing on stdout, whatever the libraries print."""
+def _sibling(name: str) -> Any:
+    """Another probe of this folder, by path (``-I`` keeps the folder off ``sys.path``)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"lockkit_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the report as the only thing on stdout, whatever the libraries print.
+
+    ``--then-gpu ARGS...``: then run gpu_probe.py's checks with ARGS in this same process
+    (torch is imported once), printing its report as a second line. The system report is
+    flushed first, so a GPU check that hangs or crashes still leaves it behind.
+    """
+    argv = sys.argv[1:] if argv is None else argv
     real_stdout = os.dup(1)
     os.dup2(2, 1)  # C-level chatter from drivers or torch goes to stderr
     try:
@@ -278,6 +296,8 @@ def main() -> int:
         os.close(real_stdout)
     sys.stdout.write(json.dumps(report, default=str) + "\n")
     sys.stdout.flush()
+    if argv[:1] == ["--then-gpu"]:
+        return int(_sibling("gpu_probe").main(argv[1:]))
     return 0
 
 

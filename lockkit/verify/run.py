@@ -61,7 +61,8 @@ def verify(opts: Options) -> Outcome:
     def system(step: Step) -> None:
         assert run.python is not None
         chain.system_step(step, run.python, run.found, timeout=opts.probe_timeout,
-                          record=run.recorder("system"))
+                          record=run.recorder("system"),
+                          gpu_args=None if opts.no_gpu else chain.gpu_args(opts.platform))
 
     def gpu(step: Step) -> None:
         if opts.no_gpu:
