@@ -161,10 +161,10 @@ def _classes() -> list[type[LockkitError]]:
 
 def exit_code_table() -> str:
     """The README's table of exit codes, one row per class (and one for an interrupt)."""
-    rows = ["| exit code | error | when | hint (unless a more specific one is shown) |",
-            "|---|---|---|---|", "| 0 | | done (verify: passed) | |"]
+    rows = [("exit code", "error", "when", "hint (unless a more specific one is shown)"),
+            ("---",) * 4, ("0", "", "done (verify: passed)", "")]
     for cls in sorted(_classes(), key=lambda c: c.exit_code):
         doc = " ".join((cls.__doc__ or "").split()).replace("``", "`")
-        rows.append(f"| {cls.exit_code} | `{cls.__name__}` | {doc} | {cls.default_hint or ''} |")
-    rows.append(f"| {INTERRUPTED} | | interrupted (Ctrl-C); nothing is left half-written | |")
-    return "\n".join(rows) + "\n"
+        rows.append((str(cls.exit_code), f"`{cls.__name__}`", doc, cls.default_hint or ""))
+    rows.append((str(INTERRUPTED), "", "interrupted (Ctrl-C); nothing is left half-written", ""))
+    return "".join(f"| {' | '.join(row)} |\n".replace("|  |", "| |") for row in rows)
