@@ -523,12 +523,10 @@ def cmd_ci(args: argparse.Namespace) -> int:
     project = load_project(args.project)
     known = load_platforms(project.root)
     selected = select_platforms(known, args.platform, args.all, project)
-    runners = ci.validate_runners((project.ci or {}).get("runners", {}), known)
-    try:
-        text = ci.github_workflow(selected, project=args.project.as_posix(), runners=runners,
-                                  python=project.python)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    runners = ci.validate_runners(project.runners, known,
+                                  where=f"{project.config_file}: [ci.runners]")
+    text = ci.github_workflow(selected, project=args.project.as_posix(), runners=runners,
+                              python=project.python)
     out = args.output or ci.DEFAULT_OUTPUT
     ci.write_workflow(text, out)
     ui.say(f"wrote {out}: verify on {', '.join(p.name for p in selected)}")

@@ -7,6 +7,8 @@ try next (``default_hint``, shown when the raise site gives no more specific ``h
 The exit codes are few on purpose, and scripts rely on them: **2** bad input, found before
 any work starts (flags, lockkit.toml, platform files, requirement files, locks, diff
 inputs); **1** a failure while working; **130** interrupted (Ctrl-C, not a class here).
+The exit-2 classes are also ``ValueError``s, as packaging's bad-input errors are: a
+library caller that catches ``ValueError`` for bad input keeps working.
 The README's table of exit codes is :func:`exit_code_table`; a test keeps them equal.
 """
 
@@ -54,18 +56,20 @@ class LockkitError(Exception):
         return self.hint or self.default_hint
 
 
-class UsageError(LockkitError):
+class UsageError(LockkitError, ValueError):
     """Bad flags or arguments."""
 
     exit_code = 2
     default_hint = "run 'lockkit COMMAND --help' for the flags and the values they take"
 
 
-class ConfigError(LockkitError):
+class ConfigError(LockkitError, ValueError):
     """A malformed lockkit.toml, constraint file or requirement line."""
 
     exit_code = 2
-    default_hint = "fix the file and key named above; the README lists every key lockkit reads"
+    # None: the message itself says what to fix (the file, the key path or line, what was
+    # expected), and a bad requirement or pyproject line is reported as that one line.
+    default_hint = None
 
 
 class PlatformError(ConfigError):
@@ -74,7 +78,7 @@ class PlatformError(ConfigError):
     default_hint = "'lockkit platforms' lists the known platforms; a shipped one is a template"
 
 
-class DiffError(LockkitError):
+class DiffError(LockkitError, ValueError):
     """An input of ``lockkit diff`` that cannot be read as a dossier, a lock or a manifest."""
 
     exit_code = 2
