@@ -69,7 +69,7 @@ class ConfigError(LockkitError, ValueError):
     exit_code = 2
     # None: the message itself says what to fix (the file, the key path or line, what was
     # expected), and a bad requirement or pyproject line is reported as that one line.
-    default_hint = None
+    default_hint: ClassVar[str | None] = None
 
 
 class PlatformError(ConfigError):
