@@ -9,8 +9,8 @@ import yaml
 
 from lockkit import ci
 from lockkit.errors import ConfigError
-from lockkit.report.junit import to_junit, write_junit
 from lockkit.platforms import load_platforms
+from lockkit.report.junit import to_junit, write_junit
 
 WANT = ["linux-cpu", "linux-cu126", "linux-rocm6", "macos-arm64", "windows-cpu", "windows-cu126"]
 DEFAULTS = {
