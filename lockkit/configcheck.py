@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lockkit.errors import ConfigError
+from lockkit.redact import redact
 
 __all__ = ["Checker", "Runner", "runner_labels"]
 
@@ -77,7 +78,7 @@ class Checker:
     def raise_if_any(self) -> None:
         if self.errors:
             prefix = f"{self.source}: " if self.source is not None else ""
-            raise ConfigError(prefix + "; ".join(self.errors),
+            raise ConfigError(redact(prefix + "; ".join(self.errors)),  # values are echoed
                               hint="; ".join(self.hints) or None)
 
 

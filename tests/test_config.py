@@ -423,3 +423,10 @@ def test_a_bad_flag_is_a_usage_error_naming_the_flag(tmp_path, capsys, argv, kwa
 def test_python_stays_the_string_written(tmp_path):
     _write_config(tmp_path, 'python = "3.10"\n')
     assert load_project(tmp_path).python == "3.10"
+
+
+def test_a_credential_in_a_bad_value_is_not_echoed(tmp_path, capsys):
+    _write_config(tmp_path, 'index-url = ["http://user:s3cret@127.0.0.1:9/simple"]\n')
+    assert main(["compile", "--project", str(tmp_path)]) == 2
+    line = one_error_line(capsys)
+    assert "index-url: expected a URL string" in line and "s3cret" not in line
