@@ -280,3 +280,20 @@ def test_cli_bad_ci_config_is_one_line_naming_the_file(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err
     assert "Traceback" not in err and f"lockkit: error: {path}: " in err and expected in err
     assert not (tmp_path / ".github").exists()  # nothing written
+
+
+def test_cli_writes_a_platform_files_python_as_a_quoted_string(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    import lockkit
+
+    shipped = Path(lockkit.__file__).parents[1] / "platforms" / "linux-cpu.toml"
+    (tmp_path / "platforms").mkdir()
+    text = shipped.read_text()
+    old = next(line for line in text.splitlines() if line.startswith("python ="))
+    (tmp_path / "platforms" / "linux-cpu.toml").write_text(text.replace(old, 'python = "3.10"'))
+    code, _ = _cli_ci(tmp_path, monkeypatch, 'platforms = ["linux-cpu"]\n')
+    assert code == 0
+    flow = yaml.safe_load((tmp_path / ".github" / "workflows" / "lockkit.yml").read_text())
+    (entry,) = flow["jobs"]["verify"]["strategy"]["matrix"]["include"]
+    assert entry["python"] == "3.10"
