@@ -120,10 +120,12 @@ class CommandError(LockkitError):
 
     default_hint = "run the command shown by hand to see its whole output"
 
-    def __init__(self, message: str, *, argv: tuple[str, ...] = (), returncode: int | None = None,
-                 stderr: str = "", timed_out: bool = False, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, argv: tuple[str, ...] = (),
+                 returncode: int | None = None, stderr: str = "", timed_out: bool = False,
+                 hint: str | None = None) -> None:
         super().__init__(message, hint)
-        self.argv, self.returncode, self.stderr, self.timed_out = argv, returncode, stderr, timed_out
+        self.argv, self.returncode = argv, returncode
+        self.stderr, self.timed_out = stderr, timed_out
 
 
 class FetchError(LockkitError):
