@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
-from lockkit.errors import LockkitError
+from lockkit.errors import ArchiveError
 from lockkit.trust import Selected, TrustError, check_folder
 
 __all__ = ["ArchiveError", "install_hint", "pack", "read_manifest", "unpack"]
@@ -35,10 +35,6 @@ SUMS = "SHA256SUMS"
 _META_MAX = 64 << 20  # manifest.json and SHA256SUMS are read into memory
 _CHUNK = 1 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-class ArchiveError(LockkitError):
-    """A wheelhouse folder or archive that cannot be packed or unpacked safely."""
 
 
 def _unsafe(name: str) -> str | None:

@@ -20,14 +20,14 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from lockkit.errors import ConfigError
 from lockkit.common import arch_family, write_atomic
+from lockkit.configcheck import Runner, runner_labels
+from lockkit.errors import ConfigError, UsageError
 from lockkit.platforms import Platform
 
 __all__ = ["DEFAULT_OUTPUT", "Runner", "default_runner", "github_workflow", "validate_runners",
            "write_workflow"]
 
-Runner = str | list[str]  # one label, or labels a runner must all carry
 DEFAULT_OUTPUT = Path(".github/workflows/lockkit.yml")
 REPORT_DIR = "lockkit-report"
 TOOL_PYTHON = "3.12"  # the Python the locks job runs lockkit with (it only resolves)
@@ -63,12 +63,13 @@ def default_runner(platform: Platform) -> Runner:
     return labels
 
 
-def validate_runners(value: Any, known: Collection[str],
+def validate_runners(value: Any, known: Collection[str] | None,
                      where: str = "[ci.runners]") -> dict[str, Runner]:
     """Check a ``[ci.runners]`` table: platform name -> label or non-empty list of labels.
 
     Every problem is collected and named by key (with a close match for a misspelt
-    platform) before one :class:`ConfigError` is raised.
+    platform) before one :class:`ConfigError` is raised. With *known* None only the
+    labels are checked: the project's config is read before its platforms are.
     """
     if not isinstance(value, Mapping):
         raise ConfigError(f"{where}: expected a table of platform = runner label(s), "
@@ -76,15 +77,12 @@ def validate_runners(value: Any, known: Collection[str],
     errors: list[str] = []
     found: dict[str, Runner] = {}
     for name, labels in value.items():
-        if name not in known:
+        if known is not None and name not in known:
             close = difflib.get_close_matches(str(name), sorted(known), n=1)
             errors.append(f"{where}.{name}: unknown platform"
                           + (f" (did you mean '{close[0]}'?)" if close else ""))
-        elif isinstance(labels, str) and labels.strip():
-            found[name] = labels.strip()
-        elif (isinstance(labels, list) and labels
-              and all(isinstance(x, str) and x.strip() for x in labels)):
-            found[name] = [x.strip() for x in labels]
+        elif (runner := runner_labels(labels)) is not None:
+            found[name] = runner
         else:
             errors.append(f"{where}.{name}: expected a label or a non-empty list of labels, "
                           f"got {labels!r}")
@@ -117,26 +115,26 @@ def _scalar(value: str, *, flow: bool = False) -> str:
 
 
 def _runner_yaml(name: str, runner: Any) -> str:
-    if isinstance(runner, str) and runner.strip():
-        return _scalar(runner.strip(), flow=True)
-    if (isinstance(runner, (list, tuple)) and runner
-            and all(isinstance(x, str) and x.strip() for x in runner)):
-        return "[" + ", ".join(_scalar(label.strip(), flow=True) for label in runner) + "]"
-    raise ValueError(f"runners[{name!r}]: expected a label or a non-empty list of labels, "
-                     f"got {runner!r}")
+    labels = runner_labels(list(runner) if isinstance(runner, tuple) else runner)
+    if isinstance(labels, str):
+        return _scalar(labels, flow=True)
+    if labels is not None:
+        return "[" + ", ".join(_scalar(label, flow=True) for label in labels) + "]"
+    raise ConfigError(f"[ci.runners].{name}: expected a label or a non-empty list of labels, "
+                      f"got {runner!r}")
 
 
 def _project_arg(project: str) -> str:
     """The project folder as one shell word that bash, pwsh and cmd all read the same."""
     if PurePosixPath(project).is_absolute() or PureWindowsPath(project).is_absolute():
-        raise ValueError(f"project {project!r}: must be relative to the repository root")
+        raise UsageError(f"--project {project!r}: must be relative to the repository root")
     posix = PureWindowsPath(project).as_posix() if "\\" in project else project
     if posix.startswith("-"):
         posix = "./" + posix  # not an option
     if re.fullmatch(r"[A-Za-z0-9_./-]+", posix):
         return posix
     if re.search(r"[\"'$`%!\x00-\x1f]", posix):
-        raise ValueError(f"project {project!r}: quotes, $, %, !, backquotes and control "
+        raise UsageError(f"--project {project!r}: quotes, $, %, !, backquotes and control "
                          "characters cannot be passed safely to every runner's shell")
     return f'"{posix}"'
 
@@ -146,7 +144,7 @@ def _matrix(platforms: Sequence[Platform], runners: Mapping[str, Runner],
     names = [p.name for p in platforms]
     twice = sorted({n for n in names if names.count(n) > 1})
     if not platforms or twice:
-        raise ValueError("platforms: " + (f"named twice: {', '.join(twice)}" if twice
+        raise UsageError("platforms: " + (f"named twice: {', '.join(twice)}" if twice
                                           else "at least one is needed"))
     return [f"          - {{platform: {_scalar(p.name, flow=True)}, "
             f"runner: {_runner_yaml(p.name, runners.get(p.name, default_runner(p)))}, "

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lockkit import __version__, ui
-from lockkit.errors import LockkitError, StaleLockError, UsageError, WriteError
+from lockkit.errors import INTERRUPTED, LockkitError, StaleLockError, UsageError, WriteError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -523,12 +523,10 @@ def cmd_ci(args: argparse.Namespace) -> int:
     project = load_project(args.project)
     known = load_platforms(project.root)
     selected = select_platforms(known, args.platform, args.all, project)
-    runners = ci.validate_runners((project.ci or {}).get("runners", {}), known)
-    try:
-        text = ci.github_workflow(selected, project=args.project.as_posix(), runners=runners,
-                                  python=project.python)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    runners = ci.validate_runners(project.runners, known,
+                                  where=f"{project.config_file}: [ci.runners]")
+    text = ci.github_workflow(selected, project=args.project.as_posix(), runners=runners,
+                              python=project.python)
     out = args.output or ci.DEFAULT_OUTPUT
     ci.write_workflow(text, out)
     ui.say(f"wrote {out}: verify on {', '.join(p.name for p in selected)}")
@@ -553,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
     except LockkitError as exc:
-        _fail(str(exc), exc.hint)
+        _fail(str(exc), exc.advice)
         return exc.exit_code
     except BrokenPipeError:
         # The reader went away (``lockkit platforms --json | head -1``): nothing to say, and
@@ -561,11 +559,11 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except OSError as exc:  # a full disk, a read-only folder: the file and the reason
-        _fail(_os_error(exc), "check that the folder exists, is writable and has free space")
-        return 1
+        _fail(_os_error(exc), WriteError.default_hint)
+        return WriteError.exit_code
     except KeyboardInterrupt:
         ui.say("lockkit: interrupted; nothing was left half-written")
-        return 130
+        return INTERRUPTED
 
 
 def _os_error(exc: OSError) -> str:

@@ -25,18 +25,12 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from lockkit._compat import tomllib
-from lockkit.errors import LockkitError
+from lockkit.errors import DiffError
 from lockkit.report.model import Dossier, GitState, SchemaError, Variant
 
 __all__ = ["LAYERS", "Difference", "DiffError", "Side", "compare", "load_side"]
 
 LAYERS = ("code", "data", "packages", "system", "result")
-
-
-class DiffError(LockkitError):
-    """An input that cannot be read as a dossier, a lock or a manifest."""
-
-    exit_code = 2
 
 
 @dataclass(frozen=True, kw_only=True)

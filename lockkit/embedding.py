@@ -1,29 +1,27 @@
-"""The application check: [verify.embedding] in lockkit.toml and the host-side verdict.
+"""The application check: the host-side verdict on what [verify.embedding] declares.
 
 A matrix product passing in the rebuilt venv proves nothing about preprocessing
 or weights, so ``verify`` ends by running the project's own embedding command on
 its committed sample, then re-reading the files it wrote. The order of the checks
 is fixed (structure first, then quality under the user's declared tolerance) and
 the first failure stops them, so the report names one cause, not its echoes.
-Only numpy is needed here: the host never imports torch.
+Only numpy is needed here: the host never imports torch. The table itself is read and
+validated with the project's config (``lockkit.verifyconfig``); its names are re-exported
+here for the callers that import them from this module.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
-import math
-import re
-import string
 import zipfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from lockkit.errors import ConfigError
 from lockkit.common import sha256_file
+from lockkit.verifyconfig import EmbeddingConfig, load_embedding_config
 
 __all__ = [
     "Check",
@@ -35,195 +33,6 @@ __all__ = [
     "command",
     "load_embedding_config",
 ]
-
-_REQUIRED = ("command", "embeddings", "ids", "sample", "reference", "reference-ids",
-             "dtype", "dim", "reason", "fingerprints")
-_OPTIONAL = ("key", "atol", "rtol", "min-cosine", "timeout")
-_DTYPES = ("float16", "float32", "float64")
-_PLACEHOLDERS = ("python", "out")
-_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class EmbeddingConfig:
-    """The validated [verify.embedding] table; paths are relative (project or output)."""
-
-    command: tuple[str, ...]
-    embeddings: str
-    ids: str
-    sample: str
-    reference: str
-    reference_ids: str
-    dtype: str
-    dim: int
-    reason: str
-    fingerprints: tuple[tuple[str, str], ...]
-    key: str | None = None
-    atol: float | None = None
-    rtol: float | None = None
-    min_cosine: float | None = None
-    timeout: float = 600.0
-
-    @classmethod
-    def from_table(cls, project_root: Path, table: Any, *,
-                   source: str = "lockkit.toml") -> EmbeddingConfig:
-        """Validate every key, collect every error, raise them together."""
-        reader = _Reader(project_root, source)
-        if not isinstance(table, dict):
-            raise ConfigError(f"{source}: verify.embedding: expected a table")
-        reader.unknown(table)
-        values = {attr: value for attr, value in reader.read_all(table).items()
-                  if value is not None}
-        if reader.errors:
-            raise ConfigError("; ".join(reader.errors),
-                              hint="see examples/embeddings/lockkit.toml for a complete table")
-        return cls(**values)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The table as written in lockkit.toml, for the dossier."""
-        out: dict[str, Any] = {"command": list(self.command)}
-        for name in _REQUIRED[1:-1] + _OPTIONAL:
-            value = getattr(self, name.replace("-", "_"))
-            if value is not None:
-                out[name] = value
-        out["fingerprints"] = dict(self.fingerprints)
-        return out
-
-
-class _Reader:
-    """Reads one key at a time; every problem becomes one message naming its key."""
-
-    def __init__(self, root: Path, source: str) -> None:
-        self.root, self.source = root.resolve(), source
-        self.errors: list[str] = []
-
-    def fail(self, key: str, message: str) -> None:
-        self.errors.append(f"{self.source}: verify.embedding.{key}: {message}")
-
-    def unknown(self, table: dict[str, Any]) -> None:
-        for key in sorted(set(table) - set(_REQUIRED + _OPTIONAL)):
-            close = difflib.get_close_matches(key, _REQUIRED + _OPTIONAL, n=1)
-            self.fail(key, "unknown key" + (f" (did you mean '{close[0]}'?)" if close else ""))
-
-    def read_all(self, table: dict[str, Any]) -> dict[str, Any]:
-        for key in _REQUIRED:
-            if key not in table:
-                self.fail(key, "missing (required)")
-        get = table.get
-        values = {
-            "command": self.command(get("command")),
-            "embeddings": self.path("embeddings", get("embeddings"), in_project=False),
-            "ids": self.path("ids", get("ids"), in_project=False),
-            "sample": self.path("sample", get("sample")),
-            "reference": self.path("reference", get("reference")),
-            "reference_ids": self.path("reference-ids", get("reference-ids")),
-            "dtype": self.choice("dtype", get("dtype"), _DTYPES),
-            "dim": self.number("dim", get("dim"), 1, math.inf, integer=True),
-            "reason": self.text("reason", get("reason")),
-            "key": self.text("key", get("key")),
-            "atol": self.number("atol", get("atol"), 0, math.inf),
-            "rtol": self.number("rtol", get("rtol"), 0, math.inf),
-            "min_cosine": self.number("min-cosine", get("min-cosine"), -1, 1),
-            "timeout": self.number("timeout", get("timeout"), 1e-9, math.inf),
-        }
-        self.criteria(table)
-        values["fingerprints"] = self.fingerprints(get("fingerprints"), values)
-        return values
-
-    def text(self, key: str, value: Any) -> str | None:
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            self.fail(key, f"expected a non-empty string, got {value!r}")
-            return None
-        return value
-
-    def choice(self, key: str, value: Any, allowed: tuple[str, ...]) -> str | None:
-        if value is not None and value not in allowed:
-            self.fail(key, f"expected one of {', '.join(allowed)}, got {value!r}")
-            return None
-        return value
-
-    def number(self, key: str, value: Any, low: float, high: float, *,
-               integer: bool = False) -> Any:
-        kinds = (int,) if integer else (int, float)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, kinds) or not low <= value <= high:
-            kind = "an integer" if integer else "a number"
-            self.fail(key, f"expected {kind} in [{low:g}, {high:g}], got {value!r}")
-            return None
-        return value if integer else float(value)
-
-    def path(self, key: str, value: Any, *, in_project: bool = True) -> str | None:
-        """A relative path that stays inside its folder: the check must run from a copy."""
-        if self.text(key, value) is None:
-            return None
-        escapes = ".." in PurePosixPath(value.replace("\\", "/")).parts
-        absolute = PurePosixPath(value).is_absolute() or PureWindowsPath(value).is_absolute()
-        if not escapes and not absolute and in_project:
-            escapes = not (self.root / value).resolve().is_relative_to(self.root)
-        if escapes or absolute:
-            self.fail(key, f"expected a relative path inside the "
-                           f"{'project' if in_project else 'output folder'}, got {value!r}")
-            return None
-        return value
-
-    def command(self, value: Any) -> tuple[str, ...] | None:
-        if value is None:
-            return None
-        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-            self.fail("command", f"expected a non-empty list of strings, got {value!r}")
-            return None
-        try:
-            fields = [f for part in value for _, f, spec, conv in string.Formatter().parse(part)
-                      if f is not None and (spec or conv or f not in _PLACEHOLDERS)]
-        except ValueError as exc:
-            self.fail("command", f"malformed placeholder: {exc} (write {{{{ for a brace)")
-            return None
-        if fields:
-            self.fail("command", f"unknown placeholder {{{fields[0]}}}: "
-                                 f"use {{python}} and {{out}}")
-        elif not any("{out}" in part for part in value):
-            self.fail("command", "no {out} placeholder: the application must write into "
-                                 "the folder lockkit re-reads")
-        return None if fields else tuple(value)
-
-    def criteria(self, table: dict[str, Any]) -> None:
-        """No default tolerance: the user declares one and says why."""
-        if ("atol" in table) != ("rtol" in table):
-            missing = "rtol" if "atol" in table else "atol"
-            self.fail(missing, "required with atol/rtol (write 0 to disable one of them)")
-        if not any(k in table for k in ("atol", "rtol", "min-cosine")):
-            self.fail("atol", "no criterion: set atol and rtol, or min-cosine, or both")
-
-    def fingerprints(self, value: Any, values: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-        if value is None:
-            return ()
-        if not isinstance(value, dict) or not value:
-            self.fail("fingerprints", "expected a table of 'path' = 'sha256 hex digest'")
-            return ()
-        pairs = []
-        for path, digest in value.items():
-            if self.path(f'fingerprints."{path}"', path) is None:
-                continue
-            if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
-                self.fail(f'fingerprints."{path}"', f"expected 64 hex digits, got {digest!r}")
-                continue
-            pairs.append((path, digest.lower()))
-        for key in ("sample", "reference", "reference_ids"):
-            if values.get(key) and values[key] not in value:
-                self.fail("fingerprints", f"no entry for {values[key]!r}: the check reads it, "
-                                          "so it needs an identity")
-        return tuple(pairs)
-
-
-def load_embedding_config(project_root: Path, verify: Any, *,
-                          source: str = "lockkit.toml") -> EmbeddingConfig | None:
-    """The project's embedding check, or None when it declares none."""
-    if not isinstance(verify, dict):
-        raise ConfigError(f"{source}: verify: expected a table, got {verify!r}")
-    if "embedding" not in verify:
-        return None
-    return EmbeddingConfig.from_table(project_root, verify["embedding"], source=source)
 
 
 def command(cfg: EmbeddingConfig, python: Path, out: Path) -> list[str]:

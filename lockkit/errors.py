@@ -1,89 +1,176 @@
-"""The LockkitError tree: every failure carries its exit code and a hint.
+"""The LockkitError tree: every error class of lockkit, with its exit code and a hint.
 
-Only ``cli.main`` turns these into a printed line and an exit status.
+Only ``cli.main`` turns these into a printed line and an exit status. Each class says,
+like cibuildwheel's ``errors.py``, what kind of failure it is (``exit_code``) and what to
+try next (``default_hint``, shown when the raise site gives no more specific ``hint``).
+
+The exit codes are few on purpose, and scripts rely on them: **2** bad input, found before
+any work starts (flags, lockkit.toml, platform files, requirement files, locks, diff
+inputs); **1** a failure while working; **130** interrupted (Ctrl-C, not a class here).
+The exit-2 classes are also ``ValueError``s, as packaging's bad-input errors are: a
+library caller that catches ``ValueError`` for bad input keeps working.
+The README's table of exit codes is :func:`exit_code_table`; a test keeps them equal.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 __all__ = [
-    "LockkitError",
-    "UsageError",
+    "INTERRUPTED",
+    "ArchiveError",
+    "BuildError",
+    "CommandError",
     "ConfigError",
+    "DiffError",
+    "FetchError",
+    "GuardError",
+    "HashMismatch",
+    "IndexError_",
+    "LockkitError",
     "PlatformError",
     "ResolutionError",
-    "IndexError_",
-    "GuardError",
     "StaleLockError",
+    "TrustError",
+    "UsageError",
     "WriteError",
-    "CommandError",
+    "exit_code_table",
 ]
+
+INTERRUPTED = 130  # Ctrl-C: the shell's 128 + SIGINT; nothing is left half-written
 
 
 class LockkitError(Exception):
-    """Base error: ``str(err)`` is the one line shown to the user."""
+    """Any other failure while working; ``str(err)`` is the one line shown to the user."""
 
-    exit_code = 1
-    hint: str | None = None
+    exit_code: ClassVar[int] = 1
+    default_hint: ClassVar[str | None] = None
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
-        if hint is not None:
-            self.hint = hint
+        self.hint = hint  # what the raise site knows to suggest; None: the class's default
+
+    @property
+    def advice(self) -> str | None:
+        """The hint line shown under the error: the raise site's, else the class's."""
+        return self.hint or self.default_hint
 
 
-class UsageError(LockkitError):
+class UsageError(LockkitError, ValueError):
     """Bad flags or arguments."""
 
     exit_code = 2
+    default_hint = "run 'lockkit COMMAND --help' for the flags and the values they take"
 
 
-class ConfigError(LockkitError):
+class ConfigError(LockkitError, ValueError):
     """A malformed lockkit.toml, constraint file or requirement line."""
 
     exit_code = 2
+    # None: the message itself says what to fix (the file, the key path or line, what was
+    # expected), and a bad requirement or pyproject line is reported as that one line.
+    default_hint: ClassVar[str | None] = None
 
 
 class PlatformError(ConfigError):
     """A malformed or unknown platform definition."""
 
+    default_hint = "'lockkit platforms' lists the known platforms; a shipped one is a template"
+
+
+class DiffError(LockkitError, ValueError):
+    """An input of ``lockkit diff`` that cannot be read as a dossier, a lock or a manifest."""
+
+    exit_code = 2
+    default_hint = "give two dossier.json, pylock.*.toml or wheelhouse manifest.json files"
+
 
 class ResolutionError(LockkitError):
     """uv found no resolution, or failed to run."""
 
-    exit_code = 1
+    default_hint = "read uv's reason above: loosen the requirement it names, or drop the platform"
 
 
 class IndexError_(LockkitError):
     """An index could not be reached or refused access (named in the message)."""
 
-    exit_code = 1
+    default_hint = "check the index URL, the --mirror flags, the network and its credentials"
 
 
 class GuardError(LockkitError):
     """A resolution that resolved but cannot work on the platform."""
 
-    exit_code = 1
+    default_hint = "pin or constrain the package named above for this platform and compile again"
 
 
 class StaleLockError(LockkitError):
     """``compile --check`` found missing or stale locks."""
 
-    exit_code = 1
+    default_hint = "run 'lockkit compile' and commit the locks it writes"
 
 
 class WriteError(LockkitError):
     """A file lockkit writes could not be written: a read-only folder, a full disk."""
 
-    exit_code = 1
-    hint = "check that the folder exists, is writable and has free space"
+    default_hint = "check that the folder exists, is writable and has free space"
 
 
 class CommandError(LockkitError):
     """A command lockkit ran failed or passed its timeout; it carries the command's stderr."""
 
-    exit_code = 1
+    default_hint = "run the command shown by hand to see its whole output"
 
-    def __init__(self, message: str, *, argv: tuple[str, ...] = (), returncode: int | None = None,
-                 stderr: str = "", timed_out: bool = False, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, argv: tuple[str, ...] = (),
+                 returncode: int | None = None, stderr: str = "", timed_out: bool = False,
+                 hint: str | None = None) -> None:
         super().__init__(message, hint)
-        self.argv, self.returncode, self.stderr, self.timed_out = argv, returncode, stderr, timed_out
+        self.argv, self.returncode = argv, returncode
+        self.stderr, self.timed_out = stderr, timed_out
+
+
+class FetchError(LockkitError):
+    """A file could not be obtained from any source."""
+
+    default_hint = "check --mirror / --find-links, or the network"
+
+
+class HashMismatch(FetchError):
+    """Bytes did not match the lock: never retried into success, never kept."""
+
+    default_hint = ("the file changed at its source or the lock is wrong: compile again if "
+                    "the change is expected, never skip the hash check")
+
+
+class TrustError(LockkitError):
+    """A folder's files are not the ones the committed lock selects."""
+
+    default_hint = "rebuild it with 'lockkit wheelhouse build' from the committed lock"
+
+
+class ArchiveError(LockkitError):
+    """A wheelhouse folder or archive that cannot be packed or unpacked safely."""
+
+    default_hint = "pack a folder that 'lockkit wheelhouse build' wrote, and unpack what it packed"
+
+
+class BuildError(LockkitError):
+    """The lock cannot be turned into a wheelhouse for its platform."""
+
+    default_hint = "compile the platform's lock again, then build the wheelhouse"
+
+
+def _classes() -> list[type[LockkitError]]:
+    """Every error class of this module, in the order declared."""
+    return [cls for cls in globals().values()
+            if isinstance(cls, type) and issubclass(cls, LockkitError)]
+
+
+def exit_code_table() -> str:
+    """The README's table of exit codes, one row per class (and one for an interrupt)."""
+    rows = [("exit code", "error", "when", "hint (unless a more specific one is shown)"),
+            ("---",) * 4, ("0", "", "done (verify: passed)", "")]
+    for cls in sorted(_classes(), key=lambda c: c.exit_code):
+        doc = " ".join((cls.__doc__ or "").split()).replace("``", "`")
+        rows.append((str(cls.exit_code), f"`{cls.__name__}`", doc, cls.default_hint or ""))
+    rows.append((str(INTERRUPTED), "", "interrupted (Ctrl-C); nothing is left half-written", ""))
+    return "".join(f"| {' | '.join(row)} |\n".replace("|  |", "| |") for row in rows)

@@ -21,7 +21,7 @@ from typing import Any
 from lockkit.auth import Credentials
 from lockkit.cache import CHUNK as _CHUNK
 from lockkit.cache import Cache, copy_hashing, default_cache_dir, link_or_copy
-from lockkit.errors import LockkitError
+from lockkit.errors import FetchError, HashMismatch
 from lockkit.redact import redact
 
 __all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Stopped", "Want",
@@ -33,14 +33,6 @@ _IDENTITY = {"Accept-Encoding": "identity"}  # the file's own bytes, as pip asks
 MAX_UNKNOWN_SIZE = 20 << 30
 _REFUSED = ("the server refused the credentials (or got none): check the user info of "
             "index-url and [mirrors] / --mirror, the ${VAR}s they use, or the netrc file")
-
-
-class FetchError(LockkitError):
-    """A file could not be obtained from any source."""
-
-
-class HashMismatch(FetchError):
-    """Bytes did not match the lock: never retried into success, never kept."""
 
 
 class Stopped(Exception):

@@ -20,7 +20,7 @@ from typing import Any
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from lockkit.errors import LockkitError, UsageError
+from lockkit.errors import TrustError, UsageError
 from lockkit.common import sha256_file
 from lockkit.lockfile import read_lock
 from lockkit.platforms import Platform, load_platforms
@@ -28,12 +28,6 @@ from lockkit.targets import select
 
 __all__ = ["Checked", "Selected", "TrustError", "check_folder", "committed", "requirements",
            "selection"]
-
-
-class TrustError(LockkitError):
-    """A folder's files are not the ones the committed lock selects."""
-
-    hint = "rebuild it with 'lockkit wheelhouse build' from the committed lock"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -36,7 +36,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from lockkit._compat import tomllib
 from lockkit import __version__, _run
 from lockkit.config import Project
-from lockkit.errors import ConfigError, LockkitError
+from lockkit.errors import BuildError, ConfigError
 from lockkit.fetch import (Cache, FetchError, Fetcher, Got, HashMismatch, PageRef, Want,
                            link_or_copy)
 from lockkit.common import sha256_file
@@ -56,10 +56,6 @@ _STAGE, _OLD = "tmp-", "old-"  # the prefixes after ".<name>." of the stage and 
 _GRACE = 0.5  # seconds an interrupted build waits for its cut-off downloads to unwind
 _FALLBACK_HINT = ("the official host is tried after a failed mirror only with "
                   "--fallback-to-official")
-
-
-class BuildError(LockkitError):
-    """The lock cannot be turned into a wheelhouse for its platform."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+
 import pytest
 import yaml
 
 from lockkit import ci
 from lockkit.errors import ConfigError
-from lockkit.report.junit import to_junit, write_junit
 from lockkit.platforms import load_platforms
+from lockkit.report.junit import to_junit, write_junit
 
 WANT = ["linux-cpu", "linux-cu126", "linux-rocm6", "macos-arm64", "windows-cpu", "windows-cu126"]
 DEFAULTS = {
@@ -232,3 +233,67 @@ def test_cli_writes_the_workflow_and_junit_flag_exists(tmp_path, monkeypatch):
                                                              "linux-rocm6": "mi300"}
     (tmp_path / "lockkit.toml").write_text('[ci.runners]\nlinux-cpux = "x"\n')
     assert main(["ci", "github"]) == 2
+
+
+# --- bad input: ConfigError for the config, UsageError for flags; one line, exit 2 ----------
+
+def test_library_errors_are_config_or_usage_errors(platforms):
+    from lockkit.errors import UsageError
+
+    with pytest.raises(UsageError, match="--project '/proj': must be relative"):
+        ci.github_workflow([platforms["linux-cpu"]], project="/proj")
+    with pytest.raises(UsageError, match="platforms: at least one is needed"):
+        ci.github_workflow([])
+    with pytest.raises(ConfigError, match=r"\[ci.runners\].linux-cpu: expected a label"):
+        ci.github_workflow([platforms["linux-cpu"]], runners={"linux-cpu": [" "]})
+
+
+def _cli_ci(tmp_path, monkeypatch, config: str) -> tuple[int, str]:
+    from lockkit.cli import main
+
+    (tmp_path / "lockkit.toml").write_text(config)
+    monkeypatch.chdir(tmp_path)
+    return main(["ci", "github"]), str(tmp_path / "lockkit.toml")
+
+
+@pytest.mark.parametrize("version", ["3.10", "3.9", "3.12"])
+def test_cli_writes_the_project_python_as_a_quoted_string(tmp_path, monkeypatch, version):
+    code, _ = _cli_ci(tmp_path, monkeypatch, f'python = "{version}"\n')
+    assert code == 0
+    text = (tmp_path / ".github" / "workflows" / "lockkit.yml").read_text()
+    assert f'python: "{version}"' in text
+    (entry,) = yaml.safe_load(text)["jobs"]["verify"]["strategy"]["matrix"]["include"]
+    assert entry["python"] == version
+
+
+@pytest.mark.parametrize("config,expected", [
+    ('ci = "x"\n', "ci: expected a table ([ci]), got 'x'"),
+    ("python = 3.10\n", 'python: expected a version string such as "3.11", got 3.1'),
+    ('[ci.runners]\nlinux-cpux = "x"\n',
+     "[ci.runners].linux-cpux: unknown platform (did you mean 'linux-cpu'?)"),
+    ("[ci.runners]\nlinux-cpu = 7\n", "ci.runners.linux-cpu: expected a label"),
+], ids=["ci-string", "python-number", "unknown-platform", "runner-number"])
+def test_cli_bad_ci_config_is_one_line_naming_the_file(tmp_path, monkeypatch, capsys, config,
+                                                       expected):
+    code, path = _cli_ci(tmp_path, monkeypatch, config)
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and f"lockkit: error: {path}: " in err and expected in err
+    assert not (tmp_path / ".github").exists()  # nothing written
+
+
+def test_cli_writes_a_platform_files_python_as_a_quoted_string(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    import lockkit
+
+    shipped = Path(lockkit.__file__).parents[1] / "platforms" / "linux-cpu.toml"
+    (tmp_path / "platforms").mkdir()
+    text = shipped.read_text()
+    old = next(line for line in text.splitlines() if line.startswith("python ="))
+    (tmp_path / "platforms" / "linux-cpu.toml").write_text(text.replace(old, 'python = "3.10"'))
+    code, _ = _cli_ci(tmp_path, monkeypatch, 'platforms = ["linux-cpu"]\n')
+    assert code == 0
+    flow = yaml.safe_load((tmp_path / ".github" / "workflows" / "lockkit.yml").read_text())
+    (entry,) = flow["jobs"]["verify"]["strategy"]["matrix"]["include"]
+    assert entry["python"] == "3.10"

@@ -4,14 +4,17 @@ found from a subfolder; and their normalised form for ``compile --check``."""
 from __future__ import annotations
 
 import hashlib
-import tomllib
+import time
 from pathlib import Path
 
 import pytest
-
+import tomllib
 from conftest import OFFICIAL, assert_conforms
+
 from lockkit.cli import main
 from lockkit.config import find_project, load_project, normalized_inputs
+from lockkit.embedding import load_embedding_config
+from lockkit.errors import ConfigError, UsageError
 
 PYPROJECT = """\
 [project]
@@ -89,10 +92,10 @@ def test_pyproject_with_only_dependency_groups(project, indexes):
 
 
 @pytest.mark.parametrize("key,value,expected", [
-    ("extras", '["gpus"]', "extras: 'gpus' is not declared in [project.optional-dependencies] "
-                           "(did you mean 'gpu'?)"),
-    ("groups", '["test"]', "groups: 'test' is not declared in [dependency-groups] "
-                           "(declared: dev, lint)"),
+    ("extras", '["gpus"]', ("extras: 'gpus' is not declared in [project.optional-dependencies] "
+                            "(did you mean 'gpu'?)")),
+    ("groups", '["test"]', ("groups: 'test' is not declared in [dependency-groups] "
+                            "(declared: dev, lint)")),
 ])
 def test_undeclared_extra_or_group_is_exit_2_naming_it(project, indexes, capsys, key, value,
                                                        expected):
@@ -121,8 +124,8 @@ def test_dynamic_dependencies_is_exit_2(project, indexes, capsys):
 @pytest.mark.parametrize("table,expected", [
     ('name = "app"\ndependencies = []\n', "project.version: missing"),
     ('version = "1"\ndependencies = []\n', "project.name: missing"),
-    ('name = "app"\nversion = "1"\ndependencies = ["-e ."]\n', "project.dependencies[0]: "
-     "malformed requirement '-e .'"),
+    ('name = "app"\nversion = "1"\ndependencies = ["-e ."]\n', ("project.dependencies[0]: "
+                                                                "malformed requirement '-e .'")),
     ('name = "app"\nversion = "1"\ndependencies = ["lib @ file:///lib"]\n',
      "project.dependencies[0]: 'lib @ file:///lib' is a local path; lockkit locks"),
 ])
@@ -177,8 +180,9 @@ def test_constraints_constrain_and_never_require(project, capsys):
 
 
 @pytest.mark.parametrize("line,expected", [
-    ("--index-url http://127.0.0.1:9/simple", "option '--index-url' chooses where packages come "
-     "from; put that in lockkit.toml (index-url, [mirrors])"),
+    ("--index-url http://127.0.0.1:9/simple", ("option '--index-url' chooses where packages "
+                                               "come from; put that in lockkit.toml "
+                                               "(index-url, [mirrors])")),
     ("-i http://127.0.0.1:9/simple", "option '-i' chooses where packages come from"),
     ("--extra-index-url=http://127.0.0.1:9/simple", "option '--extra-index-url' chooses where"),
     ("--find-links ./wheels", "option '--find-links' chooses where packages come from"),
@@ -283,3 +287,148 @@ def test_normalized_inputs_of_a_pyproject_name_the_selection(project, indexes):
         "pyproject.toml[project.optional-dependencies.gpu]": ["requests"],
         "pyproject.toml[dependency-groups.dev]": ["jinja2"],
     }
+
+
+# --- the configuration cascade: defaults -> file -> flags, every key checked at load --------
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "embeddings"
+
+
+def _write_config(root: Path, text: str) -> Path:
+    root.mkdir(exist_ok=True)
+    (root / "lockkit.toml").write_text(text)
+    return root / "lockkit.toml"
+
+
+def test_defaults_come_from_the_project_dataclass(tmp_path):
+    project = load_project(tmp_path)
+    assert (project.config_file, project.requirements, project.platforms) == (
+        None, ("requirements.in",), ("linux-cpu",))
+    assert (project.python, project.embedding, project.runners) == (None, None, {})
+
+
+def test_every_problem_of_the_file_is_reported_in_one_line_with_its_key(tmp_path, capsys):
+    config = _write_config(tmp_path, 'python = 3.11\nci = "x"\nplatforms = "linux-cpu"\n'
+                                     'index-url = 3\nexclude-newer = "soon"\nbogus = 1\n'
+                                     '[verify.embedding]\ndim = "16"\n')
+    assert main(["compile", "--project", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    line = err.splitlines()[0]
+    assert line.startswith(f"lockkit: error: {config}: ")
+    for expected in ('python: expected a version string such as "3.11", got 3.11',
+                     "ci: expected a table ([ci]), got 'x'",
+                     "platforms: expected a list of strings, got 'linux-cpu'",
+                     "index-url: expected a URL string, got 3",
+                     "exclude-newer: 'soon' is not an RFC 3339 date",
+                     "unknown key 'bogus'",
+                     "verify.embedding.dim: expected an integer",
+                     "verify.embedding.command: missing"):
+        assert expected in line, expected
+    assert line.count(str(config)) == 1  # the file once, then key paths
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("[verify.embedding]\ndim = 0\n", "verify.embedding.dim: expected an integer"),
+    ('[verify]\nembedding = "yes"\n', "verify.embedding: expected a table, got 'yes'"),
+    ('verify = "x"\n', "verify: expected a table ([verify]), got 'x'"),
+], ids=["bad-key", "not-a-table", "verify-not-a-table"])
+def test_a_bad_verify_embedding_fails_verify_in_under_a_second(tmp_path, capsys, text, expected):
+    """Before: found at verify's step 8, after the wheelhouse and the venv install."""
+    config = _write_config(tmp_path, text)
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "locks" / "pylock.linux-cpu.toml").write_text('lock-version = "1.0"\n')
+    started = time.monotonic()
+    assert main(["verify", "--project", str(tmp_path)]) == 2
+    assert time.monotonic() - started < 1.0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and f"{config}: " in err and expected in err
+
+
+def test_the_example_embedding_table_is_validated_at_load():
+    project = load_project(EXAMPLE)
+    assert project.embedding is not None
+    assert project.embedding == load_embedding_config(EXAMPLE, project.verify)
+    assert project.embedding.dtype == "float32" and "{out}" in " ".join(
+        project.embedding.command)
+
+
+def test_an_embedding_table_outside_the_project_is_refused_at_load(tmp_path):
+    table = (EXAMPLE / "lockkit.toml").read_text().replace(
+        'sample = "data/sample.jsonl"', 'sample = "../elsewhere.jsonl"')
+    assert "../elsewhere.jsonl" in table
+    _write_config(tmp_path, table)
+    with pytest.raises(ConfigError, match=r"verify.embedding.sample: expected a relative path"):
+        load_project(tmp_path)
+
+
+@pytest.mark.parametrize("runners,expected", [
+    ("linux-cpu = 3", "ci.runners.linux-cpu: expected a label or a non-empty list of labels"),
+    ("linux-cpu = []", "ci.runners.linux-cpu: expected a label or a non-empty list of labels"),
+    ('linux-cpu = ["gpu", 1]', "ci.runners.linux-cpu: expected a label"),
+], ids=["number", "empty-list", "mixed-list"])
+def test_ci_runners_are_type_checked_at_load_for_every_command(tmp_path, capsys, runners,
+                                                                expected):
+    config = _write_config(tmp_path, f"[ci.runners]\n{runners}\n")
+    assert main(["compile", "--project", str(tmp_path)]) == 2  # not only `ci github`
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and f"{config}: " in err and expected in err
+
+
+def test_ci_runners_labels_are_read_stripped(tmp_path):
+    _write_config(tmp_path, '[ci.runners]\nlinux-cpu = " big "\nlinux-cu126 = ["a", " b"]\n')
+    assert load_project(tmp_path).runners == {"linux-cpu": "big", "linux-cu126": ["a", "b"]}
+
+
+@pytest.mark.parametrize("pyproject", ['[tool]\nlockkit = 3\n', '[tool.lockkit]\npython = 3.1\n'])
+def test_tool_lockkit_that_is_not_right_is_exit_2_one_line(tmp_path, capsys, pyproject):
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    assert main(["compile", "--project", str(tmp_path)]) == 2
+    line = one_error_line(capsys)
+    assert f"{tmp_path / 'pyproject.toml'}: " in line
+    assert "expected a table, got 3" in line or "got 3.1" in line
+
+
+def test_flags_override_the_file(tmp_path):
+    _write_config(tmp_path, 'index-url = "http://127.0.0.1:9/file"\n'
+                            'exclude-newer = "2024-01-01"\n'
+                            '[mirrors]\n"http://127.0.0.1:9/a" = "http://127.0.0.1:9/m1"\n'
+                            '"http://127.0.0.1:9/b/" = "http://127.0.0.1:9/m2/"\n')
+    from_file = load_project(tmp_path)
+    assert from_file.index_url == "http://127.0.0.1:9/file"
+    assert from_file.exclude_newer == "2024-01-01"
+    flagged = load_project(tmp_path, index_url="http://127.0.0.1:9/flag",
+                           exclude_newer="2025-02-01T00:00:00Z",
+                           mirrors=["http://127.0.0.1:9/a=http://127.0.0.1:9/flag-mirror"])
+    assert flagged.index_url == "http://127.0.0.1:9/flag"
+    assert flagged.exclude_newer == "2025-02-01T00:00:00Z"
+    assert flagged.mirrors == {"http://127.0.0.1:9/a": "http://127.0.0.1:9/flag-mirror",
+                               "http://127.0.0.1:9/b": "http://127.0.0.1:9/m2"}
+
+
+@pytest.mark.parametrize("argv,kwargs,expected", [
+    (["--exclude-newer", "yesterday"], {"exclude_newer": "yesterday"},
+     "--exclude-newer: 'yesterday' is not an RFC 3339 date"),
+    (["--mirror", "no-equals-sign"], {"mirrors": ["no-equals-sign"]},
+     "--mirror 'no-equals-sign': expected OFFICIAL=MIRROR"),
+], ids=["exclude-newer", "mirror"])
+def test_a_bad_flag_is_a_usage_error_naming_the_flag(tmp_path, capsys, argv, kwargs, expected):
+    assert main(["compile", "--project", str(tmp_path), *argv]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and f"lockkit: error: {expected}" in err
+    with pytest.raises(UsageError):
+        load_project(tmp_path, **kwargs)
+
+
+def test_python_stays_the_string_written(tmp_path):
+    _write_config(tmp_path, 'python = "3.10"\n')
+    assert load_project(tmp_path).python == "3.10"
+
+
+def test_a_credential_in_a_bad_value_is_not_echoed(tmp_path):
+    """Not in the error itself: a caller other than the CLI may log it."""
+    _write_config(tmp_path, 'index-url = ["http://user:s3cret@127.0.0.1:9/simple"]\n')
+    with pytest.raises(ConfigError) as err:
+        load_project(tmp_path)
+    assert "index-url: expected a URL string" in str(err.value)
+    assert "s3cret" not in str(err.value)
