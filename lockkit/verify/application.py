@@ -22,8 +22,7 @@ _NEVER_COPY = {".git", ".lockkit", "wheelhouse", "__pycache__", ".venv", "locks"
 
 def app_step(run: Run, step: Step) -> None:
     project = run.opts.project
-    cfg = embedding.load_embedding_config(project.root, project.verify,
-                                          source=str(project.config_file or "lockkit.toml"))
+    cfg = project.embedding  # validated when the project was loaded, before any work
     if cfg is None:
         raise StepSkipped("no [verify.embedding] in lockkit.toml: the application is unchecked")
     run.found["embedding_config"] = cfg.to_dict()
