@@ -21,7 +21,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from lockkit.errors import PlatformError
 
-__all__ = ["Backend", "Platform", "load_platforms", "shipped_dir"]
+__all__ = ["Backend", "Platform", "load_platforms", "markdown_table", "shipped_dir"]
 
 KINDS = ("cpu", "cuda", "rocm", "xpu", "mps")
 DEVICES = ("cpu", "cuda", "xpu", "mps")
@@ -81,6 +81,19 @@ class Platform:
         data["torch_packages"] = list(self.torch_packages)
         data["torch_file_hosts"] = list(self.torch_file_hosts)
         return data
+
+    def summary(self) -> dict[str, Any]:
+        """What ``lockkit platforms --json`` prints: a CI matrix entry."""
+        return {"name": self.name, "os": self.os, "arch": self.arch, "python": self.python,
+                "python_platform": self.python_platform,
+                "backend": {"kind": self.backend.kind, "version": self.backend.version},
+                "torch_index": self.torch_index, "torch_packages": list(self.torch_packages),
+                "torch_releases": self.torch_releases or None, "alias_of": self.alias_of,
+                "gpu": {"device": self.gpu_device, "cuda": self.gpu_cuda, "hip": self.gpu_hip}}
+
+    @property
+    def backend_label(self) -> str:
+        return self.backend.kind + (f" {self.backend.version}" if self.backend.version else "")
 
     @property
     def fingerprint(self) -> str:
@@ -262,3 +275,17 @@ def load_platforms(project_dir: Path | None = None) -> dict[str, Platform]:
     for alias in aliases.values():
         found[alias.name] = _resolve_alias(alias, found)
     return dict(sorted(found.items()))
+
+
+def markdown_table(platforms: dict[str, Platform]) -> str:
+    """The README's platform table, made from the files (``lockkit platforms --markdown``):
+    a test keeps the README equal to it, so the table never tells of a platform gone."""
+    lines = ["| platform | OS | arch | backend | torch from | torch releases |",
+             "|---|---|---|---|---|---|"]
+    for p in platforms.values():
+        where = p.torch_index or "the default index"
+        if p.alias_of:
+            where = f"alias of `{p.alias_of}`"
+        lines.append(f"| `{p.name}` | {p.os} | {p.arch} | {p.backend_label} | {where} | "
+                     f"{p.torch_releases or 'any'} |")
+    return "\n".join(lines) + "\n"
