@@ -250,7 +250,7 @@ def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome
     for platform in platforms:
         path = project.lock_path(platform.name)
         record = inputs_record(project, platform, _python(project, platform), requirements)
-        verdict = check(path, record)
+        verdict = check(path, record, platform)
         outcomes.append(Outcome(platform=platform.name, path=path, status=verdict.status,
                                 detail=verdict.detail))
     return outcomes

@@ -83,8 +83,9 @@ def _run(argv: list[str]) -> str | None:
 
 
 def _version(text: str | None) -> str | None:
+    """The driver version as the machine spells it (550.144.03), if it is one."""
     try:
-        return str(Version(text.strip())) if text and text.strip() else None
+        return text.strip() if text and Version(text.strip()) else None
     except InvalidVersion:
         return None
 
