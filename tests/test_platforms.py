@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import OFFICIAL, assert_conforms
+import tomllib
+from conftest import assert_conforms
 from pytorch_index import ARM, WIN, X86, fill_current
 
 from lockkit.cli import main
@@ -67,7 +67,7 @@ def test_family_names_are_aliases_of_the_newest_index(capsys):
 
 def test_readme_platform_table_is_generated_from_the_files():
     readme = (ROOT / "README.md").read_text()
-    block = re.search(r"<!-- platforms:begin -->\n(.*?)<!-- platforms:end -->", readme, re.S)
+    block = re.search(r"<!-- platforms:begin -->\n(.*?)<!-- platforms:end -->", readme, re.DOTALL)
     assert block, "README.md has no <!-- platforms:begin/end --> block"
     assert block[1] == markdown_table(load_platforms()), \
         "regenerate it: lockkit platforms --markdown"
@@ -119,16 +119,16 @@ def test_cuda_major_is_read_from_the_dependencies():
     ("linux-cuda-default", doc("2.14.1", **CU13), None),
     ("linux-cu130", doc("2.9.1+cu130"), None),
     ("linux-cuda-default", doc("2.8.0", **CU12),
-     "torch 2.8.0 is a CUDA 12 build (by its dependencies: nvidia-cublas-cu12 12.8.4.1, "
-     "nvidia-cudnn-cu12 9.10.2.21), where CUDA 13 was asked"),
+     ("torch 2.8.0 is a CUDA 12 build (by its dependencies: nvidia-cublas-cu12 12.8.4.1, "
+     "nvidia-cudnn-cu12 9.10.2.21), where CUDA 13 was asked")),
     ("linux-cuda-default", doc("2.14.1"),
-     "torch 2.14.1 is not a CUDA 13.0 build (no +cu label and no CUDA dependencies: "
-     "a CPU build)"),
+     ("torch 2.14.1 is not a CUDA 13.0 build (no +cu label and no CUDA dependencies: "
+     "a CPU build)")),
     ("linux-cuda-default", doc("2.14.1+cpu"), "is not a CUDA 13.0 build (expected +cu130)"),
     ("linux-cu130", doc("2.9.1+cu128"), "is not a CUDA 13.0 build (expected +cu130)"),
     ("linux-cpu", doc("2.14.1", **CU13),
-     "torch 2.14.1 is not a CPU build: a CUDA 13 build by its dependencies (cuda-bindings "
-     "13.0.3, cuda-toolkit 13.0.3, nvidia-cudnn-cu13 9.24.0.43)"),
+     ("torch 2.14.1 is not a CPU build: a CUDA 13 build by its dependencies (cuda-bindings "
+     "13.0.3, cuda-toolkit 13.0.3, nvidia-cudnn-cu13 9.24.0.43)")),
     ("linux-cpu", doc("2.9.1+cu130"), "torch 2.9.1+cu130 is not a CPU build"),
     ("linux-cpu", doc("2.9.1+cpu"), None),
     ("linux-aarch64-cpu", doc("2.9.1+cpu"), None),
