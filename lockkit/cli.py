@@ -376,6 +376,15 @@ def _wheelhouse_pack(args: argparse.Namespace) -> int:
 def _wheelhouse_unpack(args: argparse.Namespace) -> int:
     from lockkit import archive
 
+    if args.archive.is_dir():  # a folder of <platform>.wheelhouse.tar: the best for this machine
+        from lockkit.host import choose
+        from lockkit.platforms import load_platforms
+
+        tars = {p.name.removesuffix(".wheelhouse.tar"): p
+                for p in args.archive.glob("*.wheelhouse.tar")}
+        picked = choose(load_platforms(), set(tars), "wheelhouse archive")
+        ui.say(f"wheelhouse unpack: picked {picked.platform.name} ({picked.reason})")
+        args.archive = tars[picked.platform.name]
     if not args.archive.is_file():
         raise UsageError(f"{args.archive}: no such archive")
     name = args.archive.name.removesuffix(".tar").removesuffix(".wheelhouse")
@@ -435,10 +444,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
     known = load_platforms(project.root)
-    if args.platform is None and len(project.platforms) != 1:
-        raise UsageError("--platform: required (the config lists "
-                         f"{', '.join(project.platforms) or 'no platforms'})")
-    platform, = select_platforms(known, [args.platform or project.platforms[0]], False, project)
+    name = args.platform or (project.platforms[0] if len(project.platforms) == 1 else None)
+    if name is None:  # several (or no) platforms: the best this machine runs that has a lock
+        from lockkit.host import choose
+
+        locked = {n for n in known if project.lock_path(n).is_file()}
+        picked = choose(known, locked, "lock")
+        name = picked.platform.name
+        ui.say(f"verify: picked {name} for this machine ({picked.reason})")
+    platform, = select_platforms(known, [name], False, project)
     if not project.lock_path(platform.name).is_file():
         raise UsageError(f"{project.lock_path(platform.name)}: no lock",
                          hint=f"run 'lockkit compile --platform {platform.name}'")

@@ -26,9 +26,10 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from lockkit.common import arch_family, host_os
+from lockkit.errors import UsageError
 from lockkit.platforms import Platform
 
-__all__ = ["Gpu", "Host", "Ruling", "detect", "min_driver", "pick", "rank"]
+__all__ = ["Gpu", "Host", "Ruling", "choose", "detect", "min_driver", "pick", "rank"]
 
 Run = Callable[[list[str]], str | None]  # argv -> stdout, None when it cannot run
 
@@ -204,3 +205,18 @@ def pick(platforms: Iterable[Platform], host: Host, available: set[str]) -> Ruli
     wheelhouse); None when there is none."""
     fits, _ = rank([p for p in platforms if p.name in available], host, aliases=True)
     return fits[0] if fits else None
+
+
+def choose(platforms: dict[str, Platform], available: set[str], what: str,
+           host: Host | None = None) -> Ruling:
+    """``verify`` / ``wheelhouse unpack`` without ``--platform``: the best platform this
+    machine runs among those with a *what* (a lock, an archive), or a usage error that
+    says why each one was ruled out."""
+    host = host or detect()
+    picked = pick(platforms.values(), host, available)
+    if picked is not None:
+        return picked
+    _, out = rank([p for n, p in platforms.items() if n in available], host, aliases=True)
+    why = "; ".join(f"{r.platform.name}: {r.reason}" for r in out) or f"no {what} found"
+    raise UsageError(f"--platform: required: no platform with a {what} runs on this machine "
+                     f"({why})", hint="pass --platform NAME, or see 'lockkit platforms --host'")

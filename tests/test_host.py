@@ -153,3 +153,44 @@ def test_platforms_host_command(tmp_path, monkeypatch, capsys):
     assert main(["platforms", "--host", "--project", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "1  linux-cu128" in out and "ruled out" in out
+
+
+# --- verify and wheelhouse unpack without --platform ----------------------------------------
+
+@pytest.fixture
+def cpu_box(tmp_path, monkeypatch):
+    real = host.detect
+    root = tree(tmp_path / "cpu-box", {"proc/cpuinfo": "x"})
+    monkeypatch.setattr(host, "detect", lambda: real(root, os_="linux", arch="x86_64"))
+
+
+def test_verify_without_platform_picks_the_best_locked_one(tmp_path, cpu_box, capsys):
+    proj = tmp_path / "proj"
+    (proj / "locks").mkdir(parents=True)
+    (proj / "lockkit.toml").write_text('platforms = ["linux-cu126", "linux-cpu"]\n')
+    (proj / "locks" / "pylock.linux-cu126.toml").write_text("not a lock")
+    assert main(["verify", "--project", str(proj)]) == 2
+    err = capsys.readouterr().err
+    assert ("--platform: required: no platform with a lock runs on this machine "
+            "(linux-cu126: needs an NVIDIA GPU; none found)") in err
+    (proj / "locks" / "pylock.linux-cpu.toml").write_text("not a lock")
+    assert main(["verify", "--project", str(proj)]) != 0
+    err = capsys.readouterr().err
+    assert "verify: picked linux-cpu for this machine (cpu on linux x86_64)" in err
+    assert "pylock.linux-cpu.toml" in err and "Traceback" not in err
+
+
+def test_unpack_a_folder_picks_the_best_archive(tmp_path, cpu_box, capsys):
+    folder = tmp_path / "wheelhouse"
+    folder.mkdir()
+    for name in ("linux-cu130", "linux-cpu", "windows-cpu"):
+        (folder / f"{name}.wheelhouse.tar").write_bytes(b"not a tar")
+    assert main(["wheelhouse", "unpack", str(folder)]) != 0
+    err = capsys.readouterr().err
+    assert "wheelhouse unpack: picked linux-cpu (cpu on linux x86_64)" in err
+    assert "linux-cpu.wheelhouse.tar" in err and "Traceback" not in err
+    (folder / "linux-cpu.wheelhouse.tar").unlink()
+    assert main(["wheelhouse", "unpack", str(folder)]) == 2
+    assert ("no platform with a wheelhouse archive runs on this machine (linux-cu130: needs an "
+            "NVIDIA GPU; none found; windows-cpu: OS windows, this machine runs linux)"
+            ) in capsys.readouterr().err
