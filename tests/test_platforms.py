@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import tomllib
 from conftest import assert_conforms
-from pytorch_index import ARM, WIN, X86, fill_current
+from pytorch_variants import ARM, WIN, X86, fill_current
 
 from lockkit.cli import main
 from lockkit.errors import GuardError, IndexError_

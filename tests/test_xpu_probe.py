@@ -42,8 +42,8 @@ def test_xpu_build_without_a_device_refuses_cpu_fallback(fake_venv):  # noqa: F8
 
 
 @pytest.mark.parametrize("fake,args,error", [
-    (XPU_FAKE, ["--expect", "cpu"], "torch 2.9.1+xpu is an XPU build (torch.xpu); "
-                                    "expected a CPU-only build"),
+    (XPU_FAKE, ["--expect", "cpu"], ("torch 2.9.1+xpu is an XPU build (torch.xpu); "
+                                    "expected a CPU-only build")),
     ({"version": "2.9.1+cpu", "cuda": None, "hip": None}, ["--expect", "xpu"],
      "torch 2.9.1+cpu is a CPU-only build (no CUDA, no HIP); expected an XPU build"),
     (XPU_FAKE, ["--expect", "cuda", "--cuda", "13.0"],
