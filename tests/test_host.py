@@ -54,7 +54,7 @@ def test_cpu_only_box_runs_only_the_cpu_platform(tmp_path, shipped):
     assert why["linux-cu130"] == "needs an NVIDIA GPU; none found"
     assert why["linux-rocm6.4"] == "needs an AMD GPU (ROCm); none found"
     assert why["linux-xpu"] == "needs an Intel GPU; none found"
-    assert why["linux-aarch64-cpu"] == "arch aarch64, this machine is x86_64"
+    assert why["linux-cpu-aarch64"] == "arch aarch64, this machine is x86_64"
     assert why["windows-cpu"] == "OS windows, this machine runs linux"
     assert "linux-rocm6" not in why  # an alias is ranked under its target's name
 
@@ -115,7 +115,7 @@ def test_intel_gpu_found_on_the_pci_bus(tmp_path, shipped):
 def test_aarch64_box_runs_aarch64_platforms(tmp_path, shipped):
     root = tree(tmp_path, {"sys/module/nvidia/version": "580.95.05\n"})
     fits, out = host.rank(shipped.values(), host.detect(root, os_="linux", arch="aarch64"))
-    assert names(fits) == ["linux-aarch64-cu130", "linux-aarch64-cu128", "linux-aarch64-cpu"]
+    assert names(fits) == ["linux-cu130-aarch64", "linux-cu128-aarch64", "linux-cpu-aarch64"]
     assert reasons(out)["linux-cpu"] == "arch x86_64, this machine is arm64"
 
 

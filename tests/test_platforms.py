@@ -18,8 +18,8 @@ from lockkit.platforms import load_platforms, markdown_table
 from lockkit.resolve import Indexes
 
 ROOT = Path(__file__).parents[1]
-NEW = ["linux-cu130", "linux-rocm6.4", "linux-rocm7.1", "linux-xpu", "linux-aarch64-cpu",
-       "linux-aarch64-cu128", "linux-aarch64-cu130", "linux-cuda-default", "windows-cu128",
+NEW = ["linux-cu130", "linux-rocm6.4", "linux-rocm7.1", "linux-xpu", "linux-cpu-aarch64",
+       "linux-cu128-aarch64", "linux-cu130-aarch64", "linux-cuda-default", "windows-cu128",
        "windows-xpu"]
 
 
@@ -50,7 +50,7 @@ def test_platforms_json_lists_new_platforms_with_backend_index_and_torch_range(c
     assert rows["linux-cuda-default"]["torch_index"] is None
     assert rows["linux-cuda-default"]["backend"] == {"kind": "cuda", "version": "13.0"}
     assert rows["linux-xpu"]["gpu"]["device"] == "xpu"
-    assert rows["linux-aarch64-cu130"]["arch"] == "aarch64"
+    assert rows["linux-cu130-aarch64"]["arch"] == "aarch64"
     assert all(r["torch_releases"] for r in rows.values())
 
 
@@ -131,7 +131,7 @@ def test_cuda_major_is_read_from_the_dependencies():
      "13.0.3, cuda-toolkit 13.0.3, nvidia-cudnn-cu13 9.24.0.43)")),
     ("linux-cpu", doc("2.9.1+cu130"), "torch 2.9.1+cu130 is not a CPU build"),
     ("linux-cpu", doc("2.9.1+cpu"), None),
-    ("linux-aarch64-cpu", doc("2.9.1+cpu"), None),
+    ("linux-cpu-aarch64", doc("2.9.1+cpu"), None),
     ("linux-xpu", doc("2.9.1+xpu"), None),
     ("linux-xpu", doc("2.9.1+cpu"), "torch 2.9.1+cpu is not an XPU build (expected +xpu)"),
     ("linux-rocm6", doc("2.9.1+rocm6.4"), None),
@@ -172,9 +172,9 @@ def test_guards_collect_every_problem_before_raising():
     ("linux-rocm6", "2.9.1+rocm6.4", "pytorch-triton-rocm", X86),
     ("linux-rocm7.1", "2.10.0+rocm7.1", "triton-rocm", X86),
     ("linux-xpu", "2.9.1+xpu", "pytorch-triton-xpu", X86),
-    ("linux-aarch64-cpu", "2.9.1+cpu", None, ARM),
-    ("linux-aarch64-cu128", "2.9.1+cu128", "triton", ARM),
-    ("linux-aarch64-cu130", "2.9.1+cu130", "triton", ARM),
+    ("linux-cpu-aarch64", "2.9.1+cpu", None, ARM),
+    ("linux-cu128-aarch64", "2.9.1+cu128", "triton", ARM),
+    ("linux-cu130-aarch64", "2.9.1+cu130", "triton", ARM),
     ("windows-cu128", "2.9.1+cu128", None, WIN),
     ("windows-xpu", "2.9.1+xpu", None, WIN),
 ])

@@ -72,4 +72,4 @@ def test_aarch64_platforms_match_an_aarch64_machine(monkeypatch, machine):
     here = common.host_arch()
     runs = sorted(n for n, p in plats.items() if p.os == "linux"
                   and common.arch_family(p.arch) == here)
-    assert runs == ["linux-aarch64-cpu", "linux-aarch64-cu128", "linux-aarch64-cu130"]
+    assert runs == ["linux-cpu-aarch64", "linux-cu128-aarch64", "linux-cu130-aarch64"]
