@@ -182,7 +182,7 @@ def _no_such_torch(platform: Platform, requirements: dict[str, list[str]],
     shown = ", ".join(str(v) for v in served[:5]) + (", ..." if len(served) > 5 else "")
     wanted = " and ".join(f"torch{r.specifier}" for r in asked)
     raise ResolutionError(
-        f"{platform.name}: no torch matching {wanted} on the PyTorch index "
+        f"{platform.name}: no resolution: no torch matching {wanted} on the PyTorch index "
         f"{redact(platform.torch_index)}; it serves torch {shown}",
         hint="change the torch requirement, or choose a platform whose torch releases "
              "include it ('lockkit platforms')")

@@ -218,9 +218,9 @@ def test_no_such_torch_names_platform_index_and_served_versions(current, capsys)
     assert main(["compile", "--project", str(current), "--platform", "linux-cu128"]) == 1
     err = capsys.readouterr().err.splitlines()
     at = next(i for i, ln in enumerate(err) if ln.startswith("lockkit: error:"))
-    assert err[at] == ("lockkit: error: linux-cu128: no torch matching torch>=2.11 on the "
-                      "PyTorch index https://download.pytorch.org/whl/cu128; it serves torch "
-                      "2.9.1+cu128, 2.8.0+cu128")
+    assert err[at] == ("lockkit: error: linux-cu128: no resolution: no torch matching "
+                       "torch>=2.11 on the PyTorch index https://download.pytorch.org/whl/cu128; "
+                       "it serves torch 2.9.1+cu128, 2.8.0+cu128")
     assert "change the torch requirement" in err[at + 1]
 
 
