@@ -1,14 +1,28 @@
-"""The one subprocess wrapper: argument lists, a timeout, stderr kept on failure."""
+"""The one subprocess wrapper: argument lists, a timeout, every command recorded.
+
+Every command lockkit runs (uv, pip, git, the target interpreter, the probes, the
+application) goes through :func:`call`. It runs in its own session so that at the timeout,
+or when lockkit itself is interrupted, its whole process group is killed: an installer or
+application that started children of its own leaves none running. A timeout is its own
+outcome (``timed_out``, no return code), never a return code that could also be a signal.
+:func:`check` raises :class:`~lockkit.errors.CommandError`, carrying stderr, instead of
+returning a failure.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from lockkit.common import last_error_line
+from lockkit.errors import CommandError
 from lockkit.redact import redact
+
+__all__ = ["Recorder", "Result", "call", "check", "isolated_env", "outcome"]
 
 # Variables that change how pip/uv behave behind the user's back. A rebuild must
 # not depend on them, so every installer call drops them.
@@ -20,13 +34,27 @@ _GRACE = 5.0  # seconds to collect a killed group's last output
 @dataclass(frozen=True, kw_only=True)
 class Result:
     argv: tuple[str, ...]
-    returncode: int
+    returncode: int | None  # None: it passed its timeout and was killed with its group
     stdout: str
     stderr: str
+    duration: float = 0.0
+    timeout: float | None = None
+    cwd: str | None = None
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
 
     @property
     def display(self) -> str:
         return redact(" ".join(self.argv))
+
+
+Recorder = Callable[[Result], None]
 
 
 def isolated_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -42,31 +70,75 @@ def isolated_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def call(argv: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | None = None,
-         cwd: str | None = None) -> Result:
-    """Run *argv* isolated from pip/uv configuration; never raises on a non-zero exit.
-
-    The command runs in its own session (POSIX), so that at the timeout, or when lockkit
-    itself is interrupted, its whole process group is killed: an application or installer
-    that started children of its own leaves none running.
-    """
-    proc = subprocess.Popen(
-        list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=dict(env) if env is not None else isolated_env(), cwd=cwd,
-        start_new_session=os.name != "nt")
+         cwd: str | os.PathLike[str] | None = None, record: Recorder | None = None) -> Result:
+    """Run *argv* (default environment: :func:`isolated_env`); never raises for how the
+    command ended. A command that cannot start at all is ``returncode`` 127 with the reason
+    in stderr, as a shell reports it. *record* sees every result."""
+    argv = tuple(str(a) for a in argv)
+    start = time.perf_counter()
+    shown_cwd = os.fspath(cwd) if cwd is not None else None
     try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        return Result(argv=tuple(argv), returncode=-1, stdout="",
-                      stderr=f"timed out after {timeout:.0f}s")
-    except BaseException:  # Ctrl-C: the group is not in the terminal's foreground
-        _kill_group(proc)
-        raise
-    return Result(argv=tuple(argv), returncode=proc.returncode, stdout=out, stderr=err)
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else isolated_env(), cwd=shown_cwd,
+            start_new_session=os.name != "nt")
+    except OSError as exc:
+        result = Result(argv=argv, returncode=127, stdout="",
+                        stderr=f"cannot run {argv[0]}: {exc.strerror or exc}",
+                        duration=time.perf_counter() - start, timeout=timeout, cwd=shown_cwd)
+    else:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+            code: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            out, err = _kill_group(proc)
+            code = None
+        except BaseException:  # Ctrl-C: the group is not in the terminal's foreground
+            _kill_group(proc)
+            raise
+        result = Result(argv=argv, returncode=code, stdout=_text(out), stderr=_text(err),
+                        duration=time.perf_counter() - start, timeout=timeout, cwd=shown_cwd)
+    if record is not None:
+        record(result)
+    return result
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    """Kill *proc* and everything in its process group, then reap it."""
+def check(argv: Sequence[str], *, what: str, **kwargs: object) -> Result:
+    """:func:`call`, raising :class:`CommandError` (with stderr) unless it exited 0."""
+    result = call(argv, **kwargs)  # type: ignore[arg-type]
+    if not result.ok:
+        raise CommandError(f"{what} {outcome(result)}", argv=result.argv,
+                           returncode=result.returncode, stderr=result.stderr,
+                           timed_out=result.timed_out)
+    return result
+
+
+def outcome(result: Result) -> str:
+    """How a command ended, in words: ``timed out after 3s``, ``killed by SIGSEGV: …``,
+    ``exited 1: <the error line of its output>``."""
+    if result.timed_out:
+        return f"timed out after {result.timeout:g}s"
+    last = last_error_line(result.stderr or result.stdout) if (result.stderr or
+                                                                 result.stdout).strip() else ""
+    code = result.returncode
+    assert code is not None
+    if code < 0:  # POSIX: killed by a signal
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name}" + (f": {last}" if last else "")
+    if os.name == "nt" and code >= 0xC0000000:  # NTSTATUS, e.g. an access violation
+        return f"crashed with status 0x{code:08X}" + (f": {last}" if last else "")
+    return f"exited {code}" + (f": {last}" if last else "")
+
+
+def _text(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", "replace")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """Kill *proc* and everything in its process group; reap it; return what it printed."""
     if os.name == "nt":
         proc.kill()  # Windows: no process groups to signal; the child alone
     else:
@@ -75,9 +147,10 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
         except (ProcessLookupError, PermissionError):
             pass
     try:
-        proc.communicate(timeout=_GRACE)
+        return proc.communicate(timeout=_GRACE)
     except subprocess.TimeoutExpired:  # a grandchild left the group and holds a pipe
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
         proc.wait()
+        return b"", b""

@@ -203,7 +203,7 @@ def _add_file(tar: tarfile.TarFile, folder: Path, entry: dict[str, Any]) -> None
     with (folder / path).open("rb") as fh:
         reader = _Hashing(fh)
         try:
-            tar.addfile(_info(path, entry["size"]), reader)  # type: ignore[arg-type]
+            tar.addfile(_info(path, entry["size"]), reader)
         except OSError as exc:  # the file shrank after it was checked
             raise ArchiveError(f"{folder}: cannot pack: {path}: {exc}") from None
     if reader.digest.hexdigest() != entry["sha256"]:

@@ -130,6 +130,9 @@ def _verify_parsers(sub: Any) -> None:
                      help="download cache when fetching the lock's URLs")
     ver.add_argument("--junit", type=Path, metavar="FILE",
                      help="also write a JUnit XML report, one test case per step")
+    ver.add_argument("--json", action="store_true",
+                     help="print the dossier's JSON document instead of the steps table "
+                          "(the same document as dossier.json and 'diagnose --json')")
     ver.add_argument("--variant", metavar="NAME",
                      help="record this run as an intended variant (e.g. fp16-weights); "
                           "'lockkit diff' lists its declared differences apart")
@@ -302,7 +305,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                                      upgrade_packages=tuple(args.upgrade_package))
     ui.print_table("lockkit compile", ("platform", "status", "packages", "lock"),
                    [(o.platform, o.status, o.packages or "", o.path.relative_to(project.root))
-                    for o in outcomes])
+                    for o in outcomes], stream=sys.stdout)
     failed = [o for o in outcomes if o.error]
     for o in failed[1:]:
         ui.say(f"error: {o.error}")
@@ -353,7 +356,7 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
                    ("package", "version", "file", "size", "from"),
                    [(r.package, r.version, r.path, _size(r.size),
                      _where(r.origin) + (" (built from sdist)" if r.built_from else ""))
-                    for r in result.files])
+                    for r in result.files], stream=sys.stdout)
     ui.say(f"{platform.name}: {len(result.files)} wheels, {_size(result.downloaded_bytes)} "
            f"downloaded, {result.from_cache} from cache -> {_shown(out)}")
     return 0
@@ -438,6 +441,9 @@ def _shown(path: Path) -> str:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from lockkit import verify
+    from lockkit.report import json as json_format
+    from lockkit.report import terminal, write_folder
+    from lockkit.report.junit import write_junit
     from lockkit.compiler import select_platforms
     from lockkit.config import load_project
     from lockkit.platforms import load_platforms
@@ -486,79 +492,57 @@ def cmd_verify(args: argparse.Namespace) -> int:
             wheelhouse=args.wheelhouse.absolute() if args.wheelhouse else None,
             python=args.python.absolute() if args.python else None,
             installer=args.installer, no_gpu=args.no_gpu,
-            report_dir=args.report_dir.absolute() if args.report_dir else None,
             keep_venv=args.keep_venv, probe_timeout=args.probe_timeout,
             command_line=tuple(["lockkit", *sys.argv[1:]]), fetch=fetch, variant=variant,
             on_step=lambda step: advance(1)))
+    dossier = outcome.dossier
+    folder = (args.report_dir.absolute() if args.report_dir else
+              project.root / ".lockkit" / "reports" / platform.name /
+              dossier.started.replace("-", "").replace(":", ""))
+    write_folder(folder, dossier, outcome.attachments)
     if args.junit:
-        from lockkit.junit import write_junit
-
-        write_junit(outcome.dossier, args.junit.absolute())
-    _steps_table(f"lockkit verify {platform.name}: {outcome.result}", outcome.dossier)
+        write_junit(dossier, args.junit.absolute())
+    if args.json:
+        sys.stdout.write(json_format.dumps(dossier))
+    else:
+        terminal.steps_table(dossier)
     if outcome.venv:
         ui.say(f"venv kept: {outcome.venv}")
-    ui.say(f"dossier: {_shown(outcome.report_dir / 'dossier.json')} "
-           f"(and dossier.md, installed-after.txt)")
-    if outcome.result != "passed":
-        ui.say(f"lockkit: verify {outcome.result}: "
-               f"{outcome.dossier['first_error'] or _why_incomplete(outcome.dossier)}")
+    ui.say(f"dossier: {_shown(folder / 'dossier.json')} (and dossier.md, installed-after.txt)")
+    if dossier.result != "passed":
+        ui.say(f"lockkit: verify {dossier.result}: "
+               f"{dossier.first_error or dossier.why_incomplete}")
         return 1
     return 0
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from lockkit.diagnose import diagnose
-    from lockkit.report import dumps
+    from lockkit.report import json as json_format
+    from lockkit.report import terminal
 
     if args.python is not None and not args.python.exists():
         raise UsageError(f"--python {args.python}: no such interpreter")
-    report = diagnose(args.python.absolute() if args.python else None, args.expect,
-                      timeout=args.probe_timeout, command_line=tuple(["lockkit", *sys.argv[1:]]))
+    dossier = diagnose(args.python.absolute() if args.python else None, args.expect,
+                       timeout=args.probe_timeout,
+                       command_line=tuple(["lockkit", *sys.argv[1:]]))
     if args.json:
-        sys.stdout.write(dumps(report))
+        sys.stdout.write(json_format.dumps(dossier))
     else:
-        _steps_table(f"lockkit diagnose: {report['result']}", report)
-        torch = (report.get("system") or {}).get("torch") or {}
-        for label, key in (("torch.__version__", "version"), ("torch.version.cuda", "cuda"),
-                           ("torch.version.hip", "hip"), ("cuDNN", "cudnn"),
-                           ("MIOpen", "miopen"), ("devices", "device_count")):
-            print(f"{label}: {torch.get(key)}")
-    return 0 if report["result"] == "passed" else 1
+        terminal.steps_table(dossier)
+        terminal.diagnose_facts(dossier)
+    return 0 if dossier.result == "passed" else 1
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
     from lockkit.diff import LAYERS, compare, load_side
+    from lockkit.report import terminal
 
     a, b = load_side(args.a), load_side(args.b)
     layers, found = compare(a, b)
     differing = [layer for layer in LAYERS if any(d.layer == layer for d in found)]
-    unexplained = [d for d in found if not d.declared]
-    variants = [s.variant for s in (a, b) if s.variant]
-    if args.json:
-        print(json.dumps({"a": str(a.path), "b": str(b.path), "kinds": [a.kind, b.kind],
-                          "layers_compared": layers, "layers_differing": differing,
-                          "variants": variants, "differences": [d.to_dict() for d in found],
-                          "unexplained": len(unexplained),
-                          "info": {"a": a.info, "b": b.info}}, indent=2, default=str))
-    else:
-        if not found:
-            print(f"no differences (layers compared: {', '.join(layers)})")
-        else:
-            declared = sorted({d.layer for d in found if d.declared})
-            print("differs in: " + ", ".join(differing) +
-                  (f" (declared by variant: {', '.join(declared)})" if declared else ""))
-        for layer in differing:
-            ui.print_table(f"{layer}", ("key", "A", "B", "declared"),
-                           [(d.key, _cell(d.a), _cell(d.b), "yes" if d.declared else "")
-                            for d in found if d.layer == layer], stream=sys.stdout)
-        for v in variants:
-            print(f"variant {v.get('name')}: {v.get('reason')} "
-                  f"(changes: {', '.join(v.get('changes') or [])})")
-        if a.kind == b.kind == "dossier":
-            print("embedding max |diff| vs reference (shown, not compared): " + ", ".join(
-                f"{label} {side.info.get('max_abs_diff')} ({side.info.get('worst_id')})"
-                for label, side in (("A", a), ("B", b))))
-    return 1 if unexplained else 0
+    (terminal.diff_json if args.json else terminal.diff_text)(layers, differing, found, (a, b))
+    return 1 if any(not d.declared for d in found) else 0
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
@@ -582,23 +566,6 @@ def cmd_ci(args: argparse.Namespace) -> int:
     ci.write_workflow(text, out)
     ui.say(f"wrote {out}: verify on {', '.join(p.name for p in selected)}")
     return 0
-
-
-def _cell(value: Any) -> str:
-    text = "(absent)" if value is None else str(value)
-    return text if len(text) <= 70 else text[:67] + "..."
-
-
-def _steps_table(title: str, doc: dict[str, Any]) -> None:
-    ui.print_table(title, ("#", "step", "status", "seconds", "first error / reason"),
-                   [(i, s["name"], s["status"], f"{s['duration_s']:.2f}",
-                     s.get("error") or s.get("reason") or "")
-                    for i, s in enumerate(doc["steps"], 1)], stream=sys.stdout)
-
-
-def _why_incomplete(doc: dict[str, Any]) -> str:
-    skipped = [f"{s['name']} ({s['reason']})" for s in doc["steps"] if s["status"] == "skipped"]
-    return "not every step ran: " + "; ".join(skipped)
 
 
 def main(argv: list[str] | None = None) -> int:

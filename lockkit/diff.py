@@ -26,6 +26,7 @@ from packaging.utils import canonicalize_name
 
 from lockkit._compat import tomllib
 from lockkit.errors import LockkitError
+from lockkit.report.model import Dossier, GitState, SchemaError, Variant
 
 __all__ = ["LAYERS", "Difference", "DiffError", "Side", "compare", "load_side"]
 
@@ -44,7 +45,7 @@ class Side:
     kind: str  # "dossier" | "lock" | "manifest"
     layers: dict[str, dict[str, Any]]  # layer -> flat key -> value
     info: dict[str, Any]  # shown, never compared
-    variant: dict[str, Any] | None = None
+    variant: Variant | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,10 +96,10 @@ def load_side(path: Path) -> Side:
 
 def compare(a: Side, b: Side) -> tuple[list[str], list[Difference]]:
     """The layers both sides have, and every difference in them, in layer order."""
-    declared = set()
+    declared: set[str] = set()
     for side in (a, b):
         if side.variant:
-            declared.update(side.variant.get("changes") or [])
+            declared.update(side.variant.changes)
     layers = [name for name in LAYERS if name in a.layers and name in b.layers]
     found = []
     for layer in layers:
@@ -114,38 +115,33 @@ def compare(a: Side, b: Side) -> tuple[list[str], list[Difference]]:
 
 def _from_dossier(path: Path, doc: dict[str, Any]) -> Side:
     try:
-        layers = {"code": _code(doc), "data": _data(doc), "system": _system(doc),
-                  "result": _result(doc)}
-        if doc.get("packages") is not None:
-            layers["packages"] = _packages(doc["packages"])
-    except (TypeError, AttributeError, KeyError) as exc:
-        raise DiffError(f"{path}: malformed dossier ({type(exc).__name__}: {exc})") from None
-    app = (doc.get("checks") or {}).get("application") or {}
-    info = {"platform": doc.get("platform"), "started": doc.get("started"),
-            "max_abs_diff": app.get("max_abs_diff"), "min_cosine": app.get("min_cosine"),
-            "worst_id": app.get("worst_id")}
-    return Side(path=path, kind="dossier", layers=layers, info=info, variant=doc.get("variant"))
+        d = Dossier.from_dict(doc)
+    except SchemaError as exc:
+        raise DiffError(f"{path}: not a dossier lockkit can read: {exc}") from None
+    layers = {"code": _code(d), "data": _data(d), "system": _system(d), "result": _result(d)}
+    if d.packages is not None:
+        layers["packages"] = _packages([p.to_dict() for p in d.packages])
+    app = d.application
+    info = {"platform": d.platform, "started": d.started,
+            "max_abs_diff": app.max_abs_diff if app else None,
+            "min_cosine": app.min_cosine if app else None,
+            "worst_id": app.worst_id if app else None}
+    return Side(path=path, kind="dossier", layers=layers, info=info, variant=d.variant)
 
 
-def _code(doc: dict[str, Any]) -> dict[str, Any]:
-    code = ((doc.get("fingerprints") or {}).get("code")) or {}
-    out = {"git.revision": code.get("revision"), "git.dirty": code.get("dirty")}
-    for key, value in (doc.get("options") or {}).items():
+def _code(d: Dossier) -> dict[str, Any]:
+    code = d.code or GitState(git=False)
+    out: dict[str, Any] = {"git.revision": code.revision, "git.dirty": code.dirty}
+    for key, value in d.options.items():
         out[f"option.{key}"] = value
-    for key, value in (doc.get("embedding_config") or {}).items():
+    for key, value in (d.embedding_config or {}).items():
         if key != "fingerprints":  # those are the data layer
             out[f"embedding.{key}"] = value
     return out
 
 
-def _data(doc: dict[str, Any]) -> dict[str, Any]:
-    files = ((doc.get("fingerprints") or {}).get("files")) or []
-    out = {}
-    for check in files:
-        name, detail = check["name"].removeprefix("fingerprint "), check["detail"]
-        out[name] = "missing" if ": missing" in detail else \
-            detail.split("sha256 ", 1)[-1].split(",")[0]
-    return out
+def _data(d: Dossier) -> dict[str, Any]:
+    return {f.path: f.actual or "missing" for f in d.fingerprints or ()}
 
 
 def _packages(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -160,25 +156,26 @@ def _packages(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _system(doc: dict[str, Any]) -> dict[str, Any]:
-    system = doc.get("system") or {}
-    os_ = system.get("os") or {}
-    python = system.get("python") or {}
-    torch = system.get("torch") or {}
-    driver = system.get("driver") or {}
+def _system(d: Dossier) -> dict[str, Any]:
+    if d.system is None:
+        return {}
+    system, torch = d.system, d.system.torch
+    os_, driver = system.section("os"), system.section("driver")
     out: dict[str, Any] = {
         "os": os_.get("system"), "distro": os_.get("distro"), "kernel": os_.get("kernel"),
-        "arch": system.get("arch"), "libc": json.dumps(system.get("libc"), sort_keys=True),
-        "cpu": (system.get("cpu") or {}).get("model"), "python": python.get("version"),
+        "arch": system.raw.get("arch"),
+        "libc": json.dumps(system.raw.get("libc"), sort_keys=True),
+        "cpu": system.section("cpu").get("model"),
+        "python": system.section("python").get("version"),
         "driver.nvidia": _version_of(driver.get("nvidia")),
         "driver.rocm": _version_of(driver.get("rocm")),
-        "torch.version.cuda": torch.get("cuda"), "torch.version.hip": torch.get("hip"),
-        "torch.build": torch.get("build"), "cudnn": torch.get("cudnn"),
-        "miopen": torch.get("miopen"), "device_count": torch.get("device_count"),
+        "torch.version.cuda": torch.cuda, "torch.version.hip": torch.hip,
+        "torch.build": torch.build, "cudnn": torch.cudnn,
+        "miopen": torch.miopen, "device_count": torch.device_count,
     }
-    for dev in torch.get("devices") or []:
+    for dev in torch.devices:
         out[f"device{dev.get('index')}"] = f"{dev.get('name')} ({dev.get('capability')})"
-    for key, value in (system.get("settings") or {}).items():
+    for key, value in system.section("settings").items():
         out[f"settings.{key}"] = json.dumps(value, sort_keys=True) if isinstance(
             value, (dict, list)) else value
     return out
@@ -188,16 +185,15 @@ def _version_of(driver: Any) -> Any:
     return driver.get("version") if isinstance(driver, dict) else driver
 
 
-def _result(doc: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"result": doc.get("result")}
-    for step in doc.get("steps", []):
-        out[f"step.{step['name']}"] = step["status"]
-    checks = doc.get("checks") or {}
-    for name, check in ((checks.get("gpu") or {}).get("checks") or {}).items():
+def _result(d: Dossier) -> dict[str, Any]:
+    out: dict[str, Any] = {"result": d.result}
+    for step in d.steps:
+        out[f"step.{step.name}"] = step.status
+    for name, check in ((d.gpu or {}).get("checks") or {}).items():
         if isinstance(check, dict):
             out[f"gpu.{name}"] = check.get("status")
-    for check in (checks.get("application") or {}).get("checks") or []:
-        out[f"application.{check['name']}"] = "passed" if check["passed"] else "failed"
+    for c in d.application.checks if d.application else ():
+        out[f"application.{c.name}"] = "passed" if c.passed else "failed"
     return out
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "EmbeddingConfig",
     "EmbeddingResult",
     "check_fingerprints",
+    "file_hashes",
     "check_outputs",
     "command",
     "load_embedding_config",
@@ -242,21 +243,18 @@ class Check:
         return {"name": self.name, "passed": self.passed, "detail": self.detail}
 
 
+def file_hashes(cfg: EmbeddingConfig, root: Path) -> list[tuple[str, str, str | None]]:
+    """Each declared file as (path, expected sha256, actual sha256 or None if missing)."""
+    return [(path, expected, sha256_file(root / path) if (root / path).is_file() else None)
+            for path, expected in cfg.fingerprints]
+
+
 def check_fingerprints(cfg: EmbeddingConfig, root: Path) -> list[Check]:
     """Before the run: the code, data, weights and reference are the declared ones."""
-    checks = []
-    for path, expected in cfg.fingerprints:
-        name, file = f"fingerprint {path}", root / path
-        if not file.is_file():
-            checks.append(Check(name=name, passed=False,
-                                detail=f"{path}: missing (expected sha256 {expected})"))
-            continue
-        actual = sha256_file(file)
-        detail = (f"{path}: sha256 {actual}" if actual == expected else
-                  f"{path}: sha256 {actual}, expected {expected}: restore the file, or "
-                  "regenerate the reference and record the new fingerprint")
-        checks.append(Check(name=name, passed=actual == expected, detail=detail))
-    return checks
+    from lockkit.report.model import Fingerprint
+
+    found = [Fingerprint(path=p, expected=e, actual=a) for p, e, a in file_hashes(cfg, root)]
+    return [Check(name=f.name, passed=f.passed, detail=f.detail) for f in found]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -307,7 +305,7 @@ def check_outputs(cfg: EmbeddingConfig, root: Path, out: Path) -> EmbeddingResul
 
 def _load(cfg: EmbeddingConfig, root: Path, out: Path) -> tuple[_Loaded | None, Check]:
     """Every file present and readable (without pickle), or the list of what is not."""
-    files = {  # field of _Loaded: (label, path, reader)
+    files: dict[str, tuple[str, Path, Any]] = {  # field of _Loaded: (label, path, reader)
         "vectors": ("output " + cfg.embeddings, out / cfg.embeddings, _array),
         "ids": ("output " + cfg.ids, out / cfg.ids, _id_list),
         "sample_ids": ("sample " + cfg.sample, root / cfg.sample, _sample_ids),

@@ -10,12 +10,8 @@ cache never leave a partial file under a final name.
 from __future__ import annotations
 
 import hashlib
-import os
 import socket
-import sys
-import tempfile
 import threading
-import time
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,18 +19,18 @@ from pathlib import Path
 from typing import Any
 
 from lockkit.auth import Credentials
+from lockkit.cache import CHUNK as _CHUNK
+from lockkit.cache import Cache, copy_hashing, default_cache_dir, link_or_copy
 from lockkit.errors import LockkitError
 from lockkit.redact import redact
 
 __all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Stopped", "Want",
            "default_cache_dir", "http_client", "link_or_copy"]
 
-_CHUNK = 1 << 20
 _IDENTITY = {"Accept-Encoding": "identity"}  # the file's own bytes, as pip asks
-_PARTIAL_MAX_AGE = 24 * 3600
 # The cap on a body whose size the lock does not give: larger than any wheel published
 # (the biggest CUDA wheels are a few GiB), small enough that an endless body ends.
-MAX_UNKNOWN_SIZE = 20 << 30  # partial downloads older than this are debris of dead runs
+MAX_UNKNOWN_SIZE = 20 << 30
 _REFUSED = ("the server refused the credentials (or got none): check the user info of "
             "index-url and [mirrors] / --mirror, the ${VAR}s they use, or the netrc file")
 
@@ -76,79 +72,6 @@ class Got:
     path: Path      # the verified file in the cache
     origin: str     # "cache", "find-links <dir>" or the (redacted) URL it came from
     downloaded: int  # bytes transferred over the network
-
-
-def default_cache_dir() -> Path:
-    """The user cache folder (``LOCKKIT_CACHE_DIR`` overrides)."""
-    if os.environ.get("LOCKKIT_CACHE_DIR"):
-        return Path(os.environ["LOCKKIT_CACHE_DIR"])
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
-        return base / "lockkit" / "Cache"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "lockkit"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lockkit"
-
-
-class Cache:
-    """One copy per sha256, shared by every platform and project."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.partial = root / "partial"
-
-    def path(self, sha256: str) -> Path:
-        return self.root / "sha256" / sha256[:2] / sha256
-
-    def get(self, sha256: str, size: int | None) -> Path | None:
-        """The blob for *sha256*, re-hashed: the cache is shared by every project and
-        writable by its owner, so a hit is checked, never trusted. A blob whose bytes no
-        longer hash to its name is evicted (removed) and the caller fetches it again."""
-        path = self.path(sha256)
-        try:
-            found = path.stat().st_size
-        except FileNotFoundError:
-            return None
-        if (size is not None and found != size) or _sha256_of(path) != sha256:
-            self.evict(path)
-            return None
-        _read_only(path)  # a blob from an older lockkit, or one someone made writable
-        return path
-
-    def evict(self, path: Path) -> None:
-        try:
-            os.chmod(path, 0o644)  # Windows refuses to remove a read-only file
-            path.unlink()
-        except FileNotFoundError:
-            pass
-
-    def new_partial(self) -> tuple[Any, Path]:
-        self.partial.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=self.partial, suffix=".part")
-        return os.fdopen(fd, "wb"), Path(name)
-
-    def commit(self, partial: Path, sha256: str) -> Path:
-        final = self.path(sha256)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        _read_only(partial)  # blobs are read-only from the moment they have their name
-        try:
-            os.replace(partial, final)  # same content under the same name: a race is harmless
-        except PermissionError:  # Windows: a read-only file cannot be replaced
-            self.evict(final)
-            os.replace(partial, final)
-        return final
-
-    def sweep(self) -> None:
-        """Remove partial files left by runs that died long ago."""
-        if not self.partial.is_dir():
-            return
-        now = time.time()
-        for part in self.partial.glob("*.part"):
-            try:
-                if now - part.stat().st_mtime > _PARTIAL_MAX_AGE:
-                    part.unlink()
-            except OSError:
-                pass
 
 
 class _Retry(Exception):
@@ -212,7 +135,7 @@ class Fetcher:
             return None
         out, partial = self.cache.new_partial()
         with out, candidate.open("rb") as src:
-            digest = _copy(src, out, lambda n: None)
+            digest = copy_hashing(src, out, lambda n: None)
         if digest != want.sha256:
             partial.unlink(missing_ok=True)
             raise HashMismatch(f"{want.filename}: {candidate} has sha256 {digest}, "
@@ -359,53 +282,6 @@ def _cut(resp: Any) -> None:
 def _refused(status: int) -> str | None:
     """A 401/403 is about credentials, not the network: say where they come from."""
     return _REFUSED if status in (401, 403) else None
-
-
-def _copy(src: Any, dst: Any, on_bytes: Callable[[int], None]) -> str:
-    digest = hashlib.sha256()
-    for block in iter(lambda: src.read(_CHUNK), b""):
-        dst.write(block)
-        digest.update(block)
-        on_bytes(len(block))
-    return digest.hexdigest()
-
-
-def link_or_copy(src: Path, dst: Path, sha256: str) -> str:
-    """Place the cache blob *src*, whose hash is *sha256*, at *dst*; return the sha256 of
-    the bytes now at *dst* (what a manifest may record).
-
-    A hard link shares the blob's inode: writing through the linked file (``cp x.whl
-    wheelhouse/...``) would rewrite the blob for every later build of every project that
-    shares the cache. So a link is made only to a blob this process cannot write: the
-    cache commits blobs with mode 0444, and the caller has just checked its hash
-    (``Cache.get`` re-hashes a hit, a download is hashed as it streams), so the linked
-    bytes are those checked bytes and *sha256* is returned. Read-only is not a barrier
-    for root (``os.access`` says so) or where links are refused: then the blob is copied
-    and hashed while copying, and the copy's own digest is returned.
-    """
-    if not os.access(src, os.W_OK):
-        try:
-            os.link(src, dst)
-            return sha256
-        except OSError:
-            pass
-    with src.open("rb") as fin, dst.open("xb") as fout:
-        return _copy(fin, fout, lambda n: None)
-
-
-def _read_only(path: Path) -> None:
-    try:
-        os.chmod(path, 0o444)
-    except OSError:  # a blob another user committed: it is still re-hashed on every hit
-        pass
-
-
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(_CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def http_client(*, connections: int = 8, timeout: float = 60.0,

@@ -11,24 +11,20 @@ its whole process group at the timeout; one that crashes is named by its signal.
 way the result is a :class:`ProbeResult`, never an exception: the first error is the
 finding (MISSION section 5).
 
-This module runs its own ``Popen`` rather than ``lockkit._run.call`` because it needs two
-things that wrapper does not give: killing the process group (a child of the probe that
-holds the pipes would otherwise keep ``communicate`` waiting) and telling a timeout from a
-signal (``call`` reports a timeout as return code -1, which is also SIGHUP).
+Probes run through :func:`lockkit._run.call`, like every other command: the process group
+is killed at the timeout, and a timeout is told apart from a signal.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from lockkit import _run
 from lockkit.probes.system_probe import DETERMINISM_VARS
 
 __all__ = ["PROBES_DIR", "GPU_CHECKS", "ProbeResult", "Status", "gpu_status", "probe_env",
@@ -47,7 +43,6 @@ _BASE_VARS = ("PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "TEMP", "TMP", "LD_L
 _DEVICE_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES",
                 "ROCR_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION")
 ALLOWED_VARS = frozenset(_BASE_VARS + _DEVICE_VARS + DETERMINISM_VARS)
-_GRACE = 5.0  # seconds to collect output after killing a timed-out probe
 _TAIL_LINES = 20
 
 
@@ -82,26 +77,24 @@ def probe_env(extra: Mapping[str, str] | None = None,
 
 
 def run_probe(python: Path, script: str, args: Sequence[str] = (), timeout: float = 120.0,
-              env: Mapping[str, str] | None = None) -> ProbeResult:
-    """Run ``python -I PROBES_DIR/script *args``; *env* adds to the allow-listed variables."""
+              env: Mapping[str, str] | None = None,
+              record: _run.Recorder | None = None) -> ProbeResult:
+    """Run ``python -I PROBES_DIR/script *args``; *env* adds to the allow-listed variables.
+    *record* sees the command as run (the dossier's command list)."""
     path = _probe_path(script)
     command = [str(python), "-I", str(path), *args]
-    start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=probe_env(env), start_new_session=os.name != "nt")
-    except OSError as exc:
-        return ProbeResult(status="failed", data=None, duration=time.monotonic() - start,
-                           error=f"cannot run {python}: {exc.strerror or exc}", command=command)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        out, err = _kill(proc)
-        return ProbeResult(status="failed", data=_parse(out)[0], command=command,
-                           error=f"timed out after {timeout:g}s", returncode=proc.returncode,
-                           duration=time.monotonic() - start, stderr_tail=_tail(err))
-    return _result(command, proc.returncode, out, err, time.monotonic() - start)
+    result = _run.call(command, timeout=timeout, env=probe_env(env), record=record)
+    err = result.stderr.encode()
+    if result.timed_out:
+        return ProbeResult(status="failed", data=_parse(result.stdout.encode())[0],
+                           command=command, error=f"timed out after {timeout:g}s",
+                           returncode=None, duration=result.duration, stderr_tail=_tail(err))
+    if result.returncode == 127 and result.stderr.startswith("cannot run"):
+        return ProbeResult(status="failed", data=None, duration=result.duration,
+                           error=f"cannot run {python}: " + result.stderr.split(": ", 1)[-1],
+                           command=command)
+    assert result.returncode is not None
+    return _result(command, result.returncode, result.stdout.encode(), err, result.duration)
 
 
 def gpu_status(data: Mapping[str, Any] | None) -> tuple[Status, str | None]:
@@ -127,25 +120,6 @@ def _probe_path(script: str) -> Path:
         known = sorted(p.name for p in PROBES_DIR.glob("*_probe.py"))
         raise ValueError(f"unknown probe {script!r}; the probes are {', '.join(known)}")
     return path
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-    """Kill the probe and everything it started, then take what output there is."""
-    if os.name == "nt":
-        proc.kill()  # Windows: no process groups to signal; the child alone
-    else:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    try:
-        return proc.communicate(timeout=_GRACE)
-    except subprocess.TimeoutExpired:  # a grandchild left the group and holds a pipe
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        proc.wait()
-        return b"", b""
 
 
 def _result(command: list[str], returncode: int, out: bytes, err: bytes,
@@ -178,16 +152,8 @@ def _parse(out: bytes) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def _exit_error(returncode: int, err: bytes) -> str:
-    last = _last_line(err)
-    if returncode < 0:  # POSIX: killed by a signal
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"killed by {name}" + (f": {last}" if last else "")
-    if os.name == "nt" and returncode >= 0xC0000000:  # NTSTATUS, e.g. an access violation
-        return f"crashed with status 0x{returncode:08X}" + (f": {last}" if last else "")
-    return f"exited {returncode}" + (f": {last}" if last else "")
+    return _run.outcome(_run.Result(argv=(), returncode=returncode, stdout="",
+                                    stderr=err.decode("utf-8", "replace")))
 
 
 def _last_line(err: bytes) -> str:

@@ -46,7 +46,7 @@ def uv_version(binary: str | None = None) -> str:
         from importlib.metadata import version
 
         return version("uv")  # saves a subprocess per compile
-    out = _run.call([binary, "--version"]).stdout.split()
+    out = _run.check([binary, "--version"], what=f"{binary} --version", timeout=60).stdout.split()
     return out[1] if len(out) > 1 else "unknown"
 
 

@@ -93,7 +93,7 @@ def check_folder(folder: Path, selected: list[Selected],
 
     All problems are collected into one error naming each file or package.
     """
-    built = {f.get("path"): f for f in (manifest or {}).get("files", [])
+    built: dict[str, dict[str, Any]] = {str(f.get("path")): f for f in (manifest or {}).get("files", [])
              if isinstance(f, dict) and isinstance(f.get("built_from"), dict)}
     checked: list[Checked] = []
     problems: list[str] = []

@@ -60,7 +60,10 @@ def progress(description: str, total: float | None, *, bytes_: bool = False
              ) -> Iterator[Callable[[float], None]]:
     """Yield ``advance(n)``; a rich bar on a terminal, silent otherwise."""
     if not interactive():
-        yield lambda n=1: None
+        def ignore(n: float = 1) -> None:
+            pass
+
+        yield ignore
         return
     from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress,
                                SpinnerColumn, TextColumn, TimeElapsedColumn,
@@ -70,7 +73,10 @@ def progress(description: str, total: float | None, *, bytes_: bool = False
     cols += [DownloadColumn(), TransferSpeedColumn()] if bytes_ else [MofNCompleteColumn()]
     with Progress(*cols, TimeElapsedColumn(), console=console(), transient=True) as bar:
         task = bar.add_task(description, total=total)
-        yield lambda n=1: bar.advance(task, n)
+        def advance(n: float = 1) -> None:
+            bar.advance(task, n)
+
+        yield advance
 
 
 

@@ -261,8 +261,8 @@ def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
 
 
 def _place(project: Project, stage: Path, item: Item, got: Got) -> FileRecord:
-    base = dict(package=item.package, version=item.version, origin=got.origin,
-                source=item.want.source)
+    base: dict[str, Any] = dict(package=item.package, version=item.version, origin=got.origin,
+                                source=item.want.source)
     if item.kind == "wheel":  # the manifest records the bytes placed, not the lock's claim
         dest = stage / item.want.filename
         placed = link_or_copy(got.path, dest, item.want.sha256)

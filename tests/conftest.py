@@ -181,11 +181,18 @@ def torch_index(tmp_path_factory, real_torch_wheels):
 @pytest.fixture(scope="session")
 def torch_venv(tmp_path_factory, real_torch_wheels) -> Path:
     """The interpreter of a venv holding the real CPU torch and numpy (for probe tests)."""
-    root = tmp_path_factory.mktemp("torch-venv") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
+    import uv
+
+    from lockkit._run import isolated_env
+
+    base = tmp_path_factory.mktemp("torch-venv")
+    root = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
     python = root / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-index",
-                    "--isolated", *map(str, real_torch_wheels)], check=True, timeout=900)
+    # uv, not pip: the same files in a fifth of the time; its cache stays in the tmp folder.
+    subprocess.run([uv.find_uv_bin(), "pip", "install", "--quiet", "--no-index", "--no-config",
+                    "--python", str(python), "--cache-dir", str(base / "uv-cache"),
+                    *map(str, real_torch_wheels)], check=True, timeout=900, env=isolated_env())
     return python
 
 

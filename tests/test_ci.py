@@ -8,7 +8,7 @@ import yaml
 
 from lockkit import ci
 from lockkit.errors import ConfigError
-from lockkit.junit import to_junit, write_junit
+from lockkit.report.junit import to_junit, write_junit
 from lockkit.platforms import load_platforms
 
 WANT = ["linux-cpu", "linux-cu126", "linux-rocm6", "macos-arm64", "windows-cpu", "windows-cu126"]

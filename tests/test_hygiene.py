@@ -197,7 +197,9 @@ def test_application_timeout_kills_its_grandchild(tmp_path):
     start = time.monotonic()
     result = _run.call([sys.executable, "-c", _SPAWN, str(pidfile)], timeout=2,
                        env=_run.isolated_env())
-    assert result.returncode == -1 and "timed out after 2s" in result.stderr
+    # A timeout is its own outcome, not an exit code (-1 would read as SIGHUP).
+    assert result.timed_out and result.returncode is None
+    assert _run.outcome(result) == "timed out after 2s"
     assert time.monotonic() - start < 10
     assert _gone(_wait_for_pid(pidfile))
 

@@ -14,6 +14,7 @@ from fake_torch import build_fake_torch
 from index_server import IndexServer
 from pytorch_index import PyTorchIndex
 from lockkit.cli import main
+from lockkit.report.model import Dossier
 
 ORDER = ["host", "venv", "install", "pip-check", "inventory", "system", "gpu", "application"]
 
@@ -38,7 +39,7 @@ def test_offline_verify_of_the_example_passes_every_step(example):
     doc = json.loads((folder / "dossier.json").read_text())
     assert [s["name"] for s in doc["steps"]] == ORDER
     assert set(statuses(doc).values()) == {"passed"} and doc["result"] == "passed"
-    assert doc["first_error"] is None and doc["schema_version"] == 1
+    assert doc["first_error"] is None and doc["schema_version"] == 2
     assert doc["lock_sha256"] and doc["platform"] == "linux-cpu"
     assert doc["inventory"]["missing"] == doc["inventory"]["extra"] == []
     assert doc["inventory"]["mismatched"] == []
@@ -185,6 +186,23 @@ def test_a_hanging_probe_fails_its_step_with_a_timeout(fake_project):
     assert code == 1 and statuses(doc)["system"] == "failed"
     assert "timed out after 3s" in doc["first_error"]
     assert statuses(doc)["gpu"] == statuses(doc)["application"] == "not-run"
+
+
+def test_verify_json_prints_the_dossier_document(fake_project):
+    """`verify --json` prints dossier.json's document on stdout (no table); status lines
+    stay on stderr; the document loads back into the model unchanged."""
+    root = fake_project("linux-cpu", local="cpu", cuda=None)
+    run = lockkit("verify", "--project", str(root), "--platform", "linux-cpu", "--report-dir",
+                  str(root / "report"), "--json", "--no-gpu", network=False)
+    assert run.returncode == 1  # nothing on the device: incomplete
+    doc = json.loads(run.stdout)
+    assert doc == json.loads((root / "report" / "dossier.json").read_text())
+    assert Dossier.from_dict(doc).to_dict() == doc
+    assert doc["result"] == "incomplete" and statuses(doc)["gpu"] == "skipped"
+    assert statuses(doc)["system"] == "passed", doc["first_error"]
+    assert "dossier:" in run.stderr and "verify incomplete" in run.stderr
+    host = [c for c in doc["commands"] if c["step"] == "host"]
+    assert any(c["argv"][:2] == [str(Path(c["argv"][0])), "-I"] for c in host)  # recorded
 
 
 def test_inventory_that_differs_from_the_lock(tmp_path):

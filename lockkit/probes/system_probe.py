@@ -205,7 +205,7 @@ def torch_info(torch: Any) -> dict[str, Any]:
 
 def torch_settings(torch: Any) -> dict[str, Any]:
     """The settings that decide how close two runs can be (MISSION section 6)."""
-    backends = getattr(torch, "backends", None)  # a missing one fails each key, not all
+    backends: Any = getattr(torch, "backends", None)  # a missing one fails each key, not all
     getters: dict[str, Callable[[], Any]] = {
         "default_dtype": lambda: str(torch.get_default_dtype()),
         "deterministic_algorithms": lambda: torch.are_deterministic_algorithms_enabled(),

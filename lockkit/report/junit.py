@@ -4,7 +4,7 @@ One ``<testsuites>`` holding one ``<testsuite>``; each step is a ``<testcase>`` 
 dossier's order. ``failed`` is a ``<failure>`` carrying the step's first error,
 ``skipped`` and ``not-run`` are ``<skipped>`` carrying the reason: a step that never
 ran is not a failure of its own, the step it needed already is. ``errors`` is always 0
-because a step's crash is recorded by :mod:`lockkit.report` as ``failed``.
+because a step's crash is recorded by :mod:`lockkit.steps` as ``failed``.
 
 The shape follows the common (Jenkins/Ant) JUnit schema that GitHub, GitLab and
 Jenkins test reporters read: numeric ``tests``/``failures``/``errors``/``skipped``/
@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from lockkit.common import write_atomic
 from lockkit.redact import redact
+from lockkit.report.model import STATUSES, Dossier
 
 __all__ = ["STATUSES", "to_junit", "write_junit"]
 
-STATUSES = ("passed", "failed", "skipped", "not-run")
 # XML 1.0 allows tab, LF, CR and everything from U+0020 except surrogates, FFFE, FFFF.
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _PROPERTIES = ("kind", "platform", "python", "result", "first_error", "lockkit_version",
@@ -66,8 +66,9 @@ def _testcase(parent: ET.Element, step: dict[str, Any], classname: str) -> None:
         ET.SubElement(case, "skipped", message=_text(f"not run: {reason}" if reason else "not run"))
 
 
-def to_junit(doc: dict[str, Any]) -> ET.Element:
-    """The ``<testsuites>`` element for one dossier (``kind``, ``platform``, ``steps``)."""
+def to_junit(dossier: Dossier | Mapping[str, Any]) -> ET.Element:
+    """The ``<testsuites>`` element for one dossier (or its JSON document)."""
+    doc = dossier.to_dict() if isinstance(dossier, Dossier) else dossier
     steps = _check(doc.get("steps") or [])
     kind = _text(doc.get("kind") or "verify")
     platform = doc.get("platform")
@@ -77,8 +78,9 @@ def to_junit(doc: dict[str, Any]) -> ET.Element:
               "failures": str(sum(s["status"] == "failed" for s in steps)), "errors": "0",
               "skipped": str(sum(s["status"] in ("skipped", "not-run") for s in steps)),
               "time": _seconds(sum(float(s.get("duration_s") or 0.0) for s in steps))}
-    root = ET.Element("testsuites", name=f"lockkit {kind}", **counts)
-    suite = ET.SubElement(root, "testsuite", name=f"lockkit {kind} {subject}".rstrip(), **counts)
+    root = ET.Element("testsuites", {"name": f"lockkit {kind}", **counts})
+    suite = ET.SubElement(root, "testsuite",
+                          {"name": f"lockkit {kind} {subject}".rstrip(), **counts})
     if doc.get("started"):
         suite.set("timestamp", _text(doc["started"]).removesuffix("Z"))
     props = ET.SubElement(suite, "properties")
@@ -90,9 +92,9 @@ def to_junit(doc: dict[str, Any]) -> ET.Element:
     return root
 
 
-def write_junit(doc: dict[str, Any], path: Path) -> None:
-    """Write *doc* as JUnit XML to *path* (UTF-8, with a declaration), atomically."""
-    root = to_junit(doc)
+def write_junit(dossier: Dossier | Mapping[str, Any], path: Path) -> None:
+    """Write *dossier* as JUnit XML to *path* (UTF-8, with a declaration), atomically."""
+    root = to_junit(dossier)
     ET.indent(root)
     write_atomic(path, '<?xml version="1.0" encoding="UTF-8"?>\n'
                  + ET.tostring(root, encoding="unicode") + "\n")

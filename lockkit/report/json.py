@@ -1,0 +1,26 @@
+"""A dossier as its JSON document: every string redacted, keys in the schema's order."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lockkit.redact import redact
+from lockkit.report.model import Dossier
+
+__all__ = ["dumps", "scrub"]
+
+
+def scrub(value: Any) -> Any:
+    """Credentials out of every string in a JSON-shaped value."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: scrub(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub(v) for v in value]
+    return value
+
+
+def dumps(dossier: Dossier) -> str:
+    return json.dumps(scrub(dossier.to_dict()), indent=2, sort_keys=False) + "\n"

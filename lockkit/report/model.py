@@ -1,0 +1,187 @@
+"""The dossier: what one verify or diagnose run found, as frozen, versioned data.
+
+verify and diagnose *return* a :class:`Dossier` and write nothing; the renderers in this
+package (``json``, ``markdown``, ``junit``, ``terminal``) turn it into files and tables,
+and ``lockkit diff`` loads it back with :meth:`Dossier.from_dict` and compares fields.
+Facts the probes report (the system chain, the GPU checks) stay the probe's own JSON
+objects, reached through typed accessors: the probes run inside the target interpreter
+and their shape is theirs.
+
+Schema 2 adds structured fingerprints (path, expected and actual sha256) and the
+command records' ``timed_out``; a schema-1 dossier is upgraded on load, a newer one is
+refused with one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockkit.report.records import (  # noqa: F401 - re-exported: the model is one import
+    _req,
+    STATUSES,
+    ApplicationResult,
+    CheckResult,
+    CommandRecord,
+    Fingerprint,
+    GitState,
+    Inventory,
+    PackageRow,
+    SchemaError,
+    StepResult,
+    SystemFacts,
+    TorchFacts,
+    Variant,
+)
+
+__all__ = ["SCHEMA_VERSION", "ApplicationResult", "CheckResult", "CommandRecord", "Dossier",
+           "Fingerprint", "GitState", "Inventory", "PackageRow", "SchemaError", "StepResult",
+           "SystemFacts", "TorchFacts", "Variant", "STATUSES", "RESULTS"]
+
+SCHEMA_VERSION = 2
+RESULTS = ("passed", "failed", "incomplete")
+
+
+def _opt(cls: Any, value: Any) -> Any:
+    return cls.from_dict(value) if isinstance(value, Mapping) else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dossier:
+    """One run of ``verify`` (kind ``verify``) or ``diagnose`` (kind ``diagnose``)."""
+
+    kind: str
+    lockkit_version: str
+    started: str
+    result: str  # one of RESULTS
+    steps: tuple[StepResult, ...]
+    schema_version: int = SCHEMA_VERSION
+    first_error: str | None = None
+    command_line: tuple[str, ...] = ()
+    platform: str | None = None
+    python: str | None = None  # diagnose: the interpreter probed
+    lock: str | None = None
+    lock_sha256: str | None = None
+    interpreter: str | None = None
+    installer: str | None = None
+    isolation: str | None = None
+    wheelhouse: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    variant: Variant | None = None
+    packages: tuple[PackageRow, ...] | None = None
+    commands: tuple[CommandRecord, ...] = ()
+    inventory: Inventory | None = None
+    system: SystemFacts | None = None
+    gpu: Mapping[str, Any] | None = None  # gpu_probe.py's report
+    application: ApplicationResult | None = None
+    code: GitState | None = None
+    fingerprints: tuple[Fingerprint, ...] | None = None
+    embedding_config: Mapping[str, Any] | None = None
+    environment_passed_to_probes: tuple[str, ...] = ()
+
+    def step(self, name: str) -> StepResult | None:
+        return next((s for s in self.steps if s.name == name), None)
+
+    @property
+    def subject(self) -> str:
+        return self.platform or self.python or ""
+
+    @property
+    def why_incomplete(self) -> str:
+        skipped = [f"{s.name} ({s.reason})" for s in self.steps if s.status == "skipped"]
+        return "not every step ran: " + "; ".join(skipped)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document: schema 1's keys, in its order, plus schema 2's additions."""
+        doc: dict[str, Any] = {
+            "schema_version": self.schema_version, "kind": self.kind,
+            "lockkit_version": self.lockkit_version, "started": self.started,
+            "command_line": list(self.command_line)}
+        if self.kind == "verify":
+            doc.update(platform=self.platform, lock=self.lock, lock_sha256=self.lock_sha256,
+                       interpreter=self.interpreter, installer=self.installer,
+                       isolation=self.isolation, wheelhouse=self.wheelhouse,
+                       options=dict(self.options),
+                       variant=self.variant.to_dict() if self.variant else None)
+        else:
+            doc["python"] = self.python
+        doc.update(result=self.result, first_error=self.first_error)
+        if self.kind == "verify":
+            doc["packages"] = ([p.to_dict() for p in self.packages]
+                               if self.packages is not None else None)
+        doc.update(steps=[s.to_dict() for s in self.steps],
+                   commands=[c.to_dict() for c in self.commands])
+        if self.kind == "verify":
+            doc["inventory"] = self.inventory.to_dict() if self.inventory else None
+        doc["system"] = dict(self.system.raw) if self.system else None
+        checks: dict[str, Any] = {"gpu": dict(self.gpu) if self.gpu is not None else None}
+        if self.kind == "verify":
+            checks["application"] = self.application.to_dict() if self.application else None
+        doc["checks"] = checks
+        if self.kind == "verify":
+            doc["fingerprints"] = {
+                "code": (self.code or GitState(git=False)).to_dict(),
+                "files": ([f.to_dict() for f in self.fingerprints]
+                          if self.fingerprints is not None else None)}
+            doc["embedding_config"] = (dict(self.embedding_config)
+                                       if self.embedding_config is not None else None)
+            doc["environment_passed_to_probes"] = list(self.environment_passed_to_probes)
+        return doc
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Dossier:
+        """Load a dossier written by this or an earlier lockkit (schema 1 is upgraded)."""
+        if not isinstance(d, Mapping):
+            raise SchemaError("expected a JSON object")
+        version = d.get("schema_version", 1)  # documents from before the field: schema 1
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise SchemaError(f"schema_version: expected a number, got {version!r}")
+        if version > SCHEMA_VERSION:
+            raise SchemaError(f"schema_version {version} is newer than this lockkit reads "
+                              f"({SCHEMA_VERSION}): upgrade lockkit")
+        if version < 1:
+            raise SchemaError(f"schema_version {version}: no such dossier schema")
+        kind = _req(d, "kind", "")
+        if kind not in ("verify", "diagnose"):
+            raise SchemaError(f"kind: {kind!r} is not verify or diagnose")
+        result = d.get("result", "incomplete")  # a run that never reached its verdict
+        if result not in RESULTS:
+            raise SchemaError(f"result: {result!r} is not one of {', '.join(RESULTS)}")
+        steps = _req(d, "steps", "")
+        if not isinstance(steps, Sequence) or isinstance(steps, (str, bytes)):
+            raise SchemaError("steps: expected a list")
+        checks = d.get("checks") or {}
+        prints = d.get("fingerprints") or {}
+        files = prints.get("files")
+        upgrade = Fingerprint.from_schema1 if version == 1 else Fingerprint.from_dict
+        try:
+            return cls(
+                schema_version=SCHEMA_VERSION, kind=kind,
+                lockkit_version=str(d.get("lockkit_version", "")),
+                started=str(d.get("started", "")), result=result,
+                steps=tuple(StepResult.from_dict(s) for s in steps),
+                first_error=d.get("first_error"),
+                command_line=tuple(d.get("command_line") or ()),
+                platform=d.get("platform"), python=d.get("python"), lock=d.get("lock"),
+                lock_sha256=d.get("lock_sha256"), interpreter=d.get("interpreter"),
+                installer=d.get("installer"), isolation=d.get("isolation"),
+                wheelhouse=d.get("wheelhouse"), options=dict(d.get("options") or {}),
+                variant=Variant.from_dict(d.get("variant")),
+                packages=(tuple(PackageRow.from_dict(p) for p in d["packages"])
+                          if d.get("packages") is not None else None),
+                commands=tuple(CommandRecord.from_dict(c) for c in d.get("commands") or ()),
+                inventory=_opt(Inventory, d.get("inventory")),
+                system=SystemFacts(raw=d["system"]) if isinstance(d.get("system"),
+                                                                  Mapping) else None,
+                gpu=checks.get("gpu") if isinstance(checks.get("gpu"), Mapping) else None,
+                application=_opt(ApplicationResult, checks.get("application")),
+                code=GitState.from_dict(prints.get("code")) if kind == "verify" else None,
+                fingerprints=(tuple(upgrade(f) for f in files)
+                              if isinstance(files, list) else None),
+                embedding_config=d.get("embedding_config"),
+                environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()))
+        except SchemaError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise SchemaError(f"malformed ({type(exc).__name__}: {exc})") from None

@@ -1,0 +1,296 @@
+"""The parts of a dossier: commands, steps, checks, fingerprints, inventory, facts.
+
+Each is a frozen dataclass with ``to_dict`` (its JSON form) and ``from_dict``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+__all__ = ["ApplicationResult", "CheckResult", "CommandRecord", "Fingerprint", "GitState",
+           "Inventory", "PackageRow", "STATUSES", "SchemaError", "StepResult", "SystemFacts",
+           "TorchFacts", "Variant"]
+
+STATUSES = ("passed", "failed", "skipped", "not-run")
+
+
+class SchemaError(ValueError):
+    """A document that is not a dossier this lockkit can read (the message says why)."""
+
+
+def _req(data: Mapping[str, Any], key: str, where: str) -> Any:
+    if key not in data:
+        raise SchemaError(f"{where}{key}: missing")
+    return data[key]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommandRecord:
+    """One command run, redacted: the step it served, how it ended, how long it took."""
+
+    step: str
+    argv: tuple[str, ...]
+    returncode: int | None
+    duration_s: float
+    cwd: str | None = None
+    timed_out: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "argv": list(self.argv), "cwd": self.cwd,
+                "returncode": self.returncode, "timed_out": self.timed_out,
+                "duration_s": self.duration_s}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CommandRecord:
+        code = d.get("returncode")
+        return cls(step=str(d.get("step", "")), argv=tuple(map(str, d.get("argv") or ())),
+                   returncode=code, duration_s=float(d.get("duration_s") or 0.0),
+                   cwd=d.get("cwd"), timed_out=bool(d.get("timed_out", False)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepResult:
+    name: str
+    status: str  # one of STATUSES
+    duration_s: float = 0.0
+    needs: tuple[str, ...] = ()
+    error: str | None = None
+    reason: str | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise SchemaError(f"step {self.name}: status {self.status!r} is not one of "
+                              f"{', '.join(STATUSES)}")
+
+    @property
+    def note(self) -> str:
+        """The error, else the reason: what a table shows beside the status."""
+        return self.error or self.reason or ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "duration_s": self.duration_s,
+                "needs": list(self.needs), "error": self.error, "reason": self.reason,
+                "detail": dict(self.detail)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StepResult:
+        return cls(name=str(_req(d, "name", "steps[].")), status=_req(d, "status", "steps[]."),
+                   duration_s=float(d.get("duration_s") or 0.0),
+                   needs=tuple(d.get("needs") or ()), error=d.get("error"),
+                   reason=d.get("reason"), detail=dict(d.get("detail") or {}))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckResult:
+    """One named check of the application's output and what it saw."""
+
+    name: str
+    passed: bool
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "detail": self.detail}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CheckResult:
+        return cls(name=str(d["name"]), passed=bool(d["passed"]), detail=str(d.get("detail")))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fingerprint:
+    """A file the result depends on: the sha256 declared and the one found (None: missing)."""
+
+    path: str
+    expected: str
+    actual: str | None
+
+    @property
+    def passed(self) -> bool:
+        return self.actual == self.expected
+
+    @property
+    def name(self) -> str:
+        return f"fingerprint {self.path}"
+
+    @property
+    def detail(self) -> str:
+        if self.actual is None:
+            return f"{self.path}: missing (expected sha256 {self.expected})"
+        if self.passed:
+            return f"{self.path}: sha256 {self.actual}"
+        return (f"{self.path}: sha256 {self.actual}, expected {self.expected}: restore the "
+                "file, or regenerate the reference and record the new fingerprint")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "detail": self.detail,
+                "path": self.path, "expected": self.expected, "sha256": self.actual}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Fingerprint:
+        return cls(path=str(d["path"]), expected=str(d["expected"]), actual=d.get("sha256"))
+
+    @classmethod
+    def from_schema1(cls, d: Mapping[str, Any]) -> Fingerprint:
+        """Schema 1 kept only the sentence; read it once, here, when upgrading."""
+        path = str(d["name"]).removeprefix("fingerprint ")
+        detail = str(d.get("detail", ""))
+        expected = re.search(r"expected (?:sha256 )?([0-9a-f]{64})", detail)
+        actual = None if ": missing" in detail else (
+            re.search(r"sha256 ([0-9a-f]{64})", detail) or [None, None])[1]
+        return cls(path=path, expected=expected[1] if expected else (actual or ""),
+                   actual=actual)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApplicationResult:
+    """The project's own check (today: the embedding comparison), in its fixed order."""
+
+    kind: str
+    checks: tuple[CheckResult, ...]
+    worst_id: str | None = None
+    max_abs_diff: float | None = None
+    min_cosine: float | None = None
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.passed for c in self.checks)
+
+    @property
+    def first_error(self) -> str | None:
+        failed = next((c for c in self.checks if not c.passed), None)
+        return f"{failed.name}: {failed.detail}" if failed else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "passed": self.passed, "first_error": self.first_error,
+                "worst_id": self.worst_id, "max_abs_diff": self.max_abs_diff,
+                "min_cosine": self.min_cosine, "checks": [c.to_dict() for c in self.checks]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ApplicationResult:
+        return cls(kind=str(d.get("kind", "embedding")),
+                   checks=tuple(CheckResult.from_dict(c) for c in d.get("checks") or ()),
+                   worst_id=d.get("worst_id"), max_abs_diff=d.get("max_abs_diff"),
+                   min_cosine=d.get("min_cosine"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Inventory:
+    expected: int
+    installed: int
+    missing: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ()
+    mismatched: tuple[str, ...] = ()
+    seed: tuple[str, ...] = ()
+
+    @property
+    def problems(self) -> list[str]:
+        return (([f"missing {', '.join(self.missing)}"] if self.missing else [])
+                + ([f"not in the lock {', '.join(self.extra)}"] if self.extra else [])
+                + list(self.mismatched))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"expected": self.expected, "installed": self.installed,
+                "missing": list(self.missing), "extra": list(self.extra),
+                "mismatched": list(self.mismatched), "seed": list(self.seed)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Inventory:
+        return cls(expected=int(d.get("expected") or 0), installed=int(d.get("installed") or 0),
+                   **{k: tuple(d.get(k) or ()) for k in ("missing", "extra", "mismatched",
+                                                         "seed")})
+
+
+@dataclass(frozen=True, kw_only=True)
+class PackageRow:
+    """An installed distribution with the index and sha256 the lock gives its version."""
+
+    name: str
+    version: str
+    index: str | None = None
+    sha256: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "index": self.index,
+                "sha256": list(self.sha256)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PackageRow:
+        return cls(name=str(d["name"]), version=str(d.get("version")), index=d.get("index"),
+                   sha256=tuple(sorted(d.get("sha256") or ())))
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitState:
+    git: bool
+    revision: str | None = None
+    dirty: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        if not self.git:
+            return {"git": False}
+        return {"git": True, "revision": self.revision, "dirty": self.dirty}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> GitState:
+        d = d or {}
+        return cls(git=bool(d.get("git")), revision=d.get("revision"), dirty=d.get("dirty"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Variant:
+    """A run declared as an intended variant: ``diff`` lists its layers apart."""
+
+    name: str
+    reason: str
+    changes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "reason": self.reason, "changes": list(self.changes)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> Variant | None:
+        if not d:
+            return None
+        return cls(name=str(d.get("name")), reason=str(d.get("reason")),
+                   changes=tuple(d.get("changes") or ()))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchFacts:
+    """What ``import torch`` said inside the target interpreter."""
+
+    version: str | None = None
+    cuda: str | None = None
+    hip: str | None = None
+    build: str | None = None
+    cudnn: Any = None
+    miopen: Any = None
+    device_count: int | None = None
+    devices: tuple[Mapping[str, Any], ...] = ()
+    error: str | None = None
+
+    @classmethod
+    def from_probe(cls, d: Any) -> TorchFacts:
+        if not isinstance(d, Mapping):
+            return cls(error="no torch facts")
+        return cls(**{f.name: d.get(f.name) for f in fields(cls) if f.name != "devices"},
+                   devices=tuple(x for x in d.get("devices") or () if isinstance(x, Mapping)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SystemFacts:
+    """The system probe's report (``lockkit/probes/system_probe.py`` owns its shape)."""
+
+    raw: Mapping[str, Any]
+
+    @property
+    def torch(self) -> TorchFacts:
+        return TorchFacts.from_probe(self.raw.get("torch"))
+
+    def section(self, key: str) -> Mapping[str, Any]:
+        value = self.raw.get(key)
+        return value if isinstance(value, Mapping) else {}

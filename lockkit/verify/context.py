@@ -1,0 +1,71 @@
+"""What one verify run knows while it runs: its options, its temp folder, what it found."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lockkit import _run
+from lockkit.config import Project
+from lockkit.platforms import Platform
+from lockkit.redact import redact
+from lockkit.report.model import CommandRecord
+from lockkit.resolve import uv_bin
+from lockkit.steps import Step, Steps
+
+__all__ = ["Options", "Run", "UV_CACHE"]
+
+# uv's cache for one verify, inside its temp folder: the user's cache would keep an
+# unpacked copy of torch (~700 MB) for every wheelhouse path verified, and nothing
+# removes those. Same filesystem as the venv, so uv hard-links from it (no second copy).
+UV_CACHE = "uv-cache"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    project: Project
+    platform: Platform
+    wheelhouse: Path | None = None
+    python: Path | None = None
+    installer: str = "uv"
+    no_gpu: bool = False
+    keep_venv: bool = False
+    probe_timeout: float = 300.0
+    command_line: tuple[str, ...] = ()
+    variant: dict[str, Any] | None = None  # {"name", "reason", "changes": [layers]}
+    fetch: Callable[[Path], Path] | None = None  # builds a wheelhouse from the lock's URLs
+    on_step: Callable[[Step], None] | None = None
+
+
+@dataclass
+class Run:
+    """The mutable state of one run; the dossier is assembled from it at the end."""
+
+    opts: Options
+    work: Path
+    steps: Steps
+    commands: list[CommandRecord] = field(default_factory=list)
+    interpreter: Path | None = None
+    venv: Path | None = None
+    python: Path | None = None
+    wheelhouse: Path | None = None
+    seed: dict[str, str] = field(default_factory=dict)
+    expected: dict[str, str] = field(default_factory=dict)
+    found: dict[str, Any] = field(default_factory=dict)
+    attachments: dict[str, str] = field(default_factory=dict)
+
+    def recorder(self, step: str) -> _run.Recorder:
+        """Records each command run for *step*, redacted, into the dossier's list."""
+        return lambda r: self.commands.append(CommandRecord(
+            step=step, argv=tuple(redact(a) for a in r.argv), cwd=r.cwd,
+            returncode=r.returncode, duration_s=round(r.duration, 3), timed_out=r.timed_out))
+
+    def call(self, step: str, argv: Sequence[str], *, timeout: float = 600,
+             env: dict[str, str] | None = None, cwd: Path | None = None) -> _run.Result:
+        """Run a command for *step*; every uv command uses this run's own uv cache."""
+        if argv[0] == uv_bin():
+            env = {**(env if env is not None else _run.isolated_env()),
+                   "UV_CACHE_DIR": str(self.work / UV_CACHE)}
+        return _run.call(argv, timeout=timeout, env=env, cwd=cwd, record=self.recorder(step))

@@ -1,0 +1,293 @@
+"""The rebuild half of verify: host, venv, install, pip-check, inventory.
+
+Installer calls are isolated from user and global pip/uv configuration (``--no-config``,
+``--isolated``, no ``PIP_*``/``UV_*`` variables), and every command runs the new venv's
+interpreter by its path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from packaging.tags import Tag, compatible_tags, cpython_tags, platform_tags
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from lockkit import _run, trust
+from lockkit._compat import tomllib
+from lockkit.common import arch_family, host_arch, host_os, last_error_line, sha256_file
+from lockkit.errors import LockkitError
+from lockkit.report.model import Inventory, PackageRow
+from lockkit.resolve import uv_bin
+from lockkit.steps import Step, StepFailed
+from lockkit.verify.context import Run
+
+__all__ = ["check_step", "host_step", "install_step", "inventory_step", "venv_step"]
+
+_INSTALL_TIMEOUT = 1800
+
+
+# --- host --------------------------------------------------------------------------------
+
+def host_step(run: Run, step: Step) -> None:
+    plat = run.opts.platform
+    here_os, here_arch = host_os(), host_arch()
+    step.detail.update(os=here_os, arch=here_arch, platform_os=plat.os, platform_arch=plat.arch)
+    if here_os != plat.os or here_arch != arch_family(plat.arch):
+        raise StepFailed(f"this machine is {here_os}/{here_arch}; platform {plat.name} is "
+                         f"{plat.os}/{plat.arch}: verify it on a {plat.os}/{plat.arch} machine")
+    python = run.opts.python or _find_python(run, plat.python)
+    facts = _interpreter_facts(run, python)
+    step.detail["interpreter"] = run.found["python"] = facts
+    if facts["version"] != plat.python:
+        raise StepFailed(f"{python} is Python {facts['version']}; the lock is for "
+                         f"{plat.python}: pass --python with a {plat.python} interpreter")
+    run.interpreter = python
+    wheelhouse = wheelhouse_folder(run)
+    if wheelhouse is not None:
+        tags = set(_tags_of(facts))
+        bad = [w.name for w in sorted(wheelhouse.glob("*.whl"))
+               if not tags & set(parse_wheel_filename(w.name)[3])]
+        if bad:
+            raise StepFailed(f"{len(bad)} wheel(s) do not install on this interpreter "
+                             f"({facts['platform']}): {', '.join(bad[:3])}")
+
+
+def _find_python(run: Run, version: str) -> Path:
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
+        return Path(sys.executable)
+    found = run.call("host", [uv_bin(), "python", "find", "--no-config", "--offline",
+                              "--no-python-downloads", version], timeout=60)
+    if found.returncode != 0 or not found.stdout.strip():
+        raise StepFailed(f"no Python {version} interpreter found on this machine: pass "
+                         f"--python PATH")
+    return Path(found.stdout.strip())
+
+
+_FACTS = ("import json, platform, sys, sysconfig; print(json.dumps({'version': "
+          "'%d.%d' % sys.version_info[:2], 'full': platform.python_version(), "
+          "'implementation': sys.implementation.name, 'platform': sysconfig.get_platform(), "
+          "'executable': sys.executable}))")
+
+
+def _interpreter_facts(run: Run, python: Path) -> dict[str, Any]:
+    result = run.call("host", [str(python), "-I", "-c", _FACTS], timeout=60,
+                      env=_run.isolated_env())
+    try:
+        if result.ok:
+            facts = json.loads(result.stdout)
+            if isinstance(facts, dict):
+                return facts
+    except json.JSONDecodeError:
+        pass
+    raise StepFailed(f"cannot run the interpreter {python}: {_run.outcome(result)}")
+
+
+def _tags_of(facts: dict[str, Any]) -> list[Tag]:
+    """The tags of an interpreter on this machine (same OS and libc as lockkit's own)."""
+    version = tuple(int(x) for x in facts["version"].split("."))
+    plats = list(platform_tags())
+    return [*cpython_tags(version, platforms=plats),
+            *compatible_tags(version, interpreter=f"cp{version[0]}{version[1]}",
+                             platforms=plats)]
+
+
+def wheelhouse_folder(run: Run) -> Path | None:
+    if run.opts.wheelhouse is not None:
+        folder = run.opts.wheelhouse
+    else:
+        folder = run.opts.project.root / "wheelhouse" / run.opts.platform.name
+        if not folder.is_dir():
+            return None
+    if not (folder / "manifest.json").is_file():
+        raise StepFailed(f"{folder}: not a wheelhouse (no manifest.json)")
+    return folder
+
+
+# --- venv --------------------------------------------------------------------------------
+
+def venv_step(run: Run, step: Step) -> None:
+    venv = run.work / "venv"
+    assert run.interpreter is not None
+    if run.opts.installer == "uv":  # no ensurepip: uv installs and checks without pip
+        argv = [uv_bin(), "venv", "--no-config", "--quiet", "--python", str(run.interpreter),
+                str(venv)]
+    else:
+        argv = [str(run.interpreter), "-m", "venv", str(venv)]
+    result = run.call("venv", argv, timeout=300)
+    if not result.ok:
+        raise StepFailed(f"creating the venv failed: {_why(result)}")
+    run.venv = venv
+    run.python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    run.seed = _distributions(venv)
+    step.detail.update(path=str(venv), interpreter=str(run.interpreter),
+                       seed=sorted(f"{k}=={v}" for k, v in run.seed.items()))
+
+
+# --- install -----------------------------------------------------------------------------
+
+def install_step(run: Run, step: Step) -> None:
+    opts = run.opts
+    lock = opts.project.lock_path(opts.platform.name)
+    folder = wheelhouse_folder(run)
+    if folder is None:
+        if opts.fetch is None:
+            raise StepFailed(f"no wheelhouse for {opts.platform.name}: run 'lockkit "
+                             f"wheelhouse build --platform {opts.platform.name}' or pass "
+                             "--wheelhouse")
+        folder = opts.fetch(run.work / "wheelhouse")
+        step.detail["source"] = "the lock's URLs (fetched, hash-checked, into a temp wheelhouse)"
+    else:
+        step.detail["source"] = f"wheelhouse {folder} (no network)"
+    manifest = _check_wheelhouse(folder, lock)
+    run.wheelhouse = folder
+    try:  # the committed lock is the only authority: the folder's own lock files are not read
+        checked = trust.check_folder(folder, trust.selection(lock, opts.platform), manifest)
+    except LockkitError as exc:
+        raise StepFailed(str(exc)) from None
+    run.expected = {c.package: c.version for c in checked}
+    reqs = run.work / "install" / "requirements.txt"  # hashes of the lock, checked just now
+    reqs.parent.mkdir(exist_ok=True)
+    reqs.write_text(trust.requirements(checked), encoding="utf-8")
+    step.detail["checked"] = (f"{len(checked)} wheel(s) hashed and matched against "
+                              f"{lock.name}; the installer enforces the same hashes")
+    assert run.python is not None
+    if opts.installer == "uv":
+        argv = [uv_bin(), "pip", "install", "--no-config", "--offline", "--no-index",
+                "--quiet", "--python", str(run.python), "--find-links", str(folder),
+                "--require-hashes", "-r", str(reqs)]
+    else:
+        argv = [str(run.python), "-m", "pip", "install", "--isolated", "--no-index",
+                "--disable-pip-version-check", "--quiet", "--find-links", str(folder),
+                "--require-hashes", "-r", str(reqs)]
+    result = run.call("install", argv, timeout=_INSTALL_TIMEOUT, env=_run.isolated_env())
+    step.detail.update(installer=opts.installer, packages=len(run.expected),
+                       isolated="installer ran without user/global pip or uv configuration "
+                                "(--no-config / --isolated, PIP_* and UV_* removed)")
+    if not result.ok:
+        raise StepFailed(f"{opts.installer} install failed: {_why(result)}")
+
+
+def _why(result: _run.Result) -> str:
+    """A failed command's error line, or that it timed out."""
+    if result.timed_out:
+        return _run.outcome(result)
+    return last_error_line(result.stderr or result.stdout)
+
+
+def _check_wheelhouse(folder: Path, lock: Path) -> dict[str, Any]:
+    """The manifest says the wheelhouse was built from this lock (a hint for honest
+    mistakes, not a proof: the files are hashed against the lock afterwards)."""
+    try:
+        manifest: dict[str, Any] = json.loads(
+            (folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise StepFailed(f"{folder}/manifest.json: unreadable: {exc}") from None
+    if not lock.is_file():
+        raise StepFailed(f"{lock}: no lock; run 'lockkit compile'")
+    if manifest.get("lock_sha256") != sha256_file(lock):
+        raise StepFailed(f"{folder} was built from another version of {lock.name}: "
+                         "rebuild it with 'lockkit wheelhouse build'")
+    for entry in manifest.get("files", []):
+        path = folder / entry["path"]
+        if not path.is_file() or path.stat().st_size != entry["size"]:
+            raise StepFailed(f"{path}: missing or not the size the manifest lists")
+    return manifest
+
+
+# --- pip-check and inventory ---------------------------------------------------------------
+
+def check_step(run: Run, step: Step) -> None:
+    assert run.python is not None
+    if run.opts.installer == "uv":
+        argv = [uv_bin(), "pip", "check", "--no-config", "--python", str(run.python)]
+    else:
+        argv = [str(run.python), "-m", "pip", "check", "--isolated",
+                "--disable-pip-version-check"]
+    result = run.call("pip-check", argv, timeout=300, env=_run.isolated_env())
+    step.detail["output"] = (result.stdout + result.stderr).strip()[-2000:]
+    if not result.ok:
+        raise StepFailed(f"dependency conflicts: "
+                         f"{last_error_line(result.stdout or result.stderr)}")
+
+
+def inventory_step(run: Run, step: Step) -> None:
+    assert run.venv is not None and run.python is not None
+    installed = {k: v for k, v in _distributions(run.venv).items()  # the venv's own pip and
+                 if k in run.expected or k not in run.seed}       # setuptools are not extras
+    inventory = Inventory(
+        expected=len(run.expected), installed=len(installed),
+        missing=tuple(sorted(f"{n}=={v}" for n, v in run.expected.items()
+                             if n not in installed)),
+        extra=tuple(sorted(f"{n}=={v}" for n, v in installed.items()
+                           if n not in run.expected)),
+        mismatched=tuple(sorted(f"{n}: lock {run.expected[n]}, installed {v}"
+                                for n, v in installed.items()
+                                if n in run.expected and not _same_version(v, run.expected[n]))),
+        seed=tuple(sorted(run.seed)))
+    run.found["packages"] = _package_table(run.opts.project.lock_path(run.opts.platform.name),
+                                           installed)
+    run.found["inventory"] = inventory
+    if run.opts.installer == "uv":
+        argv = [uv_bin(), "pip", "freeze", "--no-config", "--python", str(run.python)]
+    else:
+        argv = [str(run.python), "-m", "pip", "freeze", "--all", "--isolated",
+                "--disable-pip-version-check"]
+    frozen = run.call("inventory", argv, timeout=300, env=_run.isolated_env())
+    run.attachments["installed-after.txt"] = frozen.stdout
+    step.detail.update(inventory.to_dict())
+    if inventory.problems:
+        raise StepFailed("installed packages differ from the lock: "
+                         + "; ".join(inventory.problems))
+
+
+def _package_table(lock: Path, installed: dict[str, str]) -> tuple[PackageRow, ...]:
+    """Each installed distribution with the index and sha256 the lock gives its version."""
+    try:
+        entries = {canonicalize_name(p["name"]): p
+                   for p in tomllib.loads(lock.read_text(encoding="utf-8"))["packages"]}
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        entries = {}
+    rows = []
+    for name in sorted(installed):
+        entry: dict[str, Any] = entries.get(canonicalize_name(name), {})
+        files = entry.get("wheels", []) + ([entry["sdist"]] if "sdist" in entry else [])
+        rows.append(PackageRow(name=name, version=installed[name], index=entry.get("index"),
+                               sha256=tuple(sorted(f.get("hashes", {}).get("sha256", "")
+                                                   for f in files))))
+    return tuple(rows)
+
+
+def _same_version(a: str, b: str) -> bool:
+    """Exact, local label included: 2.5.1 is not 2.5.1+rocm6.2."""
+    try:
+        return Version(a) == Version(b) and Version(a).local == Version(b).local
+    except InvalidVersion:
+        return a == b
+
+
+def _distributions(venv: Path) -> dict[str, str]:
+    """Name -> version of every ``*.dist-info`` in the venv, read from its METADATA."""
+    found: dict[str, str] = {}
+    for meta in venv.glob("lib*/python*/site-packages/*.dist-info/METADATA"):
+        found.update(_name_version(meta))
+    for meta in venv.glob("Lib/site-packages/*.dist-info/METADATA"):
+        found.update(_name_version(meta))
+    return found
+
+
+def _name_version(meta: Path) -> dict[str, str]:
+    name = version = None
+    with meta.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.strip():
+                break
+            if line.startswith("Name:"):
+                name = line.split(":", 1)[1].strip()
+            elif line.startswith("Version:"):
+                version = line.split(":", 1)[1].strip()
+    return {canonicalize_name(name): version} if name and version else {}

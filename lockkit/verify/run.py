@@ -1,0 +1,119 @@
+"""``lockkit verify``: rebuild a lock into a fresh venv and prove that it works.
+
+The steps run in the order of the rebuild procedure, each needing the one before it
+(``inventory`` needs ``install`` only: both metadata checks report even when the other
+fails), and every command runs the new venv's interpreter by its path:
+
+    host -> venv -> install -> pip-check -> inventory -> system -> gpu -> application
+
+:func:`verify` returns the :class:`~lockkit.report.model.Dossier` and the run's logs; it
+writes no report (the caller renders them with :mod:`lockkit.report`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from lockkit import __version__, chain, probe
+from lockkit.common import sha256_file
+from lockkit.report.model import Dossier, Variant
+from lockkit.steps import Step, Steps, StepSkipped, overall
+from lockkit.verify import rebuild
+from lockkit.verify.application import app_step, git_state
+from lockkit.verify.context import UV_CACHE, Options, Run
+
+__all__ = ["Outcome", "PLAN", "verify"]
+
+PLAN: list[tuple[str, tuple[str, ...]]] = [
+    ("host", ()), ("venv", ("host",)), ("install", ("venv",)), ("pip-check", ("install",)),
+    ("inventory", ("install",)), ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
+    ("application", ("gpu",)),
+]
+ISOLATION = ("installer calls ran with --no-config/--isolated and without PIP_*/UV_* "
+             "variables: no user or global pip/uv configuration was used")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    dossier: Dossier
+    attachments: Mapping[str, str]  # file name -> text: the installed list, the app's log
+    venv: Path | None  # the rebuilt venv, when kept
+
+    @property
+    def result(self) -> str:
+        return self.dossier.result
+
+
+def verify(opts: Options) -> Outcome:
+    started = _dt.datetime.now(_dt.timezone.utc)
+    work = Path(tempfile.mkdtemp(prefix="lockkit-verify-"))
+    run = Run(opts=opts, work=work, steps=Steps(PLAN))
+
+    def host(step: Step) -> None:
+        run.found["code"] = git_state(run, opts.project.root)
+        rebuild.host_step(run, step)
+
+    def system(step: Step) -> None:
+        assert run.python is not None
+        chain.system_step(step, run.python, run.found, timeout=opts.probe_timeout,
+                          record=run.recorder("system"))
+
+    def gpu(step: Step) -> None:
+        if opts.no_gpu:
+            raise StepSkipped("--no-gpu: the device was not checked, so the rebuild is not "
+                              "proven")
+        assert run.python is not None
+        chain.gpu_step(step, run.python, chain.gpu_args(opts.platform), run.found,
+                       timeout=opts.probe_timeout, record=run.recorder("gpu"))
+
+    bodies: dict[str, Callable[[Step], None]] = {
+        "host": host, "venv": lambda s: rebuild.venv_step(run, s),
+        "install": lambda s: rebuild.install_step(run, s),
+        "pip-check": lambda s: rebuild.check_step(run, s),
+        "inventory": lambda s: rebuild.inventory_step(run, s), "system": system, "gpu": gpu,
+        "application": lambda s: app_step(run, s),
+    }
+    try:
+        for name, _ in PLAN:
+            step = run.steps.execute(name, bodies[name])
+            if opts.on_step:
+                opts.on_step(step)
+        dossier = _dossier(run, started)
+    finally:
+        kept = opts.keep_venv and run.venv is not None
+        if kept:
+            shutil.rmtree(work / "app", ignore_errors=True)
+            shutil.rmtree(work / UV_CACHE, ignore_errors=True)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return Outcome(dossier=dossier, attachments=dict(run.attachments),
+                   venv=run.venv if kept else None)
+
+
+def _dossier(run: Run, started: _dt.datetime) -> Dossier:
+    opts, found = run.opts, run.found
+    lock = opts.project.lock_path(opts.platform.name)
+    return Dossier(
+        kind="verify", lockkit_version=__version__,
+        started=started.strftime("%Y-%m-%dT%H:%M:%SZ"), command_line=opts.command_line,
+        platform=opts.platform.name, lock=str(lock),
+        lock_sha256=sha256_file(lock) if lock.is_file() else None,
+        interpreter=str(run.interpreter) if run.interpreter else None,
+        installer=opts.installer, isolation=ISOLATION,
+        wheelhouse=str(run.wheelhouse) if run.wheelhouse else None,
+        options={"platform": opts.platform.name, "installer": opts.installer,
+                 "no_gpu": opts.no_gpu, "probe_timeout": opts.probe_timeout,
+                 "python": (found.get("python") or {}).get("full")},
+        variant=Variant.from_dict(opts.variant),
+        result=overall(run.steps), first_error=run.steps.first_error,
+        steps=tuple(s.result() for s in run.steps), commands=tuple(run.commands),
+        packages=found.get("packages"), inventory=found.get("inventory"),
+        system=found.get("system"), gpu=found.get("gpu"),
+        application=found.get("application"), code=found.get("code"),
+        fingerprints=found.get("fingerprints"), embedding_config=found.get("embedding_config"),
+        environment_passed_to_probes=tuple(sorted(probe.ALLOWED_VARS)))
