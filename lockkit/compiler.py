@@ -6,19 +6,20 @@ import hashlib
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from lockkit import __version__
+from lockkit.common import write_atomic
 from lockkit.config import Project, normalized_inputs, resolver_inputs
 from lockkit.errors import ConfigError, IndexError_, LockkitError, PlatformError, ResolutionError
 from lockkit.freshness import LOCK_FORMAT, check, fingerprint, inputs_record, packages_digest
-from lockkit.common import write_atomic
 from lockkit.lockfile import build_lock, check_guards, dumps
 from lockkit.platforms import Platform
 from lockkit.redact import redact

@@ -12,13 +12,13 @@ import hashlib
 import json
 import re
 import urllib.parse
-from lockkit._compat import tomllib
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from lockkit._compat import tomllib
 from lockkit.errors import PlatformError
 
 __all__ = ["Backend", "Platform", "load_platforms", "markdown_table", "shipped_dir"]

@@ -29,8 +29,9 @@ import html.parser
 import http.server
 import threading
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -226,7 +227,7 @@ class RoutingIndex:
         # of looking for the name on the default index.
         return 200, (page.html or _EMPTY).encode()
 
-    def __enter__(self) -> "RoutingIndex":
+    def __enter__(self) -> RoutingIndex:
         routing = self
 
         class Handler(http.server.BaseHTTPRequestHandler):

@@ -6,21 +6,22 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import tomllib
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from index_server import Index, IndexServer, build_wheel  # noqa: E402
+from packaging.pylock import Pylock  # noqa: E402
 from pytorch_index import PyTorchIndex  # noqa: E402
+
 from lockkit.cli import main  # noqa: E402
 from lockkit.platforms import load_platforms  # noqa: E402
 from lockkit.targets import environment, wheel_tags  # noqa: E402
-from packaging.pylock import Pylock  # noqa: E402
 
 OFFICIAL = "https://download.pytorch.org/whl"  # the official PyTorch index's root
 LINUX = "cp311-cp311-linux_x86_64"

@@ -26,7 +26,8 @@ import platform
 import sys
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 SCHEMA = 1
 SEED = 20240617
@@ -113,7 +114,7 @@ def gpu_facts(torch: Any) -> dict[str, Any]:
     """Name, capability and arch of device 0; on ROCm the name proves nothing about vendor."""
     props = optional(lambda: torch.cuda.get_device_properties(0))
     return {"name": optional(lambda: torch.cuda.get_device_name(0)),
-            "capability": optional(lambda: "%d.%d" % tuple(torch.cuda.get_device_capability(0))),
+            "capability": optional(lambda: "{}.{}".format(*torch.cuda.get_device_capability(0))),
             "arch": getattr(props, "gcnArchName", None) or None,
             # a hint for "no kernel image is available" errors
             "arch_list": optional(lambda: list(torch.cuda.get_arch_list()))}
@@ -232,7 +233,7 @@ def run_checks(args: argparse.Namespace) -> dict[str, Any]:
     report["torch"] = {"error": failure} if failure else torch_summary(torch)
     checks: dict[str, dict[str, Any]] = {}
     blocked = None
-    for name, check in zip(CHECKS, (build_check, device_check, matmul_check)):
+    for name, check in zip(CHECKS, (build_check, device_check, matmul_check))  # noqa: B905 - runs on 3.9 too:
         if blocked:
             checks[name] = {"status": "skipped", "reason": blocked}
         elif failure:
