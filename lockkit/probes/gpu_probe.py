@@ -233,7 +233,7 @@ def run_checks(args: argparse.Namespace) -> dict[str, Any]:
     report["torch"] = {"error": failure} if failure else torch_summary(torch)
     checks: dict[str, dict[str, Any]] = {}
     blocked = None
-    for name, check in zip(CHECKS, (build_check, device_check, matmul_check))  # noqa: B905 - runs on 3.9 too:
+    for name, check in zip(CHECKS, (build_check, device_check, matmul_check)):  # noqa: B905
         if blocked:
             checks[name] = {"status": "skipped", "reason": blocked}
         elif failure:
