@@ -10,9 +10,9 @@ import pytest
 from test_probes import checks_of, fake_venv, gpu, numpy_wheel  # noqa: F401 - fixtures
 
 from lockkit import common
+from lockkit.chain import gpu_args
 from lockkit.platforms import load_platforms
 from lockkit.probe import gpu_status
-from lockkit.verify import gpu_args
 
 XPU_FAKE: dict[str, Any] = {"version": "2.9.1+xpu", "cuda": None, "hip": None,
                             "xpu": "20250101", "device_name": "Intel(R) Data Center GPU Max 1550"}
@@ -66,7 +66,7 @@ def test_rocm_build_is_read_from_torch_version_hip(fake_venv):  # noqa: F811
 
 @pytest.mark.parametrize("machine", ["aarch64", "arm64"])
 def test_aarch64_platforms_match_an_aarch64_machine(monkeypatch, machine):
-    """verify's host step compares common.host_arch() with arch_family(platform.arch)."""
+    """verify's host step (verify/rebuild.py) compares host_arch() with arch_family(arch)."""
     monkeypatch.setattr(common._platform, "machine", lambda: machine)
     plats = load_platforms()
     here = common.host_arch()
