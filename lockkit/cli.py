@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
                           description="List shipped platforms and the project's own.")
     plat.add_argument("--project", type=Path, default=Path("."), metavar="DIR")
     plat.add_argument("--json", action="store_true", help="print a JSON list (a CI matrix input)")
+    plat.add_argument("--markdown", action="store_true",
+                      help="print the README's platform table (Markdown)")
+    plat.add_argument("--host", action="store_true",
+                      help="the platforms this machine can run, best first, and why not the others")
     comp = sub.add_parser(
         "compile", help="write locks/pylock.<platform>.toml",
         description="Resolve the project's constraints with uv for each platform and write "
@@ -234,25 +238,40 @@ def _wheelhouse_parser(sub: Any) -> None:
 
 
 def cmd_platforms(args: argparse.Namespace) -> int:
-    from lockkit.platforms import load_platforms
+    from lockkit.platforms import load_platforms, markdown_table
 
     if not args.project.is_dir():
         raise UsageError(f"--project {args.project}: not a folder")
     platforms = load_platforms(args.project.resolve())
+    if args.host:
+        return _platforms_host(platforms, args.json)
     if args.json:
-        rows = [{"name": p.name, "os": p.os, "arch": p.arch, "python": p.python,
-                 "python_platform": p.python_platform,
-                 "backend": {"kind": p.backend.kind, "version": p.backend.version},
-                 "torch_index": p.torch_index, "torch_packages": list(p.torch_packages),
-                 "gpu": {"device": p.gpu_device, "cuda": p.gpu_cuda, "hip": p.gpu_hip}}
-                for p in platforms.values()]
-        print(json.dumps(rows, indent=2))
+        print(json.dumps([p.summary() for p in platforms.values()], indent=2))
         return 0
-    rows = [(p.name, p.os, p.arch, p.python,
-             p.backend.kind + (f" {p.backend.version}" if p.backend.version else ""),
-             p.torch_index or "(default index)") for p in platforms.values()]
-    ui.print_table("lockkit platforms", ("name", "os", "arch", "python", "backend", "torch index"),
-                   rows, stream=sys.stdout)
+    if args.markdown:
+        print(markdown_table(platforms), end="")
+        return 0
+    rows = [(p.name, p.os, p.arch, p.python, p.backend_label,
+             f"alias of {p.alias_of}" if p.alias_of else p.torch_index or "(default index)",
+             p.torch_releases) for p in platforms.values()]
+    ui.print_table("lockkit platforms", ("name", "os", "arch", "python", "backend", "torch index",
+                                         "torch releases"), rows, stream=sys.stdout)
+    return 0
+
+
+def _platforms_host(platforms: dict[str, Any], as_json: bool) -> int:
+    from lockkit import host
+
+    fits, out = host.rank(platforms.values(), host.detect())
+    if as_json:
+        print(json.dumps({"runs": [{"name": r.platform.name, "reason": r.reason} for r in fits],
+                          "ruled_out": [{"name": r.platform.name, "reason": r.reason}
+                                        for r in out]}, indent=2))
+        return 0
+    rows = [(i, r.platform.name, "runs here", r.reason) for i, r in enumerate(fits, 1)]
+    rows += [("", r.platform.name, "ruled out", r.reason) for r in out]
+    ui.print_table("lockkit platforms --host", ("#", "platform", "verdict", "why"), rows,
+                   stream=sys.stdout)
     return 0
 
 
@@ -360,6 +379,15 @@ def _wheelhouse_pack(args: argparse.Namespace) -> int:
 def _wheelhouse_unpack(args: argparse.Namespace) -> int:
     from lockkit import archive
 
+    if args.archive.is_dir():  # a folder of <platform>.wheelhouse.tar: the best for this machine
+        from lockkit.host import choose
+        from lockkit.platforms import load_platforms
+
+        tars = {p.name.removesuffix(".wheelhouse.tar"): p
+                for p in args.archive.glob("*.wheelhouse.tar")}
+        picked = choose(load_platforms(), set(tars), "wheelhouse archive")
+        ui.say(f"wheelhouse unpack: picked {picked.platform.name} ({picked.reason})")
+        args.archive = tars[picked.platform.name]
     if not args.archive.is_file():
         raise UsageError(f"{args.archive}: no such archive")
     name = args.archive.name.removesuffix(".tar").removesuffix(".wheelhouse")
@@ -422,10 +450,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
     known = load_platforms(project.root)
-    if args.platform is None and len(project.platforms) != 1:
-        raise UsageError("--platform: required (the config lists "
-                         f"{', '.join(project.platforms) or 'no platforms'})")
-    platform, = select_platforms(known, [args.platform or project.platforms[0]], False, project)
+    name = args.platform or (project.platforms[0] if len(project.platforms) == 1 else None)
+    if name is None:  # several (or no) platforms: the best this machine runs that has a lock
+        from lockkit.host import choose
+
+        locked = {n for n in known if project.lock_path(n).is_file()}
+        picked = choose(known, locked, "lock")
+        name = picked.platform.name
+        ui.say(f"verify: picked {name} for this machine ({picked.reason})")
+    platform, = select_platforms(known, [name], False, project)
     if not project.lock_path(platform.name).is_file():
         raise UsageError(f"{project.lock_path(platform.name)}: no lock",
                          hint=f"run 'lockkit compile --platform {platform.name}'")

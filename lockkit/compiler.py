@@ -6,20 +6,25 @@ import hashlib
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from lockkit import __version__
-from lockkit.config import Project, normalized_inputs, resolver_inputs
-from lockkit.errors import ConfigError, IndexError_, LockkitError, PlatformError
-from lockkit.freshness import LOCK_FORMAT, check, fingerprint, inputs_record, packages_digest
 from lockkit.common import write_atomic
+from lockkit.config import Project, normalized_inputs, resolver_inputs
+from lockkit.errors import ConfigError, IndexError_, LockkitError, PlatformError, ResolutionError
+from lockkit.freshness import LOCK_FORMAT, check, fingerprint, inputs_record, packages_digest
 from lockkit.lockfile import build_lock, check_guards, dumps
 from lockkit.platforms import Platform
 from lockkit.redact import redact
 from lockkit.resolve import Indexes, ResolveOptions, resolve, uv_bin, uv_version
+from lockkit.routing import served_versions
 
 __all__ = ["Outcome", "compile_platforms", "check_platforms", "select_platforms"]
 
@@ -123,10 +128,21 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
     options = ResolveOptions(preferences=project.lock_path(platform.name), upgrade=upgrade,
                              upgrade_packages=upgrade_packages,
                              exclude_newer=project.exclude_newer)
+    pages: dict[str, tuple[int, str]] = {}
+
+    def fetch_page(url: str) -> tuple[int, str]:
+        pages[url] = http.page(url)  # kept to name the torch versions the index serves
+        return pages[url]
+
     with tempfile.TemporaryDirectory(prefix="lockkit-inputs-") as tmp:
         reqs, input_options = resolver_inputs(project, Path(tmp))
-        resolution = resolve(reqs, platform, python, indexes, binary=uv, fetch_page=http.page,
-                             options=options, input_options=input_options)
+        try:
+            resolution = resolve(reqs, platform, python, indexes, binary=uv,
+                                 fetch_page=fetch_page, options=options,
+                                 input_options=input_options)
+        except ResolutionError:
+            _no_such_torch(platform, requirements, pages)
+            raise
     doc, routing = resolution.doc, resolution.routing
     check_guards(doc, platform, indexes, project.allow_sdist, routing)
     meta = {
@@ -147,6 +163,39 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
     write_atomic(path, text)
     return Outcome(platform=platform.name, path=path, status="written",
                    packages=len(lock["packages"]))
+
+
+def _no_such_torch(platform: Platform, requirements: dict[str, list[str]],
+                   pages: dict[str, tuple[int, str]]) -> None:
+    """Raise the plain answer when the platform's index serves no torch the inputs accept:
+    the platform, the index and its newest torch versions (uv's derivation tree says the
+    same in many lines, and never which index it was)."""
+    page = next((v for k, v in pages.items() if k.rstrip("/").endswith("/torch")), None)
+    if not platform.torch_index or page is None or page[0] != 200:
+        return
+    served = served_versions(page[1], "torch")
+    asked = [r for reqs in requirements.values() for r in map(_requirement, reqs)
+             if r is not None and r.name == "torch" and r.specifier]
+    if not served or not asked:
+        return
+    if any(all(r.specifier.contains(v, prereleases=True) for r in asked) for v in served):
+        return
+    shown = ", ".join(str(v) for v in served[:5]) + (", ..." if len(served) > 5 else "")
+    wanted = " and ".join(f"torch{r.specifier}" for r in asked)
+    raise ResolutionError(
+        f"{platform.name}: no resolution: no torch matching {wanted} on the PyTorch index "
+        f"{redact(platform.torch_index)}; it serves torch {shown}",
+        hint="change the torch requirement, or choose a platform whose torch releases "
+             "include it ('lockkit platforms')")
+
+
+def _requirement(text: str) -> Requirement | None:
+    try:
+        req = Requirement(text)
+    except InvalidRequirement:
+        return None
+    req.name = canonicalize_name(req.name)
+    return req
 
 
 def _existing_lock(path: Path) -> str | None:
@@ -202,7 +251,7 @@ def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome
     for platform in platforms:
         path = project.lock_path(platform.name)
         record = inputs_record(project, platform, _python(project, platform), requirements)
-        verdict = check(path, record)
+        verdict = check(path, record, platform)
         outcomes.append(Outcome(platform=platform.name, path=path, status=verdict.status,
                                 detail=verdict.detail))
     return outcomes

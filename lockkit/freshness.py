@@ -72,8 +72,9 @@ def packages_digest(packages: list[dict[str, Any]]) -> str:
     return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
-def check(path: Path, current: dict[str, Any]) -> Verdict:
-    """The state of the lock at *path* against the *current* inputs record."""
+def check(path: Path, current: dict[str, Any], platform: Platform | None = None) -> Verdict:
+    """The state of the lock at *path* against the *current* inputs record; with the
+    *platform*, a changed platform is told in words (renamed, moved index, new backend)."""
     if not path.is_file():
         return Verdict(status="missing")
     try:
@@ -87,7 +88,35 @@ def check(path: Path, current: dict[str, Any]) -> Verdict:
                                                  "lockkit wrote it")
     if tool.get("inputs-fingerprint") == fingerprint(current):
         return Verdict(status="fresh")
-    return Verdict(status="stale", detail=explain(tool.get("inputs"), current))
+    detail = explain(tool.get("inputs"), current)
+    if platform is not None:
+        detail = detail.replace(_PLATFORM_CHANGED, platform_change(tool, platform))
+    return Verdict(status="stale", detail=detail)
+
+
+_PLATFORM_CHANGED = "the platform definition changed"
+
+
+def platform_change(tool: dict[str, Any], platform: Platform) -> str:
+    """What the lock's ``[tool.lockkit]`` says its platform was, against what it is now:
+    a renamed or re-pointed family name must never pass as a mere fingerprint change."""
+    said = []
+    was = tool.get("platform")
+    if isinstance(was, str) and was and was != platform.name:
+        said.append(f"platform renamed {was} -> {platform.name}")
+    old_index, new_index = tool.get("torch-index") or "", platform.torch_index or ""
+    old = tool.get("backend") if isinstance(tool.get("backend"), dict) else {}
+    old_backend = " ".join(str(v) for v in (old.get("kind"), old.get("version")) if v)
+    new_backend = " ".join(v for v in (platform.backend.kind, platform.backend.version) if v)
+    moved = []
+    if old_index != new_index:
+        moved.append(f"torch index {old_index or '(default index)'} -> "
+                     f"{new_index or '(default index)'}")
+    if old_backend and old_backend != new_backend:
+        moved.append(f"backend {old_backend} -> {new_backend}")
+    if moved and platform.alias_of:
+        said.append(f"{platform.name} is now an alias of {platform.alias_of}")
+    return "; ".join(said + moved) or _PLATFORM_CHANGED
 
 
 def explain(recorded: Any, current: dict[str, Any]) -> str:
@@ -110,7 +139,7 @@ def explain(recorded: Any, current: dict[str, Any]) -> str:
 
 def _option_change(key: str, old: Any, new: Any) -> str:
     if key == "platform":
-        return "the platform definition changed"
+        return _PLATFORM_CHANGED
     if key == "lock-format":
         return f"lock format {old if old is not None else '(none)'} -> {new} (a newer lockkit)"
     def shown(value: Any) -> str:

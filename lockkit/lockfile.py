@@ -5,23 +5,25 @@ Read and validate locks on top of ``packaging.pylock``.
 
 from __future__ import annotations
 
+import re
 import urllib.parse
-from lockkit._compat import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import tomli_w
 from packaging.pylock import Pylock, PylockValidationError
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from lockkit._compat import tomllib
 from lockkit.errors import ConfigError, GuardError, IndexError_
 from lockkit.platforms import Platform
 from lockkit.redact import redact
 from lockkit.resolve import Indexes
 from lockkit.routing import RoutingIndex
 
-__all__ = ["build_lock", "check_guards", "read_lock", "dumps"]
+__all__ = ["build_lock", "check_guards", "cuda_majors", "dumps", "read_lock"]
 
 Hasher = Callable[[str], str]  # effective URL -> sha256 hex
 
@@ -35,13 +37,16 @@ def _files(package: dict[str, Any]) -> list[dict[str, Any]]:
 
 def check_guards(doc: dict[str, Any], platform: Platform, indexes: Indexes,
                  allow_sdist: tuple[str, ...], routing: RoutingIndex | None = None) -> None:
-    """Refuse a resolution that cannot work on *platform*; name every offender.
+    """Refuse a resolution that cannot work on *platform*; name every offender, at once.
 
     A torch-family file is accepted only when the PyTorch index's own page for that
     package listed it: the page identifies the file, not the host in its URL (the
-    official index links its wheels on a second host, mirrors on a third).
+    official index links its wheels on a second host, mirrors on a third). Every problem
+    is collected first (issue 13: a stray file used to hide the backend problems found
+    after it); a stray file makes it an index failure, otherwise a guard failure.
     """
     problems: list[str] = []
+    strays: list[str] = []
     allowed = {canonicalize_name(n) for n in allow_sdist}
     family = set(platform.torch_packages)
     for pkg in doc.get("packages", []):
@@ -50,32 +55,79 @@ def check_guards(doc: dict[str, Any], platform: Platform, indexes: Indexes,
             problems.append(f"{name} {pkg.get('version')} has no wheel for {platform.name} "
                             f"(only an sdist); add it to allow-sdist to accept that")
         if name in family and routing is not None:
-            stray = [f.get("url", "") for f in _files(pkg) if not routing.listed(name, f.get("url", ""))]
+            stray = [f.get("url", "") for f in _files(pkg)
+                     if not routing.listed(name, f.get("url", ""))]
             if stray:
-                raise IndexError_(
-                    f"{platform.name}: {name} must come from the PyTorch index "
+                strays.append(
+                    f"{name} must come from the PyTorch index "
                     f"{redact(indexes.torch_official or '')}, whose page for {name} did not list "
                     f"{redact(stray[0])}; no fallback to the default index")
     problems += _backend_problems(doc, platform)
+    if strays:
+        raise IndexError_(f"{platform.name}: " + "; ".join(strays + problems))
     if problems:
         raise GuardError(f"{platform.name}: " + "; ".join(problems))
 
 
+# The CUDA libraries a torch build depends on, and how each says its CUDA major: the
+# suffix (nvidia-cublas-cu12, nvidia-cudnn-cu13) or, for CUDA 13's unsuffixed wheels, the
+# version of cuda-toolkit / cuda-bindings (torch's PYTORCH_EXTRA_INSTALL_REQUIREMENTS:
+# "cuda-toolkit[...]==13.0.3", "cuda-bindings>=13.0.3,<14", "nvidia-nccl-cu13==...").
+_CU_SUFFIX = re.compile(r"^nvidia-.+-cu(\d+)$")
+_CUDA_BY_VERSION = ("cuda-toolkit", "cuda-bindings")
+
+
+def cuda_majors(versions: dict[str, str]) -> dict[str, str]:
+    """``{package: CUDA major}`` for every CUDA library in a resolution."""
+    found: dict[str, str] = {}
+    for name, version in versions.items():
+        if m := _CU_SUFFIX.match(name):
+            found[name] = m[1]
+        elif name in _CUDA_BY_VERSION and version:
+            found[name] = str(Version(version).major)
+    return found
+
+
+def _gpu_packages(versions: dict[str, str]) -> list[str]:
+    return sorted(n for n in versions if n.startswith("nvidia-") or "triton" in n
+                  or n in _CUDA_BY_VERSION)
+
+
 def _backend_problems(doc: dict[str, Any], platform: Platform) -> list[str]:
+    """The torch build against the backend, in both directions. A build from the default
+    index carries no ``+cu`` label: its CUDA major is read from its CUDA dependencies."""
     versions = {canonicalize_name(p["name"]): p.get("version", "") for p in doc.get("packages", [])}
     if "torch" not in versions:
         return []
     local = Version(versions["torch"]).local
     kind, ver = platform.backend.kind, platform.backend.version or ""
     got = f"torch {versions['torch']}"
-    if kind == "cuda" and local != "cu" + ver.replace(".", ""):
-        return [f"{got} is not a CUDA {ver} build (expected +cu{ver.replace('.', '')})"]
+    majors = cuda_majors(versions)
+    by_deps = ", ".join(f"{n} {versions[n]}" for n in sorted(majors))
+    cuda = "/".join(sorted(set(majors.values())))
+    if kind == "cuda":
+        want = ver.split(".")[0]
+        if local is None:
+            if not majors:
+                why = "no +cu label and no CUDA dependencies: a CPU build"
+                return [f"{got} is not a CUDA {ver} build ({why})"]
+            if set(majors.values()) != {want}:
+                why = f"(by its dependencies: {by_deps}), where CUDA {want} was asked"
+                return [f"{got} is a CUDA {cuda} build {why}"]
+            return []
+        if local != "cu" + ver.replace(".", ""):
+            return [f"{got} is not a CUDA {ver} build (expected +cu{ver.replace('.', '')})"]
     if kind == "rocm" and not (local or "").startswith("rocm" + ver):
         return [f"{got} is not a ROCm {ver} build (expected +rocm{ver})"]
+    if kind == "xpu" and local != "xpu":
+        return [f"{got} is not an XPU build (expected +xpu)"]
     if kind in ("cpu", "mps"):
         if local not in (None, "cpu"):
             return [f"{got} is not a CPU build"]
-        gpu = sorted(n for n in versions if n.startswith("nvidia-") or "triton" in n)
+        if majors:
+            return [f"{got} is not a CPU build: a CUDA {cuda} build by its dependencies "
+                    f"({by_deps})"]
+        gpu = _gpu_packages(versions)
         if gpu:
             return [f"a CPU platform must not pull GPU packages: {', '.join(gpu)}"]
     return []
@@ -99,7 +151,8 @@ def build_lock(doc: dict[str, Any], platform: Platform, indexes: Indexes,
             if key in pkg:
                 out[key] = pkg[key]
 
-        def entry(f: dict[str, Any]) -> dict[str, Any]:
+        def entry(f: dict[str, Any], name: str = name,
+                  routed: RoutingIndex | None = routed) -> dict[str, Any]:
             listed = routed.listed(name, f["url"]) if routed else None
             official = listed.official if listed else indexes.mirrors.official(f["url"])
             return _file(f, official, hasher, self_hashed)
@@ -139,7 +192,8 @@ def _file(entry: dict[str, Any], official: str, hasher: Hasher,
 
 
 def dumps(lock: dict[str, Any]) -> str:
-    return "# Generated by lockkit; edit the inputs and recompile, not this file.\n" + tomli_w.dumps(lock)
+    header = "# Generated by lockkit; edit the inputs and recompile, not this file.\n"
+    return header + tomli_w.dumps(lock)
 
 
 def read_lock(path: Path) -> tuple[dict[str, Any], Pylock]:

@@ -12,21 +12,25 @@ import hashlib
 import json
 import re
 import urllib.parse
-from lockkit._compat import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from lockkit._compat import tomllib
 from lockkit.errors import PlatformError
 
-__all__ = ["Backend", "Platform", "load_platforms", "shipped_dir"]
+__all__ = ["Backend", "Platform", "load_platforms", "markdown_table", "shipped_dir"]
 
-KINDS = ("cpu", "cuda", "rocm", "mps")
+KINDS = ("cpu", "cuda", "rocm", "xpu", "mps")
+DEVICES = ("cpu", "cuda", "xpu", "mps")
 OSES = ("linux", "macos", "windows")
 _TOP = {"name", "os", "arch", "python", "python-platform", "backend", "torch", "gpu", "description",
-        "macos-deployment-target"}
+        "macos-deployment-target", "alias-of"}
+_ALIAS_TOP = {"alias-of", "description"}
 _BACKEND = {"kind", "version"}
-_TORCH = {"index", "packages", "file-hosts"}
+_TORCH = {"index", "packages", "file-hosts", "releases"}
 _GPU = {"device", "cuda", "hip"}
 # platform_machine per os, as the target's interpreter reports it (compared ignoring case:
 # Windows says AMD64, lockkit.targets lowercases it for wheel tags).
@@ -62,13 +66,34 @@ class Platform:
     macos_target: str | None = None  # uv reads MACOSX_DEPLOYMENT_TARGET for macOS tags
     description: str = ""
     source: str = ""
+    # The torch releases the index serves for this backend (``[torch] releases``), as a
+    # specifier: what the README table and ``platforms --json`` show. Not a resolver input.
+    torch_releases: str = ""
+    # Set on a family name (``linux-rocm6``): the platform it stands for today.
+    alias_of: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """What decides a lock (the fingerprint's input): not where the file was, not the
+        documentation keys, so adding ``releases`` or an alias leaves existing locks fresh."""
         data = asdict(self)
-        data.pop("source")
+        for key in ("source", "torch_releases", "alias_of"):
+            data.pop(key)
         data["torch_packages"] = list(self.torch_packages)
         data["torch_file_hosts"] = list(self.torch_file_hosts)
         return data
+
+    def summary(self) -> dict[str, Any]:
+        """What ``lockkit platforms --json`` prints: a CI matrix entry."""
+        return {"name": self.name, "os": self.os, "arch": self.arch, "python": self.python,
+                "python_platform": self.python_platform,
+                "backend": {"kind": self.backend.kind, "version": self.backend.version},
+                "torch_index": self.torch_index, "torch_packages": list(self.torch_packages),
+                "torch_releases": self.torch_releases or None, "alias_of": self.alias_of,
+                "gpu": {"device": self.gpu_device, "cuda": self.gpu_cuda, "hip": self.gpu_hip}}
+
+    @property
+    def backend_label(self) -> str:
+        return self.backend.kind + (f" {self.backend.version}" if self.backend.version else "")
 
     @property
     def fingerprint(self) -> str:
@@ -124,12 +149,14 @@ class _Checker:
             raise PlatformError(f"{self.path}: " + "; ".join(self.errors))
 
 
-def parse_platform(path: Path) -> Platform:
+def parse_platform(path: Path) -> Platform | _Alias:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise PlatformError(f"{path}: cannot read platform file: {exc}") from exc
     c = _Checker(path)
+    if "alias-of" in data:
+        return _parse_alias(c, data, path)
     c.unknown(data, _TOP, "")
     backend, torch, gpu = c.table(data, "backend"), c.table(data, "torch"), c.table(data, "gpu")
     c.unknown(backend, _BACKEND, "backend.")
@@ -144,7 +171,7 @@ def parse_platform(path: Path) -> Platform:
         version=c.get(backend, "version", str, "backend.", required=False),
         index=c.get(torch, "index", str, "torch.", required=False),
         packages=c.get(torch, "packages", list, "torch."),
-        device=c.get(gpu, "device", str, "gpu.", choices=("cpu", "cuda", "mps")),
+        device=c.get(gpu, "device", str, "gpu.", choices=DEVICES),
     )
     _check_arch(c, fields["os"], fields["arch"])
     if fields["python"] is not None and not _PYTHON.fullmatch(fields["python"]):
@@ -163,6 +190,11 @@ def parse_platform(path: Path) -> Platform:
             c.errors.append(f"torch.file-hosts[{i}]: {host!r} is not a scheme://host URL")
     if hosts and not fields["index"]:
         c.errors.append("torch.file-hosts: needs torch.index")
+    releases = c.get(torch, "releases", str, "torch.", required=False) or ""
+    try:
+        SpecifierSet(releases)
+    except InvalidSpecifier:
+        c.errors.append(f"torch.releases: {releases!r} is not a version specifier such as '>=2.9'")
     macos_target = c.get(data, "macos-deployment-target", str, "", required=False)
     if macos_target is not None and not _MACOS_TARGET.fullmatch(macos_target):
         c.errors.append(f"macos-deployment-target: {macos_target!r} is not a version such "
@@ -176,7 +208,7 @@ def parse_platform(path: Path) -> Platform:
         torch_packages=tuple(sorted(p.lower() for p in fields["packages"])),
         torch_file_hosts=tuple(h.rstrip("/") for h in hosts),
         gpu_device=fields["device"], gpu_cuda=cuda, gpu_hip=hip,
-        macos_target=macos_target,
+        macos_target=macos_target, torch_releases=releases,
         description=data.get("description", ""), source=str(path),
     )
 
@@ -191,14 +223,69 @@ def _check_arch(c: _Checker, os_: str | None, arch: str | None) -> None:
         c.errors.append(f"arch: {arch!r} is not one of {', '.join(known)} for os {os_!r}{tip}")
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Alias:
+    """A family name's file: ``alias-of = "<platform>"``, resolved once every file is read."""
+
+    name: str
+    target: str
+    description: str
+    source: Path
+
+
+def _parse_alias(c: _Checker, data: dict, path: Path) -> _Alias:
+    c.unknown(data, _ALIAS_TOP, "")
+    target = c.get(data, "alias-of", str, "")
+    c.raise_if_any()
+    return _Alias(name=path.stem, target=target, description=data.get("description", ""),
+                  source=path)
+
+
+def _resolve_alias(alias: _Alias, found: dict[str, Platform]) -> Platform:
+    """The alias is the target's definition under the family name, saying which it stands for
+    (a lock compiled under the family name stays where it was: ``pylock.<alias>.toml``)."""
+    target = found.get(alias.target)
+    if target is None or target.alias_of:
+        known = sorted(n for n, p in found.items() if not p.alias_of)
+        close = difflib.get_close_matches(alias.target, known, n=1)
+        tip = f" (did you mean '{close[0]}'?)" if close else ""
+        why = "is itself an alias" if target else "is not a known platform"
+        raise PlatformError(f"{alias.source}: alias-of: {alias.target!r} {why}{tip}")
+    return replace(target, name=alias.name, alias_of=target.name, source=str(alias.source),
+                   description=alias.description or f"alias of {target.name}")
+
+
 def load_platforms(project_dir: Path | None = None) -> dict[str, Platform]:
-    """Shipped platforms, then the project's ``platforms/*.toml`` overriding by name."""
+    """Shipped platforms, then the project's ``platforms/*.toml`` overriding by name; family
+    names (``alias-of``) resolved last, so a project may point one at its own platform."""
     folders = [shipped_dir()]
     if project_dir is not None and (project_dir / "platforms").is_dir():
         folders.append(project_dir / "platforms")
     found: dict[str, Platform] = {}
+    aliases: dict[str, _Alias] = {}
     for folder in folders:
         for path in sorted(folder.glob("*.toml")):
             plat = parse_platform(path)
-            found[plat.name] = plat
+            if isinstance(plat, _Alias):
+                found.pop(plat.name, None)
+                aliases[plat.name] = plat
+            else:
+                aliases.pop(plat.name, None)
+                found[plat.name] = plat
+    for alias in aliases.values():
+        found[alias.name] = _resolve_alias(alias, found)
     return dict(sorted(found.items()))
+
+
+def markdown_table(platforms: dict[str, Platform]) -> str:
+    """The README's platform table, made from the files (``lockkit platforms --markdown``):
+    a test keeps the README equal to it, so the table never tells of a platform gone."""
+    lines = ["| platform | OS | arch | backend | torch from | torch releases |",
+             "|---|---|---|---|---|---|"]
+    for p in platforms.values():
+        where = p.torch_index or "the default index"
+        if p.alias_of:
+            where = f"alias of `{p.alias_of}`"
+        lines.append(f"| `{p.name}` | {p.os} | {p.arch} | {p.backend_label} | {where} | "
+                     f"{p.torch_releases or 'any'} |")
+    return "\n".join(lines) + "\n"

@@ -29,15 +29,17 @@ import html.parser
 import http.server
 import threading
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from packaging.utils import canonicalize_name
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 
 from lockkit.redact import redact, strip_credentials
 from lockkit.urls import Mirrors, origin
 
-__all__ = ["Listed", "Page", "RoutingIndex", "parse_links", "resolve_href"]
+__all__ = ["Listed", "Page", "RoutingIndex", "parse_links", "resolve_href", "served_versions"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,6 +90,22 @@ def parse_links(text: str) -> list[dict[str, str]]:
     parser.feed(text)
     parser.close()
     return parser.links
+
+
+def served_versions(text: str, name: str) -> list[Version]:
+    """The versions of *name* a PEP 503 page lists, newest first: what "no such torch"
+    shows, so a user sees what the index does serve instead of uv's derivation tree."""
+    found: set[Version] = set()
+    for link in parse_links(text):
+        path = urllib.parse.urlsplit(link["href"].split("#", 1)[0]).path
+        filename = urllib.parse.unquote(path.rsplit("/", 1)[-1])
+        try:
+            got, version, *_ = parse_wheel_filename(filename)
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+        if got == canonicalize_name(name):
+            found.add(version)
+    return sorted(found, reverse=True)
 
 
 def _with_userinfo(url: str, page: str) -> str:
@@ -209,7 +227,7 @@ class RoutingIndex:
         # of looking for the name on the default index.
         return 200, (page.html or _EMPTY).encode()
 
-    def __enter__(self) -> "RoutingIndex":
+    def __enter__(self) -> RoutingIndex:
         routing = self
 
         class Handler(http.server.BaseHTTPRequestHandler):

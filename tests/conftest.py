@@ -6,21 +6,22 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import tomllib
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from index_server import Index, IndexServer, build_wheel  # noqa: E402
+from packaging.pylock import Pylock  # noqa: E402
 from pytorch_index import PyTorchIndex  # noqa: E402
+
 from lockkit.cli import main  # noqa: E402
 from lockkit.platforms import load_platforms  # noqa: E402
 from lockkit.targets import environment, wheel_tags  # noqa: E402
-from packaging.pylock import Pylock  # noqa: E402
 
 OFFICIAL = "https://download.pytorch.org/whl"  # the official PyTorch index's root
 LINUX = "cp311-cp311-linux_x86_64"
@@ -115,7 +116,30 @@ def project(tmp_path, indexes):
     root.mkdir()
     (root / "requirements.in").write_text("torch==2.5.1\nnumpy\n")
     (root / "lockkit.toml").write_text(indexes.config())
+    # The routing tests were written against whl/rocm6.2, which fill() serves; the shipped
+    # family name linux-rocm6 now stands for whl/rocm6.4 (issue 17), so the project keeps
+    # its own linux-rocm6 on rocm6.2, as a project that pinned that index would.
+    (root / "platforms").mkdir()
+    (root / "platforms" / "linux-rocm6.toml").write_text(ROCM62)
     return root
+
+
+ROCM62 = """description = "Linux x86_64, AMD ROCm 6.2"
+os = "linux"
+arch = "x86_64"
+python = "3.11"
+python-platform = "x86_64-unknown-linux-gnu"
+[backend]
+kind = "rocm"
+version = "6.2"
+[torch]
+index = "https://download.pytorch.org/whl/rocm6.2"
+file-hosts = ["https://download-r2.pytorch.org"]
+packages = ["torch", "torchvision", "torchaudio", "pytorch-triton-rocm"]
+[gpu]
+device = "cuda"
+hip = "6.2"
+"""
 
 
 @pytest.fixture(scope="session")

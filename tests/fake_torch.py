@@ -2,7 +2,8 @@
 
 The wheel is built by :func:`index_server.build_wheel` (valid METADATA, WHEEL, RECORD), so
 an installer treats it as the real thing. Its ``torch`` knows its build (``__version__``,
-``torch.version.cuda`` / ``hip``), its devices (``torch.cuda.*``), a few
+``torch.version.cuda`` / ``hip`` / ``xpu``), its devices (``torch.cuda.*``, or
+``torch.xpu.*`` for an Intel XPU build, as torch/xpu/__init__.py names them), a few
 ``torch.backends`` flags and settings, and on purpose not everything: the probes must
 turn a missing attribute into a recorded error. Matrix products go through numpy when
 the venv has it (the probe then runs its real comparison); without numpy the fake has no
@@ -50,8 +51,10 @@ if _CONFIG["chatter"]:
 __version__ = _CONFIG["version"]
 _DEVICES = _CONFIG["devices"]
 _GPU = bool(_CONFIG["cuda"] or _CONFIG["hip"])
+_XPU = bool(_CONFIG["xpu"])
 
-version = types.SimpleNamespace(cuda=_CONFIG["cuda"], hip=_CONFIG["hip"], git_version="fake")
+version = types.SimpleNamespace(cuda=_CONFIG["cuda"], hip=_CONFIG["hip"], xpu=_CONFIG["xpu"],
+                                git_version="fake")
 
 
 def _ordinal(index):
@@ -85,6 +88,12 @@ cuda = types.SimpleNamespace(
     get_device_capability=_capability,
     get_device_properties=_Properties,
     get_arch_list=lambda: ["sm_80", "sm_90"] if _CONFIG["cuda"] else [],
+)
+xpu = types.SimpleNamespace(
+    _is_compiled=lambda: _XPU,
+    is_available=lambda: _XPU and _DEVICES > 0,
+    device_count=lambda: _DEVICES if _XPU else 0,
+    get_device_name=lambda index=0: _CONFIG["device_name"],
 )
 # No fp32_precision anywhere, no get_num_interop_threads: an older torch, as far as the
 # probes can tell, and they must say so rather than fail.
@@ -129,7 +138,10 @@ class Tensor:
         self._a = array
 
     def to(self, device):
-        if str(device).startswith(("cuda", "mps")) and not cuda.is_available():
+        if str(device).startswith("xpu"):
+            if not xpu.is_available():
+                raise RuntimeError("PyTorch was compiled without XPU support")
+        elif str(device).startswith(("cuda", "mps")) and not cuda.is_available():
             raise RuntimeError("Found no NVIDIA driver on your system.")
         return self
 
@@ -190,6 +202,7 @@ def build_fake_torch(
     version: str = "2.5.1+cu126",
     cuda: str | None = "12.6",
     hip: str | None = None,
+    xpu: str | None = None,
     devices: int = 0,
     device_name: str = "NVIDIA H100 80GB HBM3",
     capability: tuple[int, int] = (9, 0),
@@ -208,7 +221,7 @@ def build_fake_torch(
     crash_mode = "abort" if crash is True else (crash or None)
     if crash_mode not in (None, "abort", "segv"):
         raise ValueError(f"crash must be False, True, 'abort' or 'segv', not {crash!r}")
-    config = {"version": version, "cuda": cuda, "hip": hip, "devices": devices,
+    config = {"version": version, "cuda": cuda, "hip": hip, "xpu": xpu, "devices": devices,
               "device_name": device_name, "capability": list(capability), "mps": mps,
               "matmul_error": matmul_error, "chatter": chatter, "hang": hang,
               "crash": crash_mode}

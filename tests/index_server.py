@@ -33,12 +33,14 @@ def build_wheel(
     requires: list[str] | None = None,
     tag: str = "py3-none-any",
     files: dict[str, str] | None = None,
+    extras: tuple[str, ...] = (),
 ) -> Path:
     """Write ``name-version-tag.whl`` into *dest* and return its path."""
     dest.mkdir(parents=True, exist_ok=True)
     dist = name.replace("-", "_")
     info = f"{dist}-{version}.dist-info"
     meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta += [f"Provides-Extra: {e}" for e in extras]
     meta += [f"Requires-Dist: {r}" for r in requires or []]
     contents = {
         f"{dist}/__init__.py": f"__version__ = {version!r}\n",

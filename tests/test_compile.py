@@ -363,7 +363,7 @@ def test_lock_installs_with_uv_from_a_project_platform(project, indexes, tmp_pat
     """A user platform whose PyTorch index is a private proxy (its pages link files on
     itself, as Artifactory's do): its own URLs are the official ones; uv installs the lock."""
     (project / "lockkit.toml").write_text(f'index-url = "{indexes.url}/simple"\n')
-    (project / "platforms").mkdir()
+    (project / "platforms").mkdir(exist_ok=True)
     src = (Path(__file__).parents[1] / "platforms" / "linux-cpu.toml").read_text()
     (project / "platforms" / "local-cpu.toml").write_text(
         src.replace(f"{OFFICIAL}/cpu", indexes.pt.rewriting("cpu")).replace(
@@ -383,7 +383,7 @@ def test_lock_installs_with_uv_from_a_project_platform(project, indexes, tmp_pat
 
 
 def test_malformed_platform_file_names_file_and_field(project, capsys):
-    (project / "platforms").mkdir()
+    (project / "platforms").mkdir(exist_ok=True)
     (project / "platforms" / "broken.toml").write_text(
         'os = "plan9"\narch = "x"\npython = "3.11"\npython-platform = "x"\n'
         '[backend]\nkind = "cuda"\n[torch]\npackages = ["torch"]\n'

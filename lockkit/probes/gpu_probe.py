@@ -5,7 +5,8 @@ cuda --cuda 12.6 --device cuda``) with the standard library, torch and numpy onl
 Three sub-checks, in order, each ``passed``, ``failed``, ``error`` (it raised) or
 ``skipped``, and each that did not pass carries an ``error`` (or ``reason``) line:
 
-1. ``build``  - the wheel is built for the backend (CUDA version, HIP version, CPU, MPS);
+1. ``build``  - the wheel is built for the backend (CUDA version, ROCm's
+   ``torch.version.hip``, Intel XPU's ``torch.xpu``, CPU, MPS);
 2. ``device`` - the expected device is visible (no CPU fallback is ever taken);
 3. ``matmul`` - a seeded float32 product on the device agrees with a float64 CPU one
    within the tolerance recorded in the output.
@@ -25,7 +26,8 @@ import platform
 import sys
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 SCHEMA = 1
 SEED = 20240617
@@ -52,7 +54,10 @@ def version_matches(got: str | None, want: str | None) -> bool:
     return got.split(".")[: len(wanted)] == wanted
 
 
-def describe_build(cuda: str | None, hip: str | None, mps_built: bool) -> str:
+def describe_build(cuda: str | None, hip: str | None, mps_built: bool,
+                   xpu_built: bool = False) -> str:
+    if xpu_built:
+        return "an XPU build (torch.xpu)"
     if hip:
         return f"a ROCm build (torch.version.hip={hip}, torch.version.cuda={cuda})"
     if cuda:
@@ -65,6 +70,8 @@ def wanted_build(args: argparse.Namespace) -> str:
         return f"a CUDA {args.cuda} build" if args.cuda else "a CUDA build"
     if args.expect == "rocm":
         return f"a ROCm {args.hip} build" if args.hip else "a ROCm build"
+    if args.expect == "xpu":
+        return "an XPU build"
     return "an MPS build" if args.expect == "mps" else "a CPU-only build"
 
 
@@ -72,21 +79,27 @@ def build_check(torch: Any, args: argparse.Namespace) -> dict[str, Any]:
     cuda, hip = torch.version.cuda, getattr(torch.version, "hip", None)
     mps = getattr(getattr(torch, "backends", None), "mps", None)
     mps_built = bool(mps is not None and mps.is_built())
+    # An XPU build: torch.xpu._is_compiled() (torch/xpu/__init__.py), else torch.version.xpu.
+    xpu = getattr(torch, "xpu", None)
+    xpu_built = bool(optional(lambda: xpu._is_compiled()) if xpu is not None else False) or \
+        bool(getattr(torch.version, "xpu", None))
     if args.expect == "cuda":  # a ROCm wheel also answers torch.cuda: hip must be unset
         ok = version_matches(cuda, args.cuda) and not hip
     elif args.expect == "rocm":
         ok = version_matches(hip, args.hip)
     elif args.expect == "mps":
         ok = mps_built
+    elif args.expect == "xpu":
+        ok = xpu_built and not cuda and not hip
     else:
-        ok = not cuda and not hip
+        ok = not cuda and not hip and not xpu_built
     result: dict[str, Any] = {"status": "passed" if ok else "failed", "expected": args.expect,
                               "expected_cuda": args.cuda, "expected_hip": args.hip,
                               "torch": torch.__version__, "cuda": cuda, "hip": hip,
-                              "mps_built": mps_built}
+                              "mps_built": mps_built, "xpu_built": xpu_built}
     if not ok:
-        result["error"] = (f"torch {torch.__version__} is {describe_build(cuda, hip, mps_built)}"
-                           f"; expected {wanted_build(args)}")
+        built = describe_build(cuda, hip, mps_built, xpu_built)
+        result["error"] = f"torch {torch.__version__} is {built}; expected {wanted_build(args)}"
     return result
 
 
@@ -101,7 +114,7 @@ def gpu_facts(torch: Any) -> dict[str, Any]:
     """Name, capability and arch of device 0; on ROCm the name proves nothing about vendor."""
     props = optional(lambda: torch.cuda.get_device_properties(0))
     return {"name": optional(lambda: torch.cuda.get_device_name(0)),
-            "capability": optional(lambda: "%d.%d" % tuple(torch.cuda.get_device_capability(0))),
+            "capability": optional(lambda: "{}.{}".format(*torch.cuda.get_device_capability(0))),
             "arch": getattr(props, "gcnArchName", None) or None,
             # a hint for "no kernel image is available" errors
             "arch_list": optional(lambda: list(torch.cuda.get_arch_list()))}
@@ -121,6 +134,8 @@ def device_check(torch: Any, args: argparse.Namespace) -> dict[str, Any]:
             result["error"] = unreachable("MPS device", "torch.backends.mps.is_available() is "
                                           "False")
         return result
+    if args.device == "xpu":
+        return xpu_device_check(torch)
     available = bool(torch.cuda.is_available())
     count = int(torch.cuda.device_count()) if available else 0
     result = {"status": "passed" if count > 0 else "failed", "device": "cuda:0",
@@ -130,6 +145,20 @@ def device_check(torch: Any, args: argparse.Namespace) -> dict[str, Any]:
     else:
         what = "ROCm GPU" if args.expect == "rocm" else "GPU"
         result["error"] = unreachable(what, f"torch.cuda.is_available() is {available}, "
+                                      f"{count} devices")
+    return result
+
+
+def xpu_device_check(torch: Any) -> dict[str, Any]:
+    """Intel GPUs answer torch.xpu, not torch.cuda; devices are named xpu."""
+    available = bool(torch.xpu.is_available())
+    count = int(torch.xpu.device_count()) if available else 0
+    result = {"status": "passed" if count > 0 else "failed", "device": "xpu:0",
+              "xpu_available": available, "device_count": count}
+    if count > 0:
+        result["name"] = optional(lambda: torch.xpu.get_device_name(0))
+    else:
+        result["error"] = unreachable("XPU device", f"torch.xpu.is_available() is {available}, "
                                       f"{count} devices")
     return result
 
@@ -151,7 +180,7 @@ def seeded_inputs(torch: Any, size: int) -> tuple[Any, Any, Any, str]:
 
 def matmul_check(torch: Any, args: argparse.Namespace) -> dict[str, Any]:
     """Like numpy.allclose: the rule and both tolerances go into the report."""
-    device = "cuda:0" if args.device == "cuda" else args.device
+    device = f"{args.device}:0" if args.device in ("cuda", "xpu") else args.device
     a, b, reference, source = seeded_inputs(torch, args.size)
     start = time.perf_counter()
     got = (a.to(device) @ b.to(device)).cpu().double()  # .cpu() waits for the device
@@ -194,6 +223,7 @@ def torch_summary(torch: Any) -> dict[str, Any]:
     version = getattr(torch, "version", None)
     return {"version": getattr(torch, "__version__", None),
             "cuda": getattr(version, "cuda", None), "hip": getattr(version, "hip", None),
+            "xpu": getattr(version, "xpu", None),
             "file": getattr(torch, "__file__", None)}
 
 
@@ -203,7 +233,7 @@ def run_checks(args: argparse.Namespace) -> dict[str, Any]:
     report["torch"] = {"error": failure} if failure else torch_summary(torch)
     checks: dict[str, dict[str, Any]] = {}
     blocked = None
-    for name, check in zip(CHECKS, (build_check, device_check, matmul_check)):
+    for name, check in zip(CHECKS, (build_check, device_check, matmul_check)):  # noqa: B905
         if blocked:
             checks[name] = {"status": "skipped", "reason": blocked}
         elif failure:
@@ -218,10 +248,10 @@ def run_checks(args: argparse.Namespace) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--expect", choices=("cpu", "cuda", "rocm", "mps"), required=True)
+    parser.add_argument("--expect", choices=("cpu", "cuda", "rocm", "xpu", "mps"), required=True)
     parser.add_argument("--cuda", help="expected torch.version.cuda, e.g. 12.6")
     parser.add_argument("--hip", help="expected torch.version.hip major.minor, e.g. 6.2")
-    parser.add_argument("--device", choices=("cpu", "cuda", "mps"),
+    parser.add_argument("--device", choices=("cpu", "cuda", "xpu", "mps"),
                         help="default: cuda for cuda and rocm (ROCm devices are named cuda)")
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--atol", type=float, default=1e-3)
@@ -230,7 +260,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.size < 1:
         parser.error("--size must be at least 1")
     if args.device is None:
-        args.device = {"cpu": "cpu", "mps": "mps"}.get(args.expect, "cuda")
+        args.device = {"cpu": "cpu", "mps": "mps", "xpu": "xpu"}.get(args.expect, "cuda")
     return args
 
 
