@@ -15,8 +15,10 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
-    session.run("ruff", "check", "lockkit", "tests", "benchmarks")
+    """ruff, then mypy against the lowest Python the project declares (pyproject.toml)."""
+    session.install("-e", ".[test,lint]")
+    session.run("ruff", "check", "lockkit", "tests", "benchmarks", "noxfile.py")
+    session.run("mypy")
 
 
 @nox.session

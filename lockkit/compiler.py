@@ -18,7 +18,7 @@ from packaging.utils import canonicalize_name
 from lockkit import __version__
 from lockkit.common import write_atomic
 from lockkit.config import Project, normalized_inputs, resolver_inputs
-from lockkit.errors import ConfigError, IndexError_, LockkitError, PlatformError, ResolutionError
+from lockkit.errors import ConfigError, IndexError_, LockkitError, ResolutionError
 from lockkit.freshness import LOCK_FORMAT, check, fingerprint, inputs_record, packages_digest
 from lockkit.lockfile import build_lock, check_guards, dumps
 from lockkit.platforms import Platform
@@ -26,7 +26,7 @@ from lockkit.redact import redact
 from lockkit.resolve import Indexes, ResolveOptions, resolve, uv_bin, uv_version
 from lockkit.routing import served_versions
 
-__all__ = ["Outcome", "compile_platforms", "check_platforms", "select_platforms"]
+__all__ = ["Outcome", "compile_platforms", "check_platforms"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,15 +37,6 @@ class Outcome:
     packages: int = 0
     error: LockkitError | None = None
     detail: str = ""  # for --check: what changed
-
-
-def select_platforms(known: dict[str, Platform], names: list[str], all_: bool,
-                     project: Project) -> list[Platform]:
-    wanted = list(known) if all_ else (names or list(project.platforms))
-    unknown = [n for n in wanted if n not in known]
-    if unknown:
-        raise PlatformError(f"unknown platform {', '.join(unknown)}; known: {', '.join(known)}")
-    return [known[n] for n in dict.fromkeys(wanted)]
 
 
 def _python(project: Project, platform: Platform) -> str:

@@ -173,7 +173,7 @@ def _count(cfg: EmbeddingConfig, data: _Loaded) -> Check:
 
 
 def _first_mismatch(expected: list[str], got: list[str]) -> str | None:
-    for row, (want, have) in enumerate(zip(expected, got)):
+    for row, (want, have) in enumerate(zip(expected, got, strict=False)):
         if want != have:
             return f"row {row}: expected {want!r}, got {have!r}"
     return None

@@ -105,7 +105,7 @@ def platform_change(tool: dict[str, Any], platform: Platform) -> str:
     if isinstance(was, str) and was and was != platform.name:
         said.append(f"platform renamed {was} -> {platform.name}")
     old_index, new_index = tool.get("torch-index") or "", platform.torch_index or ""
-    old = tool.get("backend") if isinstance(tool.get("backend"), dict) else {}
+    old: dict[str, Any] = tool["backend"] if isinstance(tool.get("backend"), dict) else {}
     old_backend = " ".join(str(v) for v in (old.get("kind"), old.get("version")) if v)
     new_backend = " ".join(v for v in (platform.backend.kind, platform.backend.version) if v)
     moved = []

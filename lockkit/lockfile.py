@@ -96,7 +96,8 @@ def _gpu_packages(versions: dict[str, str]) -> list[str]:
 def _backend_problems(doc: dict[str, Any], platform: Platform) -> list[str]:
     """The torch build against the backend, in both directions. A build from the default
     index carries no ``+cu`` label: its CUDA major is read from its CUDA dependencies."""
-    versions = {canonicalize_name(p["name"]): p.get("version", "") for p in doc.get("packages", [])}
+    versions: dict[str, str] = {str(canonicalize_name(p["name"])): p.get("version", "")
+                                for p in doc.get("packages", [])}
     if "torch" not in versions:
         return []
     local = Version(versions["torch"]).local

@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import urllib.parse
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from lockkit._compat import tomllib
 from lockkit.errors import PlatformError
 
-__all__ = ["Backend", "Platform", "load_platforms", "markdown_table", "shipped_dir"]
+__all__ = ["Backend", "Platform", "load_platforms", "markdown_table", "select_platforms",
+           "shipped_dir"]
 
 KINDS = ("cpu", "cuda", "rocm", "xpu", "mps")
 DEVICES = ("cpu", "cuda", "xpu", "mps")
@@ -117,7 +119,8 @@ class _Checker:
     """Collects every problem of one file before raising, naming the field."""
 
     def __init__(self, path: Path) -> None:
-        self.path, self.errors = path, []
+        self.path = path
+        self.errors: list[str] = []
 
     def unknown(self, table: dict, allowed: set[str], where: str) -> None:
         for key in sorted(set(table) - allowed):
@@ -289,3 +292,14 @@ def markdown_table(platforms: dict[str, Platform]) -> str:
         lines.append(f"| `{p.name}` | {p.os} | {p.arch} | {p.backend_label} | {where} | "
                      f"{p.torch_releases or 'any'} |")
     return "\n".join(lines) + "\n"
+
+
+def select_platforms(known: dict[str, Platform], names: Sequence[str], all_: bool,
+                     configured: Sequence[str]) -> list[Platform]:
+    """The platforms a command works on: every known one (``--all``), the named ones
+    (``--platform``), else the project's configured list; an unknown name is exit 2."""
+    wanted = list(known) if all_ else (list(names) or list(configured))
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        raise PlatformError(f"unknown platform {', '.join(unknown)}; known: {', '.join(known)}")
+    return [known[n] for n in dict.fromkeys(wanted)]

@@ -100,9 +100,9 @@ def run_probe(python: Path, script: str, args: Sequence[str] = (), timeout: floa
 def run_chain(python: Path, gpu_args: Sequence[str] | None, timeout: float,
               record: _run.Recorder | None = None) -> tuple[ProbeResult, ProbeResult | None]:
     """The system probe and (unless *gpu_args* is None) the GPU probe in one process
-    (``system_probe.py --then-gpu ARGS``): torch is imported once. Each part is judged as if it had run
-    alone: a GPU check that hangs or crashes fails the GPU part only, since the system
-    report was printed and flushed before it started."""
+    (``system_probe.py --then-gpu ARGS``): torch is imported once. Each part is judged as
+    if it had run alone: a GPU check that hangs or crashes fails the GPU part only, since
+    the system report was printed and flushed before it started."""
     command = [str(python), "-I", str(_probe_path("system_probe.py"))]
     if gpu_args is not None:
         command += ["--then-gpu", *gpu_args]
@@ -112,7 +112,7 @@ def run_chain(python: Path, gpu_args: Sequence[str] | None, timeout: float,
     if gpu_args is not None:
         parts.append(("gpu", reports.get("gpu")))
     judged: list[ProbeResult] = []
-    for name, data in parts:
+    for _part, data in parts:
         if data is not None:
             judged.append(ProbeResult(status="passed", data=data, error=None,
                                       duration=result.duration, command=command,

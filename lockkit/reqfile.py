@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name

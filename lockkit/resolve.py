@@ -14,10 +14,11 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from lockkit import _run
 from lockkit._compat import tomllib
@@ -27,8 +28,8 @@ from lockkit.redact import redact
 from lockkit.routing import RoutingIndex
 from lockkit.urls import Mirrors, apply_mirrors, expand, unapply_mirrors
 
-__all__ = ["Indexes", "Resolution", "ResolveOptions", "apply_mirrors", "expand", "resolve", "unapply_mirrors",
-           "uv_bin", "uv_version"]
+__all__ = ["Indexes", "Resolution", "ResolveOptions", "apply_mirrors", "expand", "resolve",
+           "unapply_mirrors", "uv_bin", "uv_version"]
 
 
 def uv_bin() -> str:
@@ -62,7 +63,7 @@ class Indexes:
 
     @classmethod
     def for_platform(cls, platform: Platform, mirrors: dict[str, str],
-                     index_url: str | None) -> "Indexes":
+                     index_url: str | None) -> Indexes:
         table = Mirrors(mirrors)
         torch = platform.torch_index
         return cls(

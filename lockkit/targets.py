@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from packaging import tags as _tags
+from packaging.markers import Environment
 from packaging.pylock import Package, Pylock, PylockSelectError
 
 from lockkit.errors import LockkitError
@@ -26,7 +27,7 @@ _ENV = {  # os -> (os_name, sys_platform, platform_system)
 _DEFAULT_GLIBC = 28  # uv's x86_64-unknown-linux-gnu means manylinux_2_28
 
 
-def environment(platform: Platform) -> dict[str, str]:
+def environment(platform: Platform) -> Environment:
     os_name, sys_platform, system = _ENV[platform.os]
     return {
         "os_name": os_name, "sys_platform": sys_platform, "platform_system": system,
@@ -65,7 +66,7 @@ def select(pylock: Pylock, platform: Platform, lock_path: Path,
     """What *pylock* installs on *platform*, as an interpreter of the target would choose;
     a lock with nothing for it raises *error*, naming the lock."""
     try:
-        return list(pylock.select(environment=environment(platform),  # type: ignore[arg-type]
+        return list(pylock.select(environment=environment(platform),
                                   tags=wheel_tags(platform)))
     except PylockSelectError as exc:
         raise error(f"{lock_path}: nothing installable for {platform.name}: {exc}") from exc

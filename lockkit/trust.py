@@ -20,8 +20,8 @@ from typing import Any
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from lockkit.errors import TrustError, UsageError
 from lockkit.common import sha256_file
+from lockkit.errors import TrustError, UsageError
 from lockkit.lockfile import read_lock
 from lockkit.platforms import Platform, load_platforms
 from lockkit.targets import select
@@ -87,8 +87,9 @@ def check_folder(folder: Path, selected: list[Selected],
 
     All problems are collected into one error naming each file or package.
     """
-    built: dict[str, dict[str, Any]] = {str(f.get("path")): f for f in (manifest or {}).get("files", [])
-             if isinstance(f, dict) and isinstance(f.get("built_from"), dict)}
+    built: dict[str, dict[str, Any]] = {
+        str(f.get("path")): f for f in (manifest or {}).get("files", [])
+        if isinstance(f, dict) and isinstance(f.get("built_from"), dict)}
     checked: list[Checked] = []
     problems: list[str] = []
     for want in sorted(selected, key=lambda s: s.package):

@@ -52,7 +52,7 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     print(title, file=stream)
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     for row in [list(columns), *cells]:
-        print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip(), file=stream)
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip(), file=stream)
 
 
 @contextlib.contextmanager
@@ -65,9 +65,16 @@ def progress(description: str, total: float | None, *, bytes_: bool = False
 
         yield ignore
         return
-    from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress,
-                               SpinnerColumn, TextColumn, TimeElapsedColumn,
-                               TransferSpeedColumn)
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TransferSpeedColumn,
+    )
 
     cols: list[Any] = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn()]
     cols += [DownloadColumn(), TransferSpeedColumn()] if bytes_ else [MofNCompleteColumn()]
@@ -101,9 +108,16 @@ def transfer(description: str, files: int, total_bytes: int | None) -> Iterator[
     if not interactive():
         yield Transfer()
         return
-    from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress,
-                               ProgressColumn, TextColumn, TimeElapsedColumn,
-                               TransferSpeedColumn)
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TransferSpeedColumn,
+    )
 
     class _Amount(ProgressColumn):
         """Files as M/N; bytes as size and speed."""

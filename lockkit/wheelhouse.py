@@ -33,19 +33,18 @@ from typing import Any
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from lockkit._compat import tomllib
 from lockkit import __version__, _run
+from lockkit._compat import tomllib
+from lockkit.common import sha256_file
 from lockkit.config import Project
 from lockkit.errors import BuildError, ConfigError
-from lockkit.fetch import (Cache, FetchError, Fetcher, Got, HashMismatch, PageRef, Want,
-                           link_or_copy)
-from lockkit.common import sha256_file
+from lockkit.fetch import Cache, Fetcher, FetchError, Got, HashMismatch, PageRef, Want, link_or_copy
 from lockkit.lockfile import dumps, read_lock
-from lockkit.redact import redact
 from lockkit.platforms import Platform
+from lockkit.redact import redact
 from lockkit.resolve import uv_bin
-from lockkit.urls import Mirrors, expand
 from lockkit.targets import select
+from lockkit.urls import Mirrors, expand
 
 __all__ = ["BuildError", "BuildResult", "FileRecord", "Item", "build", "plan"]
 
@@ -162,7 +161,7 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
         return got
 
     gots = _fetch_all(fetcher, one, items, jobs)
-    return _assemble(project, platform, out, lock_path, list(zip(items, gots)))
+    return _assemble(project, platform, out, lock_path, list(zip(items, gots, strict=True)))
 
 
 def _fetch_one(fetcher: Fetcher, item: Item) -> Got:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import tomllib
+
+from lockkit._compat import tomllib
 
 sys.path.insert(0, str(Path(__file__).parent))
 

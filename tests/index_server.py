@@ -46,7 +46,8 @@ def build_wheel(
         f"{dist}/__init__.py": f"__version__ = {version!r}\n",
         **(files or {}),
         f"{info}/METADATA": "\n".join(meta) + "\n",
-        f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: lockkit-tests\nRoot-Is-Purelib: true\nTag: {tag}\n",
+        f"{info}/WHEEL": (f"Wheel-Version: 1.0\nGenerator: lockkit-tests\n"
+                          f"Root-Is-Purelib: true\nTag: {tag}\n"),
     }
     record = []
     for path, text in contents.items():
@@ -54,12 +55,12 @@ def build_wheel(
         record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
     record.append(f"{info}/RECORD,,")
     contents[f"{info}/RECORD"] = "\n".join(record) + "\n"
-    path = dest / f"{dist}-{version}-{tag}.whl"
-    with zipfile.ZipFile(path, "w") as zf:
+    wheel = dest / f"{dist}-{version}-{tag}.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
         for arc, text in contents.items():
             zi = zipfile.ZipInfo(arc, date_time=(2020, 1, 1, 0, 0, 0))
             zf.writestr(zi, text)
-    return path
+    return wheel
 
 
 _BACKEND = """
@@ -76,8 +77,10 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     dist = NAME.replace("-", "_")
     info = f"{{dist}}-{{VERSION}}.dist-info"
     files = {{f"{{dist}}/__init__.py": f"__version__ = {{VERSION!r}}\\n",
-             f"{{info}}/METADATA": f"Metadata-Version: 2.1\\nName: {{NAME}}\\nVersion: {{VERSION}}\\n",
-             f"{{info}}/WHEEL": f"Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: {{TAG}}\\n"}}
+             f"{{info}}/METADATA":
+                 f"Metadata-Version: 2.1\\nName: {{NAME}}\\nVersion: {{VERSION}}\\n",
+             f"{{info}}/WHEEL":
+                 f"Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: {{TAG}}\\n"}}
     record = []
     for path, text in files.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
@@ -272,7 +275,7 @@ class IndexServer:
             links.append(f'<a href="{idx.prefix}/{folder.name}/{f.name}{frag}">{f.name}</a><br/>')
         return ("<!DOCTYPE html><html><body>" + "\n".join(links) + "</body></html>").encode()
 
-    def __enter__(self) -> "IndexServer":
+    def __enter__(self) -> IndexServer:
         self.thread.start()
         return self
 

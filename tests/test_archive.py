@@ -100,7 +100,7 @@ def test_pack_layout(tmp_path: Path) -> None:
         assert [i.name for i in infos] == ["manifest.json", "SHA256SUMS", *sorted(FILES)]
         assert {(i.type, i.mtime, i.uid, i.gid, i.uname, i.gname, i.mode) for i in infos} == {
             (tarfile.REGTYPE, 0, 0, 0, "", "", 0o644)}
-        sums = tar.extractfile("SHA256SUMS").read()  # type: ignore[union-attr]
+        sums = tar.extractfile("SHA256SUMS").read()
     assert sums == sums_bytes(FILES)
     assert read_manifest(archive) == json.loads(manifest_bytes(FILES))
 

@@ -11,17 +11,17 @@ import hashlib
 import json
 import os
 import secrets
-import tomllib
 from pathlib import Path
 
 import pytest
-
 from conftest import Loopback, fill
 from index_server import IndexServer
 from pytorch_index import PyTorchIndex
+
+from lockkit._compat import tomllib
 from lockkit.auth import Credentials, read_netrc, realm, user_info
 from lockkit.cli import main
-from lockkit.fetch import Cache, FetchError, Fetcher, Want, http_client
+from lockkit.fetch import Cache, Fetcher, FetchError, Want, http_client
 
 USER = "deploy"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from typing import Any
 
 import pytest
 import yaml
@@ -203,12 +204,12 @@ def test_junit_is_well_formed_for_the_common_schema(tmp_path):
     assert suite.get("timestamp") == "2026-12-03T10:40:18"
     for case in suite.findall("testcase"):
         assert set(case.attrib) == {"classname", "name", "time"}
-        float(case.get("time"))
+        float(case.get("time", ""))
         assert len(case) <= 1 and all(c.tag in ("failure", "skipped") for c in case)
 
 
 def test_junit_for_diagnose_and_bad_status():
-    doc = {"kind": "diagnose", "python": "venv/bin/python", "result": "passed",
+    doc: dict[str, Any] = {"kind": "diagnose", "python": "venv/bin/python", "result": "passed",
            "steps": [{"name": "system", "status": "passed", "duration_s": 1.5}]}
     suite = to_junit(doc)[0]
     assert suite.get("name") == "lockkit diagnose venv/bin/python"

@@ -13,10 +13,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
-from lockkit.cli import main
 from test_archive import make_folder
+
 from lockkit.archive import pack
+from lockkit.cli import main
 
 SHIPPED = Path(__file__).parents[1] / "platforms"
 

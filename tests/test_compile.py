@@ -3,14 +3,14 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
-
 from conftest import LINUX, OFFICIAL, assert_conforms
-from lockkit.cli import main
 from pytorch_index import R2
+
+from lockkit._compat import tomllib
+from lockkit.cli import main
 
 
 def lock_of(project: Path, platform: str) -> dict:
@@ -309,14 +309,17 @@ def test_cpu_platform_refuses_a_cuda_build(project, indexes, capsys):
 def test_sdist_only_package_is_refused_unless_allowed(project, indexes, capsys):
     folder = indexes.default.root / "onlysdist"
     folder.mkdir()
-    import io, tarfile
+    import io
+    import tarfile
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
         data = b"Metadata-Version: 2.2\nName: onlysdist\nVersion: 1.0\n"
-        info = tarfile.TarInfo("onlysdist-1.0/PKG-INFO"); info.size = len(data)
+        info = tarfile.TarInfo("onlysdist-1.0/PKG-INFO")
+        info.size = len(data)
         tf.addfile(info, io.BytesIO(data))
         setup = b"from setuptools import setup\nsetup(name='onlysdist', version='1.0')\n"
-        info = tarfile.TarInfo("onlysdist-1.0/setup.py"); info.size = len(setup)
+        info = tarfile.TarInfo("onlysdist-1.0/setup.py")
+        info.size = len(setup)
         tf.addfile(info, io.BytesIO(setup))
     (folder / "onlysdist-1.0.tar.gz").write_bytes(buf.getvalue())
     (project / "requirements.in").write_text("onlysdist\n")
@@ -351,7 +354,8 @@ def test_no_resolution_and_unreachable_index(project, capsys):
     assert main(["compile", "--project", str(project)]) == 1
     assert "no resolution" in capsys.readouterr().err
     (project / "requirements.in").write_text("numpy\n")
-    assert main(["compile", "--project", str(project), "--index-url", "http://127.0.0.1:9/simple"]) == 1
+    assert main(["compile", "--project", str(project),
+                 "--index-url", "http://127.0.0.1:9/simple"]) == 1
     assert "unreachable" in capsys.readouterr().err
     (project / "requirements.in").write_text("torch\n")
     assert compile_(project, "--mirror", f"{OFFICIAL}=http://127.0.0.1:9/whl") == 1
@@ -371,7 +375,8 @@ def test_lock_installs_with_uv_from_a_project_platform(project, indexes, tmp_pat
     assert main(["compile", "--project", str(project), "--platform", "local-cpu"]) == 0
     import uv
     venv = tmp_path / "venv"
-    subprocess.run([uv.find_uv_bin(), "venv", "--no-config", str(venv)], check=True, capture_output=True)
+    subprocess.run([uv.find_uv_bin(), "venv", "--no-config", str(venv)], check=True,
+                   capture_output=True)
     py = venv / "bin" / "python"
     r = subprocess.run([uv.find_uv_bin(), "pip", "install", "--no-config", "--python", str(py),
                         "-r", str(project / "locks" / "pylock.local-cpu.toml")],

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
-import tomllib
 from conftest import OFFICIAL, assert_conforms
 
+from lockkit._compat import tomllib
 from lockkit.cli import main
 from lockkit.config import find_project, load_project, normalized_inputs
 from lockkit.embedding import load_embedding_config

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import lockkit
 from fake_torch import build_fake_torch
 from index_server import IndexServer
 from pytorch_index import PyTorchIndex
+
 from lockkit.cli import main
 
 

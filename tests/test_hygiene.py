@@ -13,7 +13,6 @@ import sys
 import textwrap
 import threading
 import time
-import tomllib
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,16 +20,16 @@ from pathlib import Path
 import httpx
 import pytest
 import tomli_w
-
 from conftest import OFFICIAL
 from fake_torch import build_fake_torch
 from index_server import IndexServer
 from pytorch_index import R2, PyTorchIndex
+from test_wheelhouse import TORCH, build_cli, build_lib, compiled, leftovers, served, wheel_requests
+
 from lockkit import _run, probe
+from lockkit._compat import tomllib
 from lockkit.cli import main
-from lockkit.fetch import Cache, FetchError, Fetcher, HashMismatch, Want
-from test_wheelhouse import (TORCH, build_cli, build_lib, compiled, leftovers, served,
-                             wheel_requests)
+from lockkit.fetch import Cache, Fetcher, FetchError, HashMismatch, Want
 
 posix_only = pytest.mark.skipif(os.name == "nt", reason="process groups are POSIX")
 

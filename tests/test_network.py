@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import tomllib
-
 import pytest
+from conftest import OFFICIAL
 from packaging.pylock import Pylock
 
-from conftest import OFFICIAL
+from lockkit._compat import tomllib
 from lockkit.cli import main
 
 pytestmark = pytest.mark.network

@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
-import tomllib
 from conftest import assert_conforms
 from pytorch_variants import ARM, WIN, X86, fill_current
 
+from lockkit._compat import tomllib
 from lockkit.cli import main
 from lockkit.errors import GuardError, IndexError_
 from lockkit.lockfile import _backend_problems, check_guards, cuda_majors
@@ -156,7 +156,7 @@ def test_guards_collect_every_problem_before_raising():
     plat = load_platforms()["linux-cu130"]
     indexes = Indexes.for_platform(plat, {}, None)
     with pytest.raises(IndexError_) as err:
-        check_guards(build, plat, indexes, (), Routing())
+        check_guards(build, plat, indexes, (), Routing())  # type: ignore[arg-type]
     msg = str(err.value)
     assert "torch must come from the PyTorch index" in msg
     assert "oldpkg 1.0 has no wheel" in msg and "is not a CUDA 13.0 build" in msg

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 import uv
-
 from fake_torch import build_fake_torch
+
 from lockkit._run import isolated_env
 from lockkit.probe import (
     ALLOWED_VARS,

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from pytorch_index import OFFICIAL, R2, PyTorchIndex
 
 LINUX = "cp311-cp311-linux_x86_64"

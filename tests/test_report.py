@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import uv
-
 from index_server import build_wheel
+
 from lockkit._run import isolated_env
 from lockkit.cli import main
 from lockkit.diagnose import diagnose

@@ -8,11 +8,12 @@ import json
 import os
 import re
 import stat
-import tomllib
 from pathlib import Path
 
 from conftest import lockkit
 from index_server import build_wheel
+
+from lockkit._compat import tomllib
 from lockkit.cli import main
 from lockkit.fetch import Cache
 

@@ -10,19 +10,19 @@ import subprocess
 import sys
 import threading
 import time
-import tomllib
 from pathlib import Path
 
 import pytest
-from packaging.pylock import Pylock
-
 from conftest import OFFICIAL, assert_conforms
+from packaging.pylock import Pylock
 from pytorch_index import R2
+
+from lockkit import wheelhouse
+from lockkit._compat import tomllib
 from lockkit.cli import main
 from lockkit.config import load_project
 from lockkit.fetch import Cache, FetchError, HashMismatch, http_client
 from lockkit.platforms import load_platforms
-from lockkit import wheelhouse
 
 TORCH = "torch-2.5.1+cpu-cp311-cp311-linux_x86_64.whl"
 TORCH_KEY = "whl/cpu/torch-2.5.1%2Bcpu-cp311-cp311-linux_x86_64.whl"  # as the index links it
@@ -70,8 +70,8 @@ def test_build_writes_a_complete_verified_folder(project, indexes, tmp_path):
     assert build_cli(project, tmp_path / "cache") == 0
     out = project / "wheelhouse" / "linux-cpu"
     wheels = sorted(p.name for p in out.glob("*.whl"))
-    assert wheels == ["filelock-3.16.1-py3-none-any.whl", "numpy-2.1.0-cp311-cp311-linux_x86_64.whl",
-                      TORCH]
+    assert wheels == ["filelock-3.16.1-py3-none-any.whl",
+                      "numpy-2.1.0-cp311-cp311-linux_x86_64.whl", TORCH]
 
     local = tomllib.loads((out / "pylock.toml").read_text())
     Pylock.from_dict(local)  # valid PEP 751
@@ -100,7 +100,8 @@ def test_build_writes_a_complete_verified_folder(project, indexes, tmp_path):
     reqs = (out / "requirements.txt").read_text()
     assert f"torch==2.5.1+cpu --hash=sha256:{torch['sha256']}" in reqs
     page = (out / "simple" / "torch" / "index.html").read_text()
-    assert f'href="../../torch-2.5.1%2Bcpu-cp311-cp311-linux_x86_64.whl#sha256={torch["sha256"]}"' in page
+    href = f"../../torch-2.5.1%2Bcpu-cp311-cp311-linux_x86_64.whl#sha256={torch['sha256']}"
+    assert f'href="{href}"' in page
     assert "torch" in (out / "simple" / "index.html").read_text()
     assert leftovers(out.parent, "linux-cpu") == []
 
@@ -298,7 +299,8 @@ def _venv(path: Path) -> Path:
 def _installed(python: Path) -> dict[str, str]:
     out = subprocess.run([str(python), "-c",
                           "import importlib.metadata as m, json;"
-                          "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"],
+                          "print(json.dumps({d.metadata['Name']: d.version"
+                          " for d in m.distributions()}))"],
                          capture_output=True, text=True, check=True).stdout
     return {k: v for k, v in json.loads(out).items() if k not in ("pip", "setuptools")}
 

@@ -129,7 +129,8 @@ def device_check(torch: Any, args: argparse.Namespace) -> dict[str, Any]:
         return {"status": "passed", "device": "cpu", "name": platform.processor() or "cpu"}
     if args.device == "mps":
         ok = bool(torch.backends.mps.is_available())
-        result = {"status": "passed" if ok else "failed", "device": "mps", "mps_available": ok}
+        result: dict[str, Any] = {"status": "passed" if ok else "failed", "device": "mps",
+                                  "mps_available": ok}
         if not ok:
             result["error"] = unreachable("MPS device", "torch.backends.mps.is_available() is "
                                           "False")
@@ -138,8 +139,9 @@ def device_check(torch: Any, args: argparse.Namespace) -> dict[str, Any]:
         return xpu_device_check(torch)
     available = bool(torch.cuda.is_available())
     count = int(torch.cuda.device_count()) if available else 0
-    result = {"status": "passed" if count > 0 else "failed", "device": "cuda:0",
-              "cuda_available": available, "device_count": count}
+    result = {"status": "passed" if count > 0 else "failed",
+              "device": "cuda:0", "cuda_available": available,
+                              "device_count": count}
     if count > 0:
         result.update(gpu_facts(torch))
     else:

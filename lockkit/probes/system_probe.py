@@ -21,7 +21,8 @@ import shutil
 import subprocess
 import sys
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 SCHEMA = 1
 # Variables that change numerical results, thread counts or which devices are visible;
@@ -160,7 +161,8 @@ def device_info(torch: Any, index: int) -> dict[str, Any]:
     """On ROCm these are named ``cuda`` too: the name does not prove NVIDIA, the arch does."""
     props = attempt(lambda: torch.cuda.get_device_properties(index))
     return {"index": index, "name": attempt(lambda: torch.cuda.get_device_name(index)),
-            "capability": attempt(lambda: "%d.%d" % tuple(torch.cuda.get_device_capability(index))),
+            "capability": attempt(lambda: "{}.{}".format(
+                *torch.cuda.get_device_capability(index))),
             "total_memory": getattr(props, "total_memory", None),
             "arch": getattr(props, "gcnArchName", None) or None}  # ROCm: gfx942 etc.
 

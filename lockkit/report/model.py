@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lockkit.report.records import (  # noqa: F401 - re-exported: the model is one import
-    _req,
     STATUSES,
     ApplicationResult,
     CheckResult,
@@ -33,6 +32,7 @@ from lockkit.report.records import (  # noqa: F401 - re-exported: the model is o
     SystemFacts,
     TorchFacts,
     Variant,
+    _req,
 )
 
 __all__ = ["SCHEMA_VERSION", "ApplicationResult", "CheckResult", "CommandRecord", "Dossier",

@@ -60,7 +60,7 @@ def diff_text(layers: Sequence[str], differing: Sequence[str], found: Sequence[A
     if all(side.kind == "dossier" for side in sides):
         print("embedding max |diff| vs reference (shown, not compared): " + ", ".join(
             f"{label} {side.info.get('max_abs_diff')} ({side.info.get('worst_id')})"
-            for label, side in zip(("A", "B"), sides)))
+            for label, side in zip(("A", "B"), sides, strict=True)))
 
 
 def diff_json(layers: Sequence[str], differing: Sequence[str], found: Sequence[Any],

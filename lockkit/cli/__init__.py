@@ -1,0 +1,75 @@
+"""The command line: thin commands over the library; the only place that exits.
+
+- :mod:`~lockkit.cli.parser`: the commands, flags and help;
+- :mod:`~lockkit.cli.build`: platforms, compile, wheelhouse;
+- :mod:`~lockkit.cli.check`: verify, diagnose, diff, ci.
+
+A command's module is imported only when that command runs.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from pathlib import Path
+
+from lockkit import ui
+from lockkit.cli.parser import build_parser, check_ranges
+from lockkit.errors import INTERRUPTED, LockkitError, WriteError
+
+__all__ = ["build_parser", "main"]
+
+_COMMANDS = {"platforms": "build", "compile": "build", "wheelhouse": "build",
+             "verify": "check", "diagnose": "check", "diff": "check", "ci": "check"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; every failure ends as one line (and a hint) and an exit status:
+    0 done, 1 a failure (a check, the network, a file that cannot be written), 2 bad input
+    (flags, config, platform files, requirement files, locks), 130 interrupted."""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not args.command:
+            parser.print_help(sys.stderr)
+            return 2
+        check_ranges(args)
+        import importlib
+
+        module = importlib.import_module(f"lockkit.cli.{_COMMANDS[args.command]}")
+        code = getattr(module, f"cmd_{args.command}")(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except LockkitError as exc:
+        _fail(str(exc), exc.advice)
+        return exc.exit_code
+    except BrokenPipeError:
+        # The reader went away (``lockkit platforms --json | head -1``): nothing to say, and
+        # nowhere to say it; stdout is pointed at devnull so the exit flush stays quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as exc:  # a full disk, a read-only folder: the file and the reason
+        _fail(_os_error(exc), WriteError.default_hint)
+        return WriteError.exit_code
+    except KeyboardInterrupt:
+        ui.say("lockkit: interrupted; nothing was left half-written")
+        return INTERRUPTED
+
+
+def _os_error(exc: OSError) -> str:
+    """``<path>: <reason>``; a file met where a folder was needed is said so."""
+    if exc.filename is None:
+        return str(exc.strerror or exc)
+    path = Path(os.fsdecode(exc.filename))
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            return f"{blocker}: not a folder (a file is in the way)"
+    return f"{path}: {exc.strerror or exc}"
+
+
+def _fail(message: str, hint: str | None) -> None:
+    ui.say(f"lockkit: error: {message}")
+    if hint:
+        ui.say(f"hint: {hint}")

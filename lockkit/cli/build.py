@@ -1,0 +1,225 @@
+"""The commands that make things: platforms, compile, wheelhouse build/pack/unpack.
+
+Results (tables, JSON) go to stdout, status to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from lockkit import ui
+from lockkit.errors import StaleLockError, UsageError, WriteError
+
+__all__ = ["cmd_compile", "cmd_platforms", "cmd_wheelhouse", "shown_path"]
+
+
+def cmd_platforms(args: argparse.Namespace) -> int:
+    from lockkit.platforms import load_platforms, markdown_table
+
+    if not args.project.is_dir():
+        raise UsageError(f"--project {args.project}: not a folder")
+    platforms = load_platforms(args.project.resolve())
+    if args.host:
+        return _platforms_host(platforms, args.json)
+    if args.json:
+        print(json.dumps([p.summary() for p in platforms.values()], indent=2))
+        return 0
+    if args.markdown:
+        print(markdown_table(platforms), end="")
+        return 0
+    rows = [(p.name, p.os, p.arch, p.python, p.backend_label,
+             f"alias of {p.alias_of}" if p.alias_of else p.torch_index or "(default index)",
+             p.torch_releases) for p in platforms.values()]
+    ui.print_table("lockkit platforms", ("name", "os", "arch", "python", "backend", "torch index",
+                                         "torch releases"), rows, stream=sys.stdout)
+    return 0
+
+
+def _platforms_host(platforms: dict[str, Any], as_json: bool) -> int:
+    from lockkit import host
+
+    fits, out = host.rank(platforms.values(), host.detect())
+    if as_json:
+        print(json.dumps({"runs": [{"name": r.platform.name, "reason": r.reason} for r in fits],
+                          "ruled_out": [{"name": r.platform.name, "reason": r.reason}
+                                        for r in out]}, indent=2))
+        return 0
+    rows: list[tuple[int | str, str, str, str]] = [
+        (i, r.platform.name, "runs here", r.reason) for i, r in enumerate(fits, 1)]
+    rows += [("", r.platform.name, "ruled out", r.reason) for r in out]
+    ui.print_table("lockkit platforms --host", ("#", "platform", "verdict", "why"), rows,
+                   stream=sys.stdout)
+    return 0
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from lockkit.compiler import check_platforms, compile_platforms
+    from lockkit.config import load_project
+    from lockkit.platforms import load_platforms, select_platforms
+
+    project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url,
+                           exclude_newer=args.exclude_newer)
+    selected = select_platforms(load_platforms(project.root), args.platform, args.all,
+                                project.platforms)
+    if args.check:
+        if project.config_file is None:
+            raise UsageError(f"--check: no lockkit.toml (or [tool.lockkit] in pyproject.toml) "
+                             f"in {project.root}",
+                             hint="run it in the project folder, or pass --project DIR")
+        outcomes = check_platforms(project, selected)
+        bad = [o for o in outcomes if o.status != "fresh"]
+        for o in outcomes:
+            detail = f": {o.detail}" if o.detail else ""
+            ui.say(f"{o.platform}: {o.status} ({o.path.relative_to(project.root)}){detail}")
+        if bad:
+            raise StaleLockError(
+                "locks not fresh: " + ", ".join(f"{o.platform} ({o.status})" for o in bad),
+                hint="run 'lockkit compile' and commit the locks")
+        return 0
+    with ui.progress("resolving " + ", ".join(p.name for p in selected),
+                     total=len(selected)) as advance:
+        outcomes = compile_platforms(project, selected, jobs=args.jobs,
+                                     on_done=lambda o: advance(1), upgrade=args.upgrade,
+                                     upgrade_packages=tuple(args.upgrade_package))
+    ui.print_table("lockkit compile", ("platform", "status", "packages", "lock"),
+                   [(o.platform, o.status, o.packages or "", o.path.relative_to(project.root))
+                    for o in outcomes], stream=sys.stdout)
+    failed = [o for o in outcomes if o.error]
+    for o in failed[1:]:
+        ui.say(f"error: {o.error}")
+    if failed:
+        raise failed[0].error  # type: ignore[misc]
+    return 0
+
+
+def cmd_wheelhouse(args: argparse.Namespace) -> int:
+    return {"build": _wheelhouse_build, "pack": _wheelhouse_pack,
+            "unpack": _wheelhouse_unpack}[args.wheelhouse_command](args)
+
+
+def _wheelhouse_build(args: argparse.Namespace) -> int:
+    from lockkit import wheelhouse
+    from lockkit.auth import Credentials
+    from lockkit.config import load_project
+    from lockkit.fetch import Cache, default_cache_dir, http_client
+    from lockkit.platforms import load_platforms, select_platforms
+
+    for folder in args.find_links:
+        if not folder.is_dir():
+            raise UsageError(f"--find-links {folder}: not a folder")
+    project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
+    platform, = select_platforms(load_platforms(project.root), [args.platform], False,
+                                 project.platforms)
+    out = (args.out or project.root / "wheelhouse" / platform.name).absolute()
+    lock_path, items = wheelhouse.plan(project, platform,
+                                       fallback_to_official=args.fallback_to_official)
+    total = sum(i.want.size or 0 for i in items) or None
+    cache = Cache((args.cache_dir or default_cache_dir()).absolute())
+    try:
+        with http_client(connections=args.jobs, timeout=args.timeout,
+                         credentials=Credentials.for_project(project)) as client, \
+                ui.transfer(f"{platform.name}: files", len(items), total) as shown:
+            result = wheelhouse.build(
+                project, platform, out, client=client, cache=cache,
+                find_links=tuple(p.absolute() for p in args.find_links), jobs=args.jobs,
+                attempts=args.retries + 1, items=items, lock_path=lock_path,
+                on_file=lambda got: shown.file_done(), on_bytes=shown.moved)
+    except OSError as exc:
+        if exc.filename is not None:
+            raise  # main names the file
+        # A write into an open file (a full disk) names none: name both places written.
+        raise WriteError(f"{platform.name}: cannot write the wheelhouse {shown_path(out)} or "
+                         f"the cache {shown_path(cache.root)}: {exc.strerror or exc}") from None
+    ui.print_table(f"lockkit wheelhouse build {platform.name}",
+                   ("package", "version", "file", "size", "from"),
+                   [(r.package, r.version, r.path, _size(r.size),
+                     _where(r.origin) + (" (built from sdist)" if r.built_from else ""))
+                    for r in result.files], stream=sys.stdout)
+    ui.say(f"{platform.name}: {len(result.files)} wheels, {_size(result.downloaded_bytes)} "
+           f"downloaded, {result.from_cache} from cache -> {shown_path(out)}")
+    return 0
+
+
+def _wheelhouse_pack(args: argparse.Namespace) -> int:
+    from lockkit import archive
+
+    root = args.project.absolute()
+    folder = (args.folder or root / "wheelhouse" / args.platform).absolute()
+    out = (args.output or root / "wheelhouse" / f"{args.platform}.wheelhouse.tar").absolute()
+    if not folder.is_dir():
+        raise UsageError(f"{shown_path(folder)}: no wheelhouse folder",
+                         hint=f"run 'lockkit wheelhouse build --platform {args.platform}'")
+    archive.pack(folder, out, lock=_committed(args.lock, root))
+    ui.say(f"{args.platform}: packed {shown_path(folder)} -> {shown_path(out)} "
+           f"({_size(out.stat().st_size)})")
+    return 0
+
+
+def _wheelhouse_unpack(args: argparse.Namespace) -> int:
+    from lockkit import archive
+
+    if args.archive.is_dir():  # a folder of <platform>.wheelhouse.tar: the best for this machine
+        from lockkit.host import choose
+        from lockkit.platforms import load_platforms
+
+        tars = {p.name.removesuffix(".wheelhouse.tar"): p
+                for p in args.archive.glob("*.wheelhouse.tar")}
+        picked = choose(load_platforms(), set(tars), "wheelhouse archive")
+        ui.say(f"wheelhouse unpack: picked {picked.platform.name} ({picked.reason})")
+        args.archive = tars[picked.platform.name]
+    if not args.archive.is_file():
+        raise UsageError(f"{args.archive}: no such archive")
+    name = args.archive.name.removesuffix(".tar").removesuffix(".wheelhouse")
+    out = (args.out or args.archive.parent / name).absolute()
+    if out.is_symlink() and not out.exists():
+        raise UsageError(f"--out {out}: a symlink to {os.readlink(out)}, which does not exist",
+                         hint="give a folder that exists and is empty, or a new path")
+    lock = _committed(args.lock, None)
+    archive.unpack(args.archive, out, lock=lock)
+    ui.say(f"unpacked {args.archive} -> {shown_path(out)}")
+    ui.say(archive.install_hint(out))
+    return 0
+
+
+def _committed(lock: Path | None, project_dir: Path | None) -> Any:
+    """The selection of ``--lock FILE``, for its platform (a project's own platforms are
+    found beside its ``locks/`` folder)."""
+    from lockkit import trust
+
+    if lock is None:
+        return None
+    if not lock.is_file():
+        raise UsageError(f"--lock {lock}: no such file")
+    if project_dir is None and lock.absolute().parent.name == "locks":
+        project_dir = lock.absolute().parent.parent
+    return trust.committed(lock.absolute(), project_dir)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    raise AssertionError("unreachable")
+
+
+def _where(origin: str) -> str:
+    """A URL shortened to its server (the manifest keeps the whole URL)."""
+    if "://" not in origin:
+        return origin
+    scheme, rest = origin.split("://", 1)
+    return f"{scheme}://{rest.split('/', 1)[0]}/…"
+
+
+def shown_path(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+

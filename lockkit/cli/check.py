@@ -1,0 +1,143 @@
+"""The commands that judge things: verify, diagnose, diff, and the CI workflow that runs
+verify. Results (tables, JSON documents) go to stdout, status to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from lockkit import ui
+from lockkit.cli.build import shown_path
+from lockkit.errors import UsageError
+
+__all__ = ["cmd_ci", "cmd_diagnose", "cmd_diff", "cmd_verify"]
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from lockkit import verify
+    from lockkit.config import load_project
+    from lockkit.platforms import load_platforms, select_platforms
+    from lockkit.report import json as json_format
+    from lockkit.report import terminal, write_folder
+    from lockkit.report.junit import write_junit
+
+    project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
+    known = load_platforms(project.root)
+    name = args.platform or (project.platforms[0] if len(project.platforms) == 1 else None)
+    if name is None:  # several (or no) platforms: the best this machine runs that has a lock
+        from lockkit.host import choose
+
+        locked = {n for n in known if project.lock_path(n).is_file()}
+        picked = choose(known, locked, "lock")
+        name = picked.platform.name
+        ui.say(f"verify: picked {name} for this machine ({picked.reason})")
+    platform, = select_platforms(known, [name], False, project.platforms)
+    if not project.lock_path(platform.name).is_file():
+        raise UsageError(f"{project.lock_path(platform.name)}: no lock",
+                         hint=f"run 'lockkit compile --platform {platform.name}'")
+    if args.wheelhouse is not None and not args.wheelhouse.is_dir():
+        raise UsageError(f"--wheelhouse {args.wheelhouse}: not a folder")
+    if args.python is not None and not args.python.exists():
+        raise UsageError(f"--python {args.python}: no such interpreter")
+
+    if bool(args.variant) != bool(args.reason) or (args.changes and not args.variant):
+        raise UsageError("--variant, --reason and --changes go together: name the variant, "
+                         "say why, and list the layers it changes")
+    if args.variant and not args.changes:
+        raise UsageError("--variant needs --changes LAYER: the layers this variant is meant "
+                         "to change (code, data, packages, system, result)")
+    variant = ({"name": args.variant, "reason": args.reason,
+                "changes": sorted(set(args.changes))} if args.variant else None)
+
+    def fetch(dest: Path) -> Path:
+        from lockkit import wheelhouse
+        from lockkit.auth import Credentials
+        from lockkit.fetch import Cache, default_cache_dir, http_client
+
+        with http_client(credentials=Credentials.for_project(project)) as client:
+            wheelhouse.build(project, platform, dest, client=client,
+                             cache=Cache((args.cache_dir or default_cache_dir()).absolute()))
+        return dest
+
+    with ui.progress(f"verifying {platform.name}", total=len(verify.PLAN)) as advance:
+        outcome = verify.verify(verify.Options(
+            project=project, platform=platform,
+            wheelhouse=args.wheelhouse.absolute() if args.wheelhouse else None,
+            python=args.python.absolute() if args.python else None,
+            installer=args.installer, no_gpu=args.no_gpu,
+            keep_venv=args.keep_venv, probe_timeout=args.probe_timeout,
+            command_line=tuple(["lockkit", *sys.argv[1:]]), fetch=fetch, variant=variant,
+            on_step=lambda step: advance(1)))
+    dossier = outcome.dossier
+    folder = (args.report_dir.absolute() if args.report_dir else
+              project.root / ".lockkit" / "reports" / platform.name /
+              dossier.started.replace("-", "").replace(":", ""))
+    write_folder(folder, dossier, outcome.attachments)
+    if args.junit:
+        write_junit(dossier, args.junit.absolute())
+    if args.json:
+        sys.stdout.write(json_format.dumps(dossier))
+    else:
+        terminal.steps_table(dossier)
+    if outcome.venv:
+        ui.say(f"venv kept: {outcome.venv}")
+    ui.say(f"dossier: {shown_path(folder / 'dossier.json')} "
+           "(and dossier.md, installed-after.txt)")
+    if dossier.result != "passed":
+        ui.say(f"lockkit: verify {dossier.result}: "
+               f"{dossier.first_error or dossier.why_incomplete}")
+        return 1
+    return 0
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from lockkit.diagnose import diagnose
+    from lockkit.report import json as json_format
+    from lockkit.report import terminal
+
+    if args.python is not None and not args.python.exists():
+        raise UsageError(f"--python {args.python}: no such interpreter")
+    dossier = diagnose(args.python.absolute() if args.python else None, args.expect,
+                       timeout=args.probe_timeout,
+                       command_line=tuple(["lockkit", *sys.argv[1:]]))
+    if args.json:
+        sys.stdout.write(json_format.dumps(dossier))
+    else:
+        terminal.steps_table(dossier)
+        terminal.diagnose_facts(dossier)
+    return 0 if dossier.result == "passed" else 1
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from lockkit.diff import LAYERS, compare, load_side
+    from lockkit.report import terminal
+
+    a, b = load_side(args.a), load_side(args.b)
+    layers, found = compare(a, b)
+    differing = [layer for layer in LAYERS if any(d.layer == layer for d in found)]
+    (terminal.diff_json if args.json else terminal.diff_text)(layers, differing, found, (a, b))
+    return 1 if any(not d.declared for d in found) else 0
+
+
+def cmd_ci(args: argparse.Namespace) -> int:
+    from lockkit import ci
+    from lockkit.config import load_project
+    from lockkit.platforms import load_platforms, select_platforms
+
+    if args.project.is_absolute():
+        raise UsageError("--project: give the project relative to the repository root")
+    project = load_project(args.project)
+    known = load_platforms(project.root)
+    selected = select_platforms(known, args.platform, args.all, project.platforms)
+    runners = ci.validate_runners(project.runners, known,
+                                  where=f"{project.config_file}: [ci.runners]")
+    text = ci.github_workflow(selected, project=args.project.as_posix(), runners=runners,
+                              python=project.python)
+    out = args.output or ci.DEFAULT_OUTPUT
+    ci.write_workflow(text, out)
+    ui.say(f"wrote {out}: verify on {', '.join(p.name for p in selected)}")
+    return 0
+
+

@@ -1,0 +1,242 @@
+"""The argument parser: every command, flag, default and help text; nothing runs here."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from lockkit import __version__
+from lockkit.errors import UsageError
+
+__all__ = ["build_parser", "check_ranges"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with lockkit's one-line errors (subcommand parsers inherit the class)."""
+
+    def error(self, message: str) -> Any:
+        command = self.prog.removeprefix("lockkit").strip()  # "compile", "wheelhouse build"
+        raise UsageError(f"{command}: {message}" if command else message,
+                         hint=f"see '{self.prog} --help'")
+
+
+# Numeric flags and the range each must be in: (attribute, flag, test, what it must be).
+_RANGES: tuple[tuple[str, str, Any, str], ...] = (
+    ("jobs", "--jobs", lambda v: v >= 1, "at least 1"),
+    ("retries", "--retries", lambda v: v >= 0, "0 or more"),
+    ("timeout", "--timeout", lambda v: math.isfinite(v) and v > 0, "a number of seconds above 0"),
+    ("probe_timeout", "--probe-timeout", lambda v: math.isfinite(v) and v > 0,
+     "a number of seconds above 0"),
+)
+
+
+def check_ranges(args: argparse.Namespace) -> None:
+    for attr, flag, ok, must in _RANGES:
+        value = getattr(args, attr, None)
+        if value is not None and not ok(value):
+            raise UsageError(f"{flag} {value}: must be {must}")
+
+
+def _project_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--project", type=Path, default=None, metavar="DIR",
+                   help="project folder holding lockkit.toml (default: the nearest folder with "
+                        "lockkit.toml or [tool.lockkit], from the current one up to the "
+                        "repository root)")
+    p.add_argument("--mirror", action="append", default=[], metavar="OFFICIAL=MIRROR",
+                   help="serve an official URL prefix from a mirror (repeatable; the longest "
+                        "prefix wins). The PyTorch index links files on a second host: map "
+                        "both, e.g. https://download.pytorch.org=https://mirror.example/pt and "
+                        "https://download-r2.pytorch.org=https://mirror.example/r2, or map the "
+                        "index alone to a proxy that rewrites links to itself")
+    p.add_argument("--index-url", metavar="URL",
+                   help="replace the default index (user:token@ and ${VAR} are used, never "
+                        "written)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="lockkit",
+        description="Rebuildable PyTorch environments: per-platform PEP 751 locks with hashes "
+                    "and pinned PyTorch indexes.")
+    parser.add_argument("--version", action="version", version=f"lockkit {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    plat = sub.add_parser("platforms", help="list the known platforms",
+                          description="List shipped platforms and the project's own.")
+    plat.add_argument("--project", type=Path, default=Path("."), metavar="DIR")
+    plat.add_argument("--json", action="store_true", help="print a JSON list (a CI matrix input)")
+    plat.add_argument("--markdown", action="store_true",
+                      help="print the README's platform table (Markdown)")
+    plat.add_argument("--host", action="store_true",
+                      help="the platforms this machine can run, best first, and why not the others")
+    comp = sub.add_parser(
+        "compile", help="write locks/pylock.<platform>.toml",
+        description="Resolve the project's constraints with uv for each platform and write "
+                    "locks/pylock.<platform>.toml: every file hashed, torch-family packages "
+                    "only from the platform's PyTorch index.")
+    comp.add_argument("--platform", action="append", default=[], metavar="NAME",
+                      help="platform to compile (repeatable; default: the config's list)")
+    comp.add_argument("--all", action="store_true", help="compile every known platform")
+    comp.add_argument("--check", action="store_true",
+                      help="write nothing; exit 1 if a lock is missing or stale (the CI gate)")
+    # Concurrent uv runs contend for uv's cache; on 2 cores one at a time was measured faster.
+    jobs = max(1, min(4, (os.cpu_count() or 2) // 2))
+    comp.add_argument("--upgrade", action="store_true",
+                      help="resolve afresh: the existing lock's versions are not preferred")
+    comp.add_argument("--upgrade-package", action="append", default=[], metavar="NAME",
+                      help="let NAME move to its newest allowed version; every other package "
+                           "keeps the version the existing lock pins (repeatable)")
+    comp.add_argument("--exclude-newer", metavar="DATE",
+                      help="ignore files uploaded after DATE (RFC 3339, e.g. 2024-10-01): "
+                           "resolve as of that day (overrides exclude-newer in lockkit.toml)")
+    comp.add_argument("--jobs", type=int, default=jobs,
+                      help=f"platforms resolved at once (default {jobs}: half the cores, at "
+                           "most 4)")
+    _project_args(comp)
+    _wheelhouse_parser(sub)
+    _verify_parsers(sub)
+    return parser
+
+
+def _verify_parsers(sub: Any) -> None:
+    ver = sub.add_parser(
+        "verify", help="rebuild the lock in a fresh venv and prove it works",
+        description="Rebuild locks/pylock.<platform>.toml into a new venv and check it, in "
+                    "order: host, venv, install (from the wheelhouse, no network), pip-check, "
+                    "inventory against the lock, system chain, GPU (no silent CPU fallback), "
+                    "application (the project's embedding check). Writes dossier.json, "
+                    "dossier.md and installed-after.txt. Exit 0 passed, 1 a check failed or "
+                    "the result is incomplete, 2 usage or configuration error.")
+    ver.add_argument("--platform", metavar="NAME",
+                     help="platform to verify (default: the config's only platform)")
+    ver.add_argument("--wheelhouse", type=Path, metavar="DIR",
+                     help="install from this wheelhouse (default: <project>/wheelhouse/"
+                          "<platform> if present, else fetch the lock's URLs by hash)")
+    ver.add_argument("--python", type=Path, metavar="PATH",
+                     help="interpreter to build the venv from (default: one of the lock's "
+                          "Python version)")
+    ver.add_argument("--installer", choices=("uv", "pip"), default="uv",
+                     help="uv (default: fast, no pip in the venv) or pip (the plain "
+                          "'python -m venv' + 'pip install' procedure)")
+    ver.add_argument("--no-gpu", action="store_true",
+                     help="skip the GPU and application checks (result: incomplete)")
+    ver.add_argument("--report-dir", type=Path, metavar="DIR",
+                     help="where the dossier goes (default: "
+                          ".lockkit/reports/<platform>/<UTC time>)")
+    ver.add_argument("--keep-venv", action="store_true", help="keep the rebuilt venv")
+    ver.add_argument("--probe-timeout", type=float, default=300.0, metavar="S",
+                     help="seconds before a hung probe counts as failed (default 300)")
+    ver.add_argument("--cache-dir", type=Path, metavar="DIR",
+                     help="download cache when fetching the lock's URLs")
+    ver.add_argument("--junit", type=Path, metavar="FILE",
+                     help="also write a JUnit XML report, one test case per step")
+    ver.add_argument("--json", action="store_true",
+                     help="print the dossier's JSON document instead of the steps table "
+                          "(the same document as dossier.json and 'diagnose --json')")
+    ver.add_argument("--variant", metavar="NAME",
+                     help="record this run as an intended variant (e.g. fp16-weights); "
+                          "'lockkit diff' lists its declared differences apart")
+    ver.add_argument("--reason", metavar="TEXT", help="why the variant exists (with --variant)")
+    ver.add_argument("--changes", action="append", default=[], metavar="LAYER",
+                     choices=("code", "data", "packages", "system", "result"),
+                     help="a layer the variant is meant to change (repeatable; with --variant)")
+    _project_args(ver)
+    diag = sub.add_parser(
+        "diagnose", help="probe an existing interpreter's system and GPU stack",
+        description="Run the system and GPU steps of verify on an existing interpreter: "
+                    "an interpretable answer to 'is this environment's GPU stack right?'.")
+    diag.add_argument("--python", type=Path, metavar="PATH",
+                      help="interpreter to probe (default: the one running lockkit)")
+    diag.add_argument("--expect", choices=("cpu", "cuda", "rocm", "mps"),
+                      help="backend the torch build must have (default: the one it reports)")
+    diag.add_argument("--json", action="store_true", help="print the report as JSON")
+    diag.add_argument("--probe-timeout", type=float, default=300.0, metavar="S")
+    diff = sub.add_parser(
+        "diff", help="say which layer differs between two dossiers, locks or manifests",
+        description="Compare two runs (dossier.json or its folder), locks or wheelhouse "
+                    "manifests, grouped by layer: code and parameters, data and weights, "
+                    "Python and packages, system and backend, result. Exit 0 when nothing "
+                    "differs (or every difference is declared by a variant), 1 when "
+                    "something does, 2 for unreadable input.")
+    diff.add_argument("a", type=Path, metavar="A")
+    diff.add_argument("b", type=Path, metavar="B")
+    diff.add_argument("--json", action="store_true", help="print the differences as JSON")
+    ci = sub.add_parser("ci", help="write a CI workflow that verifies every platform",
+                        description="Generate CI configuration: a 'compile --check' job, then "
+                                    "one verify job per platform on its own runner.")
+    cisub = ci.add_subparsers(dest="ci_command", metavar="SYSTEM", required=True)
+    gh = cisub.add_parser(
+        "github", help="write a GitHub Actions workflow",
+        description="Write a GitHub Actions workflow: a 'locks' job running 'lockkit compile "
+                    "--check', then a matrix with one job per platform on its runner label "
+                    "([ci.runners] in lockkit.toml overrides the defaults), each building the "
+                    "wheelhouse, running 'lockkit verify --junit' and uploading the dossier.")
+    gh.add_argument("--platform", action="append", default=[], metavar="NAME",
+                    help="platform to verify (repeatable; default: the config's list)")
+    gh.add_argument("--all", action="store_true", help="every known platform")
+    gh.add_argument("--project", type=Path, default=Path("."), metavar="DIR",
+                    help="project folder, relative to the repository root (default: .)")
+    gh.add_argument("-o", "--output", type=Path, metavar="FILE",
+                    help="workflow file (default: .github/workflows/lockkit.yml)")
+
+
+def _wheelhouse_parser(sub: Any) -> None:
+    wh = sub.add_parser(
+        "wheelhouse", help="download a lock's wheels into an offline-installable folder",
+        description="Build, pack and unpack per-platform wheelhouses: every wheel of "
+                    "locks/pylock.<platform>.toml, hash-checked, with a pylock.toml, a "
+                    "requirements.txt and a PEP 503 simple/ tree that install with no network.")
+    whsub = wh.add_subparsers(dest="wheelhouse_command", metavar="ACTION", required=True)
+    build = whsub.add_parser(
+        "build", help="fetch the lock's wheels into wheelhouse/<platform>/",
+        description="Fetch every file the platform's lock selects (cache, --find-links, "
+                    "mirror, then the lock's URL), verify each sha256 while it streams, and "
+                    "write the folder atomically. A second build of the same lock downloads "
+                    "nothing.")
+    build.add_argument("--platform", required=True, metavar="NAME",
+                       help="platform whose lock to use")
+    build.add_argument("--out", type=Path, metavar="DIR",
+                       help="output folder (default: <project>/wheelhouse/<platform>)")
+    build.add_argument("--find-links", action="append", type=Path, default=[], metavar="DIR",
+                       help="folder of files to take by hash before downloading (repeatable)")
+    build.add_argument("--jobs", type=int, default=8, help="downloads at once (default 8)")
+    build.add_argument("--cache-dir", type=Path, metavar="DIR",
+                       help="content-addressed download cache (default: the user cache folder, "
+                            "or $LOCKKIT_CACHE_DIR)")
+    build.add_argument("--retries", type=int, default=3,
+                       help="retries of a 5xx, reset, timeout or truncated body (default 3)")
+    build.add_argument("--timeout", type=float, default=60.0,
+                       help="seconds without data before a download counts as timed out")
+    build.add_argument("--fallback-to-official", action="store_true",
+                       help="after a configured mirror fails, try the official host "
+                            "(default: an air-gapped build never reaches for it)")
+    _project_args(build)
+    pack = whsub.add_parser(
+        "pack", help="write the wheelhouse as one reproducible archive",
+        description="Pack wheelhouse/<platform>/ into one tar (sorted members, fixed times and "
+                    "owners, manifest.json and SHA256SUMS first): the same folder gives the "
+                    "same bytes.")
+    pack.add_argument("--platform", required=True, metavar="NAME")
+    pack.add_argument("--project", type=Path, default=Path("."), metavar="DIR")
+    pack.add_argument("--from", dest="folder", type=Path, metavar="DIR",
+                      help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
+    pack.add_argument("-o", "--output", type=Path, metavar="FILE",
+                      help="archive (default: <project>/wheelhouse/<platform>.wheelhouse.tar)")
+    pack.add_argument("--lock", type=Path, metavar="FILE",
+                      help="also check every wheel by hash against this committed lock")
+    unpack = whsub.add_parser(
+        "unpack", help="check and extract a wheelhouse archive",
+        description="Check every member against the archive's manifest before anything "
+                    "appears; refuse links, devices, absolute or '..' paths and unlisted "
+                    "members; leave nothing behind on failure.")
+    unpack.add_argument("archive", type=Path, metavar="FILE")
+    unpack.add_argument("--out", type=Path, metavar="DIR",
+                        help="destination folder (default: the archive's name without "
+                             ".wheelhouse.tar, beside it)")
+    unpack.add_argument("--lock", type=Path, metavar="FILE",
+                        help="also check every wheel by hash against this committed lock "
+                             "(locks/pylock.<platform>.toml)")
+
+
