@@ -10,7 +10,7 @@ nox.options.sessions = ["tests", "lint"]
 @nox.session
 def tests(session: nox.Session) -> None:
     session.install("-e", ".[test]")
-    session.run("pytest", "-q", *session.posargs)
+    session.run("pytest", "-q", "-n", "auto", *session.posargs)
 
 
 @nox.session
