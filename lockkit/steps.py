@@ -2,6 +2,9 @@
 
 A step ends ``passed``, ``failed``, ``skipped`` (with the reason) or ``not-run`` (a step
 it depends on did not pass); the first failed step's error is the run's ``first_error``.
+A *waived* skip is one the project's config declared, with its reason (``[verify]
+application = "none"``): it does not make the run incomplete, and it blocks no step
+that needs it (there was nothing to check, not something that did not work).
 A finished step becomes a :class:`lockkit.report.model.StepResult` in the dossier.
 """
 
@@ -23,7 +26,12 @@ class StepFailed(Exception):
 
 
 class StepSkipped(Exception):
-    """Raised inside a step: its message is why the step did not apply."""
+    """Raised inside a step: its message is why the step did not apply. ``waived``: the
+    project's config declared the skip with a reason, so the run can still pass."""
+
+    def __init__(self, reason: str, *, waived: bool = False) -> None:
+        super().__init__(reason)
+        self.waived = waived
 
 
 @dataclass
@@ -34,12 +42,19 @@ class Step:
     duration: float = 0.0
     error: str | None = None
     reason: str | None = None
+    waived: bool = False
     detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def settled(self) -> bool:
+        """Passed, or skipped by a waiver: what a step that needs this one requires."""
+        return self.status == "passed" or (self.status == "skipped" and self.waived)
 
     def result(self) -> StepResult:
         return StepResult(name=self.name, status=self.status,
                           duration_s=round(self.duration, 3), needs=self.needs,
-                          error=self.error, reason=self.reason, detail=dict(self.detail))
+                          error=self.error, reason=self.reason, waived=self.waived,
+                          detail=dict(self.detail))
 
 
 class Steps:
@@ -58,7 +73,7 @@ class Steps:
         """Why *name* cannot run: the first step it needs that did not pass."""
         for need in self.steps[name].needs:
             st = self.steps[need]
-            if st.status != "passed":
+            if not st.settled:
                 return f"{need} {st.status}"
         return None
 
@@ -74,7 +89,7 @@ class Steps:
             body(step)
             step.status = "passed"
         except StepSkipped as exc:
-            step.status, step.reason = "skipped", str(exc)
+            step.status, step.reason, step.waived = "skipped", str(exc), exc.waived
         except StepFailed as exc:
             step.status, step.error = "failed", _one_line(str(exc))
         except Exception as exc:  # noqa: BLE001 - a step's crash is its finding, not ours
@@ -90,11 +105,11 @@ class Steps:
 
 
 def overall(steps: Steps) -> str:
-    """``passed`` only when every step passed; ``failed`` if any failed; else incomplete."""
-    statuses = [s.status for s in steps]
-    if all(s == "passed" for s in statuses):
+    """``passed`` only when every step passed or was waived by the config; ``failed`` if
+    any failed; else ``incomplete``."""
+    if all(s.settled for s in steps):
         return "passed"
-    return "failed" if "failed" in statuses else "incomplete"
+    return "failed" if any(s.status == "failed" for s in steps) else "incomplete"
 
 
 def _one_line(text: str) -> str:

@@ -19,6 +19,12 @@ def render(d: Dossier) -> str:
     lines = [f"# lockkit {d.kind}: {d.subject}", "",
              f"**Result: {d.result}**" + (f" — first error: {d.first_error}"
                                           if d.first_error else ""), ""]
+    for warning in d.warnings:
+        lines.append(f"> **Warning:** {warning}")
+    for step in d.waivers:
+        lines.append(f"> **Waived:** {step.name}: {step.reason}")
+    if d.warnings or d.waivers:
+        lines.append("")
     for label, value in (("lockkit version", d.lockkit_version), ("started", d.started),
                          ("command line", " ".join(d.command_line)), ("lock", d.lock),
                          ("lock sha256", d.lock_sha256), ("interpreter", d.interpreter),
@@ -28,7 +34,8 @@ def render(d: Dossier) -> str:
     lines += ["", "## Steps", "", "| # | step | status | seconds | first error / reason |",
               "|---|---|---|---|---|"]
     for i, s in enumerate(d.steps, 1):
-        lines.append(f"| {i} | {s.name} | {s.status} | {s.duration_s:.2f} | {_cell(s.note)} |")
+        lines.append(f"| {i} | {s.name} | {s.shown_status} | {s.duration_s:.2f} | "
+                     f"{_cell(s.note)} |")
     if d.commands:
         lines += ["", "## Commands run, in order", ""]
         for c in d.commands:
@@ -58,6 +65,9 @@ def render(d: Dossier) -> str:
             lines.append(f"- {'✔' if f.passed else '✘'} {f.detail}")
     if d.application:
         lines += ["", "## Application check", ""]
+        if d.application.command is not None:
+            lines.append(f"- command: `{' '.join(d.application.command)}` → exit "
+                         f"{d.application.returncode}")
         for check in d.application.checks:
             lines.append(f"- {'✔' if check.passed else '✘'} {check.name}: {check.detail}")
     return redact("\n".join(lines) + "\n")

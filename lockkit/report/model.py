@@ -9,7 +9,10 @@ and their shape is theirs.
 
 Schema 2 adds structured fingerprints (path, expected and actual sha256) and the
 command records' ``timed_out``; a schema-1 dossier is upgraded on load, a newer one is
-refused with one line.
+refused with one line. Later additions to schema 2 are optional keys a reader of an
+earlier schema-2 document finds absent: ``warnings`` (things the run noticed that do not
+change its result, such as a stale lock), a step's ``waived`` and a fingerprint's
+``uncommitted`` flag, and the ``command`` kind of the application check.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ class Dossier:
     fingerprints: tuple[Fingerprint, ...] | None = None
     embedding_config: Mapping[str, Any] | None = None
     environment_passed_to_probes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # noticed, not judged: e.g. the lock is stale
 
     def step(self, name: str) -> StepResult | None:
         return next((s for s in self.steps if s.name == name), None)
@@ -89,8 +93,14 @@ class Dossier:
 
     @property
     def why_incomplete(self) -> str:
-        skipped = [f"{s.name} ({s.reason})" for s in self.steps if s.status == "skipped"]
+        skipped = [f"{s.name} ({s.reason})" for s in self.steps
+                   if s.status == "skipped" and not s.waived]
         return "not every step ran: " + "; ".join(skipped)
+
+    @property
+    def waivers(self) -> list[StepResult]:
+        """The steps the project's config waived, each with its reason."""
+        return [s for s in self.steps if s.waived]
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document: schema 1's keys, in its order, plus schema 2's additions."""
@@ -106,7 +116,8 @@ class Dossier:
                        variant=self.variant.to_dict() if self.variant else None)
         else:
             doc["python"] = self.python
-        doc.update(result=self.result, first_error=self.first_error)
+        doc.update(result=self.result, first_error=self.first_error,
+                   warnings=list(self.warnings))
         if self.kind == "verify":
             doc["packages"] = ([p.to_dict() for p in self.packages]
                                if self.packages is not None else None)
@@ -180,7 +191,8 @@ class Dossier:
                 fingerprints=(tuple(upgrade(f) for f in files)
                               if isinstance(files, list) else None),
                 embedding_config=d.get("embedding_config"),
-                environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()))
+                environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()),
+                warnings=tuple(map(str, d.get("warnings") or ())))
         except SchemaError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError) as exc:

@@ -59,29 +59,41 @@ class StepResult:
     needs: tuple[str, ...] = ()
     error: str | None = None
     reason: str | None = None
+    waived: bool = False  # skipped as the config declared, with the reason: not incomplete
     detail: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise SchemaError(f"step {self.name}: status {self.status!r} is not one of "
                               f"{', '.join(STATUSES)}")
+        if self.waived and self.status != "skipped":
+            raise SchemaError(f"step {self.name}: waived, but {self.status}, not skipped")
 
     @property
     def note(self) -> str:
         """The error, else the reason: what a table shows beside the status."""
         return self.error or self.reason or ""
 
+    @property
+    def shown_status(self) -> str:
+        """The status as tables print it: a waiver says so."""
+        return "skipped (waived)" if self.waived else self.status
+
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status, "duration_s": self.duration_s,
-                "needs": list(self.needs), "error": self.error, "reason": self.reason,
-                "detail": dict(self.detail)}
+        doc = {"name": self.name, "status": self.status, "duration_s": self.duration_s,
+               "needs": list(self.needs), "error": self.error, "reason": self.reason,
+               "detail": dict(self.detail)}
+        if self.waived:  # only when true: documents of runs without a waiver are unchanged
+            doc["waived"] = True
+        return doc
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StepResult:
         return cls(name=str(_req(d, "name", "steps[].")), status=_req(d, "status", "steps[]."),
                    duration_s=float(d.get("duration_s") or 0.0),
                    needs=tuple(d.get("needs") or ()), error=d.get("error"),
-                   reason=d.get("reason"), detail=dict(d.get("detail") or {}))
+                   reason=d.get("reason"), waived=bool(d.get("waived", False)),
+                   detail=dict(d.get("detail") or {}))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,6 +119,7 @@ class Fingerprint:
     path: str
     expected: str
     actual: str | None
+    uncommitted: bool = False  # in the project folder but not in git (not in the clean copy)
 
     @property
     def passed(self) -> bool:
@@ -118,6 +131,9 @@ class Fingerprint:
 
     @property
     def detail(self) -> str:
+        if self.actual is None and self.uncommitted:
+            return (f"{self.path}: not committed: git add it (the check runs on a clean copy "
+                    f"of the committed files; expected sha256 {self.expected})")
         if self.actual is None:
             return f"{self.path}: missing (expected sha256 {self.expected})"
         if self.passed:
@@ -126,12 +142,16 @@ class Fingerprint:
                 "file, or regenerate the reference and record the new fingerprint")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, "detail": self.detail,
-                "path": self.path, "expected": self.expected, "sha256": self.actual}
+        doc = {"name": self.name, "passed": self.passed, "detail": self.detail,
+               "path": self.path, "expected": self.expected, "sha256": self.actual}
+        if self.uncommitted:
+            doc["uncommitted"] = True
+        return doc
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Fingerprint:
-        return cls(path=str(d["path"]), expected=str(d["expected"]), actual=d.get("sha256"))
+        return cls(path=str(d["path"]), expected=str(d["expected"]), actual=d.get("sha256"),
+                   uncommitted=bool(d.get("uncommitted", False)))
 
     @classmethod
     def from_schema1(cls, d: Mapping[str, Any]) -> Fingerprint:
@@ -147,13 +167,18 @@ class Fingerprint:
 
 @dataclass(frozen=True, kw_only=True)
 class ApplicationResult:
-    """The project's own check (today: the embedding comparison), in its fixed order."""
+    """The project's own check, its checks in their fixed order. ``kind`` is
+    ``embedding`` ([verify.embedding]: ``worst_id`` is a sample identifier) or
+    ``command`` ([verify.application]: the command line, its exit code, and ``worst_id``
+    the compared file and JSON path of the largest difference)."""
 
     kind: str
     checks: tuple[CheckResult, ...]
     worst_id: str | None = None
     max_abs_diff: float | None = None
     min_cosine: float | None = None
+    command: tuple[str, ...] | None = None  # kind "command": as configured, {python} kept
+    returncode: int | None = None
 
     @property
     def passed(self) -> bool:
@@ -165,16 +190,22 @@ class ApplicationResult:
         return f"{failed.name}: {failed.detail}" if failed else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "passed": self.passed, "first_error": self.first_error,
-                "worst_id": self.worst_id, "max_abs_diff": self.max_abs_diff,
-                "min_cosine": self.min_cosine, "checks": [c.to_dict() for c in self.checks]}
+        doc = {"kind": self.kind, "passed": self.passed, "first_error": self.first_error,
+               "worst_id": self.worst_id, "max_abs_diff": self.max_abs_diff,
+               "min_cosine": self.min_cosine, "checks": [c.to_dict() for c in self.checks]}
+        if self.kind == "command":
+            doc.update(command=list(self.command or ()), returncode=self.returncode)
+        return doc
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ApplicationResult:
+        command = d.get("command")
         return cls(kind=str(d.get("kind", "embedding")),
                    checks=tuple(CheckResult.from_dict(c) for c in d.get("checks") or ()),
                    worst_id=d.get("worst_id"), max_abs_diff=d.get("max_abs_diff"),
-                   min_cosine=d.get("min_cosine"))
+                   min_cosine=d.get("min_cosine"),
+                   command=tuple(map(str, command)) if command is not None else None,
+                   returncode=d.get("returncode"))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,14 +14,22 @@ from typing import Any
 from lockkit import ui
 from lockkit.report.model import Dossier
 
-__all__ = ["diagnose_facts", "diff_json", "diff_text", "steps_table"]
+__all__ = ["diagnose_facts", "diff_json", "diff_text", "steps_table", "warnings"]
 
 
 def steps_table(d: Dossier) -> None:
     ui.print_table(f"lockkit {d.kind} {d.platform or ''}".rstrip() + f": {d.result}",
                    ("#", "step", "status", "seconds", "first error / reason"),
-                   [(i, s.name, s.status, f"{s.duration_s:.2f}", s.note)
+                   [(i, s.name, s.shown_status, f"{s.duration_s:.2f}", s.note)
                     for i, s in enumerate(d.steps, 1)], stream=sys.stdout)
+
+
+def warnings(d: Dossier) -> None:
+    """The run's warnings and waivers, on stderr (with ``--json`` too: stdout stays JSON)."""
+    for warning in d.warnings:
+        ui.say(f"warning: {warning}")
+    for step in d.waivers:
+        ui.say(f"waived: {step.name}: {step.reason}")
 
 
 def diagnose_facts(d: Dossier) -> None:
