@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from lockkit.appconfig import APPLICATION_HINT, ApplicationConfig, application_problems
 from lockkit.configcheck import Checker, Runner, runner_labels
 from lockkit.errors import UsageError
 from lockkit.inputs import (
@@ -33,7 +34,8 @@ __all__ = ["Project", "find_project", "is_pyproject", "load_project", "normalize
            "read_requirements", "resolver_inputs"]
 
 _LISTS = ("requirements", "platforms", "allow-sdist", "extras", "groups")  # lists of strings
-_TABLES = {"verify": ("[verify]", {"embedding"}), "ci": ("[ci]", {"runners"})}
+_TABLES = {"verify": ("[verify]", {"embedding", "application", "reason"}),
+           "ci": ("[ci]", {"runners"})}
 _KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer"}
 _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
 _RFC3339_HINT = "e.g. 2024-10-01 or 2024-10-01T00:00:00Z"
@@ -57,6 +59,8 @@ class Project:
     verify: dict[str, Any] = field(default_factory=dict)  # the [verify] table as written
     ci: dict[str, Any] = field(default_factory=dict)  # the [ci] table as written
     embedding: EmbeddingConfig | None = None  # [verify.embedding], validated at load
+    application: ApplicationConfig | None = None  # [verify.application], validated at load
+    application_waiver: str | None = None  # [verify] application = "none": its reason
     runners: dict[str, Runner] = field(default_factory=dict)  # [ci.runners]; names: ci.py
 
     @property
@@ -160,12 +164,17 @@ def _verify(c: Checker, root: Path, data: dict[str, Any]) -> dict[str, Any]:
     name, known = _TABLES["verify"]
     table = c.table(data, "verify", name)
     c.unknown(table, known, "verify.")
+    found: dict[str, Any] = {"verify": table}
+    application, waiver, problems = application_problems(root, table)
+    for problem in problems:
+        c.fail("", problem, hint=APPLICATION_HINT)
+    found.update(application=application, application_waiver=waiver)
     if "embedding" not in table:
-        return {"verify": table}
+        return found
     embedding, problems = embedding_problems(root, table["embedding"])
     for problem in problems:
         c.fail("", problem, hint=EMBEDDING_HINT)
-    return {"verify": table, "embedding": embedding}
+    return {**found, "embedding": embedding}
 
 
 def _ci(c: Checker, data: dict[str, Any]) -> dict[str, Any]:

@@ -3,25 +3,47 @@
 from __future__ import annotations
 
 import datetime as _dt
-import sys
+import os
+import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from lockkit import __version__, _run, chain
+from lockkit.errors import UsageError
 from lockkit.redact import redact
 from lockkit.report.model import CommandRecord, Dossier
 from lockkit.steps import Step, Steps, overall
 
-__all__ = ["diagnose"]
+__all__ = ["default_python", "diagnose"]
 
 PLAN: list[tuple[str, tuple[str, ...]]] = [("system", ()), ("gpu", ("system",))]
 _DEVICE = {"cpu": "cpu", "cuda": "cuda", "rocm": "cuda", "mps": "mps"}  # ROCm answers torch.cuda
 
 
-def diagnose(python: Path | None = None, expect: str | None = None, *,
+def default_python(env: Mapping[str, str] | None = None) -> tuple[Path, str]:
+    """The interpreter a user means without ``--python``, and where it came from: the
+    active venv's, else ``python`` on PATH. Never lockkit's own (it has no torch)."""
+    env = os.environ if env is None else env
+    venv = env.get("VIRTUAL_ENV")
+    if venv:
+        python = Path(venv) / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+        if python.exists():
+            return python, f"the active venv, VIRTUAL_ENV={venv}"
+    for name in ("python", "python3"):
+        found = shutil.which(name, path=env.get("PATH"))
+        if found:
+            return Path(found), f"'{name}' on PATH"
+    raise UsageError("no interpreter to diagnose: no active venv (VIRTUAL_ENV) and no "
+                     "python on PATH", hint="pass --python PATH")
+
+
+def diagnose(python: Path | None = None, expect: str | None = None, *, source: str = "",
              timeout: float = 300.0, command_line: tuple[str, ...] = ()) -> Dossier:
-    """Run the probes with *python* (default: this interpreter); return the dossier."""
-    python = python or Path(sys.executable)
+    """Run the probes with *python* (default: :func:`default_python`); return the
+    dossier. *source* says how the interpreter was chosen (kept in the system step)."""
+    if python is None:
+        python, source = default_python()
     started = _dt.datetime.now(_dt.timezone.utc)
     steps = Steps(PLAN)
     found: dict[str, Any] = {}
@@ -40,8 +62,11 @@ def diagnose(python: Path | None = None, expect: str | None = None, *,
         chain.gpu_step(step, python, ["--expect", kind, "--device", _DEVICE[kind]], found,
                        timeout=timeout, record=recorder("gpu"))
 
-    steps.execute("system", lambda s: chain.system_step(s, python, found, timeout=timeout,
-                                                        record=recorder("system")))
+    def system(step: Step) -> None:
+        step.detail["interpreter_source"] = source or "given"
+        chain.system_step(step, python, found, timeout=timeout, record=recorder("system"))
+
+    steps.execute("system", system)
     steps.execute("gpu", gpu)
     return Dossier(kind="diagnose", lockkit_version=__version__,
                    started=started.strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -26,11 +26,13 @@ from typing import Any
 import tomli_w
 
 from lockkit._compat import tomllib
-from lockkit.config import Project
+from lockkit.config import Project, normalized_inputs
+from lockkit.errors import LockkitError
 from lockkit.platforms import Platform
 from lockkit.redact import redact, strip_credentials
 
-__all__ = ["LOCK_FORMAT", "Verdict", "check", "inputs_record", "fingerprint", "packages_digest"]
+__all__ = ["LOCK_FORMAT", "Verdict", "check", "inputs_record", "fingerprint", "packages_digest",
+           "stale_warning"]
 
 LOCK_FORMAT = 1  # bump when what lockkit writes changes in a way old locks must be redone for
 
@@ -92,6 +94,22 @@ def check(path: Path, current: dict[str, Any], platform: Platform | None = None)
     if platform is not None:
         detail = detail.replace(_PLATFORM_CHANGED, platform_change(tool, platform))
     return Verdict(status="stale", detail=detail)
+
+
+def stale_warning(project: Project, platform: Platform) -> str | None:
+    """One line for verify and ``wheelhouse build``, which use a lock as it is: None when
+    it is fresh (or missing: they say so themselves), else what changed since compile."""
+    path = project.lock_path(platform.name)
+    try:
+        record = inputs_record(project, platform, project.python or platform.python,
+                               normalized_inputs(project))
+    except LockkitError as exc:
+        return f"{path.name}: its freshness could not be checked ({exc})"
+    verdict = check(path, record, platform)
+    if verdict.status in ("fresh", "missing"):
+        return None
+    return (f"{path.name} is {verdict.status} against its inputs ({verdict.detail}): "
+            f"run 'lockkit compile --platform {platform.name}' to make it current")
 
 
 _PLATFORM_CHANGED = "the platform definition changed"

@@ -3,7 +3,8 @@
 ``[verify.embedding]`` declares the application check that ``verify`` runs last. It is
 read here, with every key checked and every problem collected, by ``load_project``: a
 mistake in it ends the command in under a second, before minutes of install, not at
-the step that uses it. ``lockkit.embedding`` runs the check this table declares.
+the step that uses it. ``lockkit.embedding`` runs the check this table declares;
+``lockkit.appconfig`` reads [verify.application], the general form, with the same reader.
 """
 
 from __future__ import annotations
@@ -70,15 +71,17 @@ class EmbeddingConfig:
         return out
 
 
-class _Reader:
-    """Reads one key at a time; every problem becomes one message naming its key."""
+class TableReader:
+    """Reads one key at a time; every problem becomes one message naming its key path
+    (``<where>.<key>``). ``lockkit.appconfig`` reads [verify.application] with it too."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, where: str = "verify.embedding") -> None:
         self.root = root.resolve()
+        self.where = where
         self.errors: list[str] = []
 
     def fail(self, key: str, message: str) -> None:
-        self.errors.append(f"verify.embedding.{key}: {message}")
+        self.errors.append(f"{self.where}.{key}: {message}")
 
     def unknown(self, table: dict[str, Any]) -> None:
         for key in sorted(set(table) - set(_REQUIRED + _OPTIONAL)):
@@ -202,7 +205,7 @@ def embedding_problems(project_root: Path,
     (``verify.embedding.dim: ...``) for the caller to prefix with the file."""
     if not isinstance(table, dict):
         return None, [f"verify.embedding: expected a table, got {table!r}"]
-    reader = _Reader(project_root)
+    reader = TableReader(project_root)
     reader.unknown(table)
     values = {attr: value for attr, value in reader.read_all(table).items() if value is not None}
     if reader.errors:

@@ -107,6 +107,7 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
     from lockkit.auth import Credentials
     from lockkit.config import load_project
     from lockkit.fetch import Cache, default_cache_dir, http_client
+    from lockkit.freshness import stale_warning
     from lockkit.platforms import load_platforms, select_platforms
 
     for folder in args.find_links:
@@ -116,6 +117,9 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
     platform, = select_platforms(load_platforms(project.root), [args.platform], False,
                                  project.platforms)
     out = (args.out or project.root / "wheelhouse" / platform.name).absolute()
+    stale = stale_warning(project, platform)
+    if stale:
+        ui.say(f"warning: {stale}")
     lock_path, items = wheelhouse.plan(project, platform,
                                        fallback_to_official=args.fallback_to_official)
     total = sum(i.want.size or 0 for i in items) or None

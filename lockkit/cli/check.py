@@ -12,7 +12,7 @@ from lockkit import ui
 from lockkit.cli.build import shown_path
 from lockkit.errors import UsageError
 
-__all__ = ["cmd_ci", "cmd_diagnose", "cmd_diff", "cmd_verify"]
+__all__ = ["cmd_ci", "cmd_diagnose", "cmd_diff", "cmd_verify", "new_report_folder"]
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -72,8 +72,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
             on_step=lambda step: advance(1)))
     dossier = outcome.dossier
     folder = (args.report_dir.absolute() if args.report_dir else
-              project.root / ".lockkit" / "reports" / platform.name /
-              dossier.started.replace("-", "").replace(":", ""))
+              new_report_folder(project.root / ".lockkit" / "reports" / platform.name,
+                                dossier.started.replace("-", "").replace(":", "")))
     write_folder(folder, dossier, outcome.attachments)
     if args.junit:
         write_junit(dossier, args.junit.absolute())
@@ -81,6 +81,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         sys.stdout.write(json_format.dumps(dossier))
     else:
         terminal.steps_table(dossier)
+    terminal.warnings(dossier)
     if outcome.venv:
         ui.say(f"venv kept: {outcome.venv}")
     ui.say(f"dossier: {shown_path(folder / 'dossier.json')} "
@@ -92,15 +93,33 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def new_report_folder(parent: Path, stamp: str) -> Path:
+    """``parent/stamp``, or ``stamp-2``, ``stamp-3``...: a folder this run alone created
+    (``mkdir`` fails on an existing one), so two runs in the same second keep both."""
+    parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 10000):
+        folder = parent / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise UsageError(f"{parent}: 10000 report folders for {stamp}; remove old reports")
+
+
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from lockkit.diagnose import diagnose
+    from lockkit.diagnose import default_python, diagnose
     from lockkit.report import json as json_format
     from lockkit.report import terminal
 
     if args.python is not None and not args.python.exists():
         raise UsageError(f"--python {args.python}: no such interpreter")
-    dossier = diagnose(args.python.absolute() if args.python else None, args.expect,
-                       timeout=args.probe_timeout,
+    if args.python is not None:
+        python, source = args.python.absolute(), "--python"
+    else:
+        python, source = default_python()
+    ui.say(f"diagnose: {shown_path(python)} ({source})")
+    dossier = diagnose(python, args.expect, source=source, timeout=args.probe_timeout,
                        command_line=tuple(["lockkit", *sys.argv[1:]]))
     if args.json:
         sys.stdout.write(json_format.dumps(dossier))

@@ -81,6 +81,7 @@ class Dossier:
     code: GitState | None = None
     fingerprints: tuple[Fingerprint, ...] | None = None
     embedding_config: Mapping[str, Any] | None = None
+    application_config: Mapping[str, Any] | None = None  # [verify.application] as read
     environment_passed_to_probes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()  # noticed, not judged: e.g. the lock is stale
 
@@ -137,6 +138,8 @@ class Dossier:
                           if self.fingerprints is not None else None)}
             doc["embedding_config"] = (dict(self.embedding_config)
                                        if self.embedding_config is not None else None)
+            if self.application_config is not None:
+                doc["application_config"] = dict(self.application_config)
             doc["environment_passed_to_probes"] = list(self.environment_passed_to_probes)
         return doc
 
@@ -191,6 +194,7 @@ class Dossier:
                 fingerprints=(tuple(upgrade(f) for f in files)
                               if isinstance(files, list) else None),
                 embedding_config=d.get("embedding_config"),
+                application_config=d.get("application_config"),
                 environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()),
                 warnings=tuple(map(str, d.get("warnings") or ())))
         except SchemaError:

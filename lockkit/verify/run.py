@@ -8,6 +8,11 @@ fails), and every command runs the new venv's interpreter by its path:
 
 :func:`verify` returns the :class:`~lockkit.report.model.Dossier` and the run's logs; it
 writes no report (the caller renders them with :mod:`lockkit.report`).
+
+``--no-gpu`` skips GPU work only: on a platform whose backend is ``cpu`` there is none, so
+every step runs (the gpu step's checks run on the CPU). On a GPU platform it skips the
+gpu step and the application step (which would run on that GPU, against references made
+there), so the result is ``incomplete``, never ``passed``.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockkit import __version__, chain, probe
+from lockkit import __version__, chain, freshness, probe
 from lockkit.common import sha256_file
 from lockkit.report.model import Dossier, Variant
 from lockkit.steps import Step, Steps, StepSkipped, overall
@@ -53,6 +58,9 @@ def verify(opts: Options) -> Outcome:
     started = _dt.datetime.now(_dt.timezone.utc)
     work = Path(tempfile.mkdtemp(prefix="lockkit-verify-"))
     run = Run(opts=opts, work=work, steps=Steps(PLAN))
+    stale = freshness.stale_warning(opts.project, opts.platform)
+    run.found["warnings"] = [stale] if stale else []
+    skip_gpu = opts.no_gpu and opts.platform.backend.kind != "cpu"
 
     def host(step: Step) -> None:
         run.found["code"] = git_state(run, opts.project.root)
@@ -62,22 +70,31 @@ def verify(opts: Options) -> Outcome:
         assert run.python is not None
         chain.system_step(step, run.python, run.found, timeout=opts.probe_timeout,
                           record=run.recorder("system"),
-                          gpu_args=None if opts.no_gpu else chain.gpu_args(opts.platform))
+                          gpu_args=None if skip_gpu else chain.gpu_args(opts.platform))
 
     def gpu(step: Step) -> None:
-        if opts.no_gpu:
+        if skip_gpu:
             raise StepSkipped("--no-gpu: the device was not checked, so the rebuild is not "
                               "proven")
+        if opts.no_gpu:
+            step.detail["no_gpu"] = (f"no effect: {opts.platform.name} has no GPU, its CPU "
+                                     "checks ran")
         assert run.python is not None
         chain.gpu_step(step, run.python, chain.gpu_args(opts.platform), run.found,
                        timeout=opts.probe_timeout, record=run.recorder("gpu"))
+
+    def application(step: Step) -> None:
+        if skip_gpu:
+            raise StepSkipped(f"--no-gpu: the application would run on {opts.platform.name}'s "
+                              "GPU, against references made there")
+        app_step(run, step)
 
     bodies: dict[str, Callable[[Step], None]] = {
         "host": host, "venv": lambda s: rebuild.venv_step(run, s),
         "install": lambda s: rebuild.install_step(run, s),
         "pip-check": lambda s: rebuild.check_step(run, s),
         "inventory": lambda s: rebuild.inventory_step(run, s), "system": system, "gpu": gpu,
-        "application": lambda s: app_step(run, s),
+        "application": application,
     }
     try:
         for name, _ in PLAN:
@@ -117,4 +134,6 @@ def _dossier(run: Run, started: _dt.datetime) -> Dossier:
         system=found.get("system"), gpu=found.get("gpu"),
         application=found.get("application"), code=found.get("code"),
         fingerprints=found.get("fingerprints"), embedding_config=found.get("embedding_config"),
+        application_config=found.get("application_config"),
+        warnings=tuple(found.get("warnings") or ()),
         environment_passed_to_probes=tuple(sorted(probe.ALLOWED_VARS)))
