@@ -101,16 +101,19 @@ def test_reference_outside_tolerance_names_the_worst_id(copy_of):
     assert ids[3] in doc["first_error"] and "tolerance" in doc["first_error"]
 
 
-def test_no_gpu_is_incomplete_never_passed(copy_of):
+def test_no_gpu_on_a_cpu_platform_skips_nothing(copy_of):
+    """Issue 14: --no-gpu skips GPU work only; linux-cpu has none, so the gpu step's CPU
+    checks and the application still run (it used to skip both: incomplete)."""
     import xml.etree.ElementTree as ET
 
     project = copy_of()
     code, doc, _ = verify(project, "--no-gpu", "--junit", str(project / "junit.xml"))
-    assert code == 1 and doc["result"] == "incomplete"
-    assert statuses(doc)["gpu"] == "skipped" and statuses(doc)["application"] == "skipped"
+    assert code == 0 and doc["result"] == "passed", doc["first_error"]
+    assert statuses(doc)["gpu"] == "passed" and statuses(doc)["application"] == "passed"
+    assert doc["steps"][ORDER.index("gpu")]["detail"]["no_gpu"].startswith("no effect")
     suite = ET.parse(project / "junit.xml").getroot().find("testsuite")
     assert [c.get("name") for c in suite.iter("testcase")] == ORDER
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("8", "0", "2")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("8", "0", "0")
 
 
 def test_untracked_file_is_not_in_the_clean_copy(copy_of):
@@ -124,6 +127,7 @@ def test_untracked_file_is_not_in_the_clean_copy(copy_of):
     code, doc, _ = verify(project)
     assert code == 1 and statuses(doc)["application"] == "failed"
     assert "embed.py" in doc["first_error"]
+    assert "embed.py: not committed: git add it" in doc["first_error"]  # not "missing"
     git = doc["fingerprints"]["code"]
     assert git["git"] is True and len(git["revision"]) == 40 and git["dirty"] is True
 
@@ -181,6 +185,19 @@ def test_cuda_lock_that_installed_a_cpu_build_fails_the_build_check(fake_project
     assert statuses(doc)["application"] == "not-run"
 
 
+def test_no_gpu_on_a_gpu_platform_is_incomplete_never_passed(fake_project):
+    """On a CUDA platform --no-gpu skips the gpu step and the application (it would run on
+    that GPU, against references made there): incomplete, whatever else passed."""
+    root = fake_project("linux-cu126", local="cu126", cuda="12.6", devices=0)
+    (root / "lockkit.toml").write_text((root / "lockkit.toml").read_text() + (
+        '[verify]\napplication = "none"\nreason = "a waiver does not stand in for a GPU"\n'))
+    code, doc = verify_fake(root, "linux-cu126", "--no-gpu")
+    assert code == 1 and doc["result"] == "incomplete"
+    assert statuses(doc)["system"] == "passed", doc["first_error"]
+    assert statuses(doc)["gpu"] == statuses(doc)["application"] == "skipped"
+    assert doc["steps"][-1]["reason"] == "gpu skipped"
+
+
 def test_a_hanging_probe_fails_its_step_with_a_timeout(fake_project):
     root = fake_project("linux-cpu", local="cpu", cuda=None, hang=True)
     code, doc = verify_fake(root, "linux-cpu", "--probe-timeout", "3")
@@ -192,8 +209,9 @@ def test_a_hanging_probe_fails_its_step_with_a_timeout(fake_project):
 def test_verify_json_prints_the_dossier_document(fake_project):
     """`verify --json` prints dossier.json's document on stdout (no table); status lines
     stay on stderr; the document loads back into the model unchanged."""
-    root = fake_project("linux-cpu", local="cpu", cuda=None)
-    run = lockkit("verify", "--project", str(root), "--platform", "linux-cpu", "--report-dir",
+    # a CUDA platform: --no-gpu skips GPU work only, and a CPU platform has none (issue 14)
+    root = fake_project("linux-cu126", local="cu126", cuda="12.6", devices=0)
+    run = lockkit("verify", "--project", str(root), "--platform", "linux-cu126", "--report-dir",
                   str(root / "report"), "--json", "--no-gpu", network=False)
     assert run.returncode == 1  # nothing on the device: incomplete
     doc = json.loads(run.stdout)

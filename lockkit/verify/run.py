@@ -11,8 +11,8 @@ writes no report (the caller renders them with :mod:`lockkit.report`).
 
 ``--no-gpu`` skips GPU work only: on a platform whose backend is ``cpu`` there is none, so
 every step runs (the gpu step's checks run on the CPU). On a GPU platform it skips the
-gpu step and the application step (which would run on that GPU, against references made
-there), so the result is ``incomplete``, never ``passed``.
+gpu step, and so the application step that needs it (it would run on that GPU, against
+references made there): the result is ``incomplete``, never ``passed``.
 """
 
 from __future__ import annotations
@@ -83,18 +83,12 @@ def verify(opts: Options) -> Outcome:
         chain.gpu_step(step, run.python, chain.gpu_args(opts.platform), run.found,
                        timeout=opts.probe_timeout, record=run.recorder("gpu"))
 
-    def application(step: Step) -> None:
-        if skip_gpu:
-            raise StepSkipped(f"--no-gpu: the application would run on {opts.platform.name}'s "
-                              "GPU, against references made there")
-        app_step(run, step)
-
     bodies: dict[str, Callable[[Step], None]] = {
         "host": host, "venv": lambda s: rebuild.venv_step(run, s),
         "install": lambda s: rebuild.install_step(run, s),
         "pip-check": lambda s: rebuild.check_step(run, s),
         "inventory": lambda s: rebuild.inventory_step(run, s), "system": system, "gpu": gpu,
-        "application": application,
+        "application": lambda s: app_step(run, s),
     }
     try:
         for name, _ in PLAN:
