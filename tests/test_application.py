@@ -383,3 +383,42 @@ def test_diagnose_defaults_to_the_active_venv_then_python_on_path(tmp_path):
     doc = json.loads(run.stdout)
     assert doc["python"] == str(venv / "bin" / "python")
     assert doc["steps"][0]["detail"]["interpreter_source"].startswith("the active venv")
+
+
+# --- the real CPU torch, end to end --------------------------------------------------------
+
+SMOKE = '''\
+import json, torch
+x = torch.arange(6, dtype=torch.float64).reshape(2, 3)
+with open("out.json", "w") as fh:
+    json.dump({"sum": float((x @ x.T).sum()), "torch": torch.__version__}, fh)
+'''
+
+
+def test_the_example_with_a_command_check_on_real_torch(copy_of):
+    """The example's embedding check swapped for [verify.application]: a command that runs
+    real torch 2.13.0 in the rebuilt venv and writes JSON compared with a reference."""
+    root = copy_of()
+    (root / "smoke.py").write_text(SMOKE)
+    (root / "reference" / "smoke.json").write_text('{"sum": 83.0, "torch": "2.13.0+cpu"}')
+    text = (root / "lockkit.toml").read_text()
+    text = text[:text.index("\n[verify.embedding]")] + text[text.index("\n[mirrors]"):]
+    (root / "lockkit.toml").write_text(text + f'''
+[verify.application]
+command = ["{{python}}", "smoke.py"]
+timeout = 120
+[verify.application.compare]
+"out.json" = {{ reference = "reference/smoke.json", atol = 0, rtol = 0, reason = "exact" }}
+[verify.application.fingerprints]
+"smoke.py" = "{sha(root / "smoke.py")}"
+"reference/smoke.json" = "{sha(root / "reference" / "smoke.json")}"
+''')
+    run = lockkit("verify", "--project", str(root), "--platform", "linux-cpu", "--report-dir",
+                  str(root / "report"), network=False)
+    assert (root / "report" / "dossier.json").is_file(), run.stderr
+    doc = json.loads((root / "report" / "dossier.json").read_text())
+    assert run.returncode == 0, doc["first_error"]
+    assert set(statuses(doc).values()) == {"passed"}
+    app = doc["checks"]["application"]
+    assert app["kind"] == "command" and app["max_abs_diff"] == 0.0
+    assert doc["embedding_config"] is None and doc["application_config"]["timeout"] == 120

@@ -147,6 +147,40 @@ def test_fingerprint_detail_matches_the_embedding_check_wording():
     assert f.detail.startswith(f"w.npz: sha256 {SHA_B}, expected {SHA_A}: restore the file")
 
 
+def test_issue_14_fields_round_trip_and_render():
+    """A command-kind application check, a waived step, an uncommitted fingerprint and a
+    warning: each survives JSON and shows in dossier.md; none changes SCHEMA_VERSION."""
+    d = _verify_dossier(
+        result="passed", first_error=None, warnings=["pylock.linux-cpu.toml is stale"],
+        steps=[{"name": "host", "status": "passed"},
+               {"name": "application", "status": "skipped", "waived": True,
+                "reason": 'application = "none": a library'}],
+        fingerprints={"code": {"git": True, "revision": "abc", "dirty": False},
+                      "files": [{"path": "app.py", "expected": SHA_A, "sha256": None,
+                                 "uncommitted": True}]},
+        application_config={"command": ["{python}", "app.py"], "timeout": 60.0},
+        checks={"gpu": None, "application": {
+            "kind": "command", "command": ["{python}", "app.py"], "returncode": 0,
+            "worst_id": "out/m.json $.loss", "max_abs_diff": 1e-7,
+            "checks": [{"name": "command", "passed": True, "detail": "exited 0"}]}})
+    doc = json.loads(json_format.dumps(d))
+    again = Dossier.from_dict(doc)
+    assert again == d and again.to_dict() == doc and doc["schema_version"] == SCHEMA_VERSION
+    assert doc["steps"][1]["waived"] is True and "waived" not in doc["steps"][0]
+    assert again.application.command == ("{python}", "app.py") and again.waivers[0].waived
+    assert again.fingerprints[0].detail.startswith("app.py: not committed: git add it")
+    assert again.result == "passed" and "application" not in again.why_incomplete
+    md = markdown.render(again)
+    assert "> **Warning:** pylock.linux-cpu.toml is stale" in md
+    assert '> **Waived:** application: application = "none": a library' in md
+    assert "| 2 | application | skipped (waived) |" in md
+    assert "- command: `{python} app.py` → exit 0" in md
+    with pytest.raises(SchemaError, match="waived, but passed"):
+        StepResult(name="x", status="passed", waived=True)
+    embedding = _verify_dossier().to_dict()["checks"]["application"]
+    assert "command" not in embedding and "returncode" not in embedding  # unchanged shape
+
+
 # --- one system step for verify and diagnose ---------------------------------------------
 
 def _venv_with(tmp_path: Path, module: str) -> Path:
