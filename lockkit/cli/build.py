@@ -117,11 +117,11 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
     platform, = select_platforms(load_platforms(project.root), [args.platform], False,
                                  project.platforms)
     out = (args.out or project.root / "wheelhouse" / platform.name).absolute()
-    stale = stale_warning(project, platform)
-    if stale:
-        ui.say(f"warning: {stale}")
     lock_path, items = wheelhouse.plan(project, platform,
                                        fallback_to_official=args.fallback_to_official)
+    stale = stale_warning(project, platform)  # after plan: an unreadable lock is its error
+    if stale:
+        ui.say(f"warning: {stale}")
     total = sum(i.want.size or 0 for i in items) or None
     cache = Cache((args.cache_dir or default_cache_dir()).absolute())
     try:
