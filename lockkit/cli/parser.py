@@ -121,10 +121,11 @@ def _verify_parsers(sub: Any) -> None:
                      help="uv (default: fast, no pip in the venv) or pip (the plain "
                           "'python -m venv' + 'pip install' procedure)")
     ver.add_argument("--no-gpu", action="store_true",
-                     help="skip the GPU and application checks (result: incomplete)")
+                     help="skip GPU work: on a GPU platform the gpu and application "
+                          "steps (result: incomplete); on a CPU platform nothing")
     ver.add_argument("--report-dir", type=Path, metavar="DIR",
                      help="where the dossier goes (default: "
-                          ".lockkit/reports/<platform>/<UTC time>)")
+                          ".lockkit/reports/<platform>/<UTC time>, -2, -3... if taken)")
     ver.add_argument("--keep-venv", action="store_true", help="keep the rebuilt venv")
     ver.add_argument("--probe-timeout", type=float, default=300.0, metavar="S",
                      help="seconds before a hung probe counts as failed (default 300)")
