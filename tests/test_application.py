@@ -199,6 +199,25 @@ def test_failures_of_the_command_are_named(built, tmp_path):
     assert time.monotonic() - start < 60
 
 
+def test_outputs_must_be_written_by_the_command(built, tmp_path):
+    root = app_project(built, tmp_path)
+    text = (root / "lockkit.toml").read_text()
+    (root / "lockkit.toml").write_text(text.replace('outputs = ["out/metrics.json"]',
+                                                    'outputs = ["out/model.bin"]'))
+    _git(root, "commit", "-q", "-am", "declares an output app.py never writes")
+    run, doc, _ = run_verify(root)
+    assert run.returncode == 1
+    assert doc["first_error"] == "application: output out/model.bin: not written"
+    # an output already in the copy (committed) could not be told from a written one
+    (root / "out").mkdir()
+    (root / "out" / "model.bin").write_text("stale")
+    _git(root, "add", "out")
+    _git(root, "commit", "-q", "-m", "committed output")
+    run, doc, _ = run_verify(root)
+    assert doc["first_error"].startswith("application: output out/model.bin exists before "
+                                         "the command ran (it is committed)")
+
+
 def test_an_uncommitted_fingerprinted_file_says_git_add_it(built, tmp_path):
     root = app_project(built, tmp_path, commit=False)
     _git(root, "init", "-q")
