@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockkit.report.extrecords import ExtensionCheck, ExtensionsResult, NativePackage
 from lockkit.report.records import (  # noqa: F401 - re-exported: the model is one import
     STATUSES,
     ApplicationResult,
@@ -36,8 +37,9 @@ from lockkit.report.records import (  # noqa: F401 - re-exported: the model is o
 )
 
 __all__ = ["SCHEMA_VERSION", "ApplicationResult", "CheckResult", "CommandRecord", "Dossier",
-           "Fingerprint", "GitState", "Inventory", "PackageRow", "SchemaError", "StepResult",
-           "SystemFacts", "TorchFacts", "Variant", "STATUSES", "RESULTS"]
+           "ExtensionCheck", "ExtensionsResult", "NativePackage", "Fingerprint", "GitState",
+           "Inventory", "PackageRow", "SchemaError", "StepResult", "SystemFacts", "TorchFacts",
+           "Variant", "STATUSES", "RESULTS"]
 
 SCHEMA_VERSION = 2
 RESULTS = ("passed", "failed", "incomplete")
@@ -79,6 +81,7 @@ class Dossier:
     fingerprints: tuple[Fingerprint, ...] | None = None
     embedding_config: Mapping[str, Any] | None = None
     environment_passed_to_probes: tuple[str, ...] = ()
+    extensions: ExtensionsResult | None = None  # [verify.extensions] and native packages
 
     def step(self, name: str) -> StepResult | None:
         return next((s for s in self.steps if s.name == name), None)
@@ -118,6 +121,7 @@ class Dossier:
         checks: dict[str, Any] = {"gpu": dict(self.gpu) if self.gpu is not None else None}
         if self.kind == "verify":
             checks["application"] = self.application.to_dict() if self.application else None
+            checks["extensions"] = self.extensions.to_dict() if self.extensions else None
         doc["checks"] = checks
         if self.kind == "verify":
             doc["fingerprints"] = {
@@ -180,7 +184,8 @@ class Dossier:
                 fingerprints=(tuple(upgrade(f) for f in files)
                               if isinstance(files, list) else None),
                 embedding_config=d.get("embedding_config"),
-                environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()))
+                environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()),
+                extensions=_opt(ExtensionsResult, checks.get("extensions")))
         except SchemaError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
