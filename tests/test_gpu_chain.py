@@ -170,7 +170,7 @@ def companions(python: Path, *args: str) -> dict[str, dict[str, Any]]:
     assert result.status == "passed" and result.data is not None, result.error
     checks = result.data["checks"]
     return {"vision": checks["torchvision"], "audio": checks["torchaudio"],
-            "status": dict(zip(("status", "error"), gpu_status(result.data)))}
+            "status": dict(zip(("status", "error"), gpu_status(result.data), strict=True))}
 
 
 CUDA_ARGS = ("--expect", "cuda", "--cuda", "12.6", "--device", "cuda")
