@@ -127,7 +127,8 @@ def test_a_driver_too_old_is_named_before_the_device_it_makes_unreachable():
               "device": {"status": "failed", "error": "the expected GPU is unreachable"},
               "matmul": {"status": "skipped", "reason": "the device check did not pass"}}
     status, error = gpu_status({"probe": "gpu", "checks": checks})
-    assert status == "failed" and error.startswith("driver: NVIDIA driver 470.82.01 is older")
+    assert status == "failed"
+    assert str(error).startswith("driver: NVIDIA driver 470.82.01 is older")
 
 
 # --- torchvision / torchaudio inside a venv -------------------------------------------
