@@ -220,12 +220,16 @@ def _tail(err: bytes) -> str:
 
 
 def run_lines(python: Path, script: str, args: Sequence[str], timeout: float,
-              record: _run.Recorder | None = None) -> tuple[list[dict[str, Any]], str | None]:
+              record: _run.Recorder | None = None
+              ) -> tuple[list[dict[str, Any]], str | None, str]:
     """A probe that prints one JSON object per line as it goes (``gpu_probe.py
-    --extensions``): every object it printed, and why it ended early (None: it exited 0),
-    so a hang or a crash keeps what came before it."""
-    command = [str(python), "-I", str(_probe_path(script)), *args]
-    result = _run.call(command, timeout=timeout, env=probe_env(), record=record)
+    --extensions``): every object it printed, why it ended early (None: it exited 0) and
+    its stderr, so a hang or a crash keeps what came before it. It runs with
+    ``-X faulthandler`` (``-I`` ignores ``PYTHONFAULTHANDLER``) and gets SIGABRT at the
+    timeout, so its stderr then holds every thread's stack (:mod:`lockkit.hang`)."""
+    command = [str(python), "-I", "-X", "faulthandler", str(_probe_path(script)), *args]
+    result = _run.call(command, timeout=timeout, env=probe_env(), record=record,
+                       stacks_on_timeout=True)
     if result.timed_out:
         error: str | None = f"timed out after {timeout:g}s"
     elif result.returncode == 127 and result.stderr.startswith("cannot run"):
@@ -234,4 +238,4 @@ def run_lines(python: Path, script: str, args: Sequence[str], timeout: float,
         error = _exit_error(result.returncode or 0, result.stderr.encode())
     else:
         error = None
-    return _objects(result.stdout), error
+    return _objects(result.stdout), error, result.stderr

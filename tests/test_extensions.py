@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from conftest import lockkit
 from fake_torch import build_fake_extension, build_fake_torch
 from index_server import build_wheel
 
+from lockkit import hang
 from lockkit._run import isolated_env
 from lockkit.config import load_project
 from lockkit.errors import ConfigError
@@ -127,11 +129,19 @@ def ext_venv(tmp_path, numpy_wheel):
 
 def probe(python: Path, tmp_path: Path, specs: list[dict[str, str]], device: str = "cuda:0",
           timeout: float = 60) -> tuple[tuple[ExtensionCheck, ...], str | None]:
+    checks, ended, _ = probe_stderr(python, tmp_path, specs, device, timeout)
+    return checks, ended
+
+
+def probe_stderr(python: Path, tmp_path: Path, specs: list[dict[str, str]],
+                 device: str = "cuda:0", timeout: float = 60
+                 ) -> tuple[tuple[ExtensionCheck, ...], str | None, str]:
     spec_file = tmp_path / "specs.json"
     spec_file.write_text(json.dumps(specs))
-    lines, ended = run_lines(python, "gpu_probe.py",
-                             ["--extensions", str(spec_file), "--device", device], timeout)
-    return _checks([s["module"] for s in specs], lines, ended, device), ended
+    lines, ended, stderr = run_lines(python, "gpu_probe.py",
+                                     ["--extensions", str(spec_file), "--device", device],
+                                     timeout)
+    return _checks([s["module"] for s in specs], lines, ended, device), ended, stderr
 
 
 TRUE = "module.add_one is not None"
@@ -166,10 +176,14 @@ def test_an_import_failure_and_a_false_smoke_are_named(ext_venv, tmp_path):
 def test_a_hanging_smoke_names_its_module_and_keeps_the_others(ext_venv, tmp_path):
     specs = [{"module": "json"}, {"module": "fake_ext", "smoke": "__import__('time').sleep(60)"},
              {"module": "os"}]
-    checks, ended = probe(ext_venv(), tmp_path, specs, timeout=5)
+    start = time.monotonic()
+    checks, ended, stderr = probe_stderr(ext_venv(), tmp_path, specs, timeout=5)
+    assert time.monotonic() - start < 5 + 10
     assert ended == "timed out after 5s"
     assert [c.status for c in checks] == ["passed", "failed", "not-run"]
     assert "fake_ext: the extensions probe timed out after 5s" in (checks[1].error or "")
+    stalled = hang.explain(stderr)  # SIGABRT + -X faulthandler: every thread's stack
+    assert stalled is not None and 'File "<smoke of fake_ext>", line 1' in stalled.stacks
 
 
 # --- native code ----------------------------------------------------------------------

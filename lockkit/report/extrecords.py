@@ -76,6 +76,7 @@ class ExtensionsResult:
     native: tuple[NativePackage, ...] = ()
     device: str | None = None
     config: Mapping[str, Any] | None = None
+    hang: Mapping[str, Any] | None = None  # lockkit.hang's report when the probe timed out
 
     @property
     def passed(self) -> bool:
@@ -90,11 +91,12 @@ class ExtensionsResult:
         return {"passed": self.passed, "first_error": self.first_error, "device": self.device,
                 "config": dict(self.config) if self.config is not None else None,
                 "checks": [c.to_dict() for c in self.checks],
-                "native_packages": [n.to_dict() for n in self.native]}
+                "native_packages": [n.to_dict() for n in self.native],
+                "hang": dict(self.hang) if self.hang is not None else None}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ExtensionsResult:
         return cls(checks=tuple(ExtensionCheck.from_dict(c) for c in d.get("checks") or ()),
                    native=tuple(NativePackage.from_dict(n)
                                 for n in d.get("native_packages") or ()),
-                   device=d.get("device"), config=d.get("config"))
+                   device=d.get("device"), config=d.get("config"), hang=d.get("hang"))

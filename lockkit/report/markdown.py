@@ -104,6 +104,9 @@ def _extensions(d: Dossier) -> list[str]:
     lines = ["", "## Compiled extensions", ""]
     if not ext.checks:
         lines.append("- none declared ([verify.extensions])")
+    if ext.hang:
+        lines.append(f"- the probe stalled in {ext.hang.get('phase')}"
+                     + (f" at {ext.hang['frame']}" if ext.hang.get("frame") else ""))
     for c in ext.checks:
         lines.append(f"- {'✔' if c.passed else '✘'} {c.module} on {c.device}: "
                      + (c.error or f"smoke value {c.value}"))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from lockkit import probe
+from lockkit import hang, probe
 from lockkit.report.model import ExtensionCheck, ExtensionsResult, NativePackage
 from lockkit.steps import Step, StepFailed
 from lockkit.verify.context import Run
@@ -82,12 +82,16 @@ def extensions_step(run: Run, step: Step) -> None:
              for m in cfg.modules]
     spec_file = run.work / "extensions.json"
     spec_file.write_text(json.dumps(specs), encoding="utf-8")
-    lines, ended = probe.run_lines(run.python, "gpu_probe.py",
-                                   ["--extensions", str(spec_file), "--device", device],
-                                   timeout=cfg.timeout, record=run.recorder("extensions"))
+    lines, ended, stderr = probe.run_lines(
+        run.python, "gpu_probe.py", ["--extensions", str(spec_file), "--device", device],
+        timeout=cfg.timeout, record=run.recorder("extensions"))
+    stalled = hang.explain(stderr) if ended and ended.startswith("timed out") else None
+    if stalled is not None:
+        ended = f"{ended} ({stalled.summary})"
     checks = _checks([m.module for m in cfg.modules], lines, ended, device)
     run.found["extensions"] = result = ExtensionsResult(
-        checks=checks, native=native, device=device, config=cfg.to_dict())
+        checks=checks, native=native, device=device, config=cfg.to_dict(),
+        hang=stalled.to_dict() if stalled else None)
     step.detail.update({c.module: c.status for c in checks}, device=device)
     if gpu_skipped:
         step.detail["smoke"] = "not run: --no-gpu (imports only)"
