@@ -21,6 +21,7 @@ from typing import Any
 from lockkit.appconfig import APPLICATION_HINT, ApplicationConfig, application_problems
 from lockkit.configcheck import Checker, Runner, runner_labels
 from lockkit.errors import UsageError
+from lockkit.extensionsconfig import EXTENSIONS_HINT, ExtensionsConfig, extensions_problems
 from lockkit.inputs import (
     is_pyproject,
     load_toml,
@@ -34,7 +35,7 @@ __all__ = ["Project", "find_project", "is_pyproject", "load_project", "normalize
            "read_requirements", "resolver_inputs"]
 
 _LISTS = ("requirements", "platforms", "allow-sdist", "extras", "groups")  # lists of strings
-_TABLES = {"verify": ("[verify]", {"embedding", "application", "reason"}),
+_TABLES = {"verify": ("[verify]", {"embedding", "extensions", "application", "reason"}),
            "ci": ("[ci]", {"runners"})}
 _KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer"}
 _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
@@ -62,6 +63,7 @@ class Project:
     application: ApplicationConfig | None = None  # [verify.application], validated at load
     application_waiver: str | None = None  # [verify] application = "none": its reason
     runners: dict[str, Runner] = field(default_factory=dict)  # [ci.runners]; names: ci.py
+    extensions: ExtensionsConfig | None = None  # [verify.extensions], validated at load
 
     @property
     def locks_dir(self) -> Path:
@@ -164,17 +166,21 @@ def _verify(c: Checker, root: Path, data: dict[str, Any]) -> dict[str, Any]:
     name, known = _TABLES["verify"]
     table = c.table(data, "verify", name)
     c.unknown(table, known, "verify.")
-    found: dict[str, Any] = {"verify": table}
+    found: dict[str, Any] = {}
+    if "extensions" in table:
+        found["extensions"], problems = extensions_problems(table["extensions"])
+        for problem in problems:
+            c.fail("", problem, hint=EXTENSIONS_HINT)
     application, waiver, problems = application_problems(root, table)
     for problem in problems:
         c.fail("", problem, hint=APPLICATION_HINT)
     found.update(application=application, application_waiver=waiver)
     if "embedding" not in table:
-        return found
+        return {"verify": table, **found}
     embedding, problems = embedding_problems(root, table["embedding"])
     for problem in problems:
         c.fail("", problem, hint=EMBEDDING_HINT)
-    return {**found, "embedding": embedding}
+    return {"verify": table, "embedding": embedding, **found}
 
 
 def _ci(c: Checker, data: dict[str, Any]) -> dict[str, Any]:

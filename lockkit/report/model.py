@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockkit.report.extrecords import ExtensionCheck, ExtensionsResult, NativePackage
 from lockkit.report.records import (  # noqa: F401 - re-exported: the model is one import
     STATUSES,
     ApplicationResult,
@@ -39,8 +40,9 @@ from lockkit.report.records import (  # noqa: F401 - re-exported: the model is o
 )
 
 __all__ = ["SCHEMA_VERSION", "ApplicationResult", "CheckResult", "CommandRecord", "Dossier",
-           "Fingerprint", "GitState", "Inventory", "PackageRow", "SchemaError", "StepResult",
-           "SystemFacts", "TorchFacts", "Variant", "STATUSES", "RESULTS"]
+           "ExtensionCheck", "ExtensionsResult", "NativePackage", "Fingerprint", "GitState",
+           "Inventory", "PackageRow", "SchemaError", "StepResult", "SystemFacts", "TorchFacts",
+           "Variant", "STATUSES", "RESULTS"]
 
 SCHEMA_VERSION = 2
 RESULTS = ("passed", "failed", "incomplete")
@@ -84,6 +86,7 @@ class Dossier:
     application_config: Mapping[str, Any] | None = None  # [verify.application] as read
     environment_passed_to_probes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()  # noticed, not judged: e.g. the lock is stale
+    extensions: ExtensionsResult | None = None  # [verify.extensions] and native packages
 
     def step(self, name: str) -> StepResult | None:
         return next((s for s in self.steps if s.name == name), None)
@@ -130,6 +133,7 @@ class Dossier:
         checks: dict[str, Any] = {"gpu": dict(self.gpu) if self.gpu is not None else None}
         if self.kind == "verify":
             checks["application"] = self.application.to_dict() if self.application else None
+            checks["extensions"] = self.extensions.to_dict() if self.extensions else None
         doc["checks"] = checks
         if self.kind == "verify":
             doc["fingerprints"] = {
@@ -196,6 +200,7 @@ class Dossier:
                 embedding_config=d.get("embedding_config"),
                 application_config=d.get("application_config"),
                 environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()),
+                extensions=_opt(ExtensionsResult, checks.get("extensions")),
                 warnings=tuple(map(str, d.get("warnings") or ())))
         except SchemaError:
             raise

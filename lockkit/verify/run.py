@@ -4,7 +4,10 @@ The steps run in the order of the rebuild procedure, each needing the one before
 (``inventory`` needs ``install`` only: both metadata checks report even when the other
 fails), and every command runs the new venv's interpreter by its path:
 
-    host -> venv -> install -> pip-check -> inventory -> system -> gpu -> application
+    host -> venv -> install -> pip-check -> inventory -> system -> gpu -> extensions
+         -> application
+
+(``extensions`` needs ``system`` only: with the GPU skipped it still imports the modules.)
 
 :func:`verify` returns the :class:`~lockkit.report.model.Dossier` and the run's logs; it
 writes no report (the caller renders them with :mod:`lockkit.report`).
@@ -31,13 +34,14 @@ from lockkit.steps import Step, Steps, StepSkipped, overall
 from lockkit.verify import rebuild
 from lockkit.verify.application import app_step, git_state
 from lockkit.verify.context import UV_CACHE, Options, Run
+from lockkit.verify.extensions import extensions_step
 
 __all__ = ["Outcome", "PLAN", "verify"]
 
 PLAN: list[tuple[str, tuple[str, ...]]] = [
     ("host", ()), ("venv", ("host",)), ("install", ("venv",)), ("pip-check", ("install",)),
     ("inventory", ("install",)), ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
-    ("application", ("gpu",)),
+    ("extensions", ("system",)), ("application", ("gpu",)),
 ]
 ISOLATION = ("installer calls ran with --no-config/--isolated and without PIP_*/UV_* "
              "variables: no user or global pip/uv configuration was used")
@@ -70,7 +74,8 @@ def verify(opts: Options) -> Outcome:
         assert run.python is not None
         chain.system_step(step, run.python, run.found, timeout=opts.probe_timeout,
                           record=run.recorder("system"),
-                          gpu_args=None if skip_gpu else chain.gpu_args(opts.platform))
+                          gpu_args=None if skip_gpu else chain.gpu_args(opts.platform,
+                                                                        run.expected))
 
     def gpu(step: Step) -> None:
         if skip_gpu:
@@ -80,7 +85,7 @@ def verify(opts: Options) -> Outcome:
             step.detail["no_gpu"] = (f"no effect: {opts.platform.name} has no GPU, its CPU "
                                      "checks ran")
         assert run.python is not None
-        chain.gpu_step(step, run.python, chain.gpu_args(opts.platform), run.found,
+        chain.gpu_step(step, run.python, chain.gpu_args(opts.platform, run.expected), run.found,
                        timeout=opts.probe_timeout, record=run.recorder("gpu"))
 
     bodies: dict[str, Callable[[Step], None]] = {
@@ -88,6 +93,7 @@ def verify(opts: Options) -> Outcome:
         "install": lambda s: rebuild.install_step(run, s),
         "pip-check": lambda s: rebuild.check_step(run, s),
         "inventory": lambda s: rebuild.inventory_step(run, s), "system": system, "gpu": gpu,
+        "extensions": lambda s: extensions_step(run, s),
         "application": lambda s: app_step(run, s),
     }
     try:
@@ -130,4 +136,5 @@ def _dossier(run: Run, started: _dt.datetime) -> Dossier:
         fingerprints=found.get("fingerprints"), embedding_config=found.get("embedding_config"),
         application_config=found.get("application_config"),
         warnings=tuple(found.get("warnings") or ()),
-        environment_passed_to_probes=tuple(sorted(probe.ALLOWED_VARS)))
+        environment_passed_to_probes=tuple(sorted(probe.ALLOWED_VARS)),
+        extensions=found.get("extensions"))
