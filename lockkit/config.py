@@ -27,13 +27,14 @@ from lockkit.inputs import (
     read_requirements,
     resolver_inputs,
 )
+from lockkit.resumeconfig import RESUME_HINT, ResumeConfig, resume_problems
 from lockkit.verifyconfig import EMBEDDING_HINT, EmbeddingConfig, embedding_problems
 
 __all__ = ["Project", "find_project", "is_pyproject", "load_project", "normalized_inputs",
            "read_requirements", "resolver_inputs"]
 
 _LISTS = ("requirements", "platforms", "allow-sdist", "extras", "groups")  # lists of strings
-_TABLES = {"verify": ("[verify]", {"embedding"}), "ci": ("[ci]", {"runners"})}
+_TABLES = {"verify": ("[verify]", {"embedding", "resume"}), "ci": ("[ci]", {"runners"})}
 _KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer"}
 _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
 _RFC3339_HINT = "e.g. 2024-10-01 or 2024-10-01T00:00:00Z"
@@ -57,6 +58,7 @@ class Project:
     verify: dict[str, Any] = field(default_factory=dict)  # the [verify] table as written
     ci: dict[str, Any] = field(default_factory=dict)  # the [ci] table as written
     embedding: EmbeddingConfig | None = None  # [verify.embedding], validated at load
+    resume: ResumeConfig | None = None  # [verify.resume], validated at load
     runners: dict[str, Runner] = field(default_factory=dict)  # [ci.runners]; names: ci.py
 
     @property
@@ -160,12 +162,17 @@ def _verify(c: Checker, root: Path, data: dict[str, Any]) -> dict[str, Any]:
     name, known = _TABLES["verify"]
     table = c.table(data, "verify", name)
     c.unknown(table, known, "verify.")
+    found: dict[str, Any] = {"verify": table}
+    if "resume" in table:
+        found["resume"], problems = resume_problems(table["resume"])
+        for problem in problems:
+            c.fail("", problem, hint=RESUME_HINT)
     if "embedding" not in table:
-        return {"verify": table}
+        return found
     embedding, problems = embedding_problems(root, table["embedding"])
     for problem in problems:
         c.fail("", problem, hint=EMBEDDING_HINT)
-    return {"verify": table, "embedding": embedding}
+    return {**found, "embedding": embedding}
 
 
 def _ci(c: Checker, data: dict[str, Any]) -> dict[str, Any]:
