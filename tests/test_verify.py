@@ -16,7 +16,8 @@ from pytorch_index import PyTorchIndex
 from lockkit.cli import main
 from lockkit.report.model import Dossier
 
-ORDER = ["host", "venv", "install", "pip-check", "inventory", "system", "gpu", "application"]
+ORDER = ["host", "venv", "install", "pip-check", "inventory", "system", "gpu", "application",
+         "resume"]
 
 
 def statuses(doc: dict) -> dict[str, str]:

@@ -27,6 +27,7 @@ from lockkit.report.records import (  # noqa: F401 - re-exported: the model is o
     GitState,
     Inventory,
     PackageRow,
+    ResumeResult,
     SchemaError,
     StepResult,
     SystemFacts,
@@ -36,8 +37,8 @@ from lockkit.report.records import (  # noqa: F401 - re-exported: the model is o
 )
 
 __all__ = ["SCHEMA_VERSION", "ApplicationResult", "CheckResult", "CommandRecord", "Dossier",
-           "Fingerprint", "GitState", "Inventory", "PackageRow", "SchemaError", "StepResult",
-           "SystemFacts", "TorchFacts", "Variant", "STATUSES", "RESULTS"]
+           "Fingerprint", "GitState", "Inventory", "PackageRow", "ResumeResult", "SchemaError",
+           "StepResult", "SystemFacts", "TorchFacts", "Variant", "STATUSES", "RESULTS"]
 
 SCHEMA_VERSION = 2
 RESULTS = ("passed", "failed", "incomplete")
@@ -79,6 +80,7 @@ class Dossier:
     fingerprints: tuple[Fingerprint, ...] | None = None
     embedding_config: Mapping[str, Any] | None = None
     environment_passed_to_probes: tuple[str, ...] = ()
+    resume: ResumeResult | None = None  # the training-resume check ([verify.resume])
 
     def step(self, name: str) -> StepResult | None:
         return next((s for s in self.steps if s.name == name), None)
@@ -118,6 +120,7 @@ class Dossier:
         checks: dict[str, Any] = {"gpu": dict(self.gpu) if self.gpu is not None else None}
         if self.kind == "verify":
             checks["application"] = self.application.to_dict() if self.application else None
+            checks["resume"] = self.resume.to_dict() if self.resume else None
         doc["checks"] = checks
         if self.kind == "verify":
             doc["fingerprints"] = {
@@ -180,7 +183,8 @@ class Dossier:
                 fingerprints=(tuple(upgrade(f) for f in files)
                               if isinstance(files, list) else None),
                 embedding_config=d.get("embedding_config"),
-                environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()))
+                environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()),
+                resume=_opt(ResumeResult, checks.get("resume")))
         except SchemaError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError) as exc:

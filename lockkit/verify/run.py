@@ -5,6 +5,10 @@ The steps run in the order of the rebuild procedure, each needing the one before
 fails), and every command runs the new venv's interpreter by its path:
 
     host -> venv -> install -> pip-check -> inventory -> system -> gpu -> application
+                                                                     -> resume
+
+(``resume`` needs ``gpu``, not ``application``: a project that trains without an
+application check still has its resume checked.)
 
 :func:`verify` returns the :class:`~lockkit.report.model.Dossier` and the run's logs; it
 writes no report (the caller renders them with :mod:`lockkit.report`).
@@ -26,13 +30,14 @@ from lockkit.steps import Step, Steps, StepSkipped, overall
 from lockkit.verify import rebuild
 from lockkit.verify.application import app_step, git_state
 from lockkit.verify.context import UV_CACHE, Options, Run
+from lockkit.verify.resume import resume_step
 
 __all__ = ["Outcome", "PLAN", "verify"]
 
 PLAN: list[tuple[str, tuple[str, ...]]] = [
     ("host", ()), ("venv", ("host",)), ("install", ("venv",)), ("pip-check", ("install",)),
     ("inventory", ("install",)), ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
-    ("application", ("gpu",)),
+    ("application", ("gpu",)), ("resume", ("gpu",)),
 ]
 ISOLATION = ("installer calls ran with --no-config/--isolated and without PIP_*/UV_* "
              "variables: no user or global pip/uv configuration was used")
@@ -78,6 +83,7 @@ def verify(opts: Options) -> Outcome:
         "pip-check": lambda s: rebuild.check_step(run, s),
         "inventory": lambda s: rebuild.inventory_step(run, s), "system": system, "gpu": gpu,
         "application": lambda s: app_step(run, s),
+        "resume": lambda s: resume_step(run, s),
     }
     try:
         for name, _ in PLAN:
@@ -89,6 +95,7 @@ def verify(opts: Options) -> Outcome:
         kept = opts.keep_venv and run.venv is not None
         if kept:
             shutil.rmtree(work / "app", ignore_errors=True)
+            shutil.rmtree(work / "resume", ignore_errors=True)
             shutil.rmtree(work / UV_CACHE, ignore_errors=True)
         else:
             shutil.rmtree(work, ignore_errors=True)
@@ -117,4 +124,5 @@ def _dossier(run: Run, started: _dt.datetime) -> Dossier:
         system=found.get("system"), gpu=found.get("gpu"),
         application=found.get("application"), code=found.get("code"),
         fingerprints=found.get("fingerprints"), embedding_config=found.get("embedding_config"),
-        environment_passed_to_probes=tuple(sorted(probe.ALLOWED_VARS)))
+        environment_passed_to_probes=tuple(sorted(probe.ALLOWED_VARS)),
+        resume=found.get("resume"))
