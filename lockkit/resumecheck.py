@@ -222,7 +222,8 @@ def _state_diff(x: RunOutput, y: RunOutput, atol: float, rtol: float, x_is: str,
     for key in sorted(x.arrays, key=_state_order):
         what = _state_name(key)
         if key not in y.arrays:
-            return f"{what} not restored (missing {y_is})"
+            return (f"{what} not restored (not in the state {y_is})" if restore else
+                    f"{what} missing after the resume")
         ax, ay = x.arrays[key], y.arrays[key]
         if ax.shape != ay.shape:
             return f"{what} differs in shape: {list(ay.shape)} {y_is}, {list(ax.shape)} {x_is}"

@@ -110,7 +110,7 @@ def test_optimizer_state_missing_after_the_resume(tmp_path):
     del runs["R"]["arrays"]["optimizer/proj.weight/exp_avg_sq"]
     v = verdict(tmp_path, runs)
     assert v.first_error == (f"after step {N + M}: optimizer state exp_avg_sq of "
-                             "proj.weight not restored (missing restored by R)")
+                             "proj.weight not restored (not in the state restored by R)")
 
 
 def test_scheduler_not_restored_names_the_lr_at_the_first_step(tmp_path):
@@ -270,6 +270,6 @@ def test_the_example_resumes_exactly_and_a_dropped_optimizer_is_named(copy_of):
     code, doc = _verify(broken)
     assert code == 1 and doc["result"] == "failed"
     assert doc["first_error"].startswith(
-        "resume: step 6: optimizer state exp_avg of bag.weight not restored (missing "
-        "restored by R)"), doc["first_error"]
+        "resume: step 6: optimizer state exp_avg of bag.weight not restored (not in the "
+        "state restored by R)"), doc["first_error"]
     assert {s["name"]: s["status"] for s in doc["steps"]}["application"] == "passed"
