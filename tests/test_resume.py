@@ -9,6 +9,7 @@ piece left out of its restore, failing with that piece named.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -16,12 +17,15 @@ import numpy as np
 import pytest
 from conftest import lockkit
 
+from lockkit import _run
 from lockkit.cli import main
 from lockkit.config import load_project
 from lockkit.errors import ConfigError
 from lockkit.report import markdown
 from lockkit.report.model import Dossier, GitState, ResumeResult, StepResult
 from lockkit.resumecheck import RUNS, RunOutputError, compare, read_run
+from lockkit.steps import StepFailed
+from lockkit.verify.resume import check_exit
 
 N, M = 3, 3
 BATCHES = [[4, 1], [0, 5], [2, 3]]  # one epoch of 3 batches, then the next in new order
@@ -273,3 +277,17 @@ def test_the_example_resumes_exactly_and_a_dropped_optimizer_is_named(copy_of):
         "resume: step 6: optimizer state exp_avg of bag.weight not restored (not in the "
         "state restored by R)"), doc["first_error"]
     assert {s["name"]: s["status"] for s in doc["steps"]}["application"] == "passed"
+
+
+
+def test_a_run_that_fails_or_hangs_is_one_line_naming_the_run():
+    """Real child processes: the run's own last error line, or its timeout."""
+    failed = _run.call([sys.executable, "-c", "import sys; print('loading', flush=True); "
+                        "sys.exit('no data: data/train.jsonl')"], timeout=30)
+    with pytest.raises(StepFailed) as err:
+        check_exit("A", failed, 2, 2)
+    assert str(err.value) == "run A (4 steps uninterrupted) exited 1: no data: data/train.jsonl"
+    hung = _run.call([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5)
+    with pytest.raises(StepFailed, match=r"^run C \(restores B's checkpoint, steps 3\.\.4\) "
+                                         r"timed out after 0\.5s$"):
+        check_exit("C", hung, 2, 2)

@@ -23,14 +23,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from lockkit import _run
-from lockkit.common import last_error_line
 from lockkit.report.model import ResumeResult
 from lockkit.resumecheck import RUNS, RunOutputError, compare, read_run
 from lockkit.resumeconfig import ResumeConfig
 from lockkit.steps import Step, StepFailed, StepSkipped
 from lockkit.verify.context import Run
 
-__all__ = ["resume_step"]
+__all__ = ["check_exit", "resume_step"]
 
 _VARS = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "LD_LIBRARY_PATH")
 _NEVER_COPY = {".git", ".lockkit", "wheelhouse", "__pycache__", ".venv", "locks"}
@@ -59,7 +58,7 @@ def resume_step(run: Run, step: Step) -> None:
             results = list(pool.map(lambda name: _one(run, cfg, copy, env, name,
                                                       *plan[name]), pair))
         for name, result in zip(pair, results, strict=True):
-            _check_exit(name, result, n, m)
+            check_exit(name, result, n, m)
     try:
         runs = {name: read_run(name, base / f"out-{name}") for name in RUNS}
     except RunOutputError as exc:
@@ -89,15 +88,12 @@ def _one(run: Run, cfg: ResumeConfig, copy: Path, env: dict[str, str], name: str
     return result
 
 
-def _check_exit(name: str, result: _run.Result, n: int, m: int) -> None:
+def check_exit(name: str, result: _run.Result, n: int, m: int) -> None:
     role = {"A": f"{n + m} steps uninterrupted", "B": f"{n} steps, then its checkpoint",
             "R": "restores B's checkpoint, 0 steps",
             "C": f"restores B's checkpoint, steps {n + 1}..{n + m}"}[name]
-    if result.timed_out:
+    if result.timed_out or not result.ok:
         raise StepFailed(f"run {name} ({role}) {_run.outcome(result)}")
-    if not result.ok:
-        raise StepFailed(f"run {name} ({role}) exited {result.returncode}: "
-                         f"{last_error_line(result.stderr or result.stdout)}")
 
 
 def _clean_copy(run: Run, root: Path, dest: Path) -> int:
