@@ -29,6 +29,7 @@ __all__ = ["Recorder", "Result", "call", "check", "isolated_env", "outcome"]
 _HIDDEN_PREFIXES = ("PIP_", "UV_", "PYTHON", "VIRTUAL_ENV", "CONDA_")
 _KEEP = {"UV_CACHE_DIR"}
 _GRACE = 5.0  # seconds to collect a killed group's last output
+_STACKS_GRACE = 3.0  # seconds for an aborted group to print its stacks
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,10 +71,16 @@ def isolated_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def call(argv: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | None = None,
-         cwd: str | os.PathLike[str] | None = None, record: Recorder | None = None) -> Result:
+         cwd: str | os.PathLike[str] | None = None, record: Recorder | None = None,
+         stacks_on_timeout: bool = False) -> Result:
     """Run *argv* (default environment: :func:`isolated_env`); never raises for how the
     command ended. A command that cannot start at all is ``returncode`` 127 with the reason
-    in stderr, as a shell reports it. *record* sees every result."""
+    in stderr, as a shell reports it. *record* sees every result.
+
+    *stacks_on_timeout* (POSIX): at the timeout, the process group first gets SIGABRT, so
+    that Python processes started with ``PYTHONFAULTHANDLER=1`` (the caller sets it; child
+    processes such as DataLoader workers inherit it) print every thread's stack to stderr
+    before dying; then the group is killed as usual. The stacks end up in ``stderr``."""
     argv = tuple(str(a) for a in argv)
     start = time.perf_counter()
     shown_cwd = os.fspath(cwd) if cwd is not None else None
@@ -91,7 +98,8 @@ def call(argv: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | 
             out, err = proc.communicate(timeout=timeout)
             code: int | None = proc.returncode
         except subprocess.TimeoutExpired:
-            out, err = _kill_group(proc)
+            out, err = (_abort_then_kill(proc) if stacks_on_timeout and os.name != "nt"
+                        else _kill_group(proc))
             code = None
         except BaseException:  # Ctrl-C: the group is not in the terminal's foreground
             _kill_group(proc)
@@ -135,6 +143,25 @@ def outcome(result: Result) -> str:
 
 def _text(data: bytes | None) -> str:
     return (data or b"").decode("utf-8", "replace")
+
+
+def _abort_then_kill(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """SIGABRT to the group (faulthandler prints the stacks), a moment to print them,
+    then SIGKILL to whatever is left: a process that ignores the abort, a grandchild."""
+    _signal_group(proc, signal.SIGABRT)
+    try:
+        out, err = proc.communicate(timeout=_STACKS_GRACE)
+    except subprocess.TimeoutExpired:
+        return _kill_group(proc)
+    _signal_group(proc, signal.SIGKILL)  # children that outlived their parent's abort
+    return out, err
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:

@@ -54,8 +54,11 @@ def gpu_step(step: Step, python: Path, args: Sequence[str], found: dict[str, Any
     """The GPU probe's report, into ``found["gpu"]``; ``StepFailed`` on its first check
     that did not pass. The report the system step's process made is used when there is
     one; otherwise the GPU probe runs now, on its own."""
-    result = found.pop("gpu_result", None) or probe.run_probe(
-        python, "gpu_probe.py", args, timeout=timeout, record=record)
+    result = found.pop("gpu_result", None)
+    if result is not None:
+        step.detail["ran_in"] = "the system step's process (one torch import for both)"
+    else:
+        result = probe.run_probe(python, "gpu_probe.py", args, timeout=timeout, record=record)
     data = found["gpu"] = result.data or {}
     if result.status != "passed":
         raise StepFailed(f"gpu probe: {result.error}")
