@@ -280,14 +280,21 @@ def test_the_example_resumes_exactly_and_a_dropped_optimizer_is_named(copy_of):
 
 
 
-def test_a_run_that_fails_or_hangs_is_one_line_naming_the_run():
-    """Real child processes: the run's own last error line, or its timeout."""
+def test_a_run_that_fails_or_hangs_is_one_line_naming_the_run(tmp_path):
+    """Real child processes: the run's own last error line, or its timeout and where it
+    stalled (the stacks faulthandler printed at the SIGABRT)."""
     failed = _run.call([sys.executable, "-c", "import sys; print('loading', flush=True); "
                         "sys.exit('no data: data/train.jsonl')"], timeout=30)
     with pytest.raises(StepFailed) as err:
-        check_exit("A", failed, 2, 2)
+        check_exit("A", failed, 2, 2, tmp_path)
     assert str(err.value) == "run A (4 steps uninterrupted) exited 1: no data: data/train.jsonl"
-    hung = _run.call([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5)
-    with pytest.raises(StepFailed, match=r"^run C \(restores B's checkpoint, steps 3\.\.4\) "
-                                         r"timed out after 0\.5s$"):
-        check_exit("C", hung, 2, 2)
+    (tmp_path / "train.py").write_text("import time\n\n\ndef load():\n    time.sleep(60)\n"
+                                       "\n\nload()\n")
+    hung = _run.call([sys.executable, "train.py"], timeout=1, cwd=tmp_path,
+                     env={**_run.isolated_env(), "PYTHONFAULTHANDLER": "1"},
+                     stacks_on_timeout=True)
+    with pytest.raises(StepFailed) as err:
+        check_exit("C", hung, 2, 2, tmp_path)
+    assert str(err.value).startswith("run C (restores B's checkpoint, steps 3..4) timed out "
+                                     "after 1s: stalled in ")
+    assert str(err.value).endswith("train.py:5 in load")

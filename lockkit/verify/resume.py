@@ -22,7 +22,7 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from lockkit import _run
+from lockkit import _run, hang
 from lockkit.report.model import ResumeResult
 from lockkit.resumecheck import RUNS, RunOutputError, compare, read_run
 from lockkit.resumeconfig import ResumeConfig
@@ -46,7 +46,8 @@ def resume_step(run: Run, step: Step) -> None:
     home = base / "home"
     home.mkdir(parents=True)
     env = {k: os.environ[k] for k in _VARS if k in os.environ}
-    env.update(HOME=str(home), PYTHONHASHSEED="0", PYTHONNOUSERSITE="1", LANG="C.UTF-8")
+    env.update(HOME=str(home), PYTHONHASHSEED="0", PYTHONNOUSERSITE="1", LANG="C.UTF-8",
+               PYTHONFAULTHANDLER="1")  # a run past its timeout prints every stack
     n, m = cfg.steps, cfg.resume_steps
     plan = {"A": (n + m, "A", False), "B": (n, "B", False),
             "R": (n, "R", True), "C": (n + m, "C", True)}
@@ -58,7 +59,7 @@ def resume_step(run: Run, step: Step) -> None:
             results = list(pool.map(lambda name: _one(run, cfg, copy, env, name,
                                                       *plan[name]), pair))
         for name, result in zip(pair, results, strict=True):
-            check_exit(name, result, n, m)
+            check_exit(name, result, n, m, copy)
     try:
         runs = {name: read_run(name, base / f"out-{name}") for name in RUNS}
     except RunOutputError as exc:
@@ -83,16 +84,23 @@ def _one(run: Run, cfg: ResumeConfig, copy: Path, env: dict[str, str], name: str
     assert run.python is not None
     argv = cfg.argv(python=str(run.python), out=str(out), steps=steps,
                     checkpoint=str(base / f"checkpoint-{checkpoint}"), resume=resume)
-    result = run.call("resume", argv, timeout=cfg.timeout, env=env, cwd=copy)
+    result = _run.call(argv, timeout=cfg.timeout, env=env, cwd=copy,
+                       record=run.recorder("resume"), stacks_on_timeout=True)
     run.attachments[f"resume-{name}.log"] = (result.stdout + result.stderr)[-20000:]
     return result
 
 
-def check_exit(name: str, result: _run.Result, n: int, m: int) -> None:
+def check_exit(name: str, result: _run.Result, n: int, m: int, root: Path) -> None:
+    """A run that failed or hung ends the step with one line naming the run; a hang also
+    names its layer and the project's innermost frame (``lockkit.hang``)."""
     role = {"A": f"{n + m} steps uninterrupted", "B": f"{n} steps, then its checkpoint",
             "R": "restores B's checkpoint, 0 steps",
             "C": f"restores B's checkpoint, steps {n + 1}..{n + m}"}[name]
-    if result.timed_out or not result.ok:
+    if result.timed_out:
+        report = hang.explain(result.stderr, root)
+        where = f": {report.summary}" if report else ""
+        raise StepFailed(f"run {name} ({role}) {_run.outcome(result)}{where}")
+    if not result.ok:
         raise StepFailed(f"run {name} ({role}) {_run.outcome(result)}")
 
 
