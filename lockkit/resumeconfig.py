@@ -25,11 +25,13 @@ _OPTIONAL = ("atol", "rtol", "reason", "timeout")
 
 @dataclass(frozen=True, kw_only=True)
 class ResumeConfig:
-    """The validated table: N steps before the checkpoint, M after it."""
+    """The validated table: N steps before the checkpoint, M after it; or, for a project
+    that never resumes a training, ``none`` and why (then the step passes, saying so)."""
 
-    command: tuple[str, ...]
-    steps: int
-    resume_steps: int
+    command: tuple[str, ...] = ()
+    steps: int = 0
+    resume_steps: int = 0
+    none: str | None = None
     atol: float = 0.0
     rtol: float = 0.0
     reason: str | None = None
@@ -44,6 +46,8 @@ class ResumeConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The table as written in lockkit.toml, for the dossier."""
+        if self.none is not None:
+            return {"none": self.none}
         out: dict[str, Any] = {"command": list(self.command), "steps": self.steps,
                                "resume-steps": self.resume_steps, "atol": self.atol,
                                "rtol": self.rtol, "timeout": self.timeout}
@@ -60,6 +64,15 @@ def resume_problems(table: Any) -> tuple[ResumeConfig | None, list[str]]:
 
     def fail(key: str, message: str) -> None:
         errors.append(f"verify.resume.{key}: {message}")
+
+    if "none" in table:
+        none = table["none"]
+        if not isinstance(none, str) or not none.strip():
+            fail("none", f"expected the reason this project never resumes a training, "
+                         f"got {none!r}")
+        for key in sorted(set(table) - {"none"}):
+            fail(key, "not with none (the check is declared absent)")
+        return (None, errors) if errors else (ResumeConfig(none=none), [])
 
     for key in sorted(set(table) - set(_REQUIRED + _OPTIONAL)):
         close = difflib.get_close_matches(key, _REQUIRED + _OPTIONAL, n=1)

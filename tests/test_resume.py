@@ -24,8 +24,11 @@ from lockkit.errors import ConfigError
 from lockkit.report import markdown
 from lockkit.report.model import Dossier, GitState, ResumeResult, StepResult
 from lockkit.resumecheck import RUNS, RunOutputError, compare, read_run
-from lockkit.steps import StepFailed
-from lockkit.verify.resume import check_exit
+from lockkit.platforms import load_platforms
+from lockkit.steps import Step, StepFailed, Steps, StepSkipped
+from lockkit.verify.context import Options, Run
+from lockkit.verify.resume import check_exit, resume_step
+from lockkit.verify.run import PLAN
 
 N, M = 3, 3
 BATCHES = [[4, 1], [0, 5], [2, 3]]  # one epoch of 3 batches, then the next in new order
@@ -298,3 +301,23 @@ def test_a_run_that_fails_or_hangs_is_one_line_naming_the_run(tmp_path):
     assert str(err.value).startswith("run C (restores B's checkpoint, steps 3..4) timed out "
                                      "after 1s: stalled in ")
     assert str(err.value).endswith("train.py:5 in load")
+
+
+def test_a_project_that_never_trains_declares_none_and_the_step_says_so(tmp_path):
+    def step_of(table: str | None) -> Step:
+        (tmp_path / "lockkit.toml").write_text(table or "")
+        opts = Options(project=load_project(tmp_path),
+                       platform=load_platforms(None)["linux-cpu"])
+        step = Step("resume")
+        resume_step(Run(opts=opts, work=tmp_path, steps=Steps(PLAN)), step)
+        return step
+
+    step = step_of('[verify.resume]\nnone = "inference only: this service never trains"\n')
+    assert step.reason == "declared none: inference only: this service never trains"
+    with pytest.raises(StepSkipped, match=r"^no \[verify.resume\] in lockkit.toml"):
+        step_of(None)
+    _config(tmp_path, 'none = ""\nsteps = 3\n')
+    with pytest.raises(ConfigError) as err:
+        load_project(tmp_path)
+    assert "verify.resume.none: expected the reason" in str(err.value)
+    assert "verify.resume.steps: not with none" in str(err.value)

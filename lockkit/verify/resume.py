@@ -39,7 +39,11 @@ def resume_step(run: Run, step: Step) -> None:
     cfg = run.opts.project.resume  # validated when the project was loaded
     if cfg is None:
         raise StepSkipped("no [verify.resume] in lockkit.toml: resuming a training is "
-                          "unchecked")
+                          "unchecked (declare one, or none = \"why\" if it never trains)")
+    if cfg.none is not None:
+        step.detail["declared"] = {"none": cfg.none}
+        step.reason = f"declared none: {cfg.none}"
+        return
     base = run.work / "resume"
     copy = base / "project"
     step.detail["copied_files"] = _clean_copy(run, run.opts.project.root, copy)
