@@ -21,10 +21,10 @@ from lockkit import _run
 from lockkit.cli import main
 from lockkit.config import load_project
 from lockkit.errors import ConfigError
+from lockkit.platforms import load_platforms
 from lockkit.report import markdown
 from lockkit.report.model import Dossier, GitState, ResumeResult, StepResult
 from lockkit.resumecheck import RUNS, RunOutputError, compare, read_run
-from lockkit.platforms import load_platforms
 from lockkit.steps import Step, StepFailed, Steps, StepSkipped
 from lockkit.verify.context import Options, Run
 from lockkit.verify.resume import check_exit, resume_step
