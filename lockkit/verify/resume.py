@@ -53,8 +53,7 @@ def resume_step(run: Run, step: Step) -> None:
     env.update(HOME=str(home), PYTHONHASHSEED="0", PYTHONNOUSERSITE="1", LANG="C.UTF-8",
                PYTHONFAULTHANDLER="1")  # a run past its timeout prints every stack
     n, m = cfg.steps, cfg.resume_steps
-    plan = {"A": (n + m, "A", False), "B": (n, "B", False),
-            "R": (n, "R", True), "C": (n + m, "C", True)}
+    plan = {"A": (n + m, False), "B": (n, False), "R": (n, True), "C": (n + m, True)}
     for pair in (("A", "B"), ("R", "C")):
         if pair[0] == "R":
             for name in pair:  # each resume starts from its own copy of B's checkpoint
@@ -80,14 +79,14 @@ def resume_step(run: Run, step: Step) -> None:
 
 
 def _one(run: Run, cfg: ResumeConfig, copy: Path, env: dict[str, str], name: str,
-         steps: int, checkpoint: str, resume: bool) -> _run.Result:
-    base = copy.parent
-    out = base / f"out-{name}"
+         steps: int, resume: bool) -> _run.Result:
+    """One run, in the clean copy, with its own output and checkpoint folders."""
+    out, checkpoint = copy.parent / f"out-{name}", copy.parent / f"checkpoint-{name}"
     out.mkdir()
-    (base / f"checkpoint-{checkpoint}").mkdir(exist_ok=True)
+    checkpoint.mkdir(exist_ok=True)  # R's and C's already hold a copy of B's
     assert run.python is not None
     argv = cfg.argv(python=str(run.python), out=str(out), steps=steps,
-                    checkpoint=str(base / f"checkpoint-{checkpoint}"), resume=resume)
+                    checkpoint=str(checkpoint), resume=resume)
     result = _run.call(argv, timeout=cfg.timeout, env=env, cwd=copy,
                        record=run.recorder("resume"), stacks_on_timeout=True)
     run.attachments[f"resume-{name}.log"] = (result.stdout + result.stderr)[-20000:]
