@@ -20,6 +20,7 @@ from typing import Any
 
 from lockkit.configcheck import Checker, Runner, runner_labels
 from lockkit.errors import UsageError
+from lockkit.extensionsconfig import EXTENSIONS_HINT, ExtensionsConfig, extensions_problems
 from lockkit.inputs import (
     is_pyproject,
     load_toml,
@@ -34,7 +35,8 @@ __all__ = ["Project", "find_project", "is_pyproject", "load_project", "normalize
            "read_requirements", "resolver_inputs"]
 
 _LISTS = ("requirements", "platforms", "allow-sdist", "extras", "groups")  # lists of strings
-_TABLES = {"verify": ("[verify]", {"embedding", "resume"}), "ci": ("[ci]", {"runners"})}
+_TABLES = {"verify": ("[verify]", {"embedding", "extensions", "resume"}),
+           "ci": ("[ci]", {"runners"})}
 _KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer"}
 _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
 _RFC3339_HINT = "e.g. 2024-10-01 or 2024-10-01T00:00:00Z"
@@ -60,6 +62,7 @@ class Project:
     embedding: EmbeddingConfig | None = None  # [verify.embedding], validated at load
     resume: ResumeConfig | None = None  # [verify.resume], validated at load
     runners: dict[str, Runner] = field(default_factory=dict)  # [ci.runners]; names: ci.py
+    extensions: ExtensionsConfig | None = None  # [verify.extensions], validated at load
 
     @property
     def locks_dir(self) -> Path:
@@ -162,17 +165,21 @@ def _verify(c: Checker, root: Path, data: dict[str, Any]) -> dict[str, Any]:
     name, known = _TABLES["verify"]
     table = c.table(data, "verify", name)
     c.unknown(table, known, "verify.")
-    found: dict[str, Any] = {"verify": table}
+    found: dict[str, Any] = {}
+    if "extensions" in table:
+        found["extensions"], problems = extensions_problems(table["extensions"])
+        for problem in problems:
+            c.fail("", problem, hint=EXTENSIONS_HINT)
     if "resume" in table:
         found["resume"], problems = resume_problems(table["resume"])
         for problem in problems:
             c.fail("", problem, hint=RESUME_HINT)
     if "embedding" not in table:
-        return found
+        return {"verify": table, **found}
     embedding, problems = embedding_problems(root, table["embedding"])
     for problem in problems:
         c.fail("", problem, hint=EMBEDDING_HINT)
-    return {**found, "embedding": embedding}
+    return {"verify": table, "embedding": embedding, **found}
 
 
 def _ci(c: Checker, data: dict[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,8 @@ from lockkit.common import arch_family, host_os
 from lockkit.errors import UsageError
 from lockkit.platforms import Platform
 
-__all__ = ["Gpu", "Host", "Ruling", "choose", "detect", "min_driver", "pick", "rank"]
+__all__ = ["Gpu", "Host", "Ruling", "choose", "detect", "driver_minimum", "min_driver", "pick",
+           "rank"]
 
 Run = Callable[[list[str]], str | None]  # argv -> stdout, None when it cannot run
 
@@ -147,8 +148,17 @@ def min_driver(platform: Platform) -> str | None:
     """The oldest NVIDIA driver a CUDA platform's builds run on (None: not CUDA)."""
     if platform.backend.kind != "cuda" or not platform.backend.version:
         return None
-    major = Version(platform.backend.version).major
-    return _MIN_DRIVER.get(platform.os, _MIN_DRIVER["linux"]).get(major)
+    return driver_minimum(platform.backend.version, platform.os)
+
+
+def driver_minimum(cuda: str, os_: str) -> str | None:
+    """The oldest NVIDIA driver that runs a CUDA *cuda* build ("12.6" or a bare major "12")
+    on *os_*; None for a CUDA major the table does not know."""
+    try:
+        major = Version(cuda).major
+    except InvalidVersion:
+        return None
+    return _MIN_DRIVER.get(os_, _MIN_DRIVER["linux"]).get(major)
 
 
 def _why_not(platform: Platform, host: Host) -> str | None:

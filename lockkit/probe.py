@@ -25,13 +25,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lockkit import _run
-from lockkit.probes.system_probe import DETERMINISM_VARS
+from lockkit.probes.system_probe import DETERMINISM_VARS, TOOLCHAIN_VARS
 
 __all__ = ["PROBES_DIR", "GPU_CHECKS", "ProbeResult", "Status", "gpu_status", "probe_env",
-           "run_chain", "run_probe"]
+           "run_chain", "run_lines", "run_probe"]
 
 PROBES_DIR = Path(__file__).resolve().parent / "probes"
-GPU_CHECKS = ("build", "device", "matmul")  # the order gpu_probe.py runs them in
+# The order the GPU step judges them in: gpu_probe.py's, with the host's driver check
+# (lockkit.chain) before the device one, so a driver too old is named as the cause.
+GPU_CHECKS = ("build", "driver", "device", "matmul", "torchvision", "torchaudio")
+OPTIONAL_CHECKS = frozenset({"driver", "torchvision", "torchaudio"})  # absent/skipped: fine
 
 Status = Literal["passed", "failed"]
 
@@ -42,7 +45,7 @@ _BASE_VARS = ("PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "TEMP", "TMP", "LD_L
               "SYSTEMROOT", "USERPROFILE")  # the last two: Python on Windows needs them
 _DEVICE_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES",
                 "ROCR_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION")
-ALLOWED_VARS = frozenset(_BASE_VARS + _DEVICE_VARS + DETERMINISM_VARS)
+ALLOWED_VARS = frozenset(_BASE_VARS + _DEVICE_VARS + DETERMINISM_VARS + TOOLCHAIN_VARS)
 _TAIL_LINES = 20
 
 
@@ -154,6 +157,9 @@ def gpu_status(data: Mapping[str, Any] | None) -> tuple[Status, str | None]:
         return "failed", "the GPU probe report has no checks"
     for name in GPU_CHECKS:
         check = checks.get(name)
+        if name in OPTIONAL_CHECKS and (check is None or (isinstance(check, Mapping)
+                                                         and check.get("status") == "skipped")):
+            continue
         if not isinstance(check, Mapping):
             return "failed", f"{name}: missing from the GPU probe report"
         if check.get("status") != "passed":
@@ -211,3 +217,25 @@ def _last_line(err: bytes) -> str:
 
 def _tail(err: bytes) -> str:
     return "\n".join(err.decode("utf-8", "replace").splitlines()[-_TAIL_LINES:])
+
+
+def run_lines(python: Path, script: str, args: Sequence[str], timeout: float,
+              record: _run.Recorder | None = None
+              ) -> tuple[list[dict[str, Any]], str | None, str]:
+    """A probe that prints one JSON object per line as it goes (``gpu_probe.py
+    --extensions``): every object it printed, why it ended early (None: it exited 0) and
+    its stderr, so a hang or a crash keeps what came before it. It runs with
+    ``-X faulthandler`` (``-I`` ignores ``PYTHONFAULTHANDLER``) and gets SIGABRT at the
+    timeout, so its stderr then holds every thread's stack (:mod:`lockkit.hang`)."""
+    command = [str(python), "-I", "-X", "faulthandler", str(_probe_path(script)), *args]
+    result = _run.call(command, timeout=timeout, env=probe_env(), record=record,
+                       stacks_on_timeout=True)
+    if result.timed_out:
+        error: str | None = f"timed out after {timeout:g}s"
+    elif result.returncode == 127 and result.stderr.startswith("cannot run"):
+        error = f"cannot run {python}: " + result.stderr.split(": ", 1)[-1]
+    elif result.returncode != 0:
+        error = _exit_error(result.returncode or 0, result.stderr.encode())
+    else:
+        error = None
+    return _objects(result.stdout), error, result.stderr

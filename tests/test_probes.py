@@ -368,7 +368,7 @@ def test_gpu_status(data, expected):
 def test_system_probe_records_cuda_build_and_devices(fake_venv):
     data = system(fake_venv(**CUDA_FAKE, devices=2))
     assert set(data) == {"probe", "schema", "os", "arch", "libc", "cpu", "python", "driver",
-                         "torch", "numpy", "settings"}
+                         "torch", "numpy", "settings", "toolchain", "collect_env"}
     torch = data["torch"]
     assert (torch["version"], torch["cuda"], torch["hip"], torch["build"]) == (
         "2.5.1+cu126", "12.6", None, "cuda")

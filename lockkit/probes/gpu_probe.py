@@ -9,18 +9,30 @@ Three sub-checks, in order, each ``passed``, ``failed``, ``error`` (it raised) o
    ``torch.version.hip``, Intel XPU's ``torch.xpu``, CPU, MPS);
 2. ``device`` - the expected device is visible (no CPU fallback is ever taken);
 3. ``matmul`` - a seeded float32 product on the device agrees with a float64 CPU one
-   within the tolerance recorded in the output.
+   within the tolerance recorded in the output;
+4. ``torchvision`` / ``torchaudio`` (``--vision`` / ``--audio``: the lock has them) - the
+   companion reports the CUDA (or, on ROCm, the local label) torch reports, and one of
+   its compiled ops runs on the device and agrees with the CPU (``skipped``: not locked).
 
-A later check is skipped when an earlier one did not pass. One JSON object goes to
-stdout and the exit code is 0 whenever the script could run: the host judges.
+A later check is skipped when an earlier one of the first three did not pass. One JSON
+object goes to stdout and the exit code is 0 whenever the script could run: the host
+judges.
 
-Top-level keys: probe, schema, args, torch, checks (build, device, matmul).
+``--extensions FILE``: instead, import each module the JSON list in FILE names
+(``[{"module": ..., "smoke": ...}]``) and evaluate its smoke expression with ``torch``,
+``device`` and ``module`` bound, printing one JSON line per module as it ends, so a
+hang or crash in one still leaves the others' results (``probe: "extensions"``).
+
+Top-level keys: probe, schema, args, torch, checks (build, device, matmul, torchvision,
+torchaudio).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import math
 import os
 import platform
 import sys
@@ -31,7 +43,8 @@ from typing import Any
 
 SCHEMA = 1
 SEED = 20240617
-CHECKS = ("build", "device", "matmul")
+CHECKS = ("build", "device", "matmul", "torchvision", "torchaudio")
+CORE = 3  # the checks a later one needs; the companions do not block each other
 REFUSAL = "lockkit refuses a CPU fallback"
 TOLERANCE_RULE = "|device - reference| <= atol + rtol * |reference| for every element"
 TOLERANCE_WHY = ("float32 accumulation over inputs in [-1, 1] errs by about 1e-5 at the "
@@ -66,10 +79,11 @@ def describe_build(cuda: str | None, hip: str | None, mps_built: bool,
 
 
 def wanted_build(args: argparse.Namespace) -> str:
+    source = f" ({args.source})" if getattr(args, "source", None) else ""
     if args.expect == "cuda":
-        return f"a CUDA {args.cuda} build" if args.cuda else "a CUDA build"
+        return (f"a CUDA {args.cuda} build" if args.cuda else "a CUDA build") + source
     if args.expect == "rocm":
-        return f"a ROCm {args.hip} build" if args.hip else "a ROCm build"
+        return (f"a ROCm {args.hip} build" if args.hip else "a ROCm build") + source
     if args.expect == "xpu":
         return "an XPU build"
     return "an MPS build" if args.expect == "mps" else "a CPU-only build"
@@ -205,6 +219,107 @@ def matmul_check(torch: Any, args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def device_name(args: argparse.Namespace) -> str:
+    return f"{args.device}:0" if args.device in ("cuda", "xpu") else args.device
+
+
+def cuda_of(number: Any) -> str | None:
+    """A companion's CUDA_VERSION (12060) as torch spells it (12.6), decoded the way
+    torchvision/extension.py and torchaudio/_extension/utils.py compare them."""
+    if isinstance(number, bool) or not isinstance(number, int) or number <= 0:
+        return None
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
+def local_label(version: str | None) -> str | None:
+    return version.split("+", 1)[1] if version and "+" in version else None
+
+
+def same_build(torch: Any, name: str, version: str, cuda: str | None) -> str | None:
+    """Why companion *name* is not torch's build, or None. On ROCm the label is the only
+    evidence: torchvision's ``_cuda_version`` op and torchaudio's ``cuda_version`` answer
+    -1/None there (vision.cpp, audio's utils.cpp: ``#ifdef WITH_CUDA``)."""
+    t_cuda, t_hip = torch.version.cuda, getattr(torch.version, "hip", None)
+    t_label, label = local_label(torch.__version__), local_label(version)
+    if t_hip:
+        if label != t_label:
+            return (f"{name} {version} is not torch's ROCm build (torch {torch.__version__}, "
+                    f"HIP {t_hip})")
+        return None
+    if t_cuda:
+        if cuda is None:
+            return f"{name} {version} reports no CUDA (a CPU build); torch is CUDA {t_cuda}"
+        if cuda.split(".")[:2] != t_cuda.split(".")[:2]:
+            return f"{name} {version} is a CUDA {cuda} build; torch is CUDA {t_cuda}"
+        return None
+    if cuda:
+        return f"{name} {version} is a CUDA {cuda} build; torch {torch.__version__} is not"
+    return None
+
+
+def companion(torch: Any, name: str, version: str, cuda: str | None, raw: Any,
+              op: Callable[[], tuple[bool, str]]) -> dict[str, Any]:
+    result: dict[str, Any] = {"status": "passed", "version": version, "cuda": cuda,
+                              "cuda_version_raw": raw, "torch": torch.__version__}
+    why = same_build(torch, name, version, cuda)
+    if why is None:
+        ok, what = op()
+        result["op"] = what
+        why = None if ok else what
+    if why:
+        result.update(status="failed", error=why)
+    return result
+
+
+def vision_check(torch: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """``torchvision.version.cuda`` exists only for a CUDA build (its setup.py writes
+    ``if _check_cuda_version() > 0: cuda = ...``); a CUDA major that differs from torch's
+    already fails the import (torchvision/extension.py ``_check_cuda_version``)."""
+    tv = importlib.import_module("torchvision")
+    ops = importlib.import_module("torchvision.ops")
+    raw = getattr(getattr(tv, "version", None), "cuda", None)
+    device = device_name(args)
+
+    def op() -> tuple[bool, str]:
+        boxes = torch.tensor([[0.0, 0.0, 10.0, 10.0], [1.0, 1.0, 11.0, 11.0],
+                              [20.0, 20.0, 30.0, 30.0]], dtype=torch.float32)
+        scores = torch.tensor([0.9, 0.8, 0.7], dtype=torch.float32)
+        kept = [int(i) for i in ops.nms(boxes.to(device), scores.to(device), 0.5).cpu().tolist()]
+        what = f"torchvision.ops.nms on {device} kept boxes {kept}"
+        return kept == [0, 2], what + ("" if kept == [0, 2] else ", expected [0, 2]")
+
+    return companion(torch, "torchvision", tv.__version__, cuda_of(raw), raw, op)
+
+
+def audio_cuda(torch: Any) -> Any:
+    """torchaudio/_extension/utils.py ``_check_cuda_version``: the extension's
+    ``cuda_version()`` (an int, None without CUDA); newer releases register it as
+    ``torch.ops._torchaudio.cuda_version``."""
+    try:
+        return torch.ops._torchaudio.cuda_version()
+    except Exception:  # noqa: BLE001 - the older layout follows
+        return importlib.import_module("torchaudio.lib._torchaudio").cuda_version()
+
+
+def audio_check(torch: Any, args: argparse.Namespace) -> dict[str, Any]:
+    ta = importlib.import_module("torchaudio")
+    functional = importlib.import_module("torchaudio.functional")
+    raw = audio_cuda(torch)
+    device = device_name(args)
+
+    def op() -> tuple[bool, str]:
+        signal = torch.tensor([math.sin(i * 0.03) for i in range(4800)], dtype=torch.float32)
+        cpu = functional.resample(signal, 48000, 24000).tolist()
+        got = functional.resample(signal.to(device), 48000, 24000).cpu().tolist()
+        worst = max((abs(a - b) for a, b in zip(cpu, got)), default=0.0)  # noqa: B905
+        ok = len(cpu) == len(got) and worst <= 1e-4
+        what = (f"torchaudio.functional.resample on {device}: {len(got)} samples, max "
+                f"|device - cpu| {worst:.3g}")
+        return ok, what + ("" if ok else " (limit 1e-4 and the CPU's length)")
+
+    return companion(torch, "torchaudio", ta.__version__, cuda_of(raw), raw, op)
+
+
 def guarded(check: Callable[..., dict[str, Any]], torch: Any,
             args: argparse.Namespace) -> dict[str, Any]:
     try:
@@ -235,17 +350,70 @@ def run_checks(args: argparse.Namespace) -> dict[str, Any]:
     report["torch"] = {"error": failure} if failure else torch_summary(torch)
     checks: dict[str, dict[str, Any]] = {}
     blocked = None
-    for name, check in zip(CHECKS, (build_check, device_check, matmul_check)):  # noqa: B905
-        if blocked:
+    wanted = (True, True, True, args.vision, args.audio)
+    runs = (build_check, device_check, matmul_check, vision_check, audio_check)
+    for i, (name, check, want) in enumerate(zip(CHECKS, runs, wanted)):  # noqa: B905
+        if not want:
+            checks[name] = {"status": "skipped", "reason": "not locked"}
+        elif blocked:
             checks[name] = {"status": "skipped", "reason": blocked}
         elif failure:
             checks[name] = {"status": "failed", "error": failure}
         else:
             checks[name] = guarded(check, torch, args)
-        if not blocked and checks[name]["status"] != "passed":
+        if i < CORE and not blocked and checks[name]["status"] != "passed":
             blocked = f"the {name} check did not pass"
     report["checks"] = checks
     return report
+
+
+COMPILED = (".so", ".pyd", ".dylib")
+
+
+def extension_check(torch: Any, spec: dict[str, Any], device: str) -> dict[str, Any]:
+    """Import one declared module and evaluate its smoke expression (the user's code, in
+    this venv only) with ``torch``, ``device``, ``module`` and its top package bound; it
+    passes unless it raises or evaluates to ``False``."""
+    name = str(spec.get("module"))
+    result: dict[str, Any] = {"probe": "extensions", "module": name, "device": device,
+                              "status": "passed"}
+    start = time.perf_counter()
+    try:
+        module = importlib.import_module(name)
+        result["file"] = getattr(module, "__file__", None)
+        result["compiled"] = str(result["file"] or "").endswith(COMPILED)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the failure is the finding
+        return {**result, "status": "failed", "stage": "import",
+                "error": f"import {name} failed: {first_line(exc)}"}
+    smoke = spec.get("smoke")
+    if smoke:
+        names = {"torch": torch, "device": device, "module": module,
+                 name.split(".")[0]: importlib.import_module(name.split(".")[0])}
+        try:
+            value = eval(compile(smoke, f"<smoke of {name}>", "eval"), names)  # noqa: S307
+        except (Exception, SystemExit) as exc:  # noqa: BLE001
+            result.update(status="failed", stage="smoke",
+                          error=f"{name}: smoke {smoke!r} on {device} raised {first_line(exc)}")
+        else:
+            result["value"] = repr(value)[:200]
+            if value is False:
+                result.update(status="failed", stage="smoke",
+                              error=f"{name}: smoke {smoke!r} on {device} returned False")
+    result["seconds"] = round(time.perf_counter() - start, 4)
+    return result
+
+
+def run_extensions(path: str, device: str, write: Callable[[str], object]) -> None:
+    with open(path, encoding="utf-8") as fh:
+        specs = json.load(fh)
+    torch, failure = import_torch()
+    for spec in specs:
+        if failure:
+            line: dict[str, Any] = {"probe": "extensions", "module": spec.get("module"),
+                                    "status": "failed", "stage": "import", "error": failure}
+        else:
+            line = extension_check(torch, spec, device)
+        write(json.dumps(line, default=str) + "\n")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -255,6 +423,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--hip", help="expected torch.version.hip major.minor, e.g. 6.2")
     parser.add_argument("--device", choices=("cpu", "cuda", "xpu", "mps"),
                         help="default: cuda for cuda and rocm (ROCm devices are named cuda)")
+    parser.add_argument("--source", help="where the expectation comes from, for messages")
+    parser.add_argument("--vision", action="store_true", help="torchvision is locked: check it")
+    parser.add_argument("--audio", action="store_true", help="torchaudio is locked: check it")
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--atol", type=float, default=1e-3)
     parser.add_argument("--rtol", type=float, default=1e-4)
@@ -268,12 +439,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the report as the only thing on stdout, whatever the libraries print."""
-    args = parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    extensions = argv[:1] == ["--extensions"] and len(argv) == 4 and argv[2] == "--device"
+    args = None if extensions else parse_args(argv)
     real_stdout = os.dup(1)
     os.dup2(2, 1)  # C-level chatter from drivers or torch goes to stderr
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            if args is None:  # one line per module, written as each one ends
+                run_extensions(argv[1], argv[3], lambda t: os.write(real_stdout, t.encode()))
+                return 0
             report = run_checks(args)
     finally:
         sys.stdout.flush()

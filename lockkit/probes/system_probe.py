@@ -8,7 +8,10 @@ becomes ``{"error": ...}`` and the others still come out, so a partial torch (or
 one in the tests) gives a partial report, never a crash. The script always exits 0 when
 it can print; the host judges.
 
-Top-level keys: probe, schema, os, arch, libc, cpu, python, driver, torch, numpy, settings.
+Top-level keys: probe, schema, os, arch, libc, cpu, python, driver, torch, numpy, settings,
+toolchain (the compilers and build tools a compiled extension needs, each with its
+version or "not found"), collect_env (``torch.utils.collect_env.get_env_info()``, run in
+a child process capped at COLLECT_ENV_TIMEOUT: its ``run`` has no timeout of its own).
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +40,17 @@ DETERMINISM_VARS = (
     "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
 )
 SMI_TIMEOUT = 15  # seconds: a wedged driver makes nvidia-smi hang, not fail
+# What builds a compiled extension (torch.utils.cpp_extension reads CUDA_HOME / ROCM_PATH,
+# CC / CXX); recorded, and passed to the probes by lockkit.probe's allow-list.
+TOOLCHAIN_VARS = ("CUDA_HOME", "CUDA_PATH", "ROCM_PATH", "ROCM_HOME", "CC", "CXX",
+                  "TORCH_CUDA_ARCH_LIST", "PYTORCH_ROCM_ARCH")
+TOOLS = (("cc", "--version"), ("gcc", "--version"), ("clang", "--version"), ("cl", None),
+         ("nvcc", "--version"), ("hipcc", "--version"), ("cmake", "--version"),
+         ("ninja", "--version"))
+TOOL_TIMEOUT = 10
+COLLECT_ENV_TIMEOUT = 60
+_COLLECT_ENV = ("import json, torch.utils.collect_env as c; "
+                "print(json.dumps(c.get_env_info()._asdict(), default=str))")
 
 
 def first_line(exc: BaseException) -> str:
@@ -157,6 +173,59 @@ def driver_info() -> dict[str, Any]:
     return {"nvidia": nvidia, "rocm": rocm, "reasons": reasons}
 
 
+def tool_version(name: str, flag: str | None) -> dict[str, Any]:
+    """The tool's path and the first output line that names a version (nvcc's is its 4th;
+    MSVC's ``cl`` prints its banner on stderr and has no version flag)."""
+    exe = shutil.which(name)
+    if exe is None:
+        return {"path": None, "version": "not found"}
+    try:
+        proc = subprocess.run([exe, *([flag] if flag else [])], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=TOOL_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return {"path": exe, "version": None, "error": f"timed out after {TOOL_TIMEOUT}s"}
+    except OSError as exc:
+        return {"path": exe, "version": None, "error": first_line(exc)}
+    lines = [ln.strip() for ln in (proc.stdout + "\n" + proc.stderr).splitlines() if ln.strip()]
+    line = next((ln for ln in lines if re.search(r"\d+\.\d+", ln)), lines[0] if lines else None)
+    return {"path": exe, "version": line[:200] if line else None}
+
+
+def toolchain_info() -> dict[str, Any]:
+    tools: dict[str, Any] = {}
+    for name, flag in TOOLS:
+        tools[name] = attempt(lambda n=name, f=flag: tool_version(n, f))  # type: ignore[misc]
+    return {"tools": tools,
+            "env": {name: os.environ.get(name) for name in TOOLCHAIN_VARS}}
+
+
+def collect_env_info(timeout: float = COLLECT_ENV_TIMEOUT) -> dict[str, Any]:
+    """torch's own environment report, in a child process of its own session: it runs
+    nvidia-smi, conda and pip without a timeout, so the whole group is killed at ours."""
+    start = time.perf_counter()
+    try:
+        proc = subprocess.Popen([sys.executable, "-I", "-c", _COLLECT_ENV],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, text=True,
+                                start_new_session=os.name != "nt")
+    except OSError as exc:
+        return {"error": first_line(exc)}
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        if os.name != "nt":
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.kill()
+        proc.communicate()
+        return {"error": f"timed out after {timeout:g}s"}
+    seconds = round(time.perf_counter() - start, 2)
+    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        last = (err.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"exited {proc.returncode}: {last[:300]}", "seconds": seconds}
+    return {"info": json.loads(lines[-1]), "seconds": seconds}
+
+
 def device_info(torch: Any, index: int) -> dict[str, Any]:
     """On ROCm these are named ``cuda`` too: the name does not prove NVIDIA, the arch does."""
     props = attempt(lambda: torch.cuda.get_device_properties(index))
@@ -263,6 +332,9 @@ def collect() -> dict[str, Any]:
     report["torch"] = failure or attempt(lambda: torch_info(torch))
     report["numpy"] = attempt(numpy_info)
     report["settings"] = attempt(lambda: settings_info(torch))
+    report["toolchain"] = attempt(toolchain_info)
+    report["collect_env"] = (attempt(collect_env_info) if torch is not None
+                             else {"error": "torch is not importable"})
     return report
 
 

@@ -52,6 +52,7 @@ def render(d: Dossier) -> str:
                              ("devices", json.dumps(list(torch.devices))[:200]),
                              ("driver", json.dumps(d.system.raw.get("driver"))[:200])):
             lines.append(f"- {label}: `{value}`")
+    lines += _gpu_chain(d) + _toolchain(d) + _extensions(d)
     if d.fingerprints:
         lines += ["", "## Fingerprints", ""]
         for f in d.fingerprints:
@@ -71,3 +72,55 @@ def render(d: Dossier) -> str:
                      + (f"; largest loss difference {r.max_loss_diff:.3g}"
                         if r.max_loss_diff is not None else ""))
     return redact("\n".join(lines) + "\n")
+
+
+def _gpu_chain(d: Dossier) -> list[str]:
+    checks = (d.gpu or {}).get("checks")
+    if not isinstance(checks, dict) or not checks:
+        return []
+    lines = ["", "## GPU chain", ""]
+    for name, check in checks.items():
+        if isinstance(check, dict):
+            note = check.get("error") or check.get("reason") or check.get("op") or ""
+            lines.append(f"- {name}: {check.get('status')}" + (f" — {note}" if note else ""))
+    return lines
+
+
+def _toolchain(d: Dossier) -> list[str]:
+    if not d.system:
+        return []
+    tools = d.system.section("toolchain").get("tools")
+    lines = []
+    if isinstance(tools, dict) and tools:
+        lines += ["", "## Build toolchain", ""]
+        for name, tool in tools.items():
+            if isinstance(tool, dict):
+                lines.append(f"- {name}: {tool.get('version') or tool.get('error')}"
+                             + (f" (`{tool['path']}`)" if tool.get("path") else ""))
+        env = d.system.section("toolchain").get("env") or {}
+        lines += [f"- {k}: `{v}`" for k, v in env.items() if v]
+    info = d.system.section("collect_env")
+    if info:
+        lines += ["", "torch.utils.collect_env: "
+                  + (f"recorded in the JSON dossier ({info.get('seconds')} s)"
+                     if "info" in info else f"not recorded ({info.get('error')})")]
+    return lines
+
+
+def _extensions(d: Dossier) -> list[str]:
+    ext = d.extensions
+    if ext is None:
+        return []
+    lines = ["", "## Compiled extensions", ""]
+    if not ext.checks:
+        lines.append("- none declared ([verify.extensions])")
+    if ext.hang:
+        lines.append(f"- the probe stalled in {ext.hang.get('phase')}"
+                     + (f" at {ext.hang['frame']}" if ext.hang.get("frame") else ""))
+    for c in ext.checks:
+        lines.append(f"- {'✔' if c.passed else '✘'} {c.module} on {c.device}: "
+                     + (c.error or f"smoke value {c.value}"))
+    lines += ["", f"Locked packages that ship native code: {len(ext.native)}", ""]
+    lines += [f"- {n.name} {n.version} ({n.tags}, {n.libraries} shared libraries)"
+              for n in ext.native]
+    return lines

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockkit.report.extrecords import ExtensionCheck, ExtensionsResult, NativePackage
 from lockkit.report.records import (  # noqa: F401 - re-exported: the model is one import
     STATUSES,
     ApplicationResult,
@@ -37,8 +38,9 @@ from lockkit.report.records import (  # noqa: F401 - re-exported: the model is o
 )
 
 __all__ = ["SCHEMA_VERSION", "ApplicationResult", "CheckResult", "CommandRecord", "Dossier",
-           "Fingerprint", "GitState", "Inventory", "PackageRow", "ResumeResult", "SchemaError",
-           "StepResult", "SystemFacts", "TorchFacts", "Variant", "STATUSES", "RESULTS"]
+           "ExtensionCheck", "ExtensionsResult", "NativePackage", "Fingerprint", "GitState",
+           "Inventory", "PackageRow", "ResumeResult", "SchemaError", "StepResult", "SystemFacts",
+           "TorchFacts", "Variant", "STATUSES", "RESULTS"]
 
 SCHEMA_VERSION = 2
 RESULTS = ("passed", "failed", "incomplete")
@@ -80,6 +82,7 @@ class Dossier:
     fingerprints: tuple[Fingerprint, ...] | None = None
     embedding_config: Mapping[str, Any] | None = None
     environment_passed_to_probes: tuple[str, ...] = ()
+    extensions: ExtensionsResult | None = None  # [verify.extensions] and native packages
     resume: ResumeResult | None = None  # the training-resume check ([verify.resume])
 
     def step(self, name: str) -> StepResult | None:
@@ -120,6 +123,7 @@ class Dossier:
         checks: dict[str, Any] = {"gpu": dict(self.gpu) if self.gpu is not None else None}
         if self.kind == "verify":
             checks["application"] = self.application.to_dict() if self.application else None
+            checks["extensions"] = self.extensions.to_dict() if self.extensions else None
             checks["resume"] = self.resume.to_dict() if self.resume else None
         doc["checks"] = checks
         if self.kind == "verify":
@@ -184,6 +188,7 @@ class Dossier:
                               if isinstance(files, list) else None),
                 embedding_config=d.get("embedding_config"),
                 environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()),
+                extensions=_opt(ExtensionsResult, checks.get("extensions")),
                 resume=_opt(ResumeResult, checks.get("resume")))
         except SchemaError:
             raise

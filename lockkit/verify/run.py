@@ -4,10 +4,11 @@ The steps run in the order of the rebuild procedure, each needing the one before
 (``inventory`` needs ``install`` only: both metadata checks report even when the other
 fails), and every command runs the new venv's interpreter by its path:
 
-    host -> venv -> install -> pip-check -> inventory -> system -> gpu -> application
-                                                                     -> resume
+    host -> venv -> install -> pip-check -> inventory -> system -> gpu -> extensions
+         -> application -> resume
 
-(``resume`` needs ``gpu``, not ``application``: a project that trains without an
+(``extensions`` needs ``system`` only: with the GPU skipped it still imports the modules.
+``resume`` needs ``gpu``, not ``application``: a project that trains without an
 application check still has its resume checked.)
 
 :func:`verify` returns the :class:`~lockkit.report.model.Dossier` and the run's logs; it
@@ -30,6 +31,7 @@ from lockkit.steps import Step, Steps, StepSkipped, overall
 from lockkit.verify import rebuild
 from lockkit.verify.application import app_step, git_state
 from lockkit.verify.context import UV_CACHE, Options, Run
+from lockkit.verify.extensions import extensions_step
 from lockkit.verify.resume import resume_step
 
 __all__ = ["Outcome", "PLAN", "verify"]
@@ -37,7 +39,7 @@ __all__ = ["Outcome", "PLAN", "verify"]
 PLAN: list[tuple[str, tuple[str, ...]]] = [
     ("host", ()), ("venv", ("host",)), ("install", ("venv",)), ("pip-check", ("install",)),
     ("inventory", ("install",)), ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
-    ("application", ("gpu",)), ("resume", ("gpu",)),
+    ("extensions", ("system",)), ("application", ("gpu",)), ("resume", ("gpu",)),
 ]
 ISOLATION = ("installer calls ran with --no-config/--isolated and without PIP_*/UV_* "
              "variables: no user or global pip/uv configuration was used")
@@ -67,14 +69,15 @@ def verify(opts: Options) -> Outcome:
         assert run.python is not None
         chain.system_step(step, run.python, run.found, timeout=opts.probe_timeout,
                           record=run.recorder("system"),
-                          gpu_args=None if opts.no_gpu else chain.gpu_args(opts.platform))
+                          gpu_args=None if opts.no_gpu else chain.gpu_args(opts.platform,
+                                                                           run.expected))
 
     def gpu(step: Step) -> None:
         if opts.no_gpu:
             raise StepSkipped("--no-gpu: the device was not checked, so the rebuild is not "
                               "proven")
         assert run.python is not None
-        chain.gpu_step(step, run.python, chain.gpu_args(opts.platform), run.found,
+        chain.gpu_step(step, run.python, chain.gpu_args(opts.platform, run.expected), run.found,
                        timeout=opts.probe_timeout, record=run.recorder("gpu"))
 
     bodies: dict[str, Callable[[Step], None]] = {
@@ -82,6 +85,7 @@ def verify(opts: Options) -> Outcome:
         "install": lambda s: rebuild.install_step(run, s),
         "pip-check": lambda s: rebuild.check_step(run, s),
         "inventory": lambda s: rebuild.inventory_step(run, s), "system": system, "gpu": gpu,
+        "extensions": lambda s: extensions_step(run, s),
         "application": lambda s: app_step(run, s),
         "resume": lambda s: resume_step(run, s),
     }
@@ -125,4 +129,5 @@ def _dossier(run: Run, started: _dt.datetime) -> Dossier:
         application=found.get("application"), code=found.get("code"),
         fingerprints=found.get("fingerprints"), embedding_config=found.get("embedding_config"),
         environment_passed_to_probes=tuple(sorted(probe.ALLOWED_VARS)),
+        extensions=found.get("extensions"),
         resume=found.get("resume"))
