@@ -29,13 +29,15 @@ from lockkit.inputs import (
     read_requirements,
     resolver_inputs,
 )
+from lockkit.resumeconfig import RESUME_HINT, ResumeConfig, resume_problems
 from lockkit.verifyconfig import EMBEDDING_HINT, EmbeddingConfig, embedding_problems
 
 __all__ = ["Project", "find_project", "is_pyproject", "load_project", "normalized_inputs",
            "read_requirements", "resolver_inputs"]
 
 _LISTS = ("requirements", "platforms", "allow-sdist", "extras", "groups")  # lists of strings
-_TABLES = {"verify": ("[verify]", {"embedding", "extensions", "application", "reason"}),
+_TABLES = {"verify": ("[verify]", {"embedding", "extensions", "resume", "application",
+                                     "reason"}),
            "ci": ("[ci]", {"runners"})}
 _KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer"}
 _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
@@ -62,6 +64,7 @@ class Project:
     embedding: EmbeddingConfig | None = None  # [verify.embedding], validated at load
     application: ApplicationConfig | None = None  # [verify.application], validated at load
     application_waiver: str | None = None  # [verify] application = "none": its reason
+    resume: ResumeConfig | None = None  # [verify.resume], validated at load
     runners: dict[str, Runner] = field(default_factory=dict)  # [ci.runners]; names: ci.py
     extensions: ExtensionsConfig | None = None  # [verify.extensions], validated at load
 
@@ -171,6 +174,10 @@ def _verify(c: Checker, root: Path, data: dict[str, Any]) -> dict[str, Any]:
         found["extensions"], problems = extensions_problems(table["extensions"])
         for problem in problems:
             c.fail("", problem, hint=EXTENSIONS_HINT)
+    if "resume" in table:
+        found["resume"], problems = resume_problems(table["resume"])
+        for problem in problems:
+            c.fail("", problem, hint=RESUME_HINT)
     application, waiver, problems = application_problems(root, table)
     for problem in problems:
         c.fail("", problem, hint=APPLICATION_HINT)

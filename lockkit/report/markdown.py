@@ -71,6 +71,16 @@ def render(d: Dossier) -> str:
                          f"{d.application.returncode}")
         for check in d.application.checks:
             lines.append(f"- {'✔' if check.passed else '✘'} {check.name}: {check.detail}")
+    if d.resume:
+        r = d.resume
+        lines += ["", "## Training resume", "",
+                  f"- {'✔' if r.passed else '✘'} {r.steps}+{r.resume_steps} steps "
+                  f"uninterrupted against {r.steps} steps, checkpoint, then a new process "
+                  f"for {r.resume_steps}: " + (r.first_error or "identical")]
+        tolerance = "exact" if not (r.atol or r.rtol) else f"atol {r.atol:g}, rtol {r.rtol:g}"
+        lines.append(f"- tolerance: {tolerance}" + (f" ({r.reason})" if r.reason else "")
+                     + (f"; largest loss difference {r.max_loss_diff:.3g}"
+                        if r.max_loss_diff is not None else ""))
     return redact("\n".join(lines) + "\n")
 
 

@@ -31,6 +31,7 @@ from lockkit.report.records import (  # noqa: F401 - re-exported: the model is o
     GitState,
     Inventory,
     PackageRow,
+    ResumeResult,
     SchemaError,
     StepResult,
     SystemFacts,
@@ -41,8 +42,8 @@ from lockkit.report.records import (  # noqa: F401 - re-exported: the model is o
 
 __all__ = ["SCHEMA_VERSION", "ApplicationResult", "CheckResult", "CommandRecord", "Dossier",
            "ExtensionCheck", "ExtensionsResult", "NativePackage", "Fingerprint", "GitState",
-           "Inventory", "PackageRow", "SchemaError", "StepResult", "SystemFacts", "TorchFacts",
-           "Variant", "STATUSES", "RESULTS"]
+           "Inventory", "PackageRow", "ResumeResult", "SchemaError", "StepResult", "SystemFacts",
+           "TorchFacts", "Variant", "STATUSES", "RESULTS"]
 
 SCHEMA_VERSION = 2
 RESULTS = ("passed", "failed", "incomplete")
@@ -87,6 +88,7 @@ class Dossier:
     environment_passed_to_probes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()  # noticed, not judged: e.g. the lock is stale
     extensions: ExtensionsResult | None = None  # [verify.extensions] and native packages
+    resume: ResumeResult | None = None  # the training-resume check ([verify.resume])
 
     def step(self, name: str) -> StepResult | None:
         return next((s for s in self.steps if s.name == name), None)
@@ -134,6 +136,7 @@ class Dossier:
         if self.kind == "verify":
             checks["application"] = self.application.to_dict() if self.application else None
             checks["extensions"] = self.extensions.to_dict() if self.extensions else None
+            checks["resume"] = self.resume.to_dict() if self.resume else None
         doc["checks"] = checks
         if self.kind == "verify":
             doc["fingerprints"] = {
@@ -201,6 +204,7 @@ class Dossier:
                 application_config=d.get("application_config"),
                 environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()),
                 extensions=_opt(ExtensionsResult, checks.get("extensions")),
+                resume=_opt(ResumeResult, checks.get("resume")),
                 warnings=tuple(map(str, d.get("warnings") or ())))
         except SchemaError:
             raise

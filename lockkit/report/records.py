@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = ["ApplicationResult", "CheckResult", "CommandRecord", "Fingerprint", "GitState",
-           "Inventory", "PackageRow", "STATUSES", "SchemaError", "StepResult", "SystemFacts",
-           "TorchFacts", "Variant"]
+           "Inventory", "PackageRow", "ResumeResult", "STATUSES", "SchemaError", "StepResult",
+           "SystemFacts", "TorchFacts", "Variant"]
 
 STATUSES = ("passed", "failed", "skipped", "not-run")
 
@@ -206,6 +206,39 @@ class ApplicationResult:
                    min_cosine=d.get("min_cosine"),
                    command=tuple(map(str, command)) if command is not None else None,
                    returncode=d.get("returncode"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResumeResult:
+    """The training-resume check: run A (N+M steps) against B (N steps, checkpoint) + C
+    (a new process resuming for M steps), R naming what the resume did not restore."""
+
+    steps: int  # N, before the checkpoint
+    resume_steps: int  # M, after it
+    passed: bool
+    first_error: str | None = None
+    diverging_step: int | None = None
+    max_loss_diff: float | None = None
+    atol: float = 0.0
+    rtol: float = 0.0
+    reason: str | None = None
+    command: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "first_error": self.first_error,
+                "steps": self.steps, "resume_steps": self.resume_steps,
+                "diverging_step": self.diverging_step, "max_loss_diff": self.max_loss_diff,
+                "atol": self.atol, "rtol": self.rtol, "reason": self.reason,
+                "command": list(self.command)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ResumeResult:
+        return cls(steps=int(d["steps"]), resume_steps=int(d["resume_steps"]),
+                   passed=bool(d["passed"]), first_error=d.get("first_error"),
+                   diverging_step=d.get("diverging_step"),
+                   max_loss_diff=d.get("max_loss_diff"), atol=float(d.get("atol") or 0.0),
+                   rtol=float(d.get("rtol") or 0.0), reason=d.get("reason"),
+                   command=tuple(map(str, d.get("command") or ())))
 
 
 @dataclass(frozen=True, kw_only=True)

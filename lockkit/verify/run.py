@@ -5,17 +5,19 @@ The steps run in the order of the rebuild procedure, each needing the one before
 fails), and every command runs the new venv's interpreter by its path:
 
     host -> venv -> install -> pip-check -> inventory -> system -> gpu -> extensions
-         -> application
+         -> application -> resume
 
-(``extensions`` needs ``system`` only: with the GPU skipped it still imports the modules.)
+(``extensions`` needs ``system`` only: with the GPU skipped it still imports the modules.
+``resume`` needs ``gpu``, not ``application``: a project that trains without an
+application check still has its resume checked.)
 
 :func:`verify` returns the :class:`~lockkit.report.model.Dossier` and the run's logs; it
 writes no report (the caller renders them with :mod:`lockkit.report`).
 
 ``--no-gpu`` skips GPU work only: on a platform whose backend is ``cpu`` there is none, so
 every step runs (the gpu step's checks run on the CPU). On a GPU platform it skips the
-gpu step, and so the application step that needs it (it would run on that GPU, against
-references made there): the result is ``incomplete``, never ``passed``.
+gpu step, and so the application and resume steps that need it (they would run on that
+GPU, against references made there): the result is ``incomplete``, never ``passed``.
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ from lockkit.verify import rebuild
 from lockkit.verify.application import app_step, git_state
 from lockkit.verify.context import UV_CACHE, Options, Run
 from lockkit.verify.extensions import extensions_step
+from lockkit.verify.resume import resume_step
 
 __all__ = ["Outcome", "PLAN", "verify"]
 
 PLAN: list[tuple[str, tuple[str, ...]]] = [
     ("host", ()), ("venv", ("host",)), ("install", ("venv",)), ("pip-check", ("install",)),
     ("inventory", ("install",)), ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
-    ("extensions", ("system",)), ("application", ("gpu",)),
+    ("extensions", ("system",)), ("application", ("gpu",)), ("resume", ("gpu",)),
 ]
 ISOLATION = ("installer calls ran with --no-config/--isolated and without PIP_*/UV_* "
              "variables: no user or global pip/uv configuration was used")
@@ -95,6 +98,7 @@ def verify(opts: Options) -> Outcome:
         "inventory": lambda s: rebuild.inventory_step(run, s), "system": system, "gpu": gpu,
         "extensions": lambda s: extensions_step(run, s),
         "application": lambda s: app_step(run, s),
+        "resume": lambda s: resume_step(run, s),
     }
     try:
         for name, _ in PLAN:
@@ -106,6 +110,7 @@ def verify(opts: Options) -> Outcome:
         kept = opts.keep_venv and run.venv is not None
         if kept:
             shutil.rmtree(work / "app", ignore_errors=True)
+            shutil.rmtree(work / "resume", ignore_errors=True)
             shutil.rmtree(work / UV_CACHE, ignore_errors=True)
         else:
             shutil.rmtree(work, ignore_errors=True)
@@ -137,4 +142,5 @@ def _dossier(run: Run, started: _dt.datetime) -> Dossier:
         application_config=found.get("application_config"),
         warnings=tuple(found.get("warnings") or ()),
         environment_passed_to_probes=tuple(sorted(probe.ALLOWED_VARS)),
-        extensions=found.get("extensions"))
+        extensions=found.get("extensions"),
+        resume=found.get("resume"))
