@@ -17,6 +17,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from lockkit.common import last_error_line
 from lockkit.errors import CommandError
@@ -30,6 +31,8 @@ _HIDDEN_PREFIXES = ("PIP_", "UV_", "PYTHON", "VIRTUAL_ENV", "CONDA_")
 _KEEP = {"UV_CACHE_DIR"}
 _GRACE = 5.0  # seconds to collect a killed group's last output
 _STACKS_GRACE = 3.0  # seconds for an aborted group to print its stacks
+_ONE_DUMP = 0.2  # seconds between two processes' SIGABRTs: one prints its stacks at a time
+_ONE_BY_ONE = 16  # members aborted in turn; the rest of a large group at once
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,14 +150,48 @@ def _text(data: bytes | None) -> str:
 
 def _abort_then_kill(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
     """SIGABRT to the group (faulthandler prints the stacks), a moment to print them,
-    then SIGKILL to whatever is left: a process that ignores the abort, a grandchild."""
-    _signal_group(proc, signal.SIGABRT)
+    then SIGKILL to whatever is left: a process that ignores the abort, a grandchild.
+
+    faulthandler writes a dump in many small pieces, so processes aborted at once (a
+    DataLoader's workers) interleave theirs mid-line. Where the group's members can be
+    listed (Linux), each gets its SIGABRT in turn, the leader first, so the dumps come
+    one after the other; elsewhere the group is signalled at once."""
+    members = _group_members(proc.pid)
+    if members is None:
+        _signal_group(proc, signal.SIGABRT)
+    else:
+        for pid in [proc.pid, *sorted(m for m in members if m != proc.pid)][:_ONE_BY_ONE]:
+            try:
+                os.kill(pid, signal.SIGABRT)
+            except (ProcessLookupError, PermissionError):
+                continue
+            time.sleep(_ONE_DUMP)
+        _signal_group(proc, signal.SIGABRT)  # any beyond the first few, or started since
     try:
         out, err = proc.communicate(timeout=_STACKS_GRACE)
     except subprocess.TimeoutExpired:
         return _kill_group(proc)
     _signal_group(proc, signal.SIGKILL)  # children that outlived their parent's abort
     return out, err
+
+
+def _group_members(pgid: int) -> list[int] | None:
+    """The processes of group *pgid*, from /proc; None where there is no /proc."""
+    proc_dir = Path("/proc")
+    if not (proc_dir / "self" / "stat").is_file():
+        return None
+    members = []
+    for entry in proc_dir.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp
+        if len(fields) > 2 and fields[2] == str(pgid):
+            members.append(int(entry.name))
+    return members
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:

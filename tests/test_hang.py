@@ -112,3 +112,39 @@ def test_parse_reads_every_process_and_thread():
     assert report is not None and report.phase == "data loading"
     assert hang.explain("Traceback (most recent call last):\n  ValueError\n") is None
     assert hang.HangReport.from_dict(report.to_dict()) == report
+
+
+@posix_only
+def test_verify_names_a_data_loading_hang_in_the_application(copy_of):
+    """End to end on the real CPU torch: an application whose dataset never returns fails
+    the application step within its timeout plus a few seconds, the dossier names the
+    layer and the frame, dossier.md leads with it, and no process is left behind."""
+    import json
+
+    from conftest import lockkit
+
+    project = copy_of()
+    (project / "stuck.py").write_text(STUCK.format(workers=2))
+    text = (project / "lockkit.toml").read_text()
+    head, mirrors = text[:text.index("[verify.embedding]")], text[text.index("\n[mirrors]"):]
+    (project / "lockkit.toml").write_text(
+        head + '[verify.application]\ncommand = ["{python}", "stuck.py"]\ntimeout = 20\n'
+        '[verify.resume]\nnone = "this check trains nothing"\n' + mirrors)
+    reports = project / "report"
+    start = time.monotonic()
+    run = lockkit("verify", "--project", str(project), "--platform", "linux-cpu",
+                  "--report-dir", str(reports), network=False)
+    doc = json.loads((reports / "dossier.json").read_text())
+    app = next(s for s in doc["steps"] if s["name"] == "application")
+    assert run.returncode == 1 and app["status"] == "failed", doc["first_error"]
+    assert app["duration_s"] < 20 + 8
+    assert "timed out after 20s: stalled in data loading at stuck.py:12 in __getitem__" \
+        in app["error"]
+    assert doc["hang"]["step"] == "application" and doc["hang"]["phase"] == "data loading"
+    assert "_worker_loop" in doc["hang"]["stacks"]
+    md = (reports / "dossier.md").read_text()
+    assert md.splitlines()[4].startswith("> **Stalled:** application: data loading at "
+                                         "`stuck.py:12 in __getitem__`")
+    assert time.monotonic() - start < 120
+    time.sleep(0.5)
+    assert _alive(str(project)) == []

@@ -19,6 +19,10 @@ def render(d: Dossier) -> str:
     lines = [f"# lockkit {d.kind}: {d.subject}", "",
              f"**Result: {d.result}**" + (f" — first error: {d.first_error}"
                                           if d.first_error else ""), ""]
+    if d.hang:  # the procedure: aim the diagnosis at the layer where it stalled
+        lines += [f"> **Stalled:** {d.hang.get('step')}: {d.hang.get('phase')}"
+                  + (f" at `{d.hang['frame']}`" if d.hang.get("frame") else "")
+                  + f" ({d.hang.get('detail')})", ""]
     for warning in d.warnings:
         lines.append(f"> **Warning:** {warning}")
     for step in d.waivers:
@@ -81,6 +85,9 @@ def render(d: Dossier) -> str:
         lines.append(f"- tolerance: {tolerance}" + (f" ({r.reason})" if r.reason else "")
                      + (f"; largest loss difference {r.max_loss_diff:.3g}"
                         if r.max_loss_diff is not None else ""))
+    if d.hang and d.hang.get("stacks"):
+        lines += ["", "## Stacks at the timeout", "", "```text",
+                  str(d.hang["stacks"]).rstrip(), "```"]
     return redact("\n".join(lines) + "\n")
 
 

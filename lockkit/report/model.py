@@ -89,6 +89,9 @@ class Dossier:
     warnings: tuple[str, ...] = ()  # noticed, not judged: e.g. the lock is stale
     extensions: ExtensionsResult | None = None  # [verify.extensions] and native packages
     resume: ResumeResult | None = None  # the training-resume check ([verify.resume])
+    # where a command that passed its timeout stalled (lockkit.hang): step, phase, frame,
+    # detail and the stacks every process of its group printed
+    hang: Mapping[str, Any] | None = None
 
     def step(self, name: str) -> StepResult | None:
         return next((s for s in self.steps if s.name == name), None)
@@ -124,6 +127,8 @@ class Dossier:
             doc["python"] = self.python
         doc.update(result=self.result, first_error=self.first_error,
                    warnings=list(self.warnings))
+        if self.hang is not None:  # only then: documents of runs that did not hang unchanged
+            doc["hang"] = dict(self.hang)
         if self.kind == "verify":
             doc["packages"] = ([p.to_dict() for p in self.packages]
                                if self.packages is not None else None)
@@ -205,7 +210,8 @@ class Dossier:
                 environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()),
                 extensions=_opt(ExtensionsResult, checks.get("extensions")),
                 resume=_opt(ResumeResult, checks.get("resume")),
-                warnings=tuple(map(str, d.get("warnings") or ())))
+                warnings=tuple(map(str, d.get("warnings") or ())),
+                hang=d["hang"] if isinstance(d.get("hang"), Mapping) else None)
         except SchemaError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError) as exc:

@@ -72,12 +72,18 @@ def _run_app(run: Run, step: Step, argv: list[str], timeout: float, copy: Path,
     home = run.work / "app" / "home"
     home.mkdir(parents=True, exist_ok=True)
     env = {k: os.environ[k] for k in _APP_VARS if k in os.environ}
-    env.update(HOME=str(home), PYTHONHASHSEED="0", PYTHONNOUSERSITE="1", LANG="C.UTF-8")
-    result = run.call("application", argv, timeout=timeout, env=env, cwd=copy)
+    # PYTHONFAULTHANDLER: at the timeout the group gets SIGABRT and every Python process
+    # of it (DataLoader workers inherit the variable) prints its stacks (lockkit.hang)
+    env.update(HOME=str(home), PYTHONHASHSEED="0", PYTHONNOUSERSITE="1", LANG="C.UTF-8",
+               PYTHONFAULTHANDLER="1")
+    result = run.call("application", argv, timeout=timeout, env=env, cwd=copy,
+                      stacks_on_timeout=True)
     run.attachments["application.log"] = (result.stdout + result.stderr)[-20000:]
     step.detail["environment"] = sorted(env)
     if result.timed_out:
-        raise StepFailed(f"the {what} {_run.outcome(result)}")
+        report = run.note_hang("application", result, copy)
+        where = f": {report.summary}" if report else ""
+        raise StepFailed(f"the {what} {_run.outcome(result)}{where}")
     return result
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lockkit import _run
+from lockkit import _run, hang
 from lockkit.config import Project
 from lockkit.platforms import Platform
 from lockkit.redact import redact
@@ -63,9 +63,23 @@ class Run:
             returncode=r.returncode, duration_s=round(r.duration, 3), timed_out=r.timed_out))
 
     def call(self, step: str, argv: Sequence[str], *, timeout: float = 600,
-             env: dict[str, str] | None = None, cwd: Path | None = None) -> _run.Result:
-        """Run a command for *step*; every uv command uses this run's own uv cache."""
+             env: dict[str, str] | None = None, cwd: Path | None = None,
+             stacks_on_timeout: bool = False) -> _run.Result:
+        """Run a command for *step*; every uv command uses this run's own uv cache.
+        *stacks_on_timeout*: see :func:`lockkit._run.call` (the caller's *env* should carry
+        ``PYTHONFAULTHANDLER=1``)."""
         if argv[0] == uv_bin():
             env = {**(env if env is not None else _run.isolated_env()),
                    "UV_CACHE_DIR": str(self.work / UV_CACHE)}
-        return _run.call(argv, timeout=timeout, env=env, cwd=cwd, record=self.recorder(step))
+        return _run.call(argv, timeout=timeout, env=env, cwd=cwd, record=self.recorder(step),
+                         stacks_on_timeout=stacks_on_timeout)
+
+    def note_hang(self, step: str, result: _run.Result, root: Path) -> hang.HangReport | None:
+        """Where a timed-out command of *step* stalled, from the stacks it printed; the
+        first one is kept for the dossier (its Markdown leads with it)."""
+        if not result.timed_out:
+            return None
+        report = hang.explain(result.stderr, root)
+        if report is not None and "hang" not in self.found:
+            self.found["hang"] = {"step": step, **report.to_dict()}
+        return report

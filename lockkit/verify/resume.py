@@ -90,6 +90,7 @@ def _one(run: Run, cfg: ResumeConfig, copy: Path, env: dict[str, str], name: str
     result = _run.call(argv, timeout=cfg.timeout, env=env, cwd=copy,
                        record=run.recorder("resume"), stacks_on_timeout=True)
     run.attachments[f"resume-{name}.log"] = (result.stdout + result.stderr)[-20000:]
+    run.note_hang("resume", result, copy)
     return result
 
 

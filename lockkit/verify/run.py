@@ -143,4 +143,4 @@ def _dossier(run: Run, started: _dt.datetime) -> Dossier:
         warnings=tuple(found.get("warnings") or ()),
         environment_passed_to_probes=tuple(sorted(probe.ALLOWED_VARS)),
         extensions=found.get("extensions"),
-        resume=found.get("resume"))
+        resume=found.get("resume"), hang=found.get("hang"))
