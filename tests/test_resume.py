@@ -312,8 +312,10 @@ def test_a_project_that_never_trains_declares_none_and_the_step_says_so(tmp_path
         resume_step(Run(opts=opts, work=tmp_path, steps=Steps(PLAN)), step)
         return step
 
-    step = step_of('[verify.resume]\nnone = "inference only: this service never trains"\n')
-    assert step.reason == "declared none: inference only: this service never trains"
+    with pytest.raises(StepSkipped) as waived:  # settled: the run can still pass
+        step_of('[verify.resume]\nnone = "inference only: this service never trains"\n')
+    assert str(waived.value) == "declared none: inference only: this service never trains"
+    assert waived.value.waived
     with pytest.raises(StepSkipped, match=r"^no \[verify.resume\] in lockkit.toml"):
         step_of(None)
     _config(tmp_path, 'none = ""\nsteps = 3\n')

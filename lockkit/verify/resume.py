@@ -40,10 +40,9 @@ def resume_step(run: Run, step: Step) -> None:
     if cfg is None:
         raise StepSkipped("no [verify.resume] in lockkit.toml: resuming a training is "
                           "unchecked (declare one, or none = \"why\" if it never trains)")
-    if cfg.none is not None:
+    if cfg.none is not None:  # a waiver, as [verify] application = "none" is
         step.detail["declared"] = {"none": cfg.none}
-        step.reason = f"declared none: {cfg.none}"
-        return
+        raise StepSkipped(f"declared none: {cfg.none}", waived=True)
     base = run.work / "resume"
     copy = base / "project"
     step.detail["copied_files"] = _clean_copy(run, run.opts.project.root, copy)
