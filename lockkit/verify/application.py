@@ -20,7 +20,7 @@ from lockkit.report.model import ApplicationResult, CheckResult, Fingerprint, Gi
 from lockkit.steps import Step, StepFailed, StepSkipped
 from lockkit.verify.context import Run
 
-__all__ = ["app_step", "git_state"]
+__all__ = ["app_step", "clean_copy", "git_state"]
 
 # What the application sees of the caller's environment: enough to run, nothing to lean on.
 _APP_VARS = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "LD_LIBRARY_PATH")
@@ -48,7 +48,7 @@ def _prepare(run: Run, step: Step, declared: tuple[tuple[str, str], ...]) -> Pat
     """The clean copy, its fingerprints checked (``StepFailed`` on the first bad one)."""
     root = run.opts.project.root
     copy = run.work / "app" / "project"
-    count, from_git = _clean_copy(run, root, copy)
+    count, from_git = clean_copy(run, root, copy)
     step.detail["copied_files"] = count
     prints = tuple(_fingerprint(path, expected, copy, root, from_git)
                    for path, expected in declared)
@@ -143,10 +143,11 @@ def _embedding_check(run: Run, step: Step, cfg: embedding.EmbeddingConfig) -> No
         raise StepFailed(verdict.first_error or "the embedding check failed")
 
 
-def _clean_copy(run: Run, root: Path, dest: Path) -> tuple[int, bool]:
+def clean_copy(run: Run, root: Path, dest: Path, step: str = "application"
+               ) -> tuple[int, bool]:
     """The project's committed files (in git), or the project minus build debris; and
-    whether git said which."""
-    files = _git_files(run, root)
+    whether git said which. The git call is recorded for *step*."""
+    files = _git_files(run, root, step)
     from_git = files is not None
     if files is None:
         files = [p.relative_to(root).as_posix() for p in root.rglob("*")
@@ -160,9 +161,9 @@ def _clean_copy(run: Run, root: Path, dest: Path) -> tuple[int, bool]:
     return len(files), from_git
 
 
-def _git_files(run: Run, root: Path) -> list[str] | None:
-    result = run.call("application", ["git", "-C", str(root), "ls-files", "-z", "--cached",
-                                       "."], timeout=60, env=dict(os.environ))
+def _git_files(run: Run, root: Path, step: str) -> list[str] | None:
+    result = run.call(step, ["git", "-C", str(root), "ls-files", "-z", "--cached", "."],
+                      timeout=60, env=dict(os.environ))
     if not result.ok:
         return None
     return [f for f in result.stdout.split("\0") if f]

@@ -27,12 +27,12 @@ from lockkit.report.model import ResumeResult
 from lockkit.resumecheck import RUNS, RunOutputError, compare, read_run
 from lockkit.resumeconfig import ResumeConfig
 from lockkit.steps import Step, StepFailed, StepSkipped
+from lockkit.verify.application import clean_copy
 from lockkit.verify.context import Run
 
 __all__ = ["check_exit", "resume_step"]
 
 _VARS = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "LD_LIBRARY_PATH")
-_NEVER_COPY = {".git", ".lockkit", "wheelhouse", "__pycache__", ".venv", "locks"}
 
 
 def resume_step(run: Run, step: Step) -> None:
@@ -45,7 +45,7 @@ def resume_step(run: Run, step: Step) -> None:
         raise StepSkipped(f"declared none: {cfg.none}", waived=True)
     base = run.work / "resume"
     copy = base / "project"
-    step.detail["copied_files"] = _clean_copy(run, run.opts.project.root, copy)
+    step.detail["copied_files"] = clean_copy(run, run.opts.project.root, copy, "resume")[0]
     home = base / "home"
     home.mkdir(parents=True)
     env = {k: os.environ[k] for k in _VARS if k in os.environ}
@@ -105,20 +105,3 @@ def check_exit(name: str, result: _run.Result, n: int, m: int, root: Path) -> No
         raise StepFailed(f"run {name} ({role}) {_run.outcome(result)}{where}")
     if not result.ok:
         raise StepFailed(f"run {name} ({role}) {_run.outcome(result)}")
-
-
-def _clean_copy(run: Run, root: Path, dest: Path) -> int:
-    """The project's committed files (in git), or the project minus build debris; the
-    same rule as the application step's copy, its git call recorded for this step."""
-    listed = run.call("resume", ["git", "-C", str(root), "ls-files", "-z", "--cached", "."],
-                      timeout=60, env=dict(os.environ))
-    files = ([f for f in listed.stdout.split("\0") if f] if listed.ok else
-             [p.relative_to(root).as_posix() for p in root.rglob("*")
-              if p.is_file() and not _NEVER_COPY & set(p.relative_to(root).parts)])
-    for rel in files:
-        src, dst = root / rel, dest / rel
-        if src.is_file() and not src.is_symlink():
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
-    dest.mkdir(parents=True, exist_ok=True)
-    return len(files)
