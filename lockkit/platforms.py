@@ -40,6 +40,7 @@ ARCHES = {"linux": ("x86_64", "aarch64", "ppc64le", "s390x"),
           "macos": ("arm64", "x86_64"),
           "windows": ("AMD64", "ARM64", "x86")}
 _PYTHON = re.compile(r"3\.\d+")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _MACOS_TARGET = re.compile(r"\d+\.\d+")
 
 
@@ -166,6 +167,7 @@ def parse_platform(path: Path) -> Platform | _Alias:
     c.unknown(torch, _TORCH, "torch.")
     c.unknown(gpu, _GPU, "gpu.")
     name = c.get(data, "name", str, "", required=False) or path.stem
+    _check_name(c, name)
     fields = dict(
         os=c.get(data, "os", str, "", choices=OSES), arch=c.get(data, "arch", str, ""),
         python=c.get(data, "python", str, ""),
@@ -236,7 +238,16 @@ class _Alias:
     source: Path
 
 
+def _check_name(c: _Checker, name: str) -> None:
+    """A platform's lock is ``pylock.<name>.toml``, and PEP 751 allows no dot in <name>
+    (pip and uv refuse such a file): ROCm 6.4 is ``linux-rocm64``, as CUDA 12.6 is cu126."""
+    if not _NAME.fullmatch(name):
+        c.errors.append(f"name: {name!r} cannot name a lock file pylock.<name>.toml (PEP 751: "
+                        "letters, digits, '-' and '_', no dot), e.g. linux-rocm64")
+
+
 def _parse_alias(c: _Checker, data: dict, path: Path) -> _Alias:
+    _check_name(c, path.stem)
     c.unknown(data, _ALIAS_TOP, "")
     target = c.get(data, "alias-of", str, "")
     c.raise_if_any()

@@ -245,6 +245,9 @@ class RoutingIndex:
 
         class Server(http.server.ThreadingHTTPServer):
             daemon_threads = True
+            # uv asks for every package at once: the default backlog of 5 overflows, the
+            # kernel drops connections and uv waits out its retry (0.2 to 1.6 s)
+            request_queue_size = 128
 
             def handle_error(self, request: Any, client_address: Any) -> None:
                 pass  # a client that hung up

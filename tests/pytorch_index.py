@@ -176,6 +176,7 @@ class PyTorchIndex:
 
         class Server(http.server.ThreadingHTTPServer):
             daemon_threads = True
+            request_queue_size = 128  # uv's bursts overflow the default backlog of 5
 
             def handle_error(self, request: Any, client_address: Any) -> None:  # client hung up
                 pass

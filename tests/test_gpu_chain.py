@@ -67,7 +67,7 @@ def test_gpu_args_prefer_the_lock_over_the_platform_file():
     default = gpu_args(plats["linux-cuda-default"],
                        {"torch": "2.14.0", "nvidia-cublas-cu13": "13.0.1", "torchaudio": "2.9"})
     assert default[default.index("--cuda") + 1] == "13" and "--audio" in default
-    rocm = gpu_args(plats["linux-rocm6.4"], {"torch": "2.9.0+rocm6.4"})
+    rocm = gpu_args(plats["linux-rocm64"], {"torch": "2.9.0+rocm6.4"})
     assert rocm[rocm.index("--hip") + 1] == "6.4" and "--cuda" not in rocm
     assert gpu_args(plats["linux-cpu"], {"torch": "2.5.1+cpu"}) == [
         "--expect", "cpu", "--device", "cpu"]

@@ -52,7 +52,7 @@ def test_cpu_only_box_runs_only_the_cpu_platform(tmp_path, shipped):
     assert names(fits) == ["linux-cpu"]
     why = reasons(out)
     assert why["linux-cu130"] == "needs an NVIDIA GPU; none found"
-    assert why["linux-rocm6.4"] == "needs an AMD GPU (ROCm); none found"
+    assert why["linux-rocm64"] == "needs an AMD GPU (ROCm); none found"
     assert why["linux-xpu"] == "needs an Intel GPU; none found"
     assert why["linux-cpu-aarch64"] == "arch aarch64, this machine is x86_64"
     assert why["windows-cpu"] == "OS windows, this machine runs linux"
@@ -99,7 +99,7 @@ def test_nvidia_smi_is_the_last_resort(tmp_path):
 def test_rocm_box(tmp_path, shipped):
     root = tree(tmp_path, {"dev/kfd": "", "sys/module/amdgpu/": ""})
     fits, out = host.rank(shipped.values(), host.detect(root, os_="linux", arch="x86_64"))
-    assert names(fits) == ["linux-rocm7.1", "linux-rocm6.4", "linux-cpu"]
+    assert names(fits) == ["linux-rocm71", "linux-rocm64", "linux-cpu"]
     assert reasons(out)["linux-cu126"] == "needs an NVIDIA GPU; none found"
 
 

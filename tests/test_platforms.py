@@ -14,11 +14,11 @@ from lockkit._compat import tomllib
 from lockkit.cli import main
 from lockkit.errors import GuardError, IndexError_
 from lockkit.lockfile import _backend_problems, check_guards, cuda_majors
-from lockkit.platforms import load_platforms, markdown_table
+from lockkit.platforms import load_platforms, markdown_table, shipped_dir
 from lockkit.resolve import Indexes
 
 ROOT = Path(__file__).parents[1]
-NEW = ["linux-cu130", "linux-rocm6.4", "linux-rocm7.1", "linux-xpu", "linux-cpu-aarch64",
+NEW = ["linux-cu130", "linux-rocm64", "linux-rocm71", "linux-xpu", "linux-cpu-aarch64",
        "linux-cu128-aarch64", "linux-cu130-aarch64", "linux-cuda-default", "windows-cu128",
        "windows-xpu"]
 
@@ -57,12 +57,12 @@ def test_platforms_json_lists_new_platforms_with_backend_index_and_torch_range(c
 def test_family_names_are_aliases_of_the_newest_index(capsys):
     plats = load_platforms()
     rocm6 = plats["linux-rocm6"]
-    assert rocm6.alias_of == "linux-rocm6.4"
+    assert rocm6.alias_of == "linux-rocm64"
     assert rocm6.torch_index == "https://download.pytorch.org/whl/rocm6.4"
-    assert rocm6.backend == plats["linux-rocm6.4"].backend
+    assert rocm6.backend == plats["linux-rocm64"].backend
     assert main(["platforms", "--project", str(ROOT)]) == 0
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("linux-rocm6 "))
-    assert "alias of linux-rocm6.4" in line
+    assert "alias of linux-rocm64" in line
 
 
 def test_readme_platform_table_is_generated_from_the_files():
@@ -75,7 +75,7 @@ def test_readme_platform_table_is_generated_from_the_files():
 
 @pytest.mark.parametrize("text,message", [
     ('alias-of = "linux-rocm9"\n',
-     "alias-of: 'linux-rocm9' is not a known platform (did you mean 'linux-rocm7.1'?)"),
+     "alias-of: 'linux-rocm9' is not a known platform (did you mean 'linux-rocm71'?)"),
     ('alias-of = "linux-rocm6"\n', "alias-of: 'linux-rocm6' is itself an alias"),
     ('alias-of = "linux-cpu"\nos = "linux"\n', "os: unknown field"),
 ])
@@ -168,9 +168,9 @@ def test_guards_collect_every_problem_before_raising():
 
 @pytest.mark.parametrize("platform,torch,family,tag", [
     ("linux-cu130", "2.9.1+cu130", "triton", X86),
-    ("linux-rocm6.4", "2.9.1+rocm6.4", "pytorch-triton-rocm", X86),
+    ("linux-rocm64", "2.9.1+rocm6.4", "pytorch-triton-rocm", X86),
     ("linux-rocm6", "2.9.1+rocm6.4", "pytorch-triton-rocm", X86),
-    ("linux-rocm7.1", "2.10.0+rocm7.1", "triton-rocm", X86),
+    ("linux-rocm71", "2.10.0+rocm7.1", "triton-rocm", X86),
     ("linux-xpu", "2.9.1+xpu", "pytorch-triton-xpu", X86),
     ("linux-cpu-aarch64", "2.9.1+cpu", None, ARM),
     ("linux-cu128-aarch64", "2.9.1+cu128", "triton", ARM),
@@ -237,6 +237,28 @@ def test_check_names_a_family_name_that_moved_to_a_new_index(current, capsys):
     out = capsys.readouterr()
     line = next(ln for ln in (out.out + out.err).splitlines() if ln.startswith("linux-rocm6:"))
     assert "stale" in line
-    assert ("linux-rocm6 is now an alias of linux-rocm6.4; torch index "
+    assert ("linux-rocm6 is now an alias of linux-rocm64; torch index "
             "https://download.pytorch.org/whl/rocm6.2 -> https://download.pytorch.org/whl/"
             "rocm6.4; backend rocm 6.2 -> rocm 6.4") in line
+
+
+def test_every_shipped_platform_names_a_lock_file_pep_751_accepts(tmp_path):
+    """`pylock.<name>.toml` with a dot in <name> is refused by pip and uv (PEP 751, as
+    packaging.pylock.is_valid_pylock_path enforces it): ROCm 6.4 is linux-rocm64."""
+    from packaging.pylock import is_valid_pylock_path
+
+    from lockkit.config import load_project
+
+    project = load_project(tmp_path)
+    for name in load_platforms(None):
+        assert is_valid_pylock_path(project.lock_path(name)), name
+
+
+def test_a_platform_name_with_a_dot_is_refused_naming_the_file(tmp_path, capsys):
+    (tmp_path / "platforms").mkdir()
+    (tmp_path / "platforms" / "linux-rocm6.3.toml").write_text(
+        (shipped_dir() / "linux-rocm64.toml").read_text())
+    assert main(["platforms", "--project", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "linux-rocm6.3.toml: name: 'linux-rocm6.3' cannot name a lock file" in err
+    assert "Traceback" not in err

@@ -81,8 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--all", action="store_true", help="compile every known platform")
     comp.add_argument("--check", action="store_true",
                       help="write nothing; exit 1 if a lock is missing or stale (the CI gate)")
-    # Concurrent uv runs contend for uv's cache; on 2 cores one at a time was measured faster.
-    jobs = max(1, min(4, (os.cpu_count() or 2) // 2))
+    # One uv per core. "One at a time measured faster" was an artefact of the servers'
+    # listen backlog of 5 dropping uv's connection bursts (now 128, routing index included).
+    jobs = os.cpu_count() or 1
     comp.add_argument("--upgrade", action="store_true",
                       help="resolve afresh: the existing lock's versions are not preferred")
     comp.add_argument("--upgrade-package", action="append", default=[], metavar="NAME",
@@ -92,8 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="ignore files uploaded after DATE (RFC 3339, e.g. 2024-10-01): "
                            "resolve as of that day (overrides exclude-newer in lockkit.toml)")
     comp.add_argument("--jobs", type=int, default=jobs,
-                      help=f"platforms resolved at once (default {jobs}: half the cores, at "
-                           "most 4)")
+                      help=f"platforms resolved at once (default {jobs}: the core count)")
     _project_args(comp)
     _wheelhouse_parser(sub)
     _verify_parsers(sub)
