@@ -190,7 +190,13 @@ class Fetcher:
                                      hint=_refused(resp.status_code))
                 cap = self._cap(want, url, resp.headers.get("Content-Length"))
                 digest = hashlib.sha256()
-                for chunk in resp.iter_bytes(_CHUNK):
+                # The raw body, as it came: iter_bytes() copies every chunk once more, and
+                # the identity encoding was asked for. A server that compresses anyway is
+                # decoded (the hash is of the file's own bytes).
+                encoding = resp.headers.get("Content-Encoding", "").strip().lower()
+                chunks = (resp.iter_raw(_CHUNK) if encoding in ("", "identity")
+                          else resp.iter_bytes(_CHUNK))
+                for chunk in chunks:
                     if self.stopped.is_set():
                         raise Stopped(want.filename)
                     received += len(chunk)

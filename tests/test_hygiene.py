@@ -307,3 +307,39 @@ def test_verify_leaves_uvs_default_cache_untouched(tmp_path):
     assert steps["install"] == "passed", run.stderr
     assert list(user_cache.iterdir()) == []  # the user's uv cache: not one file
     assert list(temp.iterdir()) == []  # the verify-scoped cache went with the temp folder
+
+
+def test_a_server_that_compresses_anyway_is_decoded_before_hashing(tmp_path):
+    """Downloads stream the raw body (no second copy), asking for the identity encoding;
+    a server that gzips the wheel anyway is decoded: the hash is of the file's bytes."""
+    import gzip
+    import hashlib
+    import http.server
+    import threading
+
+    body = b"PK" + bytes(range(256)) * 400  # the wheel's own bytes
+    sent = gzip.compress(body)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(sent)))
+            self.end_headers()
+            self.wfile.write(sent)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        cache = Cache(tmp_path / "cache")
+        fetcher = Fetcher(httpx.Client(), cache, attempts=1)
+        url = f"http://127.0.0.1:{server.server_address[1]}/w-1.0-py3-none-any.whl"
+        want = Want(filename="w-1.0-py3-none-any.whl", sha256=hashlib.sha256(body).hexdigest(),
+                    size=len(body), urls=(url,), source=url)
+        got = fetcher.fetch(want)
+    finally:
+        server.shutdown()
+    assert got.path.read_bytes() == body
