@@ -21,6 +21,9 @@ from typing import Any
 import numpy as np
 
 from lockkit.common import sha256_file
+from lockkit.report.records import ApplicationResult as EmbeddingResult
+from lockkit.report.records import CheckResult as Check
+from lockkit.report.records import Fingerprint
 from lockkit.verifyconfig import EmbeddingConfig, load_embedding_config
 
 __all__ = [
@@ -40,18 +43,6 @@ def command(cfg: EmbeddingConfig, python: Path, out: Path) -> list[str]:
     return [part.format(python=str(python), out=str(out)) for part in cfg.command]
 
 
-@dataclass(frozen=True, kw_only=True)
-class Check:
-    """One named check and what it saw."""
-
-    name: str
-    passed: bool
-    detail: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, "detail": self.detail}
-
-
 def file_hashes(cfg: EmbeddingConfig, root: Path) -> list[tuple[str, str, str | None]]:
     """Each declared file as (path, expected sha256, actual sha256 or None if missing)."""
     return [(path, expected, sha256_file(root / path) if (root / path).is_file() else None)
@@ -60,34 +51,13 @@ def file_hashes(cfg: EmbeddingConfig, root: Path) -> list[tuple[str, str, str | 
 
 def check_fingerprints(cfg: EmbeddingConfig, root: Path) -> list[Check]:
     """Before the run: the code, data, weights and reference are the declared ones."""
-    from lockkit.report.model import Fingerprint
-
     found = [Fingerprint(path=p, expected=e, actual=a) for p, e, a in file_hashes(cfg, root)]
     return [Check(name=f.name, passed=f.passed, detail=f.detail) for f in found]
 
 
-@dataclass(frozen=True, kw_only=True)
-class EmbeddingResult:
+def _result(checks: list[Check] | tuple[Check, ...], **numbers: Any) -> EmbeddingResult:
     """The ordered checks of one run; the numbers exist once the tolerance was computed."""
-
-    checks: tuple[Check, ...]
-    worst_id: str | None = None
-    max_abs_diff: float | None = None
-    min_cosine: float | None = None
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.checks) and all(c.passed for c in self.checks)
-
-    @property
-    def first_error(self) -> str | None:
-        failed = next((c for c in self.checks if not c.passed), None)
-        return f"{failed.name}: {failed.detail}" if failed else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"passed": self.passed, "first_error": self.first_error,
-                "worst_id": self.worst_id, "max_abs_diff": self.max_abs_diff,
-                "min_cosine": self.min_cosine, "checks": [c.to_dict() for c in self.checks]}
+    return EmbeddingResult(kind="embedding", checks=tuple(checks), **numbers)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,11 +74,11 @@ def check_outputs(cfg: EmbeddingConfig, root: Path, out: Path) -> EmbeddingResul
     loaded, files = _load(cfg, root, out)
     checks = [files]
     if loaded is None:
-        return EmbeddingResult(checks=tuple(checks))
+        return _result(checks)
     for step in (_count, _ids, _dim, _dtype, _finite, _reference):
         checks.append(step(cfg, loaded))
         if not checks[-1].passed:
-            return EmbeddingResult(checks=tuple(checks))
+            return _result(checks)
     return _tolerance(cfg, loaded, checks)
 
 
@@ -242,8 +212,8 @@ def _tolerance(cfg: EmbeddingConfig, data: _Loaded, checks: list[Check]) -> Embe
                if failing.any() else f"{len(data.ids)} identifiers within the tolerance")
     detail = f"{verdict}; worst {ident!r}: " + _worst(cfg, diff[worst].max(), cosine[worst])
     check = Check(name="tolerance", passed=not failing.any(), detail=detail)
-    return EmbeddingResult(checks=(*checks, check), worst_id=ident,
-                           max_abs_diff=float(diff.max()), min_cosine=float(cosine.min()))
+    return _result((*checks, check), worst_id=ident,
+                   max_abs_diff=float(diff.max()), min_cosine=float(cosine.min()))
 
 
 def _worst(cfg: EmbeddingConfig, diff: float, cosine: float) -> str:

@@ -132,11 +132,7 @@ def _embedding_check(run: Run, step: Step, cfg: embedding.EmbeddingConfig) -> No
         raise StepFailed(f"the embedding command exited {result.returncode}: "
                          f"{last_error_line(result.stderr or result.stdout)}")
     verdict = embedding.check_outputs(cfg, copy, out)
-    run.found["application"] = ApplicationResult(
-        kind="embedding", checks=tuple(CheckResult(name=c.name, passed=c.passed, detail=c.detail)
-                                       for c in verdict.checks),
-        worst_id=verdict.worst_id, max_abs_diff=verdict.max_abs_diff,
-        min_cosine=verdict.min_cosine)
+    run.found["application"] = verdict  # the report's own record (kind "embedding")
     step.detail.update(worst_id=verdict.worst_id, max_abs_diff=verdict.max_abs_diff,
                        min_cosine=verdict.min_cosine)
     if not verdict.passed:
