@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lockkit.common import sha256_file
+from lockkit.common import sha256_file, umask
 
 __all__ = ["CHUNK", "Cache", "copy_hashing", "default_cache_dir", "link_or_copy"]
 
@@ -115,6 +115,15 @@ def link_or_copy(src: Path, dst: Path, sha256: str) -> str:
     bytes are those checked bytes and *sha256* is returned. Read-only is not a barrier
     for root (``os.access`` says so) or where links are refused: then the blob is copied
     and hashed while copying, and the copy's own digest is returned.
+
+    Modes: a link has the blob's mode, ``0444 & ~umask`` (0444 under umask 022, 0440 under
+    027: readable by whom the umask allows, writable by no one), where a copy gets
+    ``0666 & ~umask``. Links are kept rather than giving every wheelhouse a writable copy:
+    a warm rebuild is one ``link()`` per wheel, not gigabytes of CUDA wheels copied
+    (issue 16's target is within 3x of ``cp -al``), and a wheelhouse is a checked artifact
+    nobody should edit in place. A writable blob (0644) would keep the links but let
+    ``cp x.whl wheelhouse/`` rewrite every other wheelhouse sharing the inode, caught only
+    at the next hash check.
     """
     if not os.access(src, os.W_OK):
         try:
@@ -127,7 +136,8 @@ def link_or_copy(src: Path, dst: Path, sha256: str) -> str:
 
 
 def _read_only(path: Path) -> None:
+    """Read-only for everyone, readable by whom the umask allows (see link_or_copy)."""
     try:
-        os.chmod(path, 0o444)
+        os.chmod(path, 0o444 & ~umask())
     except OSError:  # a blob another user committed: it is still re-hashed on every hit
         pass
