@@ -9,6 +9,9 @@ folder in a temp sibling that replaces the old one only when complete:
     <out>/requirements.txt  ``--hash`` lines for older pips
     <out>/simple/         a static PEP 503 tree, for any web server
     <out>/manifest.json   platform, the source lock's sha256, every file
+
+The same lock gives the same folder (where a file was found is the build log's, not the
+manifest's; ``wheelzip``); modes are the umask's, cache-linked wheels read-only.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from lockkit import __version__, _run
 from lockkit._compat import tomllib
-from lockkit.common import sha256_file
+from lockkit.common import sha256_file, temp_dir
 from lockkit.config import Project
 from lockkit.errors import BuildError, ConfigError
 from lockkit.fetch import Cache, Fetcher, FetchError, Got, HashMismatch, PageRef, Want, link_or_copy
@@ -45,6 +48,7 @@ from lockkit.redact import redact
 from lockkit.resolve import uv_bin
 from lockkit.targets import select
 from lockkit.urls import Mirrors, expand
+from lockkit.wheelzip import normalize_wheel, source_epoch
 
 __all__ = ["BuildError", "BuildResult", "FileRecord", "Item", "build", "plan"]
 
@@ -76,8 +80,8 @@ class FileRecord:
     sha256: str
     package: str
     version: str
-    origin: str
-    source: str
+    origin: str  # where it was found: the build log's, never the manifest's
+    source: str  # the lock's URL, redacted
     built_from: dict[str, str] | None = None
 
 
@@ -241,7 +245,7 @@ def _sweep_stale(out: Path, max_age: float = _STALE_AGE) -> list[Path]:
 def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
               fetched: list[tuple[Item, Got]]) -> BuildResult:
     out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.{_STAGE}", dir=out.parent))
+    stage = temp_dir(out.parent, f".{out.name}.{_STAGE}")
     try:
         records = [_place(project, stage, item, got) for item, got in fetched]
         records.sort(key=lambda r: r.path)
@@ -257,7 +261,7 @@ def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
 
 def _place(project: Project, stage: Path, item: Item, got: Got) -> FileRecord:
     base: dict[str, Any] = dict(package=item.package, version=item.version, origin=got.origin,
-                                source=item.want.source)
+                                source=redact(item.want.source))
     if item.kind == "wheel":  # the manifest records the bytes placed, not the lock's claim
         dest = stage / item.want.filename
         placed = link_or_copy(got.path, dest, item.want.sha256)
@@ -274,7 +278,10 @@ def _place(project: Project, stage: Path, item: Item, got: Got) -> FileRecord:
 
 
 def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path:
-    """Build a pure-Python wheel from an sdist; anything platform-specific is refused."""
+    """Build a pure-Python wheel from an sdist, the same bytes each time (``wheelzip``);
+    anything platform-specific is refused."""
+    epoch = source_epoch(item.entry)
+    env = _run.isolated_env({"SOURCE_DATE_EPOCH": str(epoch), "PYTHONHASHSEED": "0"})
     with tempfile.TemporaryDirectory(prefix="lockkit-sdist-") as tmp:
         src = Path(tmp) / item.want.filename
         shutil.copyfile(sdist, src)
@@ -282,7 +289,7 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
                 sys.executable, "--out-dir", str(Path(tmp) / "dist"), str(src)]
         if project.index_url:
             argv[3:3] = ["--default-index", expand(project.index_url)]
-        result = _run.call(argv, timeout=900)
+        result = _run.call(argv, timeout=900, env=env)
         wheels = sorted((Path(tmp) / "dist").glob("*.whl"))
         if result.returncode != 0 or not wheels:
             first = (result.stderr.strip().splitlines() or ["no wheel produced"])[-1]
@@ -294,9 +301,7 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
             raise BuildError(f"{item.package} {item.version}: has no wheel for this platform and "
                              f"its sdist builds a platform-specific wheel ({wheels[0].name})",
                              hint="build the wheel on the target machine and pass --find-links")
-        dest = stage / wheels[0].name
-        shutil.move(str(wheels[0]), dest)
-        return dest
+        return normalize_wheel(wheels[0], stage / wheels[0].name, epoch)
 
 
 def _write_meta(stage: Path, platform: Platform, lock_path: Path,
@@ -322,8 +327,7 @@ def _write_meta(stage: Path, platform: Platform, lock_path: Path,
 
 def _wheel_json(r: FileRecord) -> dict[str, Any]:
     entry: dict[str, Any] = {"path": r.path, "size": r.size, "sha256": r.sha256, "kind": "wheel",
-                             "package": r.package, "version": r.version, "source": r.source,
-                             "origin": r.origin}
+                             "package": r.package, "version": r.version, "source": r.source}
     if r.built_from:
         entry["built_from"] = r.built_from
     return entry
@@ -349,8 +353,10 @@ def _local_lock(data: dict[str, Any], entries: dict[str, dict[str, Any]],
 
 
 def _requirements(platform: Platform, records: list[FileRecord]) -> str:
-    lines = [f"# {platform.name}: pip install --no-index --find-links <this folder> "
-             "--require-hashes -r requirements.txt"]
+    lines = [f"# {platform.name}, with no network and any pip, in this folder:",
+             "#   python -m venv v && v/bin/pip install --no-index --find-links . "
+             "--require-hashes -r requirements.txt",
+             "# pip >= 26.1 (older ones fail on 'lock-version') and uv also take -r pylock.toml"]
     lines += [f"{r.package}=={r.version} --hash=sha256:{r.sha256}"
               for r in sorted(records, key=lambda r: r.package)]
     return "\n".join(lines) + "\n"
