@@ -22,7 +22,6 @@ import io
 import json
 import os
 import re
-import shlex
 import shutil
 import tarfile
 from pathlib import Path, PurePosixPath
@@ -30,6 +29,7 @@ from typing import IO, Any
 
 from lockkit.common import temp_dir, temp_file
 from lockkit.errors import ArchiveError
+from lockkit.offline import install_hint
 from lockkit.trust import Selected, TrustError, check_folder
 
 __all__ = ["ArchiveError", "install_hint", "pack", "read_manifest", "top_folder", "unpack"]
@@ -303,7 +303,8 @@ def _read_meta(tar: tarfile.TarFile,
                archive: Path) -> tuple[dict[str, Any], bytes, bytes, str]:
     """The top folder, then manifest.json and SHA256SUMS in it, and that they agree; the
     prefix of every later member (``""`` for an archive from before the top folder)."""
-    member, prefix, blobs = _next(tar, archive), "", []
+    member, prefix = _next(tar, archive), ""
+    blobs: list[bytes] = []
     if member is not None and member.type == tarfile.DIRTYPE:
         why = _unsafe(member.name) or ("a nested folder" if "/" in member.name else None)
         if why:
@@ -393,29 +394,3 @@ def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Path,
     if digest.hexdigest() != entry["sha256"]:
         raise ArchiveError(f"{archive}: refusing member {member.name!r}: sha256 "
                            f"{digest.hexdigest()} does not match the manifest's {entry['sha256']}")
-
-
-def install_hint(folder: Path) -> str:
-    """The commands that install from an unpacked wheelhouse with no network, the one that
-    works with any pip first: ``-r pylock.toml`` needs pip >= 26.1 (its NEWS: "experimental
-    support to read requirements from standardized pylock.toml files"); an older pip reads
-    the lock as a requirements file and stops at ``lock-version = "1.0"``."""
-    q = shlex.quote
-    here, lock = q(str(folder)), q(str(folder / "pylock.toml"))
-    reqs = folder / "requirements.txt"
-    hashes = " --require-hashes" if _has_hashes(reqs) else ""
-    return "\n".join([
-        "install with any pip, into a new venv:",
-        f"  python -m venv v && v/bin/pip install --no-index --find-links {here}{hashes} "
-        f"-r {q(str(reqs))}",
-        "or from the lock itself, with pip >= 26.1 or uv:",
-        f"  v/bin/pip install --no-index -r {lock}",
-        f"  uv pip install --python v/bin/python --offline --no-index -r {lock}",
-    ])
-
-
-def _has_hashes(requirements: Path) -> bool:
-    try:
-        return "--hash=" in requirements.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return True  # a wheelhouse's requirements.txt always carries them

@@ -43,6 +43,7 @@ from lockkit.config import Project
 from lockkit.errors import BuildError, ConfigError
 from lockkit.fetch import Cache, Fetcher, FetchError, Got, HashMismatch, PageRef, Want, link_or_copy
 from lockkit.lockfile import dumps, read_lock
+from lockkit.offline import requirements_header
 from lockkit.platforms import Platform
 from lockkit.redact import redact
 from lockkit.resolve import uv_bin
@@ -353,10 +354,7 @@ def _local_lock(data: dict[str, Any], entries: dict[str, dict[str, Any]],
 
 
 def _requirements(platform: Platform, records: list[FileRecord]) -> str:
-    lines = [f"# {platform.name}, with no network and any pip, in this folder:",
-             "#   python -m venv v && v/bin/pip install --no-index --find-links . "
-             "--require-hashes -r requirements.txt",
-             "# pip >= 26.1 (older ones fail on 'lock-version') and uv also take -r pylock.toml"]
+    lines = requirements_header(platform.name)
     lines += [f"{r.package}=={r.version} --hash=sha256:{r.sha256}"
               for r in sorted(records, key=lambda r: r.package)]
     return "\n".join(lines) + "\n"

@@ -18,7 +18,6 @@ from test_wheelhouse import build_cli, compiled
 
 from lockkit import archive
 from lockkit.common import file_mode, umask, write_atomic
-from lockkit.fetch import Cache
 from lockkit.report import write_folder
 from lockkit.report.model import Dossier
 
@@ -89,7 +88,7 @@ def test_wheelhouse_archive_and_unpacked_folder(project, tmp_path, mask):
         modes = {(m.type, m.mode) for m in tf.getmembers()}
     assert modes == {(tarfile.DIRTYPE, 0o755), (tarfile.REGTYPE, 0o644)}
 
-    unpacked = archive.unpack(tar, tmp_path / "offline" / "linux-cpu")
+    archive.unpack(tar, tmp_path / "offline" / "linux-cpu")
     assert assert_modes(tmp_path / "offline", mask) >= 12
 
 

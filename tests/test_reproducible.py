@@ -48,7 +48,8 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     tree = tempfile.mkdtemp()
     files = {{f"{{NAME}}/__init__.py": f"__version__ = {{VERSION!r}}\\n",
              f"{{NAME}}/data.txt": "some data\\n",
-             f"{{info}}/METADATA": f"Metadata-Version: 2.1\\nName: {{NAME}}\\nVersion: {{VERSION}}\\n",
+             f"{{info}}/METADATA":
+                 f"Metadata-Version: 2.1\\nName: {{NAME}}\\nVersion: {{VERSION}}\\n",
              f"{{info}}/WHEEL": "Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\n"
                              "Tag: py3-none-any\\n"}}
     record = []

@@ -217,8 +217,9 @@ def _wheelhouse_parser(sub: Any) -> None:
     _project_args(build)
     pack = whsub.add_parser(
         "pack", help="write the wheelhouse as one reproducible archive",
-        description="Pack wheelhouse/<platform>/ into one tar (sorted members, fixed times and "
-                    "owners, manifest.json and SHA256SUMS first): the same folder gives the "
+        description="Pack wheelhouse/<platform>/ into one tar with one top folder, "
+                    "<platform>-wheelhouse/ (manifest.json and SHA256SUMS first, then sorted "
+                    "members, fixed times, owners and modes): the same folder gives the "
                     "same bytes.")
     pack.add_argument("--platform", required=True, metavar="NAME")
     pack.add_argument("--project", type=Path, default=Path("."), metavar="DIR")
@@ -231,8 +232,9 @@ def _wheelhouse_parser(sub: Any) -> None:
     unpack = whsub.add_parser(
         "unpack", help="check and extract a wheelhouse archive",
         description="Check every member against the archive's manifest before anything "
-                    "appears; refuse links, devices, absolute or '..' paths and unlisted "
-                    "members; leave nothing behind on failure.")
+                    "appears; refuse members outside its top folder, links, devices, "
+                    "absolute or '..' paths and unlisted members; leave nothing behind on "
+                    "failure.")
     unpack.add_argument("archive", type=Path, metavar="FILE")
     unpack.add_argument("--out", type=Path, metavar="DIR",
                         help="destination folder (default: the archive's name without "
