@@ -334,6 +334,27 @@ def test_offline_install_with_requirements_and_hashes(built, tmp_path):
     assert _installed(python) == EXPECTED
 
 
+def test_printed_hint_installs_with_a_fresh_venvs_pip(built, tmp_path):
+    """What unpack prints, run as printed (bar the interpreter's path) with no network: the
+    first route works with the pip a fresh venv brings; that pip cannot read pylock.toml,
+    which is why the hint does not lead with it."""
+    import shlex
+
+    from lockkit.archive import install_hint
+
+    lines = install_hint(built).splitlines()
+    first = lines[1].strip().replace("python -m venv", f"{shlex.quote(sys.executable)} -m venv")
+    subprocess.run([*_no_network(), "sh", "-c", first], cwd=tmp_path, check=True,
+                   env=_clean_env())  # no pip config: the folder alone is enough
+    assert _installed(tmp_path / "v" / "bin" / "python") == EXPECTED
+    pip = subprocess.run([str(tmp_path / "v" / "bin" / "pip"), "--version"],
+                         capture_output=True, text=True, check=True).stdout.split()[1]
+    if int(pip.split(".")[0]) < 26:  # the venv's bundled pip (23.2 with Python 3.11)
+        old = subprocess.run([*_no_network(), "sh", "-c", lines[3].strip()], cwd=tmp_path,
+                             capture_output=True, text=True, env=_clean_env())
+        assert old.returncode != 0 and "Invalid requirement: 'lock-version" in old.stderr
+
+
 def test_offline_install_from_pylock_with_pip26(built, tmp_path, modern_pip):
     python = _venv(tmp_path / "venv")
     subprocess.run([*_no_network(), str(python), f"{modern_pip}/pip", "install", "--isolated",
