@@ -174,14 +174,21 @@ def _verify_parsers(sub: Any) -> None:
         description="Write a GitHub Actions workflow: a 'locks' job running 'lockkit compile "
                     "--check', then a matrix with one job per platform on its runner label "
                     "([ci.runners] in lockkit.toml overrides the defaults), each building the "
-                    "wheelhouse, running 'lockkit verify --junit' and uploading the dossier.")
+                    "wheelhouse, running 'lockkit verify --junit' and uploading the dossier. "
+                    "Only platforms with a committed lock get a job (the others are named on "
+                    "stderr). CI installs the lockkit that [ci] lockkit names (default: this "
+                    "version, lockkit==X.Y.Z, from the default index; pin a source you "
+                    "control); actions are pinned to commits; caches are keyed by each "
+                    "lock's hash.")
     gh.add_argument("--platform", action="append", default=[], metavar="NAME",
                     help="platform to verify (repeatable; default: the config's list)")
     gh.add_argument("--all", action="store_true", help="every known platform")
     gh.add_argument("--project", type=Path, default=Path("."), metavar="DIR",
-                    help="project folder, relative to the repository root (default: .)")
+                    help="project folder inside the repository, absolute or relative to "
+                         "the current folder (default: .)")
     gh.add_argument("-o", "--output", type=Path, metavar="FILE",
-                    help="workflow file (default: .github/workflows/lockkit.yml)")
+                    help="workflow file (default: <repository root>/.github/workflows/"
+                         "lockkit.yml)")
 
 
 def _wheelhouse_parser(sub: Any) -> None:
