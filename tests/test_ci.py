@@ -37,6 +37,13 @@ def _runs(job: dict) -> list[str]:
     return [s["run"] for s in job["steps"] if "run" in s]
 
 
+def _locks(root, *names: str) -> None:
+    """Lock files on disk (outside a git repository a lock on disk counts as committed)."""
+    (root / "locks").mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (root / "locks" / f"pylock.{name}.toml").write_text('lock-version = "1.0"\n')
+
+
 # --- the workflow ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", sorted(DEFAULTS))
@@ -49,11 +56,11 @@ def test_workflow_jobs_triggers_and_gate(platforms):
     # YAML 1.1 (PyYAML) reads the key `on` as True; GitHub reads it as "on".
     assert doc.get("on", doc.get(True)) == ["push", "pull_request", "workflow_dispatch"]
     assert set(doc["jobs"]) == {"locks", "verify"}
-    assert doc["env"]["LOCKKIT_SPEC"] == "lockkit"
     locks, verify = doc["jobs"]["locks"], doc["jobs"]["verify"]
     assert locks["runs-on"] == "ubuntu-latest"
-    assert 'python -m pip install "${{ env.LOCKKIT_SPEC }}"' in _runs(locks)
-    assert "lockkit compile --check --project ." in _runs(locks)
+    # the locks job checks exactly the platforms that get a verify job
+    assert ("lockkit compile --check " + "".join(f"--platform {n} " for n in WANT)
+            + "--project .") in _runs(locks)
     assert verify["needs"] == "locks"
     assert verify["strategy"]["fail-fast"] is False
     assert verify["runs-on"] == "${{ matrix.runner }}"
@@ -67,7 +74,7 @@ def test_matrix_is_the_requested_platforms_with_runners_and_pythons(platforms):
     assert [e["platform"] for e in include] == WANT
     want = {**DEFAULTS, "linux-cu126": ["self-hosted", "a100"], "windows-cpu": "win-big"}
     for entry in include:
-        assert set(entry) == {"platform", "runner", "python"}
+        assert set(entry) == {"platform", "runner", "python", "lock"}
         assert entry["runner"] == want[entry["platform"]]
         assert entry["python"] == platforms[entry["platform"]].python
         assert isinstance(entry["python"], str)
@@ -92,7 +99,7 @@ def test_verify_steps_and_artifact(platforms):
               "--report-dir lockkit-report --junit lockkit-report/junit.xml")
     assert runs.index(build) < runs.index(verify)
     upload = steps[-1]
-    assert upload["uses"] == "actions/upload-artifact@v4"
+    assert upload["uses"] == "actions/upload-artifact@" + ci.ACTIONS["actions/upload-artifact"][0]
     assert upload["if"] == "always()"
     assert upload["with"]["name"] == "dossier-${{ matrix.platform }}"
     assert upload["with"]["path"] == "lockkit-report"
@@ -226,6 +233,7 @@ def test_cli_writes_the_workflow_and_junit_flag_exists(tmp_path, monkeypatch):
 
     (tmp_path / "lockkit.toml").write_text(
         'platforms = ["linux-cpu", "linux-rocm6"]\n[ci.runners]\nlinux-rocm6 = "mi300"\n')
+    _locks(tmp_path, "linux-cpu", "linux-rocm6")
     monkeypatch.chdir(tmp_path)
     assert main(["ci", "github"]) == 0
     flow = yaml.safe_load((tmp_path / ".github" / "workflows" / "lockkit.yml").read_text())
@@ -253,6 +261,7 @@ def _cli_ci(tmp_path, monkeypatch, config: str) -> tuple[int, str]:
     from lockkit.cli import main
 
     (tmp_path / "lockkit.toml").write_text(config)
+    _locks(tmp_path, "linux-cpu")
     monkeypatch.chdir(tmp_path)
     return main(["ci", "github"]), str(tmp_path / "lockkit.toml")
 
