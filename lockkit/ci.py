@@ -13,20 +13,18 @@ load (:func:`lockkit.configcheck.lockkit_requirement`): ``lockkit==1.2.3`` (with
 (hashed here, when the workflow is written, and checked by pip in CI), an https URL
 (``#sha256=`` checked by pip) or a VCS URL at a full commit. Without the key the workflow
 pins the running version, ``lockkit==<__version__>``, from the default index, and says so
-twice: a comment in the file and a warning from ``ci github``. That default is kept, not
-replaced by a URL or path, because lockkit knows no source that is the user's own:
-an invented URL would be no more trustworthy, and a path to a file that is not there
-fails in CI. A version pin at least refuses any other release; but whoever holds the
-name on the default index decides what that version is, so the warning asks for a
-source the user controls. With hashes, lockkit alone is installed first in pip's
-hash-checking mode (``--require-hashes --no-deps``: pip checks ``--hash`` options only in
-a requirements file, which the step writes), then its dependencies by name.
+twice: a comment in the file and a warning from ``ci github``. No URL or path replaces
+it because lockkit knows no source that is the user's own (an invented URL is no more
+trustworthy; a missing path fails in CI). The pin refuses any other release, but whoever
+holds the name on the default index decides what that version is: hence the warning.
+With hashes, lockkit alone is installed first in pip's hash-checking mode
+(``--require-hashes --no-deps``; pip reads ``--hash`` only from a requirements file,
+which the step writes), then its dependencies by name.
 
-**Hardening** (the audits of zizmor): read-only ``permissions``, ``persist-credentials:
-false`` on checkout, every action pinned to a commit (:data:`ACTIONS`), and no ``${{ }}``
-in a ``run:`` except the matrix values this file itself defines; the lockkit requirement
-reaches the install step through its ``env:``, read by a ``shell: python`` script, which
-runs the same on Linux, macOS and Windows runners with no shell quoting.
+**Hardening** (zizmor's audits): read-only ``permissions``, ``persist-credentials: false``,
+actions pinned to commits (:data:`ACTIONS`), no ``${{ }}`` in a ``run:`` but the matrix
+values the file defines; the requirement reaches a ``shell: python`` install script
+through ``env:`` (the same on every runner's OS, no shell quoting).
 
 The workflow is written as text, not dumped by a YAML library: the output is the same
 bytes for the same inputs, reads like a hand-written file, and lockkit needs no YAML
@@ -181,7 +179,7 @@ def _project_arg(project: str) -> str:
     """The project folder as one shell word that bash, pwsh and cmd all read the same."""
     if PurePosixPath(project).is_absolute() or PureWindowsPath(project).is_absolute():
         raise UsageError(f"--project {project!r}: must be relative to the repository root")
-    posix = PureWindowsPath(project).as_posix() if "\\" in project else project
+    posix = _posix(project)
     if posix.startswith("-"):
         posix = "./" + posix  # not an option
     if re.fullmatch(r"[A-Za-z0-9_./-]+", posix):
@@ -195,8 +193,7 @@ def _project_arg(project: str) -> str:
 
 
 def _uses(action: str) -> str:
-    sha, tag = ACTIONS[action]
-    return f"{action}@{sha} # {tag}"
+    return "{}@{} # {}".format(action, *ACTIONS[action])
 
 
 def default_lockkit() -> LockkitRequirement:
@@ -247,12 +244,12 @@ def _install(req: LockkitRequirement, indent: str = "      ") -> list[str]:
             *(f"{indent}    {line}" for line in _INSTALL.splitlines())]
 
 
-def _lock_path(project: str, name: str) -> str:
-    return (PurePosixPath(_posix(project)) / "locks" / f"pylock.{name}.toml").as_posix()
-
-
 def _posix(project: str) -> str:
     return PureWindowsPath(project).as_posix() if "\\" in project else project
+
+
+def _lock_path(project: str, name: str) -> str:  # as hashFiles() and git ls-files take it
+    return (PurePosixPath(_posix(project)) / "locks" / f"pylock.{name}.toml").as_posix()
 
 
 def _matrix(platforms: Sequence[Platform], runners: Mapping[str, Runner],
@@ -268,9 +265,12 @@ def _matrix(platforms: Sequence[Platform], runners: Mapping[str, Runner],
             f"lock: {_scalar(_lock_path(project, p.name), flow=True)}}}" for p in platforms]
 
 
-def _checkout(indent: str = "      ") -> list[str]:
+def _setup(python: str, indent: str = "      ") -> list[str]:
+    """Check out (no token left in .git/config) and set up *python*."""
     return [f"{indent}- uses: {_uses('actions/checkout')}", f"{indent}  with:",
-            f"{indent}    persist-credentials: false"]
+            f"{indent}    persist-credentials: false",
+            f"{indent}- uses: {_uses('actions/setup-python')}", f"{indent}  with:",
+            f"{indent}    python-version: {python}"]
 
 
 def _cache(what: str, paths: Sequence[str], key: str, indent: str = "      ") -> list[str]:
@@ -312,9 +312,7 @@ def github_workflow(platforms: list[Platform], *, project: str = ".",
         "# (Linux, macOS) and in pwsh (Windows runners).",
         "jobs:",
         "  locks:", "    name: locks are fresh", "    runs-on: ubuntu-latest", "    steps:",
-        *_checkout(),
-        f"      - uses: {_uses('actions/setup-python')}", "        with:",
-        f'          python-version: "{TOOL_PYTHON}"',
+        *_setup(_quoted(TOOL_PYTHON)),
         *_cache("uv", caches[1:], "lockkit-locks-${{ hashFiles('" + all_locks + "') }}"),
         *_install(req),
         *_lockkit_step("check the locks", "lockkit compile --check "
@@ -330,9 +328,7 @@ def github_workflow(platforms: list[Platform], *, project: str = ".",
         "        include:",
         *_matrix(platforms, runners or {}, python, project),
         "    runs-on: ${{ matrix.runner }}", "    steps:",
-        *_checkout(),
-        f"      - uses: {_uses('actions/setup-python')}", "        with:",
-        "          python-version: ${{ matrix.python }}",
+        *_setup("${{ matrix.python }}"),
         *_cache("uv, lockkit's downloads and the wheelhouse",
                 [*caches, f"{_posix(project)}/wheelhouse/{plat}"],
                 f"lockkit-{plat}-${{{{ runner.os }}}}-${{{{ hashFiles(matrix.lock) }}}}"),
@@ -395,14 +391,10 @@ def split_by_lock(platforms: Sequence[Platform], root: Path, project: str
     """
     locks = {p.name: _lock_path(project, p.name) for p in platforms}
     tracked = _committed(root, list(locks.values())) if (root / ".git").exists() else None
-    kept: list[Platform] = []
-    left: list[tuple[str, str]] = []
-    for p in platforms:
-        lock = locks[p.name]
+    left: dict[str, str] = {}
+    for name, lock in locks.items():
         if not (root / lock).is_file():
-            left.append((p.name, f"no lock ({lock}; run 'lockkit compile --platform {p.name}')"))
+            left[name] = f"no lock ({lock}; run 'lockkit compile --platform {name}')"
         elif tracked is not None and lock not in tracked:
-            left.append((p.name, f"{lock} is not committed (git add it)"))
-        else:
-            kept.append(p)
-    return kept, left
+            left[name] = f"{lock} is not committed (git add it)"
+    return [p for p in platforms if p.name not in left], list(left.items())
