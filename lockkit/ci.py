@@ -203,16 +203,15 @@ def default_lockkit() -> LockkitRequirement:
 
 def pin_files(req: LockkitRequirement, repo: Path,
               where: str = "[ci] lockkit") -> LockkitRequirement:
-    """*req* with a committed file's sha256 added (and any given hash checked against it).
-
-    Raises ConfigError when the file is not in *repo* or its hash is not the one given.
-    """
+    """*req* with a committed file's sha256 added; a ConfigError when the file is not in
+    *repo* or its hash is not one the config gives."""
     if req.source != "path":
         return req
     path = repo / req.requirement
-    if not path.is_file():
-        raise ConfigError(f"{where}: {req.requirement}: no such file in the repository "
-                          f"({repo})", hint="commit the wheel, or pin lockkit another way")
+    tracked = _committed(repo, [_posix(req.requirement)]) if (repo / ".git").exists() else None
+    if not path.is_file() or (tracked is not None and _posix(req.requirement) not in tracked):
+        raise ConfigError(f"{where}: {req.requirement}: no such file committed to the "
+                          f"repository ({repo})", hint="commit it, or pin lockkit otherwise")
     digest = f"sha256:{sha256_file(path)}"
     if req.hashes and digest not in req.hashes:
         raise ConfigError(f"{where}: {req.requirement} has {digest}, not the hash given")

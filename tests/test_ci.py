@@ -353,9 +353,12 @@ def test_a_committed_wheel_is_hashed_and_a_wrong_hash_refused(tmp_path, monkeypa
     repo = _repo(tmp_path, 'platforms = ["linux-cpu"]\n[ci]\n'
                            'lockkit = "dist/lockkit-1.0-py3-none-any.whl"\n')
     assert _cli(repo, monkeypatch) == 2
-    assert "dist/lockkit-1.0-py3-none-any.whl: no such file in the repository" in \
-        capsys.readouterr().err
+    missing = "dist/lockkit-1.0-py3-none-any.whl: no such file committed to the repository"
+    assert missing in capsys.readouterr().err
     wheel = build_wheel(repo / "dist", "lockkit", "1.0")
+    assert _cli(repo, monkeypatch) == 2  # on disk, not in git: CI would not have it
+    assert missing in capsys.readouterr().err
+    _git(repo, "add", "dist")
     assert _cli(repo, monkeypatch) == 0
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     text, doc = _written(repo)
