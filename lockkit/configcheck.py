@@ -14,15 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import (
-    InvalidSdistFilename,
-    InvalidWheelFilename,
-    canonicalize_name,
-    parse_sdist_filename,
-    parse_wheel_filename,
-)
-
 from lockkit.errors import ConfigError
 from lockkit.redact import redact
 
@@ -149,6 +140,9 @@ def lockkit_requirement(value: Any, key: str = "ci.lockkit"
 
 def _source(text: str) -> tuple[Source, str | None]:
     """Where pip gets *text* from, or why *text* cannot be used."""
+    from packaging.requirements import InvalidRequirement, Requirement  # [ci] lockkit only
+    from packaging.utils import canonicalize_name
+
     if text.endswith(_ARCHIVE) and "@" not in text and ":" not in text.split("/")[0]:
         return "path", _path_problem(text)
     try:
@@ -174,6 +168,13 @@ def _path_problem(path: str) -> str | None:
     if PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute() \
             or ".." in PureWindowsPath(path).parts:
         return "give a path relative to the repository root, inside it"
+    from packaging.utils import (
+        InvalidSdistFilename,
+        InvalidWheelFilename,
+        parse_sdist_filename,
+        parse_wheel_filename,
+    )
+
     name = PureWindowsPath(path).name
     try:
         project = (parse_wheel_filename(name)[0] if name.endswith(".whl")
