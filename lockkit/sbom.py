@@ -20,6 +20,7 @@ start-up time that no other command should pay.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -31,6 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lockkit import __version__
+from lockkit._compat import tomllib
 from lockkit.common import write_atomic
 from lockkit.errors import ConfigError
 from lockkit.redact import redact, strip_credentials
@@ -39,7 +41,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only; the import is deferred at r
     from cyclonedx.model.bom import Bom
     from cyclonedx.model.component import Component
 
-__all__ = ["FILENAME", "SCHEMA_VERSION", "File", "render", "serial_number", "write"]
+__all__ = ["FILENAME", "SCHEMA_VERSION", "File", "files_of_manifest", "refresh", "render",
+           "serial_number", "write"]
 
 FILENAME = "sbom.cdx.json"
 SCHEMA_VERSION = "1.6"  # what CycloneDX consumers read today; 1.7 is newer than most
@@ -99,6 +102,66 @@ class File:
     @property
     def filename(self) -> str:
         return PurePosixPath(self.path).name
+
+
+def files_of_manifest(manifest: Mapping[str, Any], lock: Mapping[str, Any],
+                      where: Path) -> list[File]:
+    """The wheel and tool entries of a wheelhouse's ``manifest.json`` (*where*), each with
+    its package's index from the lock it was built from."""
+    entries = {_canonical(p.get("name")): p for p in lock.get("packages", [])}
+    files = []
+    for i, f in enumerate(manifest.get("files", [])):
+        if f.get("kind") not in ("wheel", "tool"):
+            continue
+        missing = [k for k in ("path", "package", "version", "sha256", "size") if k not in f]
+        if missing:
+            raise ConfigError(f"{where}: files[{i}] has no {', '.join(missing)}",
+                              hint="build the wheelhouse again")
+        index = entries.get(_canonical(f["package"]), {}).get("index")
+        files.append(File(name=f["package"], version=f["version"], path=f["path"],
+                          sha256=f["sha256"], size=f["size"], source_url=f.get("source", ""),
+                          kind=f["kind"], built_from=f.get("built_from"),
+                          index=index if f["kind"] == "wheel" and isinstance(index, str)
+                          else None))
+    return files
+
+
+def refresh(folder: Path, lock_path: Path, out: Path | None = None) -> Path:
+    """(Re)write the SBOM of the wheelhouse *folder* from its manifest and the lock it was
+    built from; return the file written (*out*, or the folder's ``sbom.cdx.json``).
+
+    Written into the folder, the SBOM is also (re)listed in ``manifest.json``, so the folder
+    still packs and verifies. A lock other than the folder's (its sha256 differs from the
+    manifest's ``lock_sha256``) is refused: the SBOM would describe a different build."""
+    from lockkit.archive import read_manifest
+
+    manifest = read_manifest(folder)
+    raw = lock_path.read_bytes()
+    lock_sha = hashlib.sha256(raw).hexdigest()
+    if manifest.get("lock_sha256") != lock_sha:
+        raise ConfigError(f"{lock_path}: not the lock {folder} was built from (sha256 "
+                          f"{lock_sha[:12]}, the manifest says "
+                          f"{str(manifest.get('lock_sha256'))[:12]})",
+                          hint="pass that lock with --lock, or build the wheelhouse again")
+    lock = tomllib.loads(raw.decode("utf-8"))
+    files = files_of_manifest(manifest, lock, folder / "manifest.json")
+    text = render(files, platform=str(manifest.get("platform", "")), lock=lock,
+                  lock_sha256=lock_sha)
+    target = out if out is not None else folder / FILENAME
+    write_atomic(target, text)
+    if out is None:
+        _relist(folder, manifest, text)
+    return target
+
+
+def _relist(folder: Path, manifest: dict[str, Any], text: str) -> None:
+    """List the folder's SBOM in its manifest (as ``wheelhouse.build`` writes it)."""
+    data = text.encode("utf-8")
+    entry = {"path": FILENAME, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+             "kind": "meta"}
+    files = [f for f in manifest["files"] if f.get("path") != FILENAME] + [entry]
+    manifest["files"] = sorted(files, key=lambda f: f["path"])
+    write_atomic(folder / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 
 def write(path: Path, files: Iterable[File], *, platform: str, lock: Mapping[str, Any],
@@ -164,16 +227,14 @@ def _component(f: File, torch_index: str | None) -> Component:
     from cyclonedx.model.component import Component, ComponentType, Pedigree
 
     purl = _purl(f.name, f.version, f.filename, _repository(f.index, torch_index))
-    refs: list[ExternalReference] = []
-    pedigree = None
-    if f.built_from:  # the lock's URL is the sdist's; the wheel was built here
-        ancestor = _sdist(f, torch_index)
-        refs.append(ExternalReference(type=ExternalReferenceType.SOURCE_DISTRIBUTION,
-                                      url=XsUri(_url(f.source_url)), hashes=ancestor.hashes))
-        pedigree = Pedigree(ancestors=[ancestor])
-    else:
-        refs.append(ExternalReference(type=ExternalReferenceType.DISTRIBUTION,
-                                      url=XsUri(_url(f.source_url)), hashes=[_sha(f.sha256)]))
+    pedigree = Pedigree(ancestors=[_sdist(f, torch_index)]) if f.built_from else None
+    refs = []
+    if f.source_url:  # a wheel built here has no URL: the lock's is its sdist's
+        kind = (ExternalReferenceType.SOURCE_DISTRIBUTION if f.built_from
+                else ExternalReferenceType.DISTRIBUTION)
+        sha = f.built_from["sha256"] if f.built_from else f.sha256
+        refs.append(ExternalReference(type=kind, url=XsUri(_url(f.source_url)),
+                                      hashes=[_sha(sha)]))
     props = [Property(name=f"{_PROP}path", value=f.path),
              Property(name=f"{_PROP}kind", value=f.kind),
              Property(name=f"{_PROP}size", value=str(f.size))]

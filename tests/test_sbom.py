@@ -25,6 +25,7 @@ from test_wheelhouse import _with_sdist, build_cli, build_lib, compiled
 
 from lockkit import __version__, sbom
 from lockkit._compat import tomllib
+from lockkit.cli import main
 from lockkit.errors import ConfigError
 from lockkit.urls import expand
 
@@ -220,3 +221,52 @@ def test_serial_number_follows_the_lock_platform_and_version():
     assert base != sbom.serial_number("linux-cuda", SHA)
     assert base != sbom.serial_number("linux-cpu", "cd" * 32)
     assert base == uuid.uuid5(sbom._NAMESPACE, f"linux-cpu\n{SHA}\n{__version__}")
+
+
+# --- lockkit wheelhouse sbom: an existing folder --------------------------------------------
+
+def test_sbom_command_rewrites_an_older_folder_as_a_build_would(project, indexes, tmp_path,
+                                                                capsys):
+    compiled(project, indexes)
+    assert build_cli(project, tmp_path / "cache") == 0
+    out = project / "wheelhouse" / "linux-cpu"
+    fresh_sbom, fresh_manifest = (out / sbom.FILENAME).read_bytes(), (
+        out / "manifest.json").read_bytes()
+    # a folder built before the SBOM existed: no file, no manifest entry
+    (out / sbom.FILENAME).unlink()
+    manifest = json.loads(fresh_manifest)
+    manifest["files"] = [f for f in manifest["files"] if f["path"] != sbom.FILENAME]
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    capsys.readouterr()
+
+    assert main(["wheelhouse", "sbom", "--platform", "linux-cpu", "--project",
+                 str(project)]) == 0
+    assert capsys.readouterr().out.strip() == str(out / sbom.FILENAME)
+    assert (out / sbom.FILENAME).read_bytes() == fresh_sbom
+    assert (out / "manifest.json").read_bytes() == fresh_manifest
+    assert main(["wheelhouse", "pack", "--platform", "linux-cpu", "--project",
+                 str(project), "-o", str(tmp_path / "w.tar")]) == 0  # the folder is consistent
+
+
+def test_sbom_command_writes_elsewhere_and_refuses_another_lock(project, indexes, tmp_path,
+                                                                capsys):
+    lock = compiled(project, indexes)
+    assert build_cli(project, tmp_path / "cache") == 0
+    out = project / "wheelhouse" / "linux-cpu"
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    copy = tmp_path / "review" / "linux-cpu.cdx.json"
+    assert main(["wheelhouse", "sbom", "--platform", "linux-cpu", "--project", str(project),
+                 "-o", str(copy)]) == 0
+    assert copy.read_bytes() == before[out / sbom.FILENAME]
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+    other = tmp_path / "other.toml"
+    other.write_bytes(lock.read_bytes() + b"# edited\n")
+    capsys.readouterr()
+    assert main(["wheelhouse", "sbom", "--platform", "linux-cpu", "--project", str(project),
+                 "--lock", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert f"{other}: not the lock" in err and "Traceback" not in err
+    assert main(["wheelhouse", "sbom", "--platform", "linux-cuda", "--project",
+                 str(project)]) == 2
+    assert "no wheelhouse folder" in capsys.readouterr().err
