@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only; the import is deferred at r
     from cyclonedx.model.component import Component
 
 __all__ = ["FILENAME", "SCHEMA_VERSION", "File", "files_of_manifest", "refresh", "render",
-           "serial_number", "write"]
+           "serial_number"]
 
 FILENAME = "sbom.cdx.json"
 SCHEMA_VERSION = "1.6"  # what CycloneDX consumers read today; 1.7 is newer than most
@@ -87,6 +87,7 @@ class File:
     source_url: str
     kind: str = "wheel"  # "wheel" | "tool"
     index: str | None = None
+    # compare=False: a dict is unhashable, and a frozen dataclass hashes its compared fields
     built_from: Mapping[str, str] | None = field(default=None, compare=False)
 
     @classmethod
@@ -162,13 +163,6 @@ def _relist(folder: Path, manifest: dict[str, Any], text: str) -> None:
     files = [f for f in manifest["files"] if f.get("path") != FILENAME] + [entry]
     manifest["files"] = sorted(files, key=lambda f: f["path"])
     write_atomic(folder / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-
-
-def write(path: Path, files: Iterable[File], *, platform: str, lock: Mapping[str, Any],
-          lock_sha256: str) -> None:
-    """Write the SBOM of *files* to *path* (atomically)."""
-    text = render(files, platform=platform, lock=lock, lock_sha256=lock_sha256)
-    write_atomic(path, text)
 
 
 def render(files: Iterable[File], *, platform: str, lock: Mapping[str, Any],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -198,6 +199,30 @@ def test_tools_and_the_locks_dependencies():
     graph = {d["ref"]: d.get("dependsOn", []) for d in bom["dependencies"]}
     assert graph["app-1-py3-none-any.whl"] == ["filelock-1-py3-none-any.whl"]
     assert graph["tools/filelock-1-py3-none-any.whl"] == []
+
+
+_RENDER = """
+import sys
+from lockkit import sbom
+files = [sbom.File(name=f"p{i}", version="1", path=f"p{i}-1-py3-none-any.whl",
+                   sha256=f"{i:064x}", size=i, source_url=f"http://127.0.0.1/p{i}.whl",
+                   built_from={"sdist": f"p{i}-1.tar.gz", "sha256": "ab" * 32} if i % 5 else None)
+         for i in range(40)]
+lock = {"packages": [{"name": f"p{i}", "dependencies": [{"name": f"p{j}"} for j in range(i)]}
+                     for i in range(40)]}
+order = files[::-1] if sys.argv[1:] == ["reversed"] else files
+sys.stdout.write(sbom.render(order, platform="p", lock=lock, lock_sha256="cd" * 32))
+"""
+
+
+def test_the_bytes_do_not_depend_on_hash_seed_or_order():
+    """Sets inside the library must not leak Python's per-process hash seed."""
+    texts = {subprocess.run([sys.executable, "-c", _RENDER, order], capture_output=True,
+                            text=True, check=True,
+                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+             for seed, order in (("1", "reversed"), ("2", "given"), ("3", "given"))}
+    (text,) = texts
+    assert len(valid(text)["components"]) == 40
 
 
 def test_a_bad_source_date_epoch_is_a_config_error(monkeypatch):
