@@ -8,6 +8,7 @@ folder in a temp sibling that replaces the old one only when complete:
     <out>/pylock.toml     PEP 751, entries by relative ``path`` with their hashes
     <out>/requirements.txt  ``--hash`` lines for older pips
     <out>/simple/         a static PEP 503 tree, for any web server
+    <out>/sbom.cdx.json   CycloneDX SBOM: every file's name, version, sha256, lock URL
     <out>/manifest.json   platform, the source lock's sha256, every file
 """
 
@@ -33,7 +34,7 @@ from typing import Any
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from lockkit import __version__, _run
+from lockkit import __version__, _run, sbom
 from lockkit._compat import tomllib
 from lockkit.common import sha256_file
 from lockkit.config import Project
@@ -309,6 +310,9 @@ def _write_meta(stage: Path, platform: Platform, lock_path: Path,
     _text(stage / "pylock.toml", dumps(_local_lock(data, entries, by_pkg, of)))
     _text(stage / "requirements.txt", _requirements(platform, records))
     _simple_tree(stage, records)
+    described = [sbom.File.of(r, entries[r.package]) for r in records]  # tools/: kind="tool"
+    _text(stage / sbom.FILENAME,
+          sbom.render(described, platform=platform.name, lock=data, lock_sha256=lock_sha))
     meta_files = sorted(p for p in stage.rglob("*") if p.is_file() and p.suffix != ".whl")
     files = [_wheel_json(r) for r in records] + [
         {"path": p.relative_to(stage).as_posix(), "size": p.stat().st_size,

@@ -101,6 +101,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def cmd_wheelhouse(args: argparse.Namespace) -> int:
+    if args.wheelhouse_command == "sbom":
+        from lockkit.cli.sbom import cmd_wheelhouse_sbom
+        return cmd_wheelhouse_sbom(args)
     return {"build": _wheelhouse_build, "pack": _wheelhouse_pack,
             "unpack": _wheelhouse_unpack}[args.wheelhouse_command](args)
 

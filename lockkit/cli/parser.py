@@ -191,6 +191,27 @@ def _verify_parsers(sub: Any) -> None:
                          "lockkit.yml)")
 
 
+def _wheelhouse_sbom_parser(whsub: Any) -> None:
+    sbom = whsub.add_parser(
+        "sbom", help="(re)write the wheelhouse's CycloneDX SBOM",
+        description="Write sbom.cdx.json (CycloneDX 1.6 JSON) for an existing wheelhouse "
+                    "folder, from its manifest.json and the lock it was built from: every "
+                    "file's name, version, package URL, sha256 and the lock's URL, for a site "
+                    "to review before the folder crosses its air gap. 'wheelhouse build' "
+                    "writes it already; this is for folders built before, or for a copy "
+                    "elsewhere (-o). The same lock gives the same bytes.")
+    sbom.add_argument("--platform", required=True, metavar="NAME")
+    sbom.add_argument("--project", type=Path, default=Path("."), metavar="DIR")
+    sbom.add_argument("--from", dest="folder", type=Path, metavar="DIR",
+                      help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
+    sbom.add_argument("--lock", type=Path, metavar="FILE",
+                      help="the lock the folder was built from (default: "
+                           "<project>/locks/pylock.<platform>.toml)")
+    sbom.add_argument("-o", "--output", type=Path, metavar="FILE",
+                      help="write here instead (default: sbom.cdx.json in the folder, which "
+                           "is then listed in its manifest.json)")
+
+
 def _wheelhouse_parser(sub: Any) -> None:
     wh = sub.add_parser(
         "wheelhouse", help="download a lock's wheels into an offline-installable folder",
@@ -235,6 +256,7 @@ def _wheelhouse_parser(sub: Any) -> None:
                       help="archive (default: <project>/wheelhouse/<platform>.wheelhouse.tar)")
     pack.add_argument("--lock", type=Path, metavar="FILE",
                       help="also check every wheel by hash against this committed lock")
+    _wheelhouse_sbom_parser(whsub)
     unpack = whsub.add_parser(
         "unpack", help="check and extract a wheelhouse archive",
         description="Check every member against the archive's manifest before anything "
