@@ -21,7 +21,8 @@ from lockkit.errors import INTERRUPTED, LockkitError, WriteError
 __all__ = ["build_parser", "main"]
 
 _COMMANDS = {"platforms": "build", "compile": "build", "wheelhouse": "build",
-             "verify": "check", "diagnose": "check", "diff": "check", "ci": "check"}
+             "verify": "check", "diagnose": "check", "diff": "check", "ci": "check",
+             "export": "export", "cache": "cachecmd"}
 
 
 def main(argv: list[str] | None = None) -> int:
