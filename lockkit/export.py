@@ -128,7 +128,8 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
     """The platform's selection from its committed lock, as requirement lines."""
     path, data, pylock, sha = _load(project, platform)
     urls = _Urls(None if official else project.mirrors)
-    entries = {canonicalize_name(p["name"]): p for p in data.get("packages", [])}
+    entries: dict[str, dict[str, Any]] = {canonicalize_name(p["name"]): p
+                                          for p in data.get("packages", [])}
     torch_index = (platform.torch_index or "").rstrip("/")
     default = _default_index(entries, torch_index)
     pins = []
