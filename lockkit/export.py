@@ -79,6 +79,9 @@ class Requirements:
     pins: tuple[Pinned, ...]
     mirrored: bool  # URLs went through the project's mirrors
     credentials_dropped: bool  # a user:token@ was removed from some URL
+    # URL-pinned packages whose index a mirror serves but whose file host none does (a
+    # link-rewriting proxy mapped alone): their line keeps the official file URL
+    unmirrored: tuple[str, ...] = ()
 
 
 class _Urls:
@@ -87,6 +90,9 @@ class _Urls:
     def __init__(self, mirrors: dict[str, str] | None) -> None:
         self.mirrors = mirrors or {}
         self.dropped = False
+
+    def covers(self, url: str) -> bool:
+        return apply_mirrors(url, self.mirrors) != url
 
     def __call__(self, url: str) -> str:
         url = apply_mirrors(url, self.mirrors)
@@ -132,7 +138,7 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
                                           for p in data.get("packages", [])}
     torch_index = (platform.torch_index or "").rstrip("/")
     default = _default_index(entries, torch_index)
-    pins = []
+    pins, unmirrored = [], []
     for package, dist in select(pylock, platform, path, ConfigError):
         name = canonicalize_name(package.name)
         entry, where = entries[name], f"{path}: packages.{name}"
@@ -140,6 +146,8 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
         if index is None or index != default or index == torch_index:
             if not getattr(dist, "url", None):
                 raise ConfigError(f"{where}: the selected file has no URL to pin")
+            if index and urls.covers(index) and not urls.covers(dist.url):
+                unmirrored.append(name)
             pins.append(Pinned(name=name, version=str(package.version), url=urls(dist.url),
                                hashes=_hashes([_as_file(dist)], where)))
             continue
@@ -149,7 +157,8 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
     return Requirements(platform=platform, lock=path.relative_to(project.root).as_posix(),
                         lock_sha256=sha, index_url=urls(default) if default else None,
                         pins=tuple(sorted(pins, key=lambda p: p.name)),
-                        mirrored=bool(urls.mirrors), credentials_dropped=urls.dropped)
+                        mirrored=bool(urls.mirrors), credentials_dropped=urls.dropped,
+                        unmirrored=tuple(unmirrored))
 
 
 def _as_file(dist: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import assert_conforms
+from conftest import OFFICIAL, assert_conforms
 from packaging.pylock import Pylock
 from pytorch_index import R2
 
@@ -225,3 +225,17 @@ def test_bad_flags_are_exit_2(project, capsys, tmp_path, argv, expected):
     err = capsys.readouterr().err
     assert expected in err.splitlines()[0]
     assert not (tmp_path / "locked.toml").exists()
+
+
+def test_a_mirror_of_the_index_alone_keeps_the_official_file_url(project, indexes, capsys):
+    """A link-rewriting proxy mapped for the index only (as in test_wheelhouse): a URL pin
+    cannot go through it, so the official URL stays and the command says so."""
+    compiled(project)
+    (project / "lockkit.toml").write_text(
+        f'index-url = "{indexes.url}/simple"\n'
+        f'[mirrors]\n"{OFFICIAL}/cpu" = "{indexes.pt.rewriting("cpu")}"\n')
+    capsys.readouterr()
+    assert main(["export", "--project", str(project), "--platform", "linux-cpu"]) == 0
+    out = capsys.readouterr()
+    assert f"torch @ {R2}/whl/cpu/{TORCH_FILE}" in logical(out.out)
+    assert "warning: torch: a mirror serves the index but not the file's host" in out.err

@@ -32,6 +32,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         reqs = export.requirements(project, platform, official=args.official)
         name = args.output.name if args.output is not None else export.DEFAULT_NAME
         text = export.requirements_text(reqs, name)
+        if reqs.unmirrored:
+            ui.say(f"warning: {', '.join(reqs.unmirrored)}: a mirror serves the index but "
+                   "not the file's host, so the line keeps the lock's official URL; map "
+                   "that host too (--mirror OFFICIAL=MIRROR), or install from a wheelhouse")
     stale = stale_warning(project, platform)  # after reading: an unreadable lock is its error
     if stale:
         ui.say(f"warning: {stale}")
