@@ -289,7 +289,8 @@ def _cache_parser(sub: Any) -> None:
     info = csub.add_parser("info", help="size of the cache and what the locks reference",
                            description="The cache folder, its files and bytes, partial "
                                        "downloads, and how much the project's locks "
-                                       "(locks/pylock.*.toml) reference by sha256.")
+                                       "(locks/pylock.*.toml) reference by sha256. uv's "
+                                       "own cache is apart: 'uv cache dir'.")
     prune = csub.add_parser(
         "prune", help="remove cached files no lock of the project references",
         description="Remove every cached file that no lock of the project(s) "
@@ -298,7 +299,8 @@ def _cache_parser(sub: Any) -> None:
                     "files go too unless its folder is also given with --project (they are "
                     "downloaded again when needed). Nothing outside the cache folder is "
                     "touched and no link is followed; a folder that is not lockkit's cache "
-                    "is refused.")
+                    "is refused. uv's own cache ('uv cache dir') is left to uv unless --uv "
+                    "runs 'uv cache prune'.")
     for p in (info, prune):
         p.add_argument("--cache-dir", type=Path, metavar="DIR",
                        help="the cache folder (default: the user cache folder, or "
