@@ -143,7 +143,7 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
         name = canonicalize_name(package.name)
         entry, where = entries[name], f"{path}: packages.{name}"
         index = str(entry.get("index") or "").rstrip("/") or None
-        if index is None or index != default or index == torch_index:
+        if index != default or (index is not None and index == torch_index):
             if not getattr(dist, "url", None):
                 raise ConfigError(f"{where}: the selected file has no URL to pin")
             if index and urls.covers(index) and not urls.covers(dist.url):
@@ -176,7 +176,9 @@ def requirements_text(reqs: Requirements, filename: str = DEFAULT_NAME) -> str:
         "#   python -m venv .venv-rebuild",
         f"#   {python} -m pip install --require-hashes -r {filename}",
         "# Torch-family packages are pinned by URL to the file the lock selects for this",
-        "# platform; the others come from the --index-url below. Every line is hashed.",
+        "# platform; the others come from " + ("the --index-url below." if reqs.index_url
+                                               else "pip's default index (the lock names "
+                                               "none).") + " Every line is hashed.",
         "# URLs go through the project's mirrors." if reqs.mirrored
         else "# URLs are the lock's own (no mirrors applied).",
     ]

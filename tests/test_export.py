@@ -239,3 +239,15 @@ def test_a_mirror_of_the_index_alone_keeps_the_official_file_url(project, indexe
     out = capsys.readouterr()
     assert f"torch @ {R2}/whl/cpu/{TORCH_FILE}" in logical(out.out)
     assert "warning: torch: a mirror serves the index but not the file's host" in out.err
+
+
+def test_a_lock_without_a_default_index_leaves_pips_own(project, indexes, capsys):
+    """Packages from uv's built-in default index carry no ``index`` in the lock."""
+    compiled(project)
+    path = project / "locks" / "pylock.linux-cpu.toml"
+    path.write_text(path.read_text().replace(f'index = "{indexes.url}/simple"\n', ""))
+    text = export(project, capsys)
+    assert "--index-url" not in text and "pip's default index (the lock names none)" in text
+    lines = logical(text)
+    assert {"filelock==3.16.1", "numpy==2.1.0"} < set(lines)
+    assert f"torch @ {indexes.pt.r2}/whl/cpu/{TORCH_FILE}" in lines
