@@ -75,6 +75,7 @@ class Requirements:
     platform: Platform
     lock: str  # the lock's path relative to the project (locks/pylock.<platform>.toml)
     lock_sha256: str
+    python: str  # the Python version the lock was resolved for
     index_url: str | None  # None: the lock names no default index (pip's own is used)
     pins: tuple[Pinned, ...]
     mirrored: bool  # URLs went through the project's mirrors
@@ -155,10 +156,16 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
         pins.append(Pinned(name=name, version=str(package.version),
                            hashes=_hashes(files, where)))
     return Requirements(platform=platform, lock=path.relative_to(project.root).as_posix(),
-                        lock_sha256=sha, index_url=urls(default) if default else None,
+                        lock_sha256=sha, python=_python(data, platform),
+                        index_url=urls(default) if default else None,
                         pins=tuple(sorted(pins, key=lambda p: p.name)),
                         mirrored=bool(urls.mirrors), credentials_dropped=urls.dropped,
                         unmirrored=tuple(unmirrored))
+
+
+def _python(data: dict[str, Any], platform: Platform) -> str:
+    said = data.get("tool", {}).get("lockkit", {}).get("python")
+    return said if isinstance(said, str) and said else platform.python
 
 
 def _as_file(dist: Any) -> dict[str, Any]:
@@ -172,7 +179,7 @@ def requirements_text(reqs: Requirements, filename: str = DEFAULT_NAME) -> str:
     lines = [
         f"# lockkit export --platform {reqs.platform.name}: {reqs.lock} "
         f"(sha256 {reqs.lock_sha256})",
-        f"# Install with any pip into a fresh Python {reqs.platform.python} venv:",
+        f"# Install with any pip into a fresh Python {reqs.python} venv:",
         "#   python -m venv .venv-rebuild",
         f"#   {python} -m pip install --require-hashes -r {filename}",
         "# Torch-family packages are pinned by URL to the file the lock selects for this",
