@@ -244,3 +244,10 @@ def test_help_names_uvs_own_cache_commands():
                          capture_output=True, text=True, check=True)
     text = " ".join(run.stdout.split())
     assert "'uv cache dir'" in text and "'uv cache prune'" in text
+
+
+def test_a_project_that_is_not_a_folder_is_a_usage_error(filled, tmp_path, capsys):
+    code, out, err = cache_cli(capsys, "info", "--cache-dir", str(filled), "--project",
+                               str(tmp_path / "nowhere"))
+    assert (code, out) == (2, "")
+    assert err.splitlines()[0] == f"lockkit: error: --project {tmp_path / 'nowhere'}: not a folder"
