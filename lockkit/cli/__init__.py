@@ -17,7 +17,8 @@ from lockkit import __version__
 __all__ = ["main"]
 
 _COMMANDS = {"platforms": "build", "compile": "build", "wheelhouse": "build",
-             "verify": "check", "diagnose": "check", "diff": "check", "ci": "check"}
+             "verify": "check", "diagnose": "check", "diff": "check", "ci": "check",
+             "export": "export", "cache": "cachecmd"}
 
 
 def main(argv: list[str] | None = None) -> int:
