@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from lockkit.appconfig import APPLICATION_HINT, ApplicationConfig, application_problems
-from lockkit.configcheck import Checker, Runner, runner_labels
+from lockkit.configcheck import (
+    Checker,
+    LockkitRequirement,
+    Runner,
+    lockkit_requirement,
+    runner_labels,
+)
 from lockkit.errors import UsageError
 from lockkit.extensionsconfig import EXTENSIONS_HINT, ExtensionsConfig, extensions_problems
 from lockkit.inputs import (
@@ -38,7 +44,7 @@ __all__ = ["Project", "find_project", "is_pyproject", "load_project", "normalize
 _LISTS = ("requirements", "platforms", "allow-sdist", "extras", "groups")  # lists of strings
 _TABLES = {"verify": ("[verify]", {"embedding", "extensions", "resume", "application",
                                      "reason"}),
-           "ci": ("[ci]", {"runners"})}
+           "ci": ("[ci]", {"runners", "lockkit"})}
 _KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer"}
 _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
 _RFC3339_HINT = "e.g. 2024-10-01 or 2024-10-01T00:00:00Z"
@@ -67,6 +73,7 @@ class Project:
     resume: ResumeConfig | None = None  # [verify.resume], validated at load
     runners: dict[str, Runner] = field(default_factory=dict)  # [ci.runners]; names: ci.py
     extensions: ExtensionsConfig | None = None  # [verify.extensions], validated at load
+    ci_lockkit: LockkitRequirement | None = None  # [ci] lockkit; None: ci.py's default
 
     @property
     def locks_dir(self) -> Path:
@@ -203,7 +210,12 @@ def _ci(c: Checker, data: dict[str, Any]) -> dict[str, Any]:
                    f"expected a label or a non-empty list of labels, got {value!r}")
         else:
             found[platform] = labels
-    return {"ci": table, "runners": found}
+    requirement, problems = lockkit_requirement(table["lockkit"]) if "lockkit" in table \
+        else (None, [])
+    for problem in problems:
+        c.fail("", problem, hint="e.g. lockkit = \"lockkit==1.2.3\" or a wheel committed to "
+                                 "the repository")
+    return {"ci": table, "runners": found, "ci_lockkit": requirement}
 
 
 def _mirror_table(c: Checker, table: Any) -> dict[str, str]:

@@ -8,10 +8,10 @@ folder in a temp sibling that replaces the old one only when complete:
     <out>/pylock.toml     PEP 751, entries by relative ``path`` with their hashes
     <out>/requirements.txt  ``--hash`` lines for older pips
     <out>/simple/         a static PEP 503 tree, for any web server
+    <out>/sbom.cdx.json   CycloneDX SBOM: every file's name, version, sha256, lock URL
     <out>/manifest.json   platform, the source lock's sha256, every file
 
-The same lock gives the same folder (where a file was found is the build log's, not the
-manifest's; ``wheelzip``); modes are the umask's, cache-linked wheels read-only.
+Same lock, same bytes: origins stay in the build log, sdists build via ``wheelzip``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from lockkit import __version__, _run
+from lockkit import __version__, _run, sbom
 from lockkit._compat import tomllib
 from lockkit.common import sha256_file, temp_dir
 from lockkit.config import Project
@@ -279,8 +279,7 @@ def _place(project: Project, stage: Path, item: Item, got: Got) -> FileRecord:
 
 
 def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path:
-    """Build a pure-Python wheel from an sdist, the same bytes each time (``wheelzip``);
-    anything platform-specific is refused."""
+    """A pure-Python wheel from an sdist, the same bytes each time (``wheelzip``)."""
     epoch = source_epoch(item.entry)
     env = _run.isolated_env({"SOURCE_DATE_EPOCH": str(epoch), "PYTHONHASHSEED": "0"})
     with tempfile.TemporaryDirectory(prefix="lockkit-sdist-") as tmp:
@@ -315,6 +314,9 @@ def _write_meta(stage: Path, platform: Platform, lock_path: Path,
     _text(stage / "pylock.toml", dumps(_local_lock(data, entries, by_pkg, of)))
     _text(stage / "requirements.txt", _requirements(platform, records))
     _simple_tree(stage, records)
+    described = [sbom.File.of(r, entries[r.package]) for r in records]  # tools/: kind="tool"
+    _text(stage / sbom.FILENAME,
+          sbom.render(described, platform=platform.name, lock=data, lock_sha256=lock_sha))
     meta_files = sorted(p for p in stage.rglob("*") if p.is_file() and p.suffix != ".whl")
     files = [_wheel_json(r) for r in records] + [
         {"path": p.relative_to(stage).as_posix(), "size": p.stat().st_size,

@@ -58,7 +58,6 @@ def _platforms_host(platforms: dict[str, Any], as_json: bool) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from lockkit.compiler import check_platforms, compile_platforms
     from lockkit.config import load_project
     from lockkit.platforms import load_platforms, select_platforms
 
@@ -71,6 +70,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
             raise UsageError(f"--check: no lockkit.toml (or [tool.lockkit] in pyproject.toml) "
                              f"in {project.root}",
                              hint="run it in the project folder, or pass --project DIR")
+        from lockkit.freshness import check_platforms  # the gate imports no resolver
+
         outcomes = check_platforms(project, selected)
         bad = [o for o in outcomes if o.status != "fresh"]
         for o in outcomes:
@@ -81,6 +82,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 "locks not fresh: " + ", ".join(f"{o.platform} ({o.status})" for o in bad),
                 hint="run 'lockkit compile' and commit the locks")
         return 0
+    from lockkit.compiler import compile_platforms
+
     with ui.progress("resolving " + ", ".join(p.name for p in selected),
                      total=len(selected)) as advance:
         outcomes = compile_platforms(project, selected, jobs=args.jobs,
@@ -98,6 +101,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def cmd_wheelhouse(args: argparse.Namespace) -> int:
+    if args.wheelhouse_command == "sbom":
+        from lockkit.cli.sbom import cmd_wheelhouse_sbom
+        return cmd_wheelhouse_sbom(args)
     return {"build": _wheelhouse_build, "pack": _wheelhouse_pack,
             "unpack": _wheelhouse_unpack}[args.wheelhouse_command](args)
 

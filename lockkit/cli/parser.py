@@ -97,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     _project_args(comp)
     _wheelhouse_parser(sub)
     _verify_parsers(sub)
+    _export_parser(sub)
+    _cache_parser(sub)
     return parser
 
 
@@ -174,14 +176,42 @@ def _verify_parsers(sub: Any) -> None:
         description="Write a GitHub Actions workflow: a 'locks' job running 'lockkit compile "
                     "--check', then a matrix with one job per platform on its runner label "
                     "([ci.runners] in lockkit.toml overrides the defaults), each building the "
-                    "wheelhouse, running 'lockkit verify --junit' and uploading the dossier.")
+                    "wheelhouse, running 'lockkit verify --junit' and uploading the dossier. "
+                    "Only platforms with a committed lock get a job (the others are named on "
+                    "stderr). CI installs the lockkit that [ci] lockkit names (default: this "
+                    "version, lockkit==X.Y.Z, from the default index; pin a source you "
+                    "control); actions are pinned to commits; caches are keyed by each "
+                    "lock's hash.")
     gh.add_argument("--platform", action="append", default=[], metavar="NAME",
                     help="platform to verify (repeatable; default: the config's list)")
     gh.add_argument("--all", action="store_true", help="every known platform")
     gh.add_argument("--project", type=Path, default=Path("."), metavar="DIR",
-                    help="project folder, relative to the repository root (default: .)")
+                    help="project folder inside the repository, absolute or relative to "
+                         "the current folder (default: .)")
     gh.add_argument("-o", "--output", type=Path, metavar="FILE",
-                    help="workflow file (default: .github/workflows/lockkit.yml)")
+                    help="workflow file (default: <repository root>/.github/workflows/"
+                         "lockkit.yml)")
+
+
+def _wheelhouse_sbom_parser(whsub: Any) -> None:
+    sbom = whsub.add_parser(
+        "sbom", help="(re)write the wheelhouse's CycloneDX SBOM",
+        description="Write sbom.cdx.json (CycloneDX 1.6 JSON) for an existing wheelhouse "
+                    "folder, from its manifest.json and the lock it was built from: every "
+                    "file's name, version, package URL, sha256 and the lock's URL, for a site "
+                    "to review before the folder crosses its air gap. 'wheelhouse build' "
+                    "writes it already; this is for folders built before, or for a copy "
+                    "elsewhere (-o). The same lock gives the same bytes.")
+    sbom.add_argument("--platform", required=True, metavar="NAME")
+    sbom.add_argument("--project", type=Path, default=Path("."), metavar="DIR")
+    sbom.add_argument("--from", dest="folder", type=Path, metavar="DIR",
+                      help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
+    sbom.add_argument("--lock", type=Path, metavar="FILE",
+                      help="the lock the folder was built from (default: "
+                           "<project>/locks/pylock.<platform>.toml)")
+    sbom.add_argument("-o", "--output", type=Path, metavar="FILE",
+                      help="write here instead (default: sbom.cdx.json in the folder, which "
+                           "is then listed in its manifest.json)")
 
 
 def _wheelhouse_parser(sub: Any) -> None:
@@ -229,6 +259,7 @@ def _wheelhouse_parser(sub: Any) -> None:
                       help="archive (default: <project>/wheelhouse/<platform>.wheelhouse.tar)")
     pack.add_argument("--lock", type=Path, metavar="FILE",
                       help="also check every wheel by hash against this committed lock")
+    _wheelhouse_sbom_parser(whsub)
     unpack = whsub.add_parser(
         "unpack", help="check and extract a wheelhouse archive",
         description="Check every member against the archive's manifest before anything "
@@ -244,3 +275,72 @@ def _wheelhouse_parser(sub: Any) -> None:
                              "(locks/pylock.<platform>.toml)")
 
 
+
+
+def _export_parser(sub: Any) -> None:
+    exp = sub.add_parser(
+        "export", help="write a lock as a hashed requirements file any pip installs",
+        description="Write locks/pylock.<platform>.toml in another installer's format, to "
+                    "stdout unless -o names a file (as 'uv export' does). 'requirements': "
+                    "a file that pip of any version installs with 'pip install "
+                    "--require-hashes -r FILE' (pip reads -r pylock.toml only from 26.1): "
+                    "torch-family packages pinned by URL to the file the lock selects, "
+                    "the others pinned with == and the hash of every file the lock lists, "
+                    "from the lock's default index (one --index-url line). 'pylock': the "
+                    "lock itself. URLs go through the project's [mirrors] unless --official; "
+                    "user:token@ is never written, a ${VAR} only as the placeholder (pip "
+                    "fills it from the environment).")
+    exp.add_argument("--platform", required=True, metavar="NAME",
+                     help="platform whose committed lock to export")
+    exp.add_argument("--format", choices=("requirements", "pylock"), default="requirements",
+                     help="requirements (default) or pylock (a pylock.<name>.toml)")
+    exp.add_argument("-o", "--output", type=Path, metavar="FILE",
+                     help="write FILE atomically instead of stdout (e.g. "
+                          "requirements-rebuild.txt, or pylock.<platform>.toml for pylock)")
+    exp.add_argument("--official", action="store_true",
+                     help="write the lock's own URLs, not the project's mirrors")
+    exp.add_argument("--project", type=Path, default=None, metavar="DIR",
+                     help="project folder holding lockkit.toml (default: the nearest one "
+                          "from the current folder up)")
+    exp.add_argument("--mirror", action="append", default=[], metavar="OFFICIAL=MIRROR",
+                     help="serve an official URL prefix from a mirror, on top of the "
+                          "project's [mirrors] (repeatable; the longest prefix wins)")
+
+
+def _cache_parser(sub: Any) -> None:
+    cache = sub.add_parser(
+        "cache", help="show or prune lockkit's download cache",
+        description="lockkit's download cache holds one read-only copy of every file it "
+                    "fetched, by sha256, shared by every project. 'info' says how big it is "
+                    "and how much of it the project's locks reference; 'prune' removes what "
+                    "no lock of the given projects references. uv keeps its own cache "
+                    "('uv cache dir' shows it, 'uv cache prune' trims it); lockkit touches "
+                    "it only with 'prune --uv'.")
+    csub = cache.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
+    info = csub.add_parser("info", help="size of the cache and what the locks reference",
+                           description="The cache folder, its files and bytes, partial "
+                                       "downloads, and how much the project's locks "
+                                       "(locks/pylock.*.toml) reference by sha256. uv's "
+                                       "own cache is apart: 'uv cache dir'.")
+    prune = csub.add_parser(
+        "prune", help="remove cached files no lock of the project references",
+        description="Remove every cached file that no lock of the project(s) "
+                    "(locks/pylock.*.toml, every platform) references by sha256, and partial "
+                    "downloads older than a day. The cache is shared: another project's "
+                    "files go too unless its folder is also given with --project (they are "
+                    "downloaded again when needed). Nothing outside the cache folder is "
+                    "touched and no link is followed; a folder that is not lockkit's cache "
+                    "is refused. uv's own cache ('uv cache dir') is left to uv unless --uv "
+                    "runs 'uv cache prune'.")
+    for p in (info, prune):
+        p.add_argument("--cache-dir", type=Path, metavar="DIR",
+                       help="the cache folder (default: the user cache folder, or "
+                            "$LOCKKIT_CACHE_DIR)")
+        p.add_argument("--project", type=Path, action="append", default=[], metavar="DIR",
+                       help="project whose locks count as references (repeatable; default: "
+                            "the nearest one from the current folder up)")
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
+    prune.add_argument("--dry-run", action="store_true",
+                       help="list what would be removed and its bytes; remove nothing")
+    prune.add_argument("--uv", action="store_true",
+                       help="also run 'uv cache prune' (uv's unused cache entries)")
