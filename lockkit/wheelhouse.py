@@ -9,6 +9,7 @@ folder in a temp sibling that replaces the old one only when complete:
     <out>/requirements.txt  ``--hash`` lines for older pips
     <out>/simple/         a static PEP 503 tree, for any web server
     <out>/manifest.json   platform, the source lock's sha256, every file
+    <out>/tools/          lockkit and its dependencies, for the offline machine (lockkit.tools)
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from lockkit import __version__, _run
+from lockkit import __version__, _run, tools
 from lockkit._compat import tomllib
 from lockkit.common import sha256_file
 from lockkit.config import Project
@@ -146,7 +147,8 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
           find_links: tuple[Path, ...] = (), jobs: int = 8, attempts: int = 4,
           backoff: float = 0.5, on_file: Callable[[Got], None] | None = None,
           on_bytes: Callable[[int], None] | None = None,
-          items: list[Item] | None = None, lock_path: Path | None = None) -> BuildResult:
+          items: list[Item] | None = None, lock_path: Path | None = None,
+          with_tools: bool = False) -> BuildResult:
     if items is None or lock_path is None:
         lock_path, items = plan(project, platform)
     cache.sweep()
@@ -161,7 +163,9 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
         return got
 
     gots = _fetch_all(fetcher, one, items, jobs)
-    return _assemble(project, platform, out, lock_path, list(zip(items, gots, strict=True)))
+    kit = tools.prepare(project, platform, lock_path, fetcher) if with_tools else None
+    return _assemble(project, platform, out, lock_path, list(zip(items, gots, strict=True)),
+                     kit)
 
 
 def _fetch_one(fetcher: Fetcher, item: Item) -> Got:
@@ -239,13 +243,14 @@ def _sweep_stale(out: Path, max_age: float = _STALE_AGE) -> list[Path]:
 
 
 def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
-              fetched: list[tuple[Item, Got]]) -> BuildResult:
+              fetched: list[tuple[Item, Got]], kit: tools.Toolset | None = None) -> BuildResult:
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.{_STAGE}", dir=out.parent))
     try:
         records = [_place(project, stage, item, got) for item, got in fetched]
         records.sort(key=lambda r: r.path)
-        _write_meta(stage, platform, lock_path, fetched, records)
+        extra = tools.place(stage, kit) if kit else []  # tools/: not the lock's files
+        _write_meta(stage, platform, lock_path, fetched, records, extra)
         _swap(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
@@ -300,7 +305,8 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
 
 
 def _write_meta(stage: Path, platform: Platform, lock_path: Path,
-                fetched: list[tuple[Item, Got]], records: list[FileRecord]) -> None:
+                fetched: list[tuple[Item, Got]], records: list[FileRecord],
+                extra: list[dict[str, Any]] | None = None) -> None:
     raw = lock_path.read_bytes()  # once: the lock's tables and its sha256 from the same bytes
     data, lock_sha = tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
     of = {"lock": lock_path.name, "sha256": lock_sha}
@@ -309,8 +315,10 @@ def _write_meta(stage: Path, platform: Platform, lock_path: Path,
     _text(stage / "pylock.toml", dumps(_local_lock(data, entries, by_pkg, of)))
     _text(stage / "requirements.txt", _requirements(platform, records))
     _simple_tree(stage, records)
-    meta_files = sorted(p for p in stage.rglob("*") if p.is_file() and p.suffix != ".whl")
-    files = [_wheel_json(r) for r in records] + [
+    listed = {e["path"] for e in extra or []}
+    meta_files = sorted(p for p in stage.rglob("*") if p.is_file() and p.suffix != ".whl"
+                        and p.relative_to(stage).as_posix() not in listed)
+    files = [_wheel_json(r) for r in records] + list(extra or []) + [
         {"path": p.relative_to(stage).as_posix(), "size": p.stat().st_size,
          "sha256": sha256_file(p), "kind": "meta"} for p in meta_files]
     manifest = {"schema_version": 1, "platform": platform.name,
