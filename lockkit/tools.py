@@ -254,7 +254,10 @@ def _b64(data: bytes, mode: str = "sha256") -> str:
 
 
 def _zip(members: dict[str, bytes], record: str) -> bytes:
-    """A wheel's bytes: members sorted, RECORD last, fixed times and modes."""
+    """A wheel's bytes: members sorted, RECORD last, fixed times and modes.
+
+    RECORD lines as pypa/wheel's ``wheelfile.py`` writes them (``path,sha256=<urlsafe
+    base64, no padding>,size``, RECORD itself with no hash), and its minimum zip time."""
     lines = [f"{n},sha256={_b64(d)},{len(d)}" for n, d in sorted(members.items())]
     files = [*sorted(members.items()), (record, ("\n".join([*lines, f"{record},,"]) + "\n")
                                         .encode())]
