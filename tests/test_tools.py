@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -103,7 +104,7 @@ def test_runtime_requirements_are_the_installed_metadata_without_extras():
 # --- with lockkit's real dependencies on a loopback index (fetched once: network) -----------
 
 @pytest.fixture(scope="session")
-def tool_wheels(tmp_path_factory) -> list[Path]:
+def tool_wheels(tmp_path_factory) -> Iterator[list[Path]]:
     """lockkit's runtime dependencies and hatchling (its build backend), downloaded once by
     pip from the default index, for this interpreter (the linux-cpu platform's 3.11)."""
     if sys.version_info[:2] != (3, 11) or not sys.platform.startswith("linux"):
