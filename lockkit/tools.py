@@ -149,7 +149,8 @@ def _resolve(project: Project, platform: Platform, python: str) -> list[tuple[st
         try:
             doc = resolve([reqs], bare, python, indexes).doc
         except LockkitError as exc:
-            raise BuildError(f"{platform.name}: lockkit's own dependencies (for tools/): {exc}",
+            why = str(exc).removeprefix(f"{platform.name}: ")
+            raise BuildError(f"{platform.name}: lockkit's own dependencies (for tools/): {why}",
                              hint="check index-url / --mirror, or pass --no-tools") from None
     where = Path(f"lockkit's dependencies for {platform.name}")
     try:

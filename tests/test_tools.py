@@ -67,6 +67,7 @@ def test_an_index_without_lockkit_dependencies_fails_naming_the_flag(project, wi
     err = capsys.readouterr().err
     assert f"{PLATFORM}: lockkit's own dependencies (for tools/): " in err
     assert "--no-tools" in err and "Traceback" not in err
+    assert len([ln for ln in err.splitlines() if ln.startswith("lockkit: error:")]) == 1
     assert not (project / "wheelhouse").exists() or not any((project / "wheelhouse").iterdir())
 
 
