@@ -6,17 +6,21 @@ and its runtime dependencies, so the offline machine can run ``lockkit verify``:
 **The dependencies** are the installed lockkit's ``Requires-Dist``, resolved the way
 ``compile`` resolves a lock (``lockkit.resolve``: uv for the *target*'s
 ``--python-platform`` and Python version, ``--generate-hashes``), against the project's
-default index (``index-url``, mirrors honoured) and never a PyTorch index: lockkit needs
-no torch-family package. The lock's wheels are selected for the platform by
-``lockkit.targets`` and fetched by ``lockkit.fetch`` exactly like the lock's own files,
-so every sha256 is checked while the bytes stream in.
+default index (``index-url``, mirrors honoured, ``exclude-newer`` too) and never a PyTorch
+index: lockkit needs no torch-family package. Without ``exclude-newer`` the tools follow
+the index's newest releases at build time, so two builds far apart may carry different
+versions; the wheelhouse's own files (the lock's) do not move. The wheels are selected
+for the platform by ``lockkit.targets`` and fetched by ``lockkit.fetch`` exactly like the
+lock's own files, so every sha256 is checked while the bytes stream in.
 
 **lockkit's own wheel** is not on any index, so it is made from the running lockkit:
 
 - from a source tree (``pyproject.toml`` naming lockkit beside the package: an editable
   or development install), ``uv build --wheel`` with ``SOURCE_DATE_EPOCH`` fixed, so two
   builds of one tree give the same bytes (hatchling sorts members and stamps that time;
-  ``platforms/`` goes in as ``lockkit/_platforms`` as pyproject says);
+  ``platforms/`` goes in as ``lockkit/_platforms`` as pyproject says). The build backend
+  comes from the project's index too; its version is written in the wheel's ``WHEEL``
+  file, so a new hatchling release changes the bytes (not the installed files);
 - otherwise (installed from a wheel), the wheel is rebuilt from the installed files its
   ``RECORD`` lists, each checked against RECORD's hash first (an edited install is
   refused), in sorted order with fixed times: again the same bytes every time. Scripts
@@ -60,7 +64,7 @@ from lockkit.config import Project
 from lockkit.errors import BuildError, HashMismatch, LockkitError
 from lockkit.fetch import Fetcher, Want
 from lockkit.platforms import Platform
-from lockkit.resolve import Indexes, resolve, uv_bin
+from lockkit.resolve import Indexes, ResolveOptions, resolve, uv_bin
 from lockkit.targets import select
 from lockkit.urls import Mirrors
 
@@ -147,7 +151,8 @@ def _resolve(project: Project, platform: Platform, python: str) -> list[tuple[st
         reqs = Path(tmp) / "requirements.in"
         reqs.write_text("".join(f"{r}\n" for r in runtime_requirements()), encoding="utf-8")
         try:
-            doc = resolve([reqs], bare, python, indexes).doc
+            doc = resolve([reqs], bare, python, indexes,
+                          options=ResolveOptions(exclude_newer=project.exclude_newer)).doc
         except LockkitError as exc:
             why = str(exc).removeprefix(f"{platform.name}: ")
             raise BuildError(f"{platform.name}: lockkit's own dependencies (for tools/): {why}",
