@@ -158,7 +158,10 @@ def bench(work: Path, synthetic: bool) -> None:
         lk = [sys.executable, "-m", "lockkit"]
         call([*lk, "compile", "--platform", PLATFORM, "--project", str(proj)])
         _, items = plan(load_project(proj), load_platforms(proj)[PLATFORM])
-        build = [*lk, "wheelhouse", "build", "--project", str(proj), "--platform", PLATFORM]
+        # --no-tools: the lock's files only, as pip download fetches (and the loopback index
+        # carries none of lockkit's own dependencies)
+        build = [*lk, "wheelhouse", "build", "--project", str(proj), "--platform", PLATFORM,
+                 "--no-tools"]
         reqs = hashed_requirements(items, work / "hashed.txt")
         cache = work / "cache"  # the warm runs' cache, filled once, untimed
         call([*build, "--cache-dir", str(cache), "--out", str(work / "primed")])

@@ -10,6 +10,7 @@ folder in a temp sibling that replaces the old one only when complete:
     <out>/simple/         a static PEP 503 tree, for any web server
     <out>/sbom.cdx.json   CycloneDX SBOM: every file's name, version, sha256, lock URL
     <out>/manifest.json   platform, the source lock's sha256, every file
+    <out>/tools/          lockkit and its dependencies, for the offline machine (lockkit.tools)
 
 Same lock, same bytes: origins stay in the build log, sdists build via ``wheelzip``.
 """
@@ -36,7 +37,7 @@ from typing import Any
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from lockkit import __version__, _run, sbom
+from lockkit import __version__, _run, sbom, tools
 from lockkit._compat import tomllib
 from lockkit.common import sha256_file, temp_dir
 from lockkit.config import Project
@@ -151,7 +152,8 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
           find_links: tuple[Path, ...] = (), jobs: int = 8, attempts: int = 4,
           backoff: float = 0.5, on_file: Callable[[Got], None] | None = None,
           on_bytes: Callable[[int], None] | None = None,
-          items: list[Item] | None = None, lock_path: Path | None = None) -> BuildResult:
+          items: list[Item] | None = None, lock_path: Path | None = None,
+          with_tools: bool = False) -> BuildResult:
     if items is None or lock_path is None:
         lock_path, items = plan(project, platform)
     cache.sweep()
@@ -166,7 +168,9 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
         return got
 
     gots = _fetch_all(fetcher, one, items, jobs)
-    return _assemble(project, platform, out, lock_path, list(zip(items, gots, strict=True)))
+    kit = tools.prepare(project, platform, lock_path, fetcher) if with_tools else None
+    return _assemble(project, platform, out, lock_path, list(zip(items, gots, strict=True)),
+                     kit)
 
 
 def _fetch_one(fetcher: Fetcher, item: Item) -> Got:
@@ -244,13 +248,14 @@ def _sweep_stale(out: Path, max_age: float = _STALE_AGE) -> list[Path]:
 
 
 def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
-              fetched: list[tuple[Item, Got]]) -> BuildResult:
+              fetched: list[tuple[Item, Got]], kit: tools.Toolset | None = None) -> BuildResult:
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = temp_dir(out.parent, f".{out.name}.{_STAGE}")
     try:
         records = [_place(project, stage, item, got) for item, got in fetched]
         records.sort(key=lambda r: r.path)
-        _write_meta(stage, platform, lock_path, fetched, records)
+        extra = tools.place(stage, kit) if kit else []  # tools/: not the lock's files
+        _write_meta(stage, platform, lock_path, fetched, records, extra)
         _swap(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
@@ -305,7 +310,8 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
 
 
 def _write_meta(stage: Path, platform: Platform, lock_path: Path,
-                fetched: list[tuple[Item, Got]], records: list[FileRecord]) -> None:
+                fetched: list[tuple[Item, Got]], records: list[FileRecord],
+                extra: list[dict[str, Any]] | None = None) -> None:
     raw = lock_path.read_bytes()  # once: the lock's tables and its sha256 from the same bytes
     data, lock_sha = tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
     of = {"lock": lock_path.name, "sha256": lock_sha}
@@ -314,11 +320,14 @@ def _write_meta(stage: Path, platform: Platform, lock_path: Path,
     _text(stage / "pylock.toml", dumps(_local_lock(data, entries, by_pkg, of)))
     _text(stage / "requirements.txt", _requirements(platform, records))
     _simple_tree(stage, records)
-    described = [sbom.File.of(r, entries[r.package]) for r in records]  # tools/: kind="tool"
+    described = [sbom.File.of(r, entries[r.package]) for r in records]
+    described += [_tool_file(e) for e in extra or [] if "package" in e]
     _text(stage / sbom.FILENAME,
           sbom.render(described, platform=platform.name, lock=data, lock_sha256=lock_sha))
-    meta_files = sorted(p for p in stage.rglob("*") if p.is_file() and p.suffix != ".whl")
-    files = [_wheel_json(r) for r in records] + [
+    listed = {e["path"] for e in extra or []}
+    meta_files = sorted(p for p in stage.rglob("*") if p.is_file() and p.suffix != ".whl"
+                        and p.relative_to(stage).as_posix() not in listed)
+    files = [_wheel_json(r) for r in records] + list(extra or []) + [
         {"path": p.relative_to(stage).as_posix(), "size": p.stat().st_size,
          "sha256": sha256_file(p), "kind": "meta"} for p in meta_files]
     manifest = {"schema_version": 1, "platform": platform.name,
@@ -326,6 +335,15 @@ def _write_meta(stage: Path, platform: Platform, lock_path: Path,
                 "lockkit_version": __version__,
                 "files": sorted(files, key=lambda f: f["path"])}
     _text(stage / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def _tool_file(entry: dict[str, Any]) -> sbom.File:
+    """A ``tools/`` manifest entry as the SBOM describes it."""
+    source = entry.get("source") or ""  # lockkit's own wheel: "lockkit X, built from ..."
+    return sbom.File(name=entry["package"], version=entry["version"], path=entry["path"],
+                     sha256=entry["sha256"], size=entry["size"],
+                     source_url=source if source.startswith(("https://", "http://")) else "",
+                     kind="tool")
 
 
 def _wheel_json(r: FileRecord) -> dict[str, Any]:

@@ -214,6 +214,17 @@ def _wheelhouse_sbom_parser(whsub: Any) -> None:
                            "is then listed in its manifest.json)")
 
 
+def _tools_arg(build: Any) -> None:
+    build.add_argument(
+        "--no-tools", action="store_true",
+        default=os.environ.get("LOCKKIT_NO_TOOLS", "") not in ("", "0"),
+        help="leave out tools/ (lockkit's own wheel and its dependencies, resolved for the "
+             "platform from index-url, for running 'lockkit verify' on the offline machine: "
+             "pip install --no-index --find-links <wheelhouse>/tools lockkit); also "
+             "LOCKKIT_NO_TOOLS=1. A platform whose Python lockkit does not support gets "
+             "no tools/, with a note")
+
+
 def _wheelhouse_parser(sub: Any) -> None:
     wh = sub.add_parser(
         "wheelhouse", help="download a lock's wheels into an offline-installable folder",
@@ -226,7 +237,10 @@ def _wheelhouse_parser(sub: Any) -> None:
         description="Fetch every file the platform's lock selects (cache, --find-links, "
                     "mirror, then the lock's URL), verify each sha256 while it streams, and "
                     "write the folder atomically. A second build of the same lock downloads "
-                    "nothing.")
+                    "nothing. tools/ carries lockkit and its dependencies for the platform "
+                    "(each hash-checked, pinned in tools/requirements.txt), so the offline "
+                    "machine can run 'lockkit verify'; they are not part of the application's "
+                    "requirements.txt or pylock.toml.")
     build.add_argument("--platform", required=True, metavar="NAME",
                        help="platform whose lock to use")
     build.add_argument("--out", type=Path, metavar="DIR",
@@ -244,6 +258,7 @@ def _wheelhouse_parser(sub: Any) -> None:
     build.add_argument("--fallback-to-official", action="store_true",
                        help="after a configured mirror fails, try the official host "
                             "(default: an air-gapped build never reaches for it)")
+    _tools_arg(build)
     _project_args(build)
     pack = whsub.add_parser(
         "pack", help="write the wheelhouse as one reproducible archive",
