@@ -112,19 +112,25 @@ def files_of_manifest(manifest: Mapping[str, Any], lock: Mapping[str, Any],
     entries = {_canonical(p.get("name")): p for p in lock.get("packages", [])}
     files = []
     for i, f in enumerate(manifest.get("files", [])):
-        if f.get("kind") not in ("wheel", "tool"):
-            continue
+        if f.get("kind") not in ("wheel", "tool") or (f["kind"] == "tool" and "package" not in f):
+            continue  # tools/requirements.txt is a meta file of the tools
         missing = [k for k in ("path", "package", "version", "sha256", "size") if k not in f]
         if missing:
             raise ConfigError(f"{where}: files[{i}] has no {', '.join(missing)}",
                               hint="build the wheelhouse again")
         index = entries.get(_canonical(f["package"]), {}).get("index")
         files.append(File(name=f["package"], version=f["version"], path=f["path"],
-                          sha256=f["sha256"], size=f["size"], source_url=f.get("source", ""),
+                          sha256=f["sha256"], size=f["size"], source_url=_url_or_empty(f.get("source")),
                           kind=f["kind"], built_from=f.get("built_from"),
                           index=index if f["kind"] == "wheel" and isinstance(index, str)
                           else None))
     return files
+
+
+def _url_or_empty(source: Any) -> str:
+    """A manifest's source when it is a URL (lockkit's own tool wheel says how it was built)."""
+    return source if isinstance(source, str) and source.startswith(("https://", "http://")) \
+        else ""
 
 
 def refresh(folder: Path, lock_path: Path, out: Path | None = None) -> Path:
