@@ -120,7 +120,8 @@ def files_of_manifest(manifest: Mapping[str, Any], lock: Mapping[str, Any],
                               hint="build the wheelhouse again")
         index = entries.get(_canonical(f["package"]), {}).get("index")
         files.append(File(name=f["package"], version=f["version"], path=f["path"],
-                          sha256=f["sha256"], size=f["size"], source_url=_url_or_empty(f.get("source")),
+                          sha256=f["sha256"], size=f["size"],
+                          source_url=_url_or_empty(f.get("source")),
                           kind=f["kind"], built_from=f.get("built_from"),
                           index=index if f["kind"] == "wheel" and isinstance(index, str)
                           else None))
