@@ -30,9 +30,8 @@ from pathlib import Path
 from typing import TextIO
 
 __all__ = ["Options", "Result", "Sample", "Pairs", "Target", "FastIndex", "bench_env",
-           "cli", "finish", "lockkit_argv", "measure_pairs", "median_s", "print_table", "run",
-           "run_timed", "synthetic_project",
-           "synthetic_wheel", "workdir"]
+           "cli", "finish", "lockkit_argv", "measure_pairs", "median_s", "peak_rss",
+           "print_table", "run", "run_timed", "synthetic_wheel", "workdir"]
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 1 << 20
@@ -160,6 +159,25 @@ def run_timed(argv: Sequence[str | os.PathLike[str]], env: dict[str, str] | None
         raise SystemExit(f"benchmark: exit {proc.returncode}: {shown}\n"
                          f"{err.decode(errors='replace')[-3000:]}")
     return Sample(elapsed, usage.ru_maxrss)
+
+
+# Linux keeps the largest resident set a process had across exec, and a child made by fork
+# or vfork starts with its parent's: the benchmark process (100 MB after making a big file)
+# would be counted as lockkit's peak. So a small fresh interpreter starts lockkit, and
+# reports the peak os.wait4 gives it for that grandchild, which starts from the small one.
+_PEAK_WRAPPER = """import os, sys
+pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+open(sys.argv[1], "w").write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def peak_rss(argv: Sequence[str | os.PathLike[str]], env: dict[str, str], work: Path) -> Sample:
+    """Wall time and peak RSS (KiB) of *argv* itself (its first item an absolute path)."""
+    report = work / "peak-rss.txt"
+    sample = run_timed([sys.executable, "-c", _PEAK_WRAPPER, report, *argv], env)
+    return Sample(sample.seconds, int(report.read_text()))
 
 
 def run(argv: Sequence[str | os.PathLike[str]], env: dict[str, str] | None = None,
@@ -385,46 +403,3 @@ def _sha256(path: Path) -> str:
             digest.update(chunk)
     return digest.hexdigest()
 
-
-# --- a synthetic project: torch on each platform's PyTorch index, N packages ---------------
-
-_TAGS = {"x86_64-unknown-linux-gnu": "cp311-cp311-manylinux_2_17_x86_64",
-         "aarch64-unknown-linux-gnu": "cp311-cp311-manylinux_2_17_aarch64",
-         "x86_64-pc-windows-msvc": "cp311-cp311-win_amd64",
-         "aarch64-apple-darwin": "cp311-cp311-macosx_11_0_arm64"}
-
-
-def synthetic_project(work: Path, index: FastIndex, packages: int) -> Path:
-    """A project asking for torch and ``packages - 1`` others, for every shipped platform:
-    torch (a tiny wheel of the platform's tag) on the platform's PyTorch index, mirrored
-    to *index*, or on the default index where the platform has none; the others, half of
-    them needing the next one, on the default index."""
-    from lockkit.platforms import load_platforms
-
-    wheels = work / "wheels"
-    deps = [f"bench-pkg-{i:03d}" for i in range(packages - 1)]
-    for i, dep in enumerate(deps):
-        needs = [f"{deps[i + 1]}>=1"] if i % 2 == 0 and i + 1 < len(deps) else []
-        index.add("/simple", synthetic_wheel(wheels, dep, "1.0.0", requires=needs))
-    # the default index's Linux torch is a CUDA 13 build, known by its CUDA dependency
-    index.add("/simple", synthetic_wheel(wheels, "nvidia-cuda-runtime-cu13", "13.0.0"))
-    cuda13 = ["nvidia-cuda-runtime-cu13>=13; sys_platform == 'linux'"]
-    mirrors: dict[str, str] = {}
-    platforms = load_platforms()
-    for plat in platforms.values():
-        prefix, version, needs = "/simple", "2.5.1", deps[:3] + cuda13
-        if plat.torch_index:
-            official, local = plat.torch_index.rsplit("/", 1)
-            mirrors[official] = f"{index.url}/whl"
-            prefix, version, needs = f"/whl/{local}", f"2.5.1+{local}", deps[:3]
-        folder = wheels / prefix.strip("/").replace("/", "_")
-        index.add(prefix, synthetic_wheel(folder, "torch", version, requires=needs,
-                                          tag=_TAGS[plat.python_platform]))
-    project = work / "project"
-    project.mkdir()
-    (project / "requirements.in").write_text("".join(f"{d}\n" for d in ["torch==2.5.1", *deps]))
-    table = "".join(f'"{k}" = "{v}"\n' for k, v in mirrors.items())
-    names = ", ".join(f'"{n}"' for n in platforms)
-    (project / "lockkit.toml").write_text(f'index-url = "{index.url}/simple"\n'
-                                          f"platforms = [{names}]\n[mirrors]\n{table}")
-    return project

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import _harness as h
+from _projects import synthetic_project
 
 __all__ = ["measure"]
 
@@ -68,7 +69,7 @@ def concurrently(calls: list[UvCall]) -> float:
 def one_platform(packages: int, limit: float, opts: h.Options) -> h.Result:
     with h.workdir(f"compile{packages}") as work, h.FastIndex(work / "index") as index:
         env = h.bench_env(work)
-        project = h.synthetic_project(work, index, packages)
+        project = synthetic_project(work, index, packages)
         lockkit = [*h.lockkit_argv(console_script=True), "compile", "--platform", "linux-cpu",
                    "--project", str(project)]
         h.run(lockkit, env)
@@ -85,7 +86,7 @@ def one_platform(packages: int, limit: float, opts: h.Options) -> h.Result:
 def all_platforms(opts: h.Options) -> h.Result:
     with h.workdir("compile-all") as work, h.FastIndex(work / "index") as index:
         env = h.bench_env(work)
-        project = h.synthetic_project(work, index, 10)
+        project = synthetic_project(work, index, 10)
         lockkit = [*h.lockkit_argv(console_script=True), "compile", "--all",
                    "--project", str(project)]
         h.run(lockkit, env)

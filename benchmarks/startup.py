@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import _harness as h
+from _projects import synthetic_project
 
 __all__ = ["measure"]
 
@@ -46,7 +47,7 @@ def _check(work: Path, env: dict[str, str], opts: h.Options) -> h.Result:
     from lockkit.platforms import shipped_dir
 
     with h.FastIndex(work / "index") as index:
-        project = h.synthetic_project(work, index, 10)
+        project = synthetic_project(work, index, 10)
         h.run([*h.lockkit_argv(), "compile", "--all", "--project", str(project)], env)
     lockkit = [*h.lockkit_argv(), "compile", "--check", "--project", str(project)]
     floor = [sys.executable, str(FLOOR), "--project", str(project),
