@@ -219,7 +219,7 @@ def workdir(prefix: str) -> Iterator[Path]:
 
 
 def print_table(title: str, results: Sequence[Result], out: TextIO = sys.stdout) -> None:
-    rows = [("target", "lockkit", "baseline (same run)", "ratio", "limit", "verdict")]
+    rows = [("target", "lockkit", "baseline", "ratio", "limit", "verdict")]
     for r in results:
         value = "-" if r.value is None else f"{r.value:.2f}{r.unit}"
         rows.append((r.name, r.subject, r.baseline, value, f"{r.target}{r.unit}", r.verdict))
@@ -239,8 +239,10 @@ def finish(title: str, results: Sequence[Result], opts: Options) -> int:
     """Print the table; the exit status is the verdict unless --report-only."""
     print_table(title + (" (--quick: indicative only)" if opts.quick else ""), results)
     failed = [r.name for r in results if r.verdict == "FAIL"]
-    print(f"\n{len(results) - len(failed)} of {len(results)} targets hold"
-          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    skipped = [r.name for r in results if r.verdict == "SKIP"]
+    print(f"\n{len(results) - len(failed) - len(skipped)} of {len(results)} targets hold"
+          + (f"; failed: {', '.join(failed)}" if failed else "")
+          + (f"; skipped: {', '.join(skipped)}" if skipped else ""))
     return 0 if opts.report_only or not failed else 1
 
 

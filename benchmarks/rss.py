@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import _harness as h
 from _projects import wheel_project
@@ -30,9 +31,9 @@ def measure(opts: h.Options) -> list[h.Result]:
         project, _ = wheel_project(work, index, [size], env)
         print(f"  a {size / 1e9:.2f} GB wheel made and locked in "
               f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
-        build = [*h.lockkit_argv(console_script=True), "wheelhouse", "build", "--project",
-                 str(project), "--platform", "linux-cpu", "--cache-dir", work / "cache",
-                 "--out", work / "out"]
+        build: list[str | Path] = [*h.lockkit_argv(console_script=True), "wheelhouse",
+                                   "build", "--project", project, "--platform", "linux-cpu",
+                                   "--cache-dir", work / "cache", "--out", work / "out"]
         sample = h.peak_rss(build, env, work)
         python = h.peak_rss([sys.executable, "-c", "pass"], env, work)
     peak, floor = sample.maxrss_kib / 1024, python.maxrss_kib / 1024
