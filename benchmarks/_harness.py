@@ -218,7 +218,8 @@ def workdir(prefix: str) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def print_table(title: str, results: Sequence[Result], out: TextIO = sys.stdout) -> None:
+def print_table(title: str, results: Sequence[Result], out: TextIO | None = None) -> None:
+    out = out or sys.stdout
     rows = [("target", "lockkit", "baseline", "ratio", "limit", "verdict")]
     for r in results:
         value = "-" if r.value is None else f"{r.value:.2f}{r.unit}"
