@@ -234,6 +234,7 @@ def print_table(title: str, results: Sequence[Result], out: TextIO | None = None
     for r in results:
         if r.skipped or r.note:
             print(f"  {r.name}: {r.skipped or r.note}", file=out)
+    out.flush()  # piped (nox), stdout is buffered and stderr is not: keep them in order
 
 
 def finish(title: str, results: Sequence[Result], opts: Options) -> int:
