@@ -49,7 +49,9 @@ def _check(work: Path, env: dict[str, str], opts: h.Options) -> h.Result:
     with h.FastIndex(work / "index") as index:
         project = synthetic_project(work, index, 10)
         h.run([*h.lockkit_argv(), "compile", "--all", "--project", str(project)], env)
-    lockkit = [*h.lockkit_argv(), "compile", "--check", "--project", str(project)]
+    # the console script, as users and CI run it (python -m adds runpy's imports)
+    lockkit = [*h.lockkit_argv(console_script=True), "compile", "--check", "--project",
+               str(project)]
     floor = [sys.executable, str(FLOOR), "--project", str(project),
              "--platforms", str(shipped_dir())]
     h.run(lockkit, env)

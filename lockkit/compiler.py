@@ -27,6 +27,7 @@ from lockkit.freshness import (
     inputs_record,
     lock_python,
     packages_digest,
+    seal,
 )
 from lockkit.lockfile import build_lock, check_guards, dumps
 from lockkit.platforms import Platform
@@ -143,7 +144,7 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
     digest = files_digest(project, platform, python, record["requirements"])
     if digest:
         lock["tool"]["lockkit"]["input-files-digest"] = digest
-    text = dumps(lock)
+    text = seal(dumps(lock))
     path = project.lock_path(platform.name)
     if existing == text:
         return Outcome(platform=platform.name, path=path, status="unchanged",

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lockkit.appconfig import APPLICATION_HINT, ApplicationConfig, application_problems
 from lockkit.configcheck import (
     Checker,
     LockkitRequirement,
@@ -27,7 +25,6 @@ from lockkit.configcheck import (
     runner_labels,
 )
 from lockkit.errors import UsageError
-from lockkit.extensionsconfig import EXTENSIONS_HINT, ExtensionsConfig, extensions_problems
 from lockkit.inputs import (
     is_pyproject,
     load_toml,
@@ -35,8 +32,12 @@ from lockkit.inputs import (
     read_requirements,
     resolver_inputs,
 )
-from lockkit.resumeconfig import RESUME_HINT, ResumeConfig, resume_problems
-from lockkit.verifyconfig import EMBEDDING_HINT, EmbeddingConfig, embedding_problems
+
+if TYPE_CHECKING:  # the [verify.*] modules are imported when a [verify] table is read
+    from lockkit.appconfig import ApplicationConfig
+    from lockkit.extensionsconfig import ExtensionsConfig
+    from lockkit.resumeconfig import ResumeConfig
+    from lockkit.verifyconfig import EmbeddingConfig
 
 __all__ = ["Project", "find_project", "is_pyproject", "load_project", "normalized_inputs",
            "read_requirements", "resolver_inputs"]
@@ -177,6 +178,13 @@ def _verify(c: Checker, root: Path, data: dict[str, Any]) -> dict[str, Any]:
     table = c.table(data, "verify", name)
     c.unknown(table, known, "verify.")
     found: dict[str, Any] = {}
+    if not table:  # compile and its gate never read one: its modules stay unimported
+        return {"verify": table}
+    from lockkit.appconfig import APPLICATION_HINT, application_problems
+    from lockkit.extensionsconfig import EXTENSIONS_HINT, extensions_problems
+    from lockkit.resumeconfig import RESUME_HINT, resume_problems
+    from lockkit.verifyconfig import EMBEDDING_HINT, embedding_problems
+
     if "extensions" in table:
         found["extensions"], problems = extensions_problems(table["extensions"])
         for problem in problems:
@@ -240,6 +248,8 @@ def _rfc3339(c: Checker, key: str, value: Any) -> str | None:
     text = value.isoformat() if hasattr(value, "isoformat") else value  # a TOML date/datetime
     if isinstance(text, str):
         try:
+            from datetime import datetime
+
             parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             parsed = None

@@ -31,7 +31,8 @@ from lockkit.platforms import Platform
 from lockkit.redact import redact, strip_credentials
 
 __all__ = ["LOCK_FORMAT", "Outcome", "Verdict", "check", "check_platforms", "fingerprint",
-           "files_digest", "inputs_record", "lock_python", "packages_digest", "stale_warning"]
+           "files_digest", "inputs_record", "lock_python", "packages_digest", "seal",
+           "stale_warning"]
 
 LOCK_FORMAT = 1  # bump when what lockkit writes changes in a way old locks must be redone for
 
@@ -75,23 +76,25 @@ def _options(project: Project, platform: Platform, python: str) -> dict[str, Any
 
 
 def files_digest(project: Project, platform: Platform, python: str,
-                 labels: Iterable[str]) -> str | None:
+                 labels: Iterable[str], read: dict[Path, bytes] | None = None) -> str | None:
     """The sha256 of the bytes of every file the inputs were read from, and the options.
 
     The gate's quick path: when these bytes are what ``compile`` read, the normalised
     inputs are too, and ``--check`` need not parse a requirement (nor import packaging).
     The files are the config file, the configured inputs and every file the recorded
     labels name (the includes); any difference, a comment included, only sends the check
-    down the full path, which says whether it matters. None if a file cannot be read."""
+    down the full path, which says whether it matters. None if a file cannot be read.
+    *read* keeps the bytes of the files read for one command (every lock has the same)."""
     files = {project.root / entry for entry in project.requirements}
     files |= {project.root / _LABEL_SECTION.sub("", label) for label in labels}
     if project.config_file is not None:
         files.add(project.config_file)
     digest = hashlib.sha256(json.dumps(_options(project, platform, python),
                                        sort_keys=True).encode())
+    read = {} if read is None else read
     for path in sorted(files):
         try:
-            data = path.read_bytes()
+            data = read[path] if path in read else read.setdefault(path, path.read_bytes())
         except OSError:
             return None
         digest.update(f"\0{path.relative_to(project.root).as_posix()}\0{len(data)}\0".encode()
@@ -134,11 +137,12 @@ def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome
     A lock whose input files are byte for byte what compile read is fresh at once; the
     inputs are parsed and normalised only for the others (once for all of them)."""
     requirements: dict[str, list[str]] | None = None
+    read: dict[Path, bytes] = {}
     outcomes = []
     for platform in platforms:
         path = project.lock_path(platform.name)
         python = lock_python(project, platform)
-        verdict = _quick_check(project, platform, python, path)
+        verdict = _quick_check(project, platform, python, path, read)
         if verdict is None:
             requirements = requirements or normalized_inputs(project)
             verdict = check(path, inputs_record(project, platform, python, requirements),
@@ -148,19 +152,47 @@ def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome
     return outcomes
 
 
-def _quick_check(project: Project, platform: Platform, python: str,
-                 path: Path) -> Verdict | None:
-    """*fresh* when the lock is intact and its recorded files digest still holds, else
-    None (the full check decides)."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        tool = data["tool"]["lockkit"]
-        recorded, labels = tool["input-files-digest"], tool["inputs"]["requirements"]
-        intact = _digest(data["packages"]) == tool.get("packages-digest")
-    except (OSError, KeyError, TypeError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+_SEAL = "# lockkit seal: sha256:"
+_TOOL = b"\n[tool.lockkit]\n"
+
+
+def seal(text: str) -> str:
+    """*text* (a lock as compile writes it) with a last comment line holding the sha256 of
+    every line above: a lock whose seal holds is byte for byte what compile wrote, so the
+    gate needs not parse its packages to know they were not edited."""
+    return f"{text}{_SEAL}{hashlib.sha256(text.encode()).hexdigest()}\n"
+
+
+def _sealed_tool(raw: bytes) -> dict[str, Any] | None:
+    """The ``[tool.lockkit]`` table of a lock whose seal holds (only that part is parsed:
+    tomli_w writes it last), else None."""
+    cut = raw.rfind(b"\n" + _SEAL.encode()) + 1
+    body, trailer = raw[:cut], raw[cut + len(_SEAL):]
+    if cut == 0 or trailer.rstrip(b"\n").decode("ascii", "replace") != \
+            hashlib.sha256(body).hexdigest():
         return None
-    if intact and isinstance(labels, dict) and \
-            recorded == files_digest(project, platform, python, labels):
+    start = body.rfind(_TOOL)
+    try:
+        part = tomllib.loads(body[start:].decode("utf-8")) if start >= 0 else {}
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    tool = part.get("tool", {}).get("lockkit")
+    return tool if isinstance(tool, dict) else None
+
+
+def _quick_check(project: Project, platform: Platform, python: str, path: Path,
+                 read: dict[Path, bytes]) -> Verdict | None:
+    """*fresh* when the lock's seal holds (nothing in it was edited) and its recorded
+    files digest still does (no input file changed), else None: the full check decides."""
+    try:
+        tool = _sealed_tool(path.read_bytes())
+    except OSError:
+        return None
+    if tool is None:
+        return None
+    recorded, labels = tool.get("input-files-digest"), tool.get("inputs", {}).get("requirements")
+    if isinstance(recorded, str) and isinstance(labels, dict) and \
+            recorded == files_digest(project, platform, python, labels, read):
         return Verdict(status="fresh")
     return None
 

@@ -530,3 +530,15 @@ def test_a_lock_without_the_files_digest_is_checked_in_full(project, capsys):
     assert "input-files-digest" not in path.read_text()
     capsys.readouterr()
     assert check_line(project, capsys)[0] == 0
+
+
+def test_a_lock_is_sealed_and_a_broken_seal_only_costs_the_full_check(project, capsys):
+    """The last line holds the sha256 of the lines above; a lock touched anywhere (here:
+    one blank line, which changes no TOML value) goes down the full path, still fresh."""
+    assert compile_(project, "--platform", "linux-cpu") == 0
+    path = project / "locks" / "pylock.linux-cpu.toml"
+    *body, last = path.read_text().splitlines(keepends=True)
+    assert last == f"# lockkit seal: sha256:{hashlib.sha256(''.join(body).encode()).hexdigest()}\n"
+    path.write_text("".join(body[:3]) + "\n" + "".join(body[3:]) + last)
+    capsys.readouterr()
+    assert check_line(project, capsys) == (0, "linux-cpu: fresh (locks/pylock.linux-cpu.toml)")

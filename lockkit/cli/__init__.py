@@ -40,7 +40,8 @@ def _main(argv: list[str]) -> int:
     from lockkit.errors import INTERRUPTED, LockkitError, WriteError
 
     try:
-        parser = build_parser()
+        # flags of the command named first only; "--help" or an unknown word: all of them
+        parser = build_parser(argv[0] if argv and argv[0] in _COMMANDS else None)
         args = parser.parse_args(argv)
         if not args.command:
             parser.print_help(sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,36 @@ from lockkit.errors import UsageError
 __all__ = ["build_parser", "check_ranges"]
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter without its ``import shutil``: argparse builds one for every
+    flag it adds (to check the metavar), and shutil pulls in bz2 and lzma. The width is
+    shutil.get_terminal_size's: $COLUMNS, else the terminal's, else 80."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        if width is None:
+            width = _columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def _columns() -> int:
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    stdout = sys.__stdout__
+    try:
+        return (os.get_terminal_size(stdout.fileno()).columns if stdout else 0) or 80
+    except (ValueError, OSError):
+        return 80
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with lockkit's one-line errors (subcommand parsers inherit the class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> Any:
         command = self.prog.removeprefix("lockkit").strip()  # "compile", "wheelhouse build"
@@ -56,13 +85,36 @@ def _project_args(p: argparse.ArgumentParser) -> None:
                         "written)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Unused:
+    """Stands in for the parser of a command that is not running: every call is dropped
+    (``add_argument``, ``add_subparsers``, ``add_parser``...), so only the running
+    command's parser is built; ``--help`` and a bare ``lockkit`` still build them all."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: self
+
+
+class _OnlyOne:
+    """A subparsers action that builds the flags of the command *only* (None: all)."""
+
+    def __init__(self, action: Any, only: str | None) -> None:
+        self._action, self._only = action, only
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        if self._only not in (None, name):
+            return _Unused()  # not even listed: argv names its command, no list is shown
+        return self._action.add_parser(name, **kwargs)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; with *only*, the flags of that command alone (the others are
+    listed, not built: the fixed cost of every run)."""
     parser = _Parser(
         prog="lockkit",
         description="Rebuildable PyTorch environments: per-platform PEP 751 locks with hashes "
                     "and pinned PyTorch indexes.")
     parser.add_argument("--version", action="version", version=f"lockkit {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub: Any = _OnlyOne(parser.add_subparsers(dest="command", metavar="COMMAND"), only)
     plat = sub.add_parser("platforms", help="list the known platforms",
                           description="List shipped platforms and the project's own.")
     plat.add_argument("--project", type=Path, default=Path("."), metavar="DIR")
