@@ -1,11 +1,20 @@
 """The content-addressed download cache: one read-only copy per sha256, shared by every
-platform and project, re-hashed on every hit (it is writable by its owner, so never
-trusted), filled only through a temp file and a rename.
+platform and project, filled only through a temp file and a rename, and never trusted:
+a hit is re-hashed unless its file is provably untouched since lockkit last hashed it.
 
 Layout (nothing else is ever made in it)::
 
     <root>/sha256/<first 2 hex>/<sha256>   one blob per file, mode 0444
     <root>/partial/<random>.part           downloads under way, or left by dead runs
+    <root>/checked/<sha256>                the blob's stat when its hash was last checked
+    <root>/sbom/<key>.json                 rendered SBOMs, by the sha256 of their inputs
+
+A *checked* stamp is git's index trick: the blob's inode, size, mtime and ctime when its
+bytes last hashed to its name. Any write to the blob changes its mtime and its ctime, and
+no one but the kernel sets a ctime (``utime`` can put an mtime back, never a ctime), so a
+blob whose stat still equals its stamp holds the bytes that were hashed, and a warm build
+need not read gigabytes of wheels again. Anything else (no stamp, another inode, a
+changed time) re-hashes. Linking a blob changes its ctime too: the placer restamps it.
 
 :func:`survey` reads that layout and refuses a folder that does not have it (``cache
 prune`` must never delete in someone else's folder); :func:`prune` removes the blobs no
@@ -61,21 +70,53 @@ class Cache:
         return self.root / "sha256" / sha256[:2] / sha256
 
     def get(self, sha256: str, size: int | None) -> Path | None:
-        """The blob for *sha256*, re-hashed: the cache is shared by every project and
-        writable by its owner, so a hit is checked, never trusted. A blob whose bytes no
-        longer hash to its name is evicted (removed) and the caller fetches it again."""
+        """The blob for *sha256*, checked: the cache is shared by every project and
+        writable by its owner, so a hit is re-hashed unless its stamp proves it untouched.
+        A blob whose bytes no longer hash to its name is evicted (removed) and the caller
+        fetches it again."""
         path = self.path(sha256)
         try:
-            found = path.stat().st_size
+            st = path.stat()
         except FileNotFoundError:
             return None
-        if (size is not None and found != size) or sha256_file(path) != sha256:
+        if size is not None and st.st_size != size:
+            self.evict(path)
+            return None
+        if self._stamp(sha256) == _stat_key(st):
+            return path  # hashed before, not written since
+        if sha256_file(path) != sha256:
             self.evict(path)
             return None
         _read_only(path)  # a blob from an older lockkit, or one someone made writable
+        self.restamp(path)
         return path
 
+    def _stamp(self, sha256: str) -> str | None:
+        try:
+            return (self.root / "checked" / sha256).read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def restamp(self, path: Path) -> None:
+        """Record *path*'s stat as checked: call right after its bytes were hashed to its
+        name (a download, a re-hash) or after a link that only changed its ctime."""
+        if path.parent.parent != self.root / "sha256":
+            return  # not a blob of this cache (a --find-links file, say)
+        stamps = self.root / "checked"
+        try:
+            stamps.mkdir(exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=stamps, prefix=".", suffix=".tmp")
+        except OSError:  # a cache of another user's: no stamp, it is re-hashed next time
+            return
+        try:
+            with os.fdopen(fd, "w", encoding="ascii") as out:
+                out.write(_stat_key(path.stat()))
+            os.replace(tmp, stamps / path.name)
+        except OSError:
+            Path(tmp).unlink(missing_ok=True)
+
     def evict(self, path: Path) -> None:
+        (self.root / "checked" / path.name).unlink(missing_ok=True)
         try:
             os.chmod(path, 0o644)  # Windows refuses to remove a read-only file
             path.unlink()
@@ -96,6 +137,7 @@ class Cache:
         except PermissionError:  # Windows: a read-only file cannot be replaced
             self.evict(final)
             os.replace(partial, final)
+        self.restamp(final)  # its bytes were hashed on their way in
         return final
 
     def sweep(self) -> None:
@@ -124,38 +166,46 @@ def link_or_copy(src: Path, dst: Path, sha256: str) -> str:
     """Place the cache blob *src*, whose hash is *sha256*, at *dst*; return the sha256 of
     the bytes now at *dst* (what a manifest may record).
 
-    A hard link shares the blob's inode: writing through the linked file (``cp x.whl
-    wheelhouse/...``) would rewrite the blob for every later build of every project that
-    shares the cache. So a link is made only to a blob this process cannot write: the
-    cache commits blobs with mode 0444, and the caller has just checked its hash
-    (``Cache.get`` re-hashes a hit, a download is hashed as it streams), so the linked
-    bytes are those checked bytes and *sha256* is returned. Read-only is not a barrier
-    for root (``os.access`` says so) or where links are refused: then the blob is copied
-    and hashed while copying, and the copy's own digest is returned.
+    A hard link, as uv links its cache into venvs: a warm rebuild is one ``link()`` per
+    wheel, not gigabytes of CUDA wheels copied (issue 16: within 3x of ``cp -al``). The
+    caller has just checked the blob (``Cache.get``, a download hashed as it streamed), so
+    *sha256* is returned. Where links are refused (another file system) the blob is
+    copied and hashed while copying, and the copy's own digest is returned.
+
+    A link shares the blob's inode. Blobs are 0444, so no one but root writes through a
+    linked wheel by accident; if root does (``cp x.whl wheelhouse/...``), the write
+    changes the blob's mtime and ctime, its stamp no longer holds, the next ``get``
+    re-hashes it and evicts it, and every user of a wheelhouse (``pack``, verify's install
+    with ``--require-hashes``) hashes what it takes. The caller restamps the blob after the
+    link (a link changes the ctime, not the bytes).
 
     Modes: a link has the blob's mode, ``0444 & ~umask`` (0444 under umask 022, 0440 under
-    027: readable by whom the umask allows, writable by no one), where a copy gets
-    ``0666 & ~umask``. Links are kept rather than giving every wheelhouse a writable copy:
-    a warm rebuild is one ``link()`` per wheel, not gigabytes of CUDA wheels copied
-    (issue 16's target is within 3x of ``cp -al``), and a wheelhouse is a checked artifact
-    nobody should edit in place. A writable blob (0644) would keep the links but let
-    ``cp x.whl wheelhouse/`` rewrite every other wheelhouse sharing the inode, caught only
-    at the next hash check.
+    027: readable by whom the umask allows, writable by no one); a copy gets
+    ``0666 & ~umask``.
     """
-    if not os.access(src, os.W_OK):
-        try:
-            os.link(src, dst)
-            return sha256
-        except OSError:
-            pass
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system, or links refused
+        pass
+    else:
+        if src.parent.parent.name == "sha256":  # a blob: its stamp follows the new ctime
+            Cache(src.parent.parent.parent).restamp(src)
+        return sha256
     with src.open("rb") as fin, dst.open("xb") as fout:
         return copy_hashing(fin, fout, lambda n: None)
 
 
+def _stat_key(st: os.stat_result) -> str:
+    return f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}\n"
+
+
 def _read_only(path: Path) -> None:
-    """Read-only for everyone, readable by whom the umask allows (see link_or_copy)."""
+    """Read-only for everyone, readable by whom the umask allows (see link_or_copy); a
+    chmod to the same mode is skipped (it would change the ctime, and void the stamp)."""
+    mode = 0o444 & ~umask()
     try:
-        os.chmod(path, 0o444 & ~umask())
+        if stat.S_IMODE(path.stat().st_mode) != mode:
+            os.chmod(path, mode)
     except OSError:  # a blob another user committed: it is still re-hashed on every hit
         pass
 
@@ -164,8 +214,8 @@ def _read_only(path: Path) -> None:
 
 _SHARD = re.compile(r"[0-9a-f]{2}")
 _BLOB = re.compile(r"[0-9a-f]{64}")
-_NOT_OURS_HINT = ("give --cache-dir the folder lockkit downloads into (it holds only sha256/ "
-                  "and partial/), or leave it out for the default")
+_NOT_OURS_HINT = ("give --cache-dir the folder lockkit downloads into (it holds only sha256/, "
+                  "partial/, checked/ and sbom/), or leave it out for the default")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -211,9 +261,11 @@ def _scan(root: Path, folder: Path, is_dir: bool) -> list[os.DirEntry[str]]:
     """The entries of *folder*, each a real file or folder (a link is never followed)."""
     with os.scandir(folder) as it:
         entries = sorted(it, key=lambda e: e.name)
-    other = sorted({e.name for e in entries} - {"sha256", "partial"}) if folder == root else []
+    other = sorted({e.name for e in entries} - {"sha256", "partial", "checked", "sbom"}) \
+        if folder == root else []
     if other:
-        raise _not_ours(root, f"it holds {other[0]!r}; lockkit's holds only sha256/ and partial/")
+        raise _not_ours(root, f"it holds {other[0]!r}; lockkit's holds only sha256/, "
+                              "partial/, checked/ and sbom/")
     for e in entries:
         if e.is_symlink() or (e.is_dir(follow_symlinks=False) != is_dir) or \
                 not (is_dir or e.is_file(follow_symlinks=False)):
@@ -279,6 +331,10 @@ def prune(found: Survey, keep: set[str], *, dry_run: bool = False) -> Pruned:
     if not dry_run:
         for entry in gone:
             _remove(found.root, entry.path)
+            if entry.sha256:
+                (found.root / "checked" / entry.sha256).unlink(missing_ok=True)
+        for memo in (found.root / "sbom").glob("*.json"):  # rendered again when needed
+            memo.unlink(missing_ok=True)
         for shard in {e.path.parent for e in gone if e.sha256}:
             try:
                 shard.rmdir()  # only when empty

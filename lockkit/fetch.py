@@ -301,8 +301,9 @@ class _LazyClient:
         self._lock = threading.Lock()
         self.credentials = credentials
 
-    def stream(self, method: str, url: str, **kw: Any) -> Any:
-        kw.setdefault("auth", self.credentials.auth(url))
+    def open(self) -> None:
+        """Import httpx and build the client now (before download threads start, so none
+        waits on another's import); a no-op once built."""
         with self._lock:
             if self._client is None:
                 import httpx
@@ -311,6 +312,10 @@ class _LazyClient:
                 self._client = httpx.Client(
                     timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0)),
                     follow_redirects=True, limits=httpx.Limits(max_connections=connections))
+
+    def stream(self, method: str, url: str, **kw: Any) -> Any:
+        kw.setdefault("auth", self.credentials.auth(url))
+        self.open()
         return self._client.stream(method, url, **kw)
 
     def close(self) -> None:

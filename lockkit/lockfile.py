@@ -9,7 +9,7 @@ import re
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tomli_w
 from packaging.pylock import Pylock, PylockValidationError
@@ -20,8 +20,10 @@ from lockkit._compat import tomllib
 from lockkit.errors import ConfigError, GuardError, IndexError_
 from lockkit.platforms import Platform
 from lockkit.redact import redact
-from lockkit.resolve import Indexes
-from lockkit.routing import RoutingIndex
+
+if TYPE_CHECKING:  # compile's types; reading a lock (wheelhouse, verify) needs neither
+    from lockkit.resolve import Indexes
+    from lockkit.routing import RoutingIndex
 
 __all__ = ["build_lock", "check_guards", "cuda_majors", "dumps", "read_lock"]
 

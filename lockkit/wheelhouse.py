@@ -32,12 +32,12 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from lockkit import __version__, _run, sbom, tools
+from lockkit import __version__, _run, sbom
 from lockkit._compat import tomllib
 from lockkit.common import sha256_file, temp_dir
 from lockkit.config import Project
@@ -47,10 +47,12 @@ from lockkit.lockfile import dumps, read_lock
 from lockkit.offline import requirements_header
 from lockkit.platforms import Platform
 from lockkit.redact import redact
-from lockkit.resolve import uv_bin
 from lockkit.targets import select
 from lockkit.urls import Mirrors, expand
 from lockkit.wheelzip import normalize_wheel, source_epoch
+
+if TYPE_CHECKING:
+    from lockkit.tools import Toolset
 
 __all__ = ["BuildError", "BuildResult", "FileRecord", "Item", "build", "plan"]
 
@@ -167,10 +169,27 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
             on_file(got)
         return got
 
-    gots = _fetch_all(fetcher, one, items, jobs)
-    kit = tools.prepare(project, platform, lock_path, fetcher) if with_tools else None
+    # Cache hits here, in order and on this thread (a stamp check each); threads, and the
+    # HTTP client, only for what must be fetched. The client is built before the workers
+    # start, so none waits on another's httpx import.
+    hits = {i: Got(want=item.want, path=path, origin="cache", downloaded=0)
+            for i, item in enumerate(items)
+            if (path := cache.get(item.want.sha256, item.want.size)) is not None}
+    for got in hits.values():
+        if on_file:
+            on_file(got)
+    missing = [item for i, item in enumerate(items) if i not in hits]
+    if missing and hasattr(client, "open"):
+        client.open()
+    fetched = iter(_fetch_all(fetcher, one, missing, jobs) if missing else [])
+    gots = [hits[i] if i in hits else next(fetched) for i in range(len(items))]
+    kit = None
+    if with_tools:
+        from lockkit import tools  # ~50 ms of imports a build without tools/ never pays
+
+        kit = tools.prepare(project, platform, lock_path, fetcher)
     return _assemble(project, platform, out, lock_path, list(zip(items, gots, strict=True)),
-                     kit)
+                     kit, memo=cache.root / "sbom")
 
 
 def _fetch_one(fetcher: Fetcher, item: Item) -> Got:
@@ -248,14 +267,15 @@ def _sweep_stale(out: Path, max_age: float = _STALE_AGE) -> list[Path]:
 
 
 def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
-              fetched: list[tuple[Item, Got]], kit: tools.Toolset | None = None) -> BuildResult:
+              fetched: list[tuple[Item, Got]], kit: Toolset | None = None,
+              memo: Path | None = None) -> BuildResult:
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = temp_dir(out.parent, f".{out.name}.{_STAGE}")
     try:
         records = [_place(project, stage, item, got) for item, got in fetched]
         records.sort(key=lambda r: r.path)
-        extra = tools.place(stage, kit) if kit else []  # tools/: not the lock's files
-        _write_meta(stage, platform, lock_path, fetched, records, extra)
+        extra = _place_tools(stage, kit) if kit else []  # tools/: not the lock's files
+        _write_meta(stage, platform, lock_path, fetched, records, extra, memo)
         _swap(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
@@ -263,6 +283,12 @@ def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
     return BuildResult(folder=out, platform=platform.name, files=tuple(records),
                        downloaded_bytes=sum(g.downloaded for _, g in fetched),
                        from_cache=sum(g.origin == "cache" for _, g in fetched))
+
+
+def _place_tools(stage: Path, kit: Toolset) -> list[dict[str, Any]]:
+    from lockkit import tools
+
+    return tools.place(stage, kit)
 
 
 def _place(project: Project, stage: Path, item: Item, got: Got) -> FileRecord:
@@ -290,6 +316,8 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
     with tempfile.TemporaryDirectory(prefix="lockkit-sdist-") as tmp:
         src = Path(tmp) / item.want.filename
         shutil.copyfile(sdist, src)
+        from lockkit.resolve import uv_bin
+
         argv = [uv_bin(), "build", "--wheel", "--no-config", "--quiet", "--python",
                 sys.executable, "--out-dir", str(Path(tmp) / "dist"), str(src)]
         if project.index_url:
@@ -311,7 +339,7 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
 
 def _write_meta(stage: Path, platform: Platform, lock_path: Path,
                 fetched: list[tuple[Item, Got]], records: list[FileRecord],
-                extra: list[dict[str, Any]] | None = None) -> None:
+                extra: list[dict[str, Any]] | None = None, memo: Path | None = None) -> None:
     raw = lock_path.read_bytes()  # once: the lock's tables and its sha256 from the same bytes
     data, lock_sha = tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
     of = {"lock": lock_path.name, "sha256": lock_sha}
@@ -322,8 +350,9 @@ def _write_meta(stage: Path, platform: Platform, lock_path: Path,
     _simple_tree(stage, records)
     described = [sbom.File.of(r, entries[r.package]) for r in records]
     described += [_tool_file(e) for e in extra or [] if "package" in e]
-    _text(stage / sbom.FILENAME,
-          sbom.render(described, platform=platform.name, lock=data, lock_sha256=lock_sha))
+    kw: dict[str, Any] = dict(platform=platform.name, lock=data, lock_sha256=lock_sha)
+    _text(stage / sbom.FILENAME, sbom.render_memo(described, memo=memo, **kw) if memo
+          else sbom.render(described, **kw))
     listed = {e["path"] for e in extra or []}
     meta_files = sorted(p for p in stage.rglob("*") if p.is_file() and p.suffix != ".whl"
                         and p.relative_to(stage).as_posix() not in listed)

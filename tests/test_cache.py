@@ -251,3 +251,51 @@ def test_a_project_that_is_not_a_folder_is_a_usage_error(filled, tmp_path, capsy
                                str(tmp_path / "nowhere"))
     assert (code, out) == (2, "")
     assert err.splitlines()[0] == f"lockkit: error: --project {tmp_path / 'nowhere'}: not a folder"
+
+
+# --- checked stamps: a hit is re-hashed unless its blob is provably untouched ---------------
+
+def test_a_stamped_hit_is_not_hashed_again(tmp_path, monkeypatch):
+    from lockkit import cache as cache_mod
+
+    blob = commit(tmp_path / "c", b"wheel bytes")
+    sha = blob.name
+    assert (tmp_path / "c" / "checked" / sha).is_file()  # hashed on its way in
+    monkeypatch.setattr(cache_mod, "sha256_file", lambda p: pytest.fail("hashed again"))
+    assert Cache(tmp_path / "c").get(sha, len(b"wheel bytes")) == blob
+
+
+def test_a_rewritten_blob_is_rehashed_and_evicted_even_with_its_mtime_put_back(tmp_path):
+    """The owner (or root) can write a 0444 blob and utime its mtime back; the ctime moves
+    anyway, so the stamp no longer holds and the bytes are hashed."""
+    blob = commit(tmp_path / "c", b"wheel bytes")
+    st = blob.stat()
+    os.chmod(blob, 0o644)
+    blob.write_bytes(b"evil bytes!")  # same size
+    os.utime(blob, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert blob.stat().st_mtime_ns == st.st_mtime_ns
+    assert Cache(tmp_path / "c").get(blob.name, len(b"wheel bytes")) is None
+    assert not blob.exists() and not (tmp_path / "c" / "checked" / blob.name).exists()
+
+
+def test_a_link_keeps_the_stamp_valid(tmp_path, monkeypatch):
+    from lockkit import cache as cache_mod
+    from lockkit.cache import link_or_copy
+
+    blob = commit(tmp_path / "c", b"wheel bytes")
+    assert link_or_copy(blob, tmp_path / "placed.whl", blob.name) == blob.name
+    assert (tmp_path / "placed.whl").stat().st_ino == blob.stat().st_ino  # a hard link
+    monkeypatch.setattr(cache_mod, "sha256_file", lambda p: pytest.fail("hashed again"))
+    assert Cache(tmp_path / "c").get(blob.name, None) == blob
+
+
+def test_a_warm_rebuild_renders_no_sbom(project, tmp_path, monkeypatch):
+    """The SBOM of the same inputs is the cache's memo: a second build imports no
+    cyclonedx, and writes the same bytes."""
+    cache = tmp_path / "cache"
+    build(project, cache)
+    first = (cache.parent / "wh-linux-cpu" / "sbom.cdx.json").read_bytes()
+    assert list((cache / "sbom").glob("*.json"))
+    monkeypatch.setitem(sys.modules, "cyclonedx", None)  # an import now raises
+    build(project, cache)
+    assert (cache.parent / "wh-linux-cpu" / "sbom.cdx.json").read_bytes() == first

@@ -162,10 +162,10 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
 
 def _tools_wanted(args: argparse.Namespace, project: Any, platform: Any, lock: Path) -> bool:
     """tools/ unless --no-tools, or the lock's Python is one lockkit cannot run on (a note)."""
-    from lockkit import tools
-
     if args.no_tools:
         return False
+    from lockkit import tools
+
     reason = tools.skip_reason(tools.target_python(project, platform, lock))
     if reason:
         ui.say(f"{platform.name}: no tools/ in this wheelhouse: {reason}")
