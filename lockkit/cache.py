@@ -8,6 +8,7 @@ Layout (nothing else is ever made in it)::
     <root>/partial/<random>.part           downloads under way, or left by dead runs
     <root>/checked/<sha256>                the blob's stat when its hash was last checked
     <root>/sbom/<key>.json                 rendered SBOMs, by the sha256 of their inputs
+    <root>/tools/<key>.json                tools/ resolutions and lockkit's own wheel
 
 A *checked* stamp is git's index trick: the blob's inode, size, mtime and ctime when its
 bytes last hashed to its name. Any write to the blob changes its mtime and its ctime, and
@@ -215,7 +216,7 @@ def _read_only(path: Path) -> None:
 _SHARD = re.compile(r"[0-9a-f]{2}")
 _BLOB = re.compile(r"[0-9a-f]{64}")
 _NOT_OURS_HINT = ("give --cache-dir the folder lockkit downloads into (it holds only sha256/, "
-                  "partial/, checked/ and sbom/), or leave it out for the default")
+                  "partial/, checked/, sbom/ and tools/), or leave it out for the default")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -261,11 +262,11 @@ def _scan(root: Path, folder: Path, is_dir: bool) -> list[os.DirEntry[str]]:
     """The entries of *folder*, each a real file or folder (a link is never followed)."""
     with os.scandir(folder) as it:
         entries = sorted(it, key=lambda e: e.name)
-    other = sorted({e.name for e in entries} - {"sha256", "partial", "checked", "sbom"}) \
+    other = sorted({e.name for e in entries} - {"sha256", "partial", "checked", "sbom", "tools"}) \
         if folder == root else []
     if other:
         raise _not_ours(root, f"it holds {other[0]!r}; lockkit's holds only sha256/, "
-                              "partial/, checked/ and sbom/")
+                              "partial/, checked/, sbom/ and tools/")
     for e in entries:
         if e.is_symlink() or (e.is_dir(follow_symlinks=False) != is_dir) or \
                 not (is_dir or e.is_file(follow_symlinks=False)):
@@ -333,7 +334,8 @@ def prune(found: Survey, keep: set[str], *, dry_run: bool = False) -> Pruned:
             _remove(found.root, entry.path)
             if entry.sha256:
                 (found.root / "checked" / entry.sha256).unlink(missing_ok=True)
-        for memo in (found.root / "sbom").glob("*.json"):  # rendered again when needed
+        for memo in [*(found.root / "sbom").glob("*.json"),  # made again when needed
+                     *(found.root / "tools").glob("*.json")]:
             memo.unlink(missing_ok=True)
         for shard in {e.path.parent for e in gone if e.sha256}:
             try:

@@ -29,6 +29,13 @@ lock's own files, so every sha256 is checked while the bytes stream in.
 
 The wheel is put in the download cache under its sha256 and placed like the others.
 
+**Remembered, so a warm build stays offline and fast.** The resolution is kept in the
+download cache (``tools/<key>.json``) under the sha256 of everything that decides it:
+lockkit's version and requirements, the target, the index (without credentials), mirrors
+and ``exclude-newer``; the wheel built from a source tree is kept under the digest of the
+tree's files. A second build of the same wheelhouse asks no index and builds nothing:
+every file comes from the cache by hash. ``lockkit cache prune`` forgets both.
+
 ``tools/requirements.txt`` pins every tool with its hash. The wheelhouse's own
 ``requirements.txt`` and ``pylock.toml`` are the application's and do not list the tools;
 ``manifest.json`` lists the files under ``tools/`` with ``"kind": "tool"``, so pack and
@@ -41,6 +48,7 @@ import base64
 import dataclasses
 import hashlib
 import io
+import json
 import os
 import sys
 import tempfile
@@ -59,7 +67,7 @@ from packaging.version import Version
 from lockkit import __version__, _run
 from lockkit._compat import tomllib
 from lockkit.cache import Cache, copy_hashing, link_or_copy
-from lockkit.common import sha256_file
+from lockkit.common import sha256_file, write_atomic
 from lockkit.config import Project
 from lockkit.errors import BuildError, HashMismatch, LockkitError
 from lockkit.fetch import Fetcher, Want
@@ -132,7 +140,12 @@ def prepare(project: Project, platform: Platform, lock_path: Path,
             fetcher: Fetcher) -> Toolset:
     """Resolve, fetch and build every tool for *platform*: lockkit's wheel first."""
     python = target_python(project, platform, lock_path)
-    wants = _resolve(project, platform, python)
+    memo = fetcher.cache.root / FOLDER
+    key = _key(project, platform, python)
+    wants = _recall(memo / f"{key}.json")
+    if wants is None:
+        wants = _resolve(project, platform, python)
+        _remember(memo / f"{key}.json", wants)
     deps = []
     for package, version, want in wants:
         got = fetcher.fetch(want)
@@ -140,6 +153,39 @@ def prepare(project: Project, platform: Platform, lock_path: Path,
                          sha256=want.sha256, path=got.path, source=want.source))
     return Toolset(platform=platform.name, python=python,
                    tools=(own_wheel(fetcher.cache, project), *deps))
+
+
+def _key(project: Project, platform: Platform, python: str) -> str:
+    from lockkit.redact import strip_credentials
+
+    decides = [__version__, runtime_requirements(), platform.fingerprint, python,
+               strip_credentials(project.index_url or ""),
+               sorted((k, strip_credentials(v)) for k, v in project.mirrors.items()),
+               project.exclude_newer or ""]
+    return hashlib.sha256(json.dumps(decides).encode()).hexdigest()
+
+
+def _recall(path: Path) -> list[tuple[str, str, Want]] | None:
+    """A remembered resolution (see the module), or None: a memo that cannot be read is
+    only a miss, and each file is still fetched and checked by its sha256."""
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        return [(r["package"], r["version"],
+                 Want(filename=r["filename"], sha256=r["sha256"], size=r["size"],
+                      urls=tuple(r["urls"]), source=r["source"])) for r in rows]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _remember(path: Path, wants: list[tuple[str, str, Want]]) -> None:
+    rows = [{"package": package, "version": version, "filename": w.filename,
+             "sha256": w.sha256, "size": w.size, "urls": [str(u) for u in w.urls],
+             "source": w.source} for package, version, w in wants]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(rows, indent=1, sort_keys=True) + "\n")
+    except (OSError, LockkitError):
+        pass
 
 
 def _resolve(project: Project, platform: Platform, python: str) -> list[tuple[str, str, Want]]:
@@ -184,6 +230,10 @@ def _want(name: str, version: str, dist: Any, mirrors: Mirrors) -> tuple[str, st
 def own_wheel(cache: Cache, project: Project | None = None) -> Tool:
     """lockkit's wheel, built from the running lockkit (see the module), into *cache*."""
     root = source_tree()
+    memo = cache.root / FOLDER / f"own-{_tree_digest(root)}.json" if root is not None else None
+    known = _recall_own(cache, memo) if memo is not None else None
+    if known is not None:
+        return known
     with tempfile.TemporaryDirectory(prefix="lockkit-own-") as tmp:
         if root is not None:
             wheel = _build_from_source(root, Path(tmp), project)
@@ -195,8 +245,43 @@ def own_wheel(cache: Cache, project: Project | None = None) -> Tool:
         with out, wheel.open("rb") as src:
             sha = copy_hashing(src, out, lambda n: None)
         path = cache.commit(partial, sha)
-    return Tool(package="lockkit", version=__version__, filename=wheel.name, sha256=sha,
+    tool = Tool(package="lockkit", version=__version__, filename=wheel.name, sha256=sha,
                 path=path, source=f"lockkit {__version__}, {how}")
+    if memo is not None:
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(memo, json.dumps({"filename": tool.filename, "sha256": sha,
+                                           "source": tool.source}) + "\n")
+        except (OSError, LockkitError):
+            pass
+    return tool
+
+
+def _tree_digest(root: Path) -> str:
+    """The sha256 of what a wheel of the source tree is made from (the package, the
+    platforms, pyproject.toml, README.md), by path and bytes."""
+    digest = hashlib.sha256()
+    files = [root / "pyproject.toml", root / "README.md", *sorted((root / "lockkit").rglob("*")),
+             *sorted((root / "platforms").glob("*"))]
+    for path in files:
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            data = path.read_bytes()
+            digest.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0".encode())
+            digest.update(data)
+    return digest.hexdigest()
+
+
+def _recall_own(cache: Cache, memo: Path) -> Tool | None:
+    """lockkit's wheel built before from the same tree, still in the cache (checked)."""
+    try:
+        known = json.loads(memo.read_text(encoding="utf-8"))
+        path = cache.get(known["sha256"], None)
+        if path is None:
+            return None
+        return Tool(package="lockkit", version=__version__, filename=known["filename"],
+                    sha256=known["sha256"], path=path, source=known["source"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def source_tree() -> Path | None:

@@ -314,3 +314,26 @@ def test_an_installed_lockkit_rebuilds_its_wheel(built, machine):
     (here / "r3").mkdir()
     run = offline(["v/bin/python", "-c", REBUILD, str(here / "r3")], here, log)
     assert run.returncode != 0 and "lockkit/tools.py: differs from the installed" in run.stderr
+
+
+@pytest.mark.network
+def test_a_second_build_asks_no_index_and_builds_nothing(built, tmp_path):
+    """The tools' resolution and lockkit's own wheel are remembered in the cache: a second
+    build into a new folder sends no request to either index and gives the same tools/,
+    every file from the cache by hash."""
+    root, wheelhouse, server, pt = built
+    cache = tmp_path / "cache"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("LOCKKIT_NO_TOOLS", raising=False)
+        assert main(["wheelhouse", "build", "--project", str(root), "--platform", PLATFORM,
+                     "--cache-dir", str(cache), "--out", str(tmp_path / "first")]) == 0
+        assert list((cache / "tools").glob("*.json"))
+        asked = len(server.requests), len(pt.requests)
+        assert main(["wheelhouse", "build", "--project", str(root), "--platform", PLATFORM,
+                     "--cache-dir", str(cache), "--out", str(tmp_path / "again")]) == 0
+    assert (len(server.requests), len(pt.requests)) == asked
+    names = sorted(os.listdir(tmp_path / "again" / "tools"))
+    assert names == sorted(os.listdir(wheelhouse / "tools"))
+    for name in names:
+        assert tools_sha(tmp_path / "again" / "tools" / name) == \
+            tools_sha(wheelhouse / "tools" / name)
