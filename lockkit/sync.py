@@ -1,0 +1,148 @@
+"""``lockkit sync``: rebuild a project's venv from its lock, fresh, and swap it in whole.
+
+The default venv is ``<project>/.venv``, the one ``uv sync`` manages (pip-tools'
+``pip-sync`` edits the active environment in place instead; a fresh rebuild cannot).
+The steps are verify's own (:mod:`lockkit.verify.rebuild`): host, venv, install from the
+wheelhouse or the lock's URLs by hash, pip-check, inventory; ``verify=True`` runs the
+whole verify plan (system, gpu, extensions, application, resume) on the new venv too.
+
+The new venv is built beside the old one, in ``<name>.lockkit-new-XXXX/venv`` (same
+folder, so the renames below stay on one filesystem and uv hard-links from its cache
+there), and swapped in only when every step passed: the old venv is renamed into that
+folder, the new one into its place, and the folder removed. On any failure, or Ctrl-C,
+the folder is removed and the old venv was never touched.
+
+A venv is not relocatable by default: its scripts' shebangs and ``activate`` hold its
+absolute path (``sys.prefix`` is found at run time from ``bin/python``, so it follows).
+With uv the venv is made ``--relocatable`` (uv's own answer: scripts and activate find
+the venv from where they are). The stdlib venv and pip have no such mode, so with
+``installer="pip"`` the build folder's path is rewritten to the final one in ``bin/``'s
+scripts and activate files and in ``pyvenv.cfg``, before the swap (:func:`rebase`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from lockkit.errors import UsageError, WriteError
+from lockkit.report.model import Dossier
+from lockkit.steps import Step
+from lockkit.verify import rebuild
+from lockkit.verify.context import Options
+from lockkit.verify.run import PLAN, execute, make_dossier, new_run
+
+__all__ = ["NEW", "REBUILD", "SyncOptions", "Synced", "rebase", "sync", "target"]
+
+REBUILD = PLAN[:PLAN.index(("inventory", ("install",))) + 1]  # host .. inventory
+NEW = ".lockkit-new-"  # <venv name><NEW>XXXX: the build folder beside the venv
+
+
+@dataclass(frozen=True, kw_only=True)
+class SyncOptions:
+    check: Options  # verify's options: project, platform, wheelhouse, python, installer...
+    venv: Path  # the venv to replace or create (absolute: see target())
+    verify: bool = False  # also run verify's system, gpu, extensions, application, resume
+
+
+@dataclass(frozen=True, kw_only=True)
+class Synced:
+    venv: Path
+    dossier: Dossier  # the steps that ran (kind "verify": the same steps and facts)
+    attachments: dict[str, str]  # installed-after.txt
+    swapped: bool  # the new venv is in place
+    verified: bool  # with verify=True, and every step of verify passed
+
+    @property
+    def result(self) -> str:
+        return self.dossier.result
+
+
+def target(venv: Path) -> Path:
+    """The folder to sync: absolute, a symlink's target (the link keeps working); refused
+    with a :class:`UsageError` if it is there but not a venv, or runs lockkit itself."""
+    path = venv.absolute()
+    if path.is_symlink():
+        path = path.resolve()
+    if path.exists() and not (path / "pyvenv.cfg").is_file():
+        raise UsageError(f"--venv {venv}: not a venv (no pyvenv.cfg); sync replaces only a "
+                         "venv: remove the folder or pick another --venv")
+    if path.exists() and Path(sys.prefix).resolve() == path.resolve():
+        raise UsageError(f"--venv {venv}: lockkit runs from this venv and cannot replace it "
+                         "while running; run lockkit from another environment")
+    return path
+
+
+def sync(opts: SyncOptions) -> Synced:
+    """Build, check and (when every step passed) swap in the new venv; see the module."""
+    started = _dt.datetime.now(_dt.timezone.utc)
+    final = opts.venv
+    final.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=final.name + NEW, dir=final.parent))
+    plan = PLAN if opts.verify else REBUILD
+    run = new_run(opts.check, work, plan)
+    swapped = False
+    try:
+        execute(run, plan, {"venv": lambda s: rebuild.venv_step(run, s, moved_to=final)})
+        dossier = make_dossier(run, started)
+        if dossier.result == "passed":
+            rebase(work / "venv", final)
+            _swap(work, final)
+            swapped = True
+    finally:
+        if swapped or not (work / "old").exists():  # else the old venv is there: keep it
+            shutil.rmtree(work, ignore_errors=True)
+    return Synced(venv=final, dossier=dossier, attachments=dict(run.attachments),
+                  swapped=swapped, verified=opts.verify and swapped)
+
+
+def _swap(work: Path, final: Path) -> None:
+    """The old venv into *work* (removed with it), the new one into its place; if that
+    second rename fails, the old one goes back."""
+    old = work / "old"
+    had_old = final.exists()
+    if had_old:
+        os.rename(final, old)
+    try:
+        os.rename(work / "venv", final)
+    except BaseException:
+        if had_old:
+            try:
+                os.rename(old, final)
+            except OSError as exc:
+                raise WriteError(f"{final}: the swap failed and the old venv could not be "
+                                 f"put back ({exc.strerror}): it is at {old}") from exc
+        raise
+
+
+def rebase(venv: Path, final: Path) -> None:
+    """Write *final* where *venv*'s own path is written: the shebangs of ``bin/``'s scripts
+    (pip writes ``#!<venv>/bin/python``), the activate scripts and ``pyvenv.cfg``.
+    Only text files that start with ``#!`` or are named ``activate*``/``pyvenv.cfg`` are
+    read; the build path is unique (``<name>.lockkit-new-XXXX/venv``), so every occurrence
+    is that venv's own. A uv ``--relocatable`` venv has none: nothing changes."""
+    old, new = os.fsencode(venv), os.fsencode(final)
+    scripts = venv / ("Scripts" if os.name == "nt" else "bin")
+    for path in [venv / "pyvenv.cfg", *sorted(scripts.iterdir())]:
+        if path.is_symlink() or not path.is_file():
+            continue
+        data = path.read_bytes()
+        if old not in data or not (data.startswith(b"#!") or path.name == "pyvenv.cfg"
+                                   or path.name.lower().startswith("activate")):
+            continue
+        tmp = path.with_name(path.name + ".lockkit-tmp")
+        tmp.write_bytes(data.replace(old, new))
+        shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+
+
+def progress_line(step: Step) -> str:
+    """``sync: install passed (3.2 s)``: one line per finished step, for stderr."""
+    why = step.error or step.reason
+    return (f"sync: {step.name} {step.status} ({step.duration:.1f} s)"
+            + (f": {why}" if why else ""))
