@@ -6,11 +6,13 @@ The steps are verify's own (:mod:`lockkit.verify.rebuild`): host, venv, install 
 wheelhouse or the lock's URLs by hash, pip-check, inventory; ``verify=True`` runs the
 whole verify plan (system, gpu, extensions, application, resume) on the new venv too.
 
-The new venv is built beside the old one, in ``<name>.lockkit-new-XXXX/venv`` (same
-folder, so the renames below stay on one filesystem and uv hard-links from its cache
-there), and swapped in only when every step passed: the old venv is renamed into that
-folder, the new one into its place, and the folder removed. On any failure, or Ctrl-C,
-the folder is removed and the old venv was never touched.
+The new venv is built beside the old one, in ``<name>.lockkit-new-XXXXXXXX`` (same
+folder, so the swap is renames on one filesystem), and swapped in only when every step
+passed: the old venv is renamed to ``<name>.lockkit-old-XXXXXXXX``, the new one into its
+place, and the old one removed. On any failure, or Ctrl-C, the new folder is removed and
+the old venv was never touched. Everything else of the run (uv's cache, the hashed
+requirements, a wheelhouse fetched from the lock's URLs, the application's clean copy)
+is in a temp folder, as verify's is, never in the project.
 
 A venv is not relocatable by default: its scripts' shebangs and ``activate`` hold its
 absolute path (``sys.prefix`` is found at run time from ``bin/python``, so it follows).
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -37,10 +40,11 @@ from lockkit.verify import rebuild
 from lockkit.verify.context import Options
 from lockkit.verify.run import PLAN, execute, make_dossier, new_run
 
-__all__ = ["NEW", "REBUILD", "SyncOptions", "Synced", "rebase", "sync", "target"]
+__all__ = ["NEW", "OLD", "REBUILD", "SyncOptions", "Synced", "rebase", "sync", "target"]
 
 REBUILD = PLAN[:PLAN.index(("inventory", ("install",))) + 1]  # host .. inventory
-NEW = ".lockkit-new-"  # <venv name><NEW>XXXX: the build folder beside the venv
+NEW = ".lockkit-new-"  # <venv name><NEW>XXXX: the new venv, built beside the old one
+OLD = ".lockkit-old-"  # <venv name><OLD>XXXX: the old venv, for the moment of the swap
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,34 +86,49 @@ def sync(opts: SyncOptions) -> Synced:
     """Build, check and (when every step passed) swap in the new venv; see the module."""
     started = _dt.datetime.now(_dt.timezone.utc)
     final = opts.venv
-    final.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=final.name + NEW, dir=final.parent))
     plan = PLAN if opts.verify else REBUILD
+    work = Path(tempfile.mkdtemp(prefix="lockkit-sync-"))  # as verify's: never in the project
+    build = _beside(final, NEW)
     run = new_run(opts.check, work, plan)
     swapped = False
     try:
-        execute(run, plan, {"venv": lambda s: rebuild.venv_step(run, s, moved_to=final)})
+        execute(run, plan, {"venv": lambda s: rebuild.venv_step(run, s, at=build,
+                                                                moved_to=final)})
         dossier = make_dossier(run, started)
         if dossier.result == "passed":
-            rebase(work / "venv", final)
-            _swap(work, final)
+            rebase(build, final)
+            _swap(build, final)
             swapped = True
     finally:
-        if swapped or not (work / "old").exists():  # else the old venv is there: keep it
-            shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+        if not swapped:
+            shutil.rmtree(build, ignore_errors=True)
     return Synced(venv=final, dossier=dossier, attachments=dict(run.attachments),
                   swapped=swapped, verified=opts.verify and swapped)
 
 
-def _swap(work: Path, final: Path) -> None:
-    """The old venv into *work* (removed with it), the new one into its place; if that
-    second rename fails, the old one goes back."""
-    old = work / "old"
+def _beside(final: Path, infix: str) -> Path:
+    """A new empty folder ``<final name><infix>XXXXXXXX`` beside *final* (same filesystem:
+    the swap is renames), made with ``mkdir``, so with the user's umask mode."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        path = final.with_name(f"{final.name}{infix}{secrets.token_hex(4)}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+
+
+def _swap(build: Path, final: Path) -> None:
+    """The old venv aside (``<name>.lockkit-old-XXXX``), the new one into its place, the
+    old one removed; if the second rename fails, the old one goes back."""
+    old = final.with_name(f"{final.name}{OLD}{build.name.rsplit('-', 1)[-1]}")
     had_old = final.exists()
     if had_old:
         os.rename(final, old)
     try:
-        os.rename(work / "venv", final)
+        os.rename(build, final)
     except BaseException:
         if had_old:
             try:
@@ -118,13 +137,15 @@ def _swap(work: Path, final: Path) -> None:
                 raise WriteError(f"{final}: the swap failed and the old venv could not be "
                                  f"put back ({exc.strerror}): it is at {old}") from exc
         raise
+    if had_old:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def rebase(venv: Path, final: Path) -> None:
     """Write *final* where *venv*'s own path is written: the shebangs of ``bin/``'s scripts
     (pip writes ``#!<venv>/bin/python``), the activate scripts and ``pyvenv.cfg``.
     Only text files that start with ``#!`` or are named ``activate*``/``pyvenv.cfg`` are
-    read; the build path is unique (``<name>.lockkit-new-XXXX/venv``), so every occurrence
+    read; the build path is unique (``<name>.lockkit-new-XXXXXXXX``), so every occurrence
     is that venv's own. A uv ``--relocatable`` venv has none: nothing changes."""
     old, new = os.fsencode(venv), os.fsencode(final)
     scripts = venv / ("Scripts" if os.name == "nt" else "bin")

@@ -3,6 +3,7 @@ in whole; a failure leaves the old venv as it was."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -135,9 +136,12 @@ def test_verify_that_fails_swaps_nothing(small, capsys):
     assert sync(small, "--verify") == 1
     assert (venv / "marker").is_file() and siblings(venv) == []
     out, err = capsys.readouterr()
-    assert "system" in out and "not synced (failed)" in out
-    assert (small / ".lockkit" / "reports" / "linux-cpu").is_dir()
-    assert "dossier:" in err
+    assert "not synced (failed)" in out and "dossier:" in err
+    (report,) = (small / ".lockkit" / "reports" / "linux-cpu").iterdir()
+    doc = json.loads((report / "dossier.json").read_text())
+    steps = {s["name"]: s["status"] for s in doc["steps"]}
+    assert doc["first_error"].startswith("system:"), doc["first_error"]
+    assert steps["inventory"] == "passed" and steps["gpu"] == "not-run"
 
 
 def test_offline_sync_from_the_wheelhouse(small):

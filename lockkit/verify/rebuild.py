@@ -110,11 +110,13 @@ def wheelhouse_folder(run: Run) -> Path | None:
 
 # --- venv --------------------------------------------------------------------------------
 
-def venv_step(run: Run, step: Step, *, moved_to: Path | None = None) -> None:
-    """A new venv at ``<work>/venv``. *moved_to*: the folder it will be renamed to once
-    complete (``lockkit sync``): uv makes it ``--relocatable`` (scripts and activate find
-    the venv from where they are), the stdlib venv takes that folder's name as its prompt."""
-    venv = run.work / "venv"
+def venv_step(run: Run, step: Step, *, at: Path | None = None,
+              moved_to: Path | None = None) -> None:
+    """A new venv in ``<work>/venv``, or in the empty folder *at*. *moved_to*: the folder
+    it will be renamed to once complete (``lockkit sync``): uv makes it ``--relocatable``
+    (scripts and activate find the venv from where they are), the stdlib venv takes that
+    folder's name as its prompt."""
+    venv = at or run.work / "venv"
     assert run.interpreter is not None
     if run.opts.installer == "uv":  # no ensurepip: uv installs and checks without pip
         argv = [uv_bin(), "venv", "--no-config", "--quiet", "--python", str(run.interpreter),
