@@ -74,11 +74,13 @@ def target(venv: Path) -> Path:
     if path.is_symlink():
         path = path.resolve()
     if path.exists() and not (path / "pyvenv.cfg").is_file():
-        raise UsageError(f"--venv {venv}: not a venv (no pyvenv.cfg); sync replaces only a "
-                         "venv: remove the folder or pick another --venv")
+        raise UsageError(f"--venv {venv}: not a venv (no pyvenv.cfg)",
+                         hint="sync replaces only a venv: pick another --venv, or remove "
+                              "that folder yourself")
     if path.exists() and Path(sys.prefix).resolve() == path.resolve():
-        raise UsageError(f"--venv {venv}: lockkit runs from this venv and cannot replace it "
-                         "while running; run lockkit from another environment")
+        raise UsageError(f"--venv {venv}: lockkit runs from this venv",
+                         hint="a venv cannot be replaced by a program running from it: run "
+                              "lockkit from another environment (pipx, uvx, a tools venv)")
     return path
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,38 @@ def test_offline_sync_from_the_wheelhouse(small):
     assert run_.returncode == 0, run_.stderr
     venv = small / ".venv"
     assert run([str(venv / "bin" / "hello-cli")]) == f"hello from {venv}"
+
+
+def test_verify_of_the_example_passes_and_swaps(copy_of, capsys):
+    """The example (real CPU torch, outside git): every verify step passes on the venv
+    built beside .venv, whose files stay out of the application's clean copy."""
+    project = copy_of()
+    files = len([p for p in project.rglob("*") if p.is_file()])
+    assert sync(project, "--verify") == 0
+    venv = project / ".venv"
+    out, err = capsys.readouterr()
+    assert f"synced {venv}: verified (every verify step passed)" in out, out + err
+    (report,) = (project / ".lockkit" / "reports" / "linux-cpu").iterdir()
+    doc = json.loads((report / "dossier.json").read_text())
+    steps = {s["name"]: s for s in doc["steps"]}
+    assert doc["result"] == "passed" and len(steps) == 10
+    built = Path(steps["venv"]["detail"]["path"])
+    assert built.parent == project and built.name.startswith(".venv.lockkit-new-")
+    assert steps["application"]["detail"]["copied_files"] <= files
+    assert run([str(venv / "bin" / "python"), "-c", "import torch; print(torch.__file__)"]
+               ).startswith(str(venv))
+    assert siblings(venv) == []
+
+
+def test_the_venv_lockkit_runs_from_is_refused(tmp_path):
+    """Replacing the running venv would pull lockkit's own lazily imported modules away."""
+    from lockkit.errors import UsageError
+    from lockkit.sync import target
+
+    with pytest.raises(UsageError, match="lockkit runs from this venv"):
+        target(Path(sys.prefix))
+    assert target(tmp_path / "new") == tmp_path / "new"  # absent: made by sync
+    link = tmp_path / "link"
+    link.symlink_to(Path(sys.prefix))
+    with pytest.raises(UsageError, match="lockkit runs from this venv"):
+        target(link)
