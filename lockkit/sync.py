@@ -30,6 +30,7 @@ import secrets
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,7 +59,7 @@ class SyncOptions:
 class Synced:
     venv: Path
     dossier: Dossier  # the steps that ran (kind "verify": the same steps and facts)
-    attachments: dict[str, str]  # installed-after.txt
+    attachments: Mapping[str, str]  # installed-after.txt
     swapped: bool  # the new venv is in place
     verified: bool  # with verify=True, and every step of verify passed
 
@@ -86,14 +87,19 @@ def target(venv: Path) -> Path:
 
 def sync(opts: SyncOptions) -> Synced:
     """Build, check and (when every step passed) swap in the new venv; see the module."""
+    if os.name == "nt" and opts.check.installer == "pip":
+        raise UsageError("--installer pip: on Windows pip's .exe launchers hold the build "
+                         "folder's path, so its venv cannot be moved into place",
+                         hint="use --installer uv (a --relocatable venv)")
     started = _dt.datetime.now(_dt.timezone.utc)
     final = opts.venv
     plan = PLAN if opts.verify else REBUILD
     work = Path(tempfile.mkdtemp(prefix="lockkit-sync-"))  # as verify's: never in the project
-    build = _beside(final, NEW)
-    run = new_run(opts.check, work, plan)
+    build: Path | None = None
     swapped = False
     try:
+        run = new_run(opts.check, work, plan)
+        build = _beside(final, NEW)
         execute(run, plan, {"venv": lambda s: rebuild.venv_step(run, s, at=build,
                                                                 moved_to=final)})
         dossier = make_dossier(run, started)
@@ -103,7 +109,7 @@ def sync(opts: SyncOptions) -> Synced:
             swapped = True
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        if not swapped:
+        if build is not None and not swapped:
             shutil.rmtree(build, ignore_errors=True)
     return Synced(venv=final, dossier=dossier, attachments=dict(run.attachments),
                   swapped=swapped, verified=opts.verify and swapped)
@@ -152,16 +158,23 @@ def rebase(venv: Path, final: Path) -> None:
     old, new = os.fsencode(venv), os.fsencode(final)
     scripts = venv / ("Scripts" if os.name == "nt" else "bin")
     for path in [venv / "pyvenv.cfg", *sorted(scripts.iterdir())]:
-        if path.is_symlink() or not path.is_file():
+        if path.is_symlink() or not path.is_file() or not _may_hold_path(path):
             continue
         data = path.read_bytes()
-        if old not in data or not (data.startswith(b"#!") or path.name == "pyvenv.cfg"
-                                   or path.name.lower().startswith("activate")):
+        if old not in data:
             continue
         tmp = path.with_name(path.name + ".lockkit-tmp")
         tmp.write_bytes(data.replace(old, new))
         shutil.copymode(path, tmp)
         os.replace(tmp, path)
+
+
+def _may_hold_path(path: Path) -> bool:
+    """A script (``#!``), an activate file or ``pyvenv.cfg``: a binary is never read."""
+    if path.name == "pyvenv.cfg" or path.name.lower().startswith("activate"):
+        return True
+    with path.open("rb") as f:
+        return f.read(2) == b"#!"
 
 
 def progress_line(step: Step) -> str:
