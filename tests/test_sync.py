@@ -185,3 +185,21 @@ def test_the_venv_lockkit_runs_from_is_refused(tmp_path):
     link.symlink_to(Path(sys.prefix))
     with pytest.raises(UsageError, match="lockkit runs from this venv"):
         target(link)
+
+
+def test_verify_keep_venv_says_where_the_venv_is(small, capsys):
+    """Issue 15: --keep-venv left a temp folder; the output names it, and points to sync."""
+    import re
+    import shutil
+
+    code = main(["verify", "--project", str(small), "--platform", "linux-cpu", "--keep-venv",
+                 "--report-dir", str(small / "report")])
+    assert code == 1  # no torch in this lock: the system step fails, the venv is kept
+    err = capsys.readouterr().err
+    found = re.search(r"venv kept: (\S+) \(remove (\S+) when done; 'lockkit sync'", err)
+    assert found, err
+    venv, folder = Path(found[1]), Path(found[2])
+    try:
+        assert (venv / "pyvenv.cfg").is_file() and venv.parent == folder
+    finally:
+        shutil.rmtree(folder)
