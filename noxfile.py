@@ -1,4 +1,4 @@
-"""nox sessions: `nox -s tests`, `nox -s lint`."""
+"""nox sessions: `nox -s tests`, `nox -s lint`, `nox -s benchmark`, `nox -s example`."""
 
 from __future__ import annotations
 
@@ -23,10 +23,11 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def benchmark(session: nox.Session) -> None:
-    session.install("-e", ".", "pip-tools")
-    session.run("python", "benchmarks/compile.py")
-    session.run("python", "benchmarks/wheelhouse.py")
-    session.run("python", "benchmarks/verify.py")
+    """Every issue 16 target with PASS/FAIL and a summary (benchmarks/run_all.py); exit 1 if
+    one fails. Arguments pass through: `nox -s benchmark -- --quick` or `-- --report-only`.
+    Needs curl; the verify target needs pip (to fetch the real CPU torch wheel)."""
+    session.install("-e", ".", "pip")
+    session.run("python", "benchmarks/run_all.py", *session.posargs)
 
 
 @nox.session

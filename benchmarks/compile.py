@@ -1,119 +1,116 @@
-"""Benchmark `lockkit compile` against bare uv and pip-compile, in one run.
+"""Compile targets: `lockkit compile` against bare uv with lockkit's own argv, in one run.
 
-Serves a loopback PyTorch index and default index (the tests' wheel builder), then:
-  1. lockkit compile --all (every shipped platform, concurrently);
-  2. the same resolutions as bare `uv pip compile` calls, one after another;
-  3. `pip-compile --generate-hashes` for the host platform (linux-cpu), if installed.
-Prints the wall times and the ratios the targets are stated in.
+A loopback index (``_harness.FastIndex``) serves a synthetic project: torch on every
+shipped platform's PyTorch index (mirrored) and N tiny real wheels on the default index.
+Paired with their baselines in this run:
+  - `lockkit compile --platform linux-cpu` <= 1.3x bare `uv pip compile` at 10 packages,
+    <= 1.05x at 200; the baseline is ``lockkit.resolve.uv_command``'s argv, the PyTorch
+    index given directly where lockkit puts its routing index, the current lock copied to
+    the output first (lockkit hands uv its lock as preferences too);
+  - `lockkit compile --all` <= 1.1x the same uv calls, one per platform, run at once on
+    all cores.
+Both sides share one uv cache (the benchmark's own), warmed before timing.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+import _harness as h
+from _projects import synthetic_project
 
-from index_server import IndexServer  # noqa: E402
-
-from lockkit import _run  # noqa: E402
-from lockkit.platforms import load_platforms  # noqa: E402
-from lockkit.resolve import Indexes, uv_bin, uv_command  # noqa: E402
-
-OFFICIAL = "https://download.pytorch.org/whl"
-# The platforms this benchmark's index serves a torch for (the 7 compiled "at once")
-PLATFORMS = ("linux-cpu", "linux-cu126", "linux-cu128", "linux-rocm64", "macos-arm64",
-             "windows-cpu", "windows-cu126")
-TAGS = {"linux": "cp311-cp311-manylinux_2_28_x86_64", "windows": "cp311-cp311-win_amd64",
-        "macos": "cp311-cp311-macosx_11_0_arm64"}
+__all__ = ["measure"]
 
 
-def populate(server: IndexServer) -> None:
-    default = server.index("/simple")
-    for dep in ("filelock", "sympy", "jinja2", "networkx", "fsspec"):
-        default.add(dep, "1.0.0")
-    for tag in TAGS.values():
-        default.add("numpy", "2.1.0", tag=tag)
-    default.add("torch", "2.5.1", requires=["filelock", "sympy"], tag=TAGS["macos"])
-    for local in ("cpu", "cu126", "cu128", "rocm6.4"):
-        idx = server.index(f"/whl/{local}")
-        extra = {"rocm6.4": ["pytorch-triton-rocm==3.1.0"]}.get(local, [])
-        for os_, tag in TAGS.items():
-            if os_ != "macos":
-                idx.add("torch", f"2.5.1+{local}", tag=tag,
-                        requires=["filelock", "sympy", "jinja2", "networkx", "fsspec"] + extra)
-        if local == "rocm6.4":
-            idx.add("pytorch-triton-rocm", "3.1.0", tag=TAGS["linux"])
+@dataclass(frozen=True)
+class UvCall:
+    argv: list[str]
+    env: dict[str, str]
+    lock: Path  # lockkit's lock: copied to the output before each run
+    output: Path
+
+    def __call__(self) -> float:
+        shutil.copyfile(self.lock, self.output)
+        return h.run_timed(self.argv, self.env).seconds
 
 
-def timed(argv: list[str], env: dict[str, str] | None = None, rounds: int = 3) -> float:
-    """Median wall time of *rounds* runs (warm uv cache on every side)."""
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        subprocess.run(argv, check=True, capture_output=True, env=env)
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
+def uv_calls(project: Path, out: Path, env: dict[str, str]) -> dict[str, UvCall]:
+    """The uv argv lockkit runs for each platform of *project* (lockkit.resolve)."""
+    from lockkit.config import load_project
+    from lockkit.platforms import load_platforms
+    from lockkit.resolve import Indexes, uv_bin, uv_command
+
+    proj = load_project(project)
+    calls = {}
+    for name, plat in load_platforms(project).items():
+        indexes = Indexes.for_platform(plat, proj.mirrors, proj.index_url)
+        output = out / f"pylock.{name}.toml"
+        argv = uv_command(uv_bin(), [project / "requirements.in"], plat,
+                          proj.python or plat.python, indexes, output, indexes.torch_effective)
+        extra = {"MACOSX_DEPLOYMENT_TARGET": plat.macos_target} if plat.macos_target else {}
+        calls[name] = UvCall(argv, {**env, **extra}, proj.lock_path(name), output)
+    return calls
 
 
-def main() -> None:
-    work = Path(tempfile.mkdtemp(prefix="lockkit-bench-"))
-    with IndexServer(work / "index") as server:
-        populate(server)
-        project = work / "project"
-        project.mkdir()
-        (project / "requirements.in").write_text("torch==2.5.1\nnumpy\n")
-        (project / "lockkit.toml").write_text(
-            f'index-url = "{server.url}/simple"\nplatforms = {json.dumps(list(PLATFORMS))}\n'
-            f'[mirrors]\n"{OFFICIAL}" = "{server.url}/whl"\n')
-        platforms = {n: p for n, p in load_platforms(project).items() if n in PLATFORMS}
-        mirrors = {OFFICIAL: f"{server.url}/whl"}
-        uv = uv_bin()
-        env = _run.isolated_env()
-        # warm uv's cache once so both sides see the same cache state
-        timed([sys.executable, "-m", "lockkit", "compile", "--project", str(project)])
-        shutil.rmtree(project / "locks")
-        lk = timed([sys.executable, "-m", "lockkit", "compile", "--project", str(project)])
-        per_uv = {}
-        for name, plat in platforms.items():
-            idx = Indexes.for_platform(plat, mirrors, f"{server.url}/simple")
-            # bare uv gets the PyTorch index itself first (no routing: the baseline)
-            argv = uv_command(uv, [project / "requirements.in"], plat, plat.python, idx,
-                              work / f"pylock.{name}.toml", idx.torch_effective)
-            penv = dict(env, **({"MACOSX_DEPLOYMENT_TARGET": plat.macos_target}
-                                if plat.macos_target else {}))
-            per_uv[name] = timed(argv, penv)
-        lk_one = timed([sys.executable, "-m", "lockkit", "compile", "--platform", "linux-cpu",
-                        "--project", str(project)])
-        uv_sum = sum(per_uv.values())
-        print(f"platforms: {len(per_uv)}")
-        for name, secs in per_uv.items():
-            print(f"  bare uv pip compile {name:14s} {secs:6.3f} s")
-        print(f"bare uv, sequential sum          {uv_sum:6.3f} s")
-        print(f"lockkit compile (7 platforms)    {lk:6.3f} s   "
-              f"ratio lockkit/uv-sum = {lk / uv_sum:.2f}  (target < 1.00)")
-        overhead = lk_one / per_uv["linux-cpu"] - 1
-        print(f"lockkit compile linux-cpu        {lk_one:6.3f} s   overhead over bare uv = "
-              f"{overhead * 100:+.0f}%  (target < 10%; includes Python start-up)")
-        pip_compile = shutil.which("pip-compile")
-        if pip_compile:
-            penv = dict(env, PIP_CONFIG_FILE=os.devnull)
-            pc = timed([pip_compile, "--quiet", "--generate-hashes", "--index-url",
-                        f"{server.url}/simple", "--extra-index-url", f"{server.url}/whl/cpu",
-                        "-o", str(work / "pc.txt"), str(project / "requirements.in")], penv)
-            print(f"pip-compile --generate-hashes    {pc:6.3f} s   "
-                  f"ratio pip-compile/lockkit(linux-cpu) = {pc / lk_one:.2f}")
-        else:
-            print("pip-compile: not installed (pip install pip-tools), baseline skipped")
-    shutil.rmtree(work, ignore_errors=True)
+def concurrently(calls: list[UvCall]) -> float:
+    """Wall time of every call, as many at once as there are cores."""
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(lambda call: call(), calls))
+    return time.perf_counter() - start
+
+
+def one_platform(packages: int, limit: float, opts: h.Options) -> h.Result:
+    with h.workdir(f"compile{packages}") as work, h.FastIndex(work / "index") as index:
+        env = h.bench_env(work)
+        project = synthetic_project(work, index, packages)
+        lockkit = [*h.lockkit_argv(console_script=True), "compile", "--platform", "linux-cpu",
+                   "--project", str(project)]
+        h.run(lockkit, env)
+        (work / "out").mkdir()
+        uv = uv_calls(project, work / "out", env)["linux-cpu"]
+        name = f"compile linux-cpu, {packages} packages"
+        pairs = h.measure_pairs(lambda: h.run_timed(lockkit, env).seconds, uv, opts, name)
+    return h.Result(name=name, subject=h.median_s(pairs.subject),
+                    baseline=f"{h.median_s(pairs.baseline)} bare uv pip compile",
+                    value=pairs.ratio, target=h.Target(op="<=", limit=limit),
+                    note=pairs.spread())
+
+
+def all_platforms(opts: h.Options) -> h.Result:
+    with h.workdir("compile-all") as work, h.FastIndex(work / "index") as index:
+        env = h.bench_env(work)
+        project = synthetic_project(work, index, 10)
+        lockkit = [*h.lockkit_argv(console_script=True), "compile", "--all",
+                   "--project", str(project)]
+        h.run(lockkit, env)
+        (work / "out").mkdir()
+        calls = list(uv_calls(project, work / "out", env).values())
+        pairs = h.measure_pairs(lambda: h.run_timed(lockkit, env).seconds,
+                                lambda: concurrently(calls), opts, "compile --all")
+    cores = os.cpu_count() or 1
+    return h.Result(name=f"compile --all ({len(calls)} platforms)",
+                    subject=h.median_s(pairs.subject),
+                    baseline=f"{h.median_s(pairs.baseline)} uv x{len(calls)}, {cores} at once",
+                    value=pairs.ratio, target=h.Target(op="<=", limit=1.1),
+                    note=pairs.spread())
+
+
+def measure(opts: h.Options) -> list[h.Result]:
+    large = 50 if opts.quick else 200
+    return [one_platform(10, 1.3, opts), one_platform(large, 1.05, opts), all_platforms(opts)]
+
+
+def main() -> int:
+    opts = h.cli(__doc__ or "")
+    return h.finish("compile", measure(opts), opts)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,14 +1,18 @@
 """A wheelhouse folder as one reproducible, checked tar.
 
 ``pack`` writes an uncompressed POSIX (pax) tar -- wheels are already
-compressed -- whose members are ``manifest.json``, ``SHA256SUMS`` and then
-every file the manifest lists, sorted by path, with fixed times, owners and
-modes and no directory members: the same folder always gives the same bytes.
+compressed -- with one top-level folder, ``<platform>-wheelhouse/`` (so ``tar xf``
+makes one folder), whose members are ``manifest.json``, ``SHA256SUMS`` and then
+every file the manifest lists, sorted by path, each folder just before its first
+file; fixed times and owners, modes 0755/0644: the same folder always gives the
+same bytes.
 
 ``unpack`` treats the archive as hostile: it reads the manifest first, refuses
-any member that is not a plain file listed there with a safe relative path, and
-checks sizes and hashes while streaming into a temp sibling of the destination,
-which is renamed into place only when every check passed.
+any member outside the top folder, and any that is not a plain file listed there
+(or a folder of one) with a safe relative path, and checks sizes and hashes while
+streaming into a temp sibling of the destination, which is renamed into place
+only when every check passed. An archive of lockkit before the top folder
+(``manifest.json`` first) is still read.
 """
 
 from __future__ import annotations
@@ -18,23 +22,24 @@ import io
 import json
 import os
 import re
-import shlex
 import shutil
 import tarfile
-import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from lockkit.common import temp_dir, temp_file
 from lockkit.errors import ArchiveError
+from lockkit.offline import install_hint
 from lockkit.trust import Selected, TrustError, check_folder
 
-__all__ = ["ArchiveError", "install_hint", "pack", "read_manifest", "unpack"]
+__all__ = ["ArchiveError", "install_hint", "pack", "read_manifest", "top_folder", "unpack"]
 
 MANIFEST = "manifest.json"
 SUMS = "SHA256SUMS"
 _META_MAX = 64 << 20  # manifest.json and SHA256SUMS are read into memory
 _CHUNK = 1 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_PLATFORM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def _unsafe(name: str) -> str | None:
@@ -85,6 +90,7 @@ def _parse_manifest(raw: bytes, where: Path) -> dict[str, Any]:
     seen: set[str] = set()
     for i, entry in enumerate(files):
         errors += [f"files[{i}]: {e}" for e in _entry_errors(entry, seen)]
+    errors += [f"path {p!r}: both a file and a folder" for p in sorted(_folders(seen) & seen)]
     if errors:
         raise ArchiveError(f"{where}: " + "; ".join(errors))
     return data
@@ -108,6 +114,20 @@ def _entry_errors(entry: Any, seen: set[str]) -> list[str]:
     return errors
 
 
+def top_folder(manifest: dict[str, Any], where: Path) -> str:
+    """The archive's one top-level folder, ``<platform>-wheelhouse``."""
+    platform = manifest.get("platform")
+    if not isinstance(platform, str) or not _PLATFORM.fullmatch(platform):
+        raise ArchiveError(f"{where}: bad or missing 'platform' {platform!r}")
+    return f"{platform}-wheelhouse"
+
+
+def _folders(paths: Any) -> set[str]:
+    """Every folder above *paths* (``simple``, ``simple/torch``), the top one excluded."""
+    return {p.as_posix() for path in paths for p in PurePosixPath(path).parents
+            if p.as_posix() != "."}
+
+
 def _listed(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {f["path"]: f for f in manifest["files"]}
 
@@ -128,16 +148,21 @@ def pack(folder: Path, out: Path, *, lock: list[Selected] | None = None) -> Path
     _check_folder(folder, listed)
     if lock is not None:
         check_folder(folder, lock, manifest)
+    top = top_folder(manifest, folder / MANIFEST)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    tmp = Path(tmp_name)
+    fd, tmp = temp_file(out.parent, f".{out.name}.", ".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             with tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar:
-                _add_bytes(tar, MANIFEST, manifest_bytes)
-                _add_bytes(tar, SUMS, _sums(listed))
+                tar.addfile(_info(top, 0, tarfile.DIRTYPE))
+                _add_bytes(tar, f"{top}/{MANIFEST}", manifest_bytes)
+                _add_bytes(tar, f"{top}/{SUMS}", _sums(listed))
+                made: set[str] = set()
                 for path in sorted(listed):
-                    _add_file(tar, folder, listed[path])
+                    for sub in sorted(_folders([path]) - made):  # parents before children
+                        tar.addfile(_info(f"{top}/{sub}", 0, tarfile.DIRTYPE))
+                        made.add(sub)
+                    _add_file(tar, folder, listed[path], top)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, out)
@@ -170,9 +195,11 @@ def _check_folder(folder: Path, listed: dict[str, dict[str, Any]]) -> None:
                            hint="rebuild the folder with 'lockkit wheelhouse build'")
 
 
-def _info(name: str, size: int) -> tarfile.TarInfo:
+def _info(name: str, size: int, kind: bytes = tarfile.REGTYPE) -> tarfile.TarInfo:
+    """A member with nothing of this machine in it: no time, owner or umask."""
     info = tarfile.TarInfo(name)
-    info.size, info.mtime, info.mode = size, 0, 0o644
+    info.size, info.mtime, info.type = size, 0, kind
+    info.mode = 0o755 if kind == tarfile.DIRTYPE else 0o644
     info.uid = info.gid = 0
     info.uname = info.gname = ""
     return info
@@ -194,12 +221,12 @@ class _Hashing:
         return block
 
 
-def _add_file(tar: tarfile.TarFile, folder: Path, entry: dict[str, Any]) -> None:
+def _add_file(tar: tarfile.TarFile, folder: Path, entry: dict[str, Any], top: str) -> None:
     path = entry["path"]
     with (folder / path).open("rb") as fh:
         reader = _Hashing(fh)
         try:
-            tar.addfile(_info(path, entry["size"]), reader)
+            tar.addfile(_info(f"{top}/{path}", entry["size"]), reader)
         except OSError as exc:  # the file shrank after it was checked
             raise ArchiveError(f"{folder}: cannot pack: {path}: {exc}") from None
     if reader.digest.hexdigest() != entry["sha256"]:
@@ -219,7 +246,7 @@ def unpack(archive: Path, out: Path, *, lock: list[Selected] | None = None) -> P
         raise ArchiveError(f"{out}: already exists and is not an empty folder",
                            hint="remove it or pass another destination with --out")
     out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    stage = temp_dir(out.parent, f".{out.name}.partial-")
     try:
         with _open_tar(archive) as tar:
             manifest = _extract(tar, archive, stage)
@@ -244,16 +271,21 @@ def _open_tar(archive: Path) -> tarfile.TarFile:
 
 
 def _extract(tar: tarfile.TarFile, archive: Path, stage: Path) -> dict[str, Any]:
-    manifest, manifest_bytes, sums = _read_meta(tar, archive)
+    manifest, manifest_bytes, sums, prefix = _read_meta(tar, archive)
     listed = _listed(manifest)
+    folders = _folders(listed)
     (stage / MANIFEST).write_bytes(manifest_bytes)
     (stage / SUMS).write_bytes(sums)
     done: set[str] = set()
     while (member := _next(tar, archive)) is not None:
-        entry = _check_member(member, archive, listed, done)
-        _write_member(tar, member, archive, entry, stage)
-        done.add(member.name)
-    missing = sorted(listed.keys() - done)
+        rel = _inside(member, prefix, archive)
+        if member.type == tarfile.DIRTYPE and rel in folders and rel not in done:
+            (stage / rel).mkdir(parents=True, exist_ok=True)  # the umask's mode, not the tar's
+        else:
+            entry = _check_member(member, rel, archive, listed, done)
+            _write_member(tar, member, archive, entry, stage / rel)
+        done.add(rel)
+    missing = sorted(listed.keys() - done)  # folders in done are never listed
     if missing:
         raise ArchiveError(f"{archive}: listed in the manifest but not in the archive: "
                            + ", ".join(missing), hint="the archive may be truncated")
@@ -267,22 +299,44 @@ def _next(tar: tarfile.TarFile, archive: Path) -> tarfile.TarInfo | None:
         raise ArchiveError(f"{archive}: damaged or truncated tar: {exc}") from None
 
 
-def _read_meta(tar: tarfile.TarFile, archive: Path) -> tuple[dict[str, Any], bytes, bytes]:
-    """The first two members, manifest.json then SHA256SUMS, and that they agree."""
+def _read_meta(tar: tarfile.TarFile,
+               archive: Path) -> tuple[dict[str, Any], bytes, bytes, str]:
+    """The top folder, then manifest.json and SHA256SUMS in it, and that they agree; the
+    prefix of every later member (``""`` for an archive from before the top folder)."""
+    member, prefix = _next(tar, archive), ""
     blobs: list[bytes] = []
-    for expected in (MANIFEST, SUMS):
-        member = _next(tar, archive)
+    if member is not None and member.type == tarfile.DIRTYPE:
+        why = _unsafe(member.name) or ("a nested folder" if "/" in member.name else None)
+        if why:
+            raise ArchiveError(f"{archive}: refusing member {member.name!r}: {why}")
+        prefix, member = member.name + "/", _next(tar, archive)
+    for expected in (prefix + MANIFEST, prefix + SUMS):
         if member is None or member.name != expected or member.type != tarfile.REGTYPE:
             found = "the end of the archive" if member is None else repr(member.name)
-            raise ArchiveError(f"{archive}: expected {expected} as member {len(blobs) + 1}, "
-                               f"found {found}; not a lockkit wheelhouse archive")
+            raise ArchiveError(f"{archive}: expected {expected} as the "
+                               f"{'next' if blobs else 'first'} file, found {found}; "
+                               "not a lockkit wheelhouse archive")
         if member.size > _META_MAX:
             raise ArchiveError(f"{archive}: {expected} is {member.size} bytes; refusing to read it")
         blobs.append(_read_member(tar, member, archive))
+        member = None if len(blobs) == 2 else _next(tar, archive)
     manifest = _parse_manifest(blobs[0], archive / MANIFEST)
     if blobs[1] != _sums(_listed(manifest)):
         raise ArchiveError(f"{archive}: {SUMS} does not match {MANIFEST}")
-    return manifest, blobs[0], blobs[1]
+    if prefix and prefix != top_folder(manifest, archive / MANIFEST) + "/":
+        raise ArchiveError(f"{archive}: the top folder {prefix!r} is not the manifest's "
+                           f"platform's, {top_folder(manifest, archive / MANIFEST) + '/'!r}")
+    return manifest, blobs[0], blobs[1], prefix
+
+
+def _inside(member: tarfile.TarInfo, prefix: str, archive: Path) -> str:
+    """*member*'s path in the top folder; a member outside it is refused, as hostile."""
+    if not prefix:
+        return member.name
+    if not member.name.startswith(prefix) or member.name == prefix:
+        raise ArchiveError(f"{archive}: refusing member {member.name!r}: outside the "
+                           f"archive's folder {prefix!r}")
+    return member.name[len(prefix):]
 
 
 def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Path) -> bytes:
@@ -300,10 +354,10 @@ _KINDS = {tarfile.SYMTYPE: "symlink", tarfile.LNKTYPE: "hard link", tarfile.DIRT
           tarfile.GNUTYPE_SPARSE: "sparse file"}
 
 
-def _check_member(member: tarfile.TarInfo, archive: Path, listed: dict[str, dict[str, Any]],
-                  done: set[str]) -> dict[str, Any]:
-    """The manifest entry for *member*, or an error saying why it may not be extracted."""
-    name = member.name
+def _check_member(member: tarfile.TarInfo, name: str, archive: Path,
+                  listed: dict[str, dict[str, Any]], done: set[str]) -> dict[str, Any]:
+    """The manifest entry for *member* (at *name* in the top folder), or an error saying
+    why it may not be extracted."""
     why = _unsafe(name)
     if why is None and member.type != tarfile.REGTYPE:
         why = f"not a regular file ({_KINDS.get(member.type, f'type {member.type!r}')})"
@@ -314,16 +368,16 @@ def _check_member(member: tarfile.TarInfo, archive: Path, listed: dict[str, dict
     if why is None and member.size != listed[name]["size"]:
         why = f"{member.size} bytes, the manifest says {listed[name]['size']}"
     if why is not None:
-        raise ArchiveError(f"{archive}: refusing member {name!r}: {why}")
+        raise ArchiveError(f"{archive}: refusing member {member.name!r}: {why}")
     return listed[name]
 
 
 def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Path,
-                  entry: dict[str, Any], stage: Path) -> None:
-    """Copy the member into *stage* while hashing; a mismatch fails the whole unpack."""
+                  entry: dict[str, Any], dest: Path) -> None:
+    """Copy the member to *dest* while hashing; a mismatch fails the whole unpack. The file
+    gets the umask's mode (``open``), never the archive's."""
     src = tar.extractfile(member)
     assert src is not None
-    dest = stage / member.name
     digest = hashlib.sha256()
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -340,15 +394,3 @@ def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Path,
     if digest.hexdigest() != entry["sha256"]:
         raise ArchiveError(f"{archive}: refusing member {member.name!r}: sha256 "
                            f"{digest.hexdigest()} does not match the manifest's {entry['sha256']}")
-
-
-def install_hint(folder: Path) -> str:
-    """The commands that install from an unpacked wheelhouse with no network."""
-    q = shlex.quote
-    here, lock = q(str(folder)), q(str(folder / "pylock.toml"))
-    reqs = q(str(folder / "requirements.txt"))
-    return "\n".join([
-        f"python -m pip install --no-index -r {lock}    # pip >= 26.1",
-        f"python -m pip install --no-index --find-links {here} --require-hashes -r {reqs}",
-        f"uv pip install --offline --no-index -r {lock}",
-    ])

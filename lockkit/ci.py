@@ -2,8 +2,29 @@
 
 Two jobs: ``locks`` fails the run when a lock is missing or stale (``compile --check``),
 then ``verify`` builds each platform's wheelhouse and verifies it on a runner of that
-platform, one matrix entry per platform, uploading the dossier and JUnit file whether
-or not verify passed.
+platform, one matrix entry per platform with a committed lock (a platform without one
+would fail ``locks`` and with it every job), uploading the dossier and JUnit file whether
+or not verify passed. uv's cache, lockkit's download cache and the wheelhouse are cached
+under a key holding the platform lock's hash.
+
+**Where lockkit comes from.** ``[ci] lockkit`` is one pip requirement line, checked at
+load (:func:`lockkit.configcheck.lockkit_requirement`): ``lockkit==1.2.3`` (with
+``--hash=sha256:...`` options to check the download), a wheel committed to the repository
+(hashed here, when the workflow is written, and checked by pip in CI), an https URL
+(``#sha256=`` checked by pip) or a VCS URL at a full commit. Without the key the workflow
+pins the running version, ``lockkit==<__version__>``, from the default index, and says so
+twice: a comment in the file and a warning from ``ci github``. No URL or path replaces
+it because lockkit knows no source that is the user's own (an invented URL is no more
+trustworthy; a missing path fails in CI). The pin refuses any other release, but whoever
+holds the name on the default index decides what that version is: hence the warning.
+With hashes, lockkit alone is installed first in pip's hash-checking mode
+(``--require-hashes --no-deps``; pip reads ``--hash`` only from a requirements file,
+which the step writes), then its dependencies by name.
+
+**Hardening** (zizmor's audits): read-only ``permissions``, ``persist-credentials: false``,
+actions pinned to commits (:data:`ACTIONS`), no ``${{ }}`` in a ``run:`` but the matrix
+values the file defines; the requirement reaches a ``shell: python`` install script
+through ``env:`` (the same on every runner's OS, no shell quoting).
 
 The workflow is written as text, not dumped by a YAML library: the output is the same
 bytes for the same inputs, reads like a hand-written file, and lockkit needs no YAML
@@ -20,17 +41,47 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from lockkit.common import arch_family, write_atomic
-from lockkit.configcheck import Runner, runner_labels
+from lockkit import __version__, _run
+from lockkit.common import arch_family, sha256_file, write_atomic
+from lockkit.configcheck import LockkitRequirement, Runner, runner_labels
 from lockkit.errors import ConfigError, UsageError
 from lockkit.platforms import Platform
 
-__all__ = ["DEFAULT_OUTPUT", "Runner", "default_runner", "github_workflow", "validate_runners",
-           "write_workflow"]
+__all__ = ["ACTIONS", "DEFAULT_OUTPUT", "LockkitRequirement", "Runner", "default_lockkit",
+           "default_runner", "github_workflow", "locate_project", "pin_files",
+           "split_by_lock", "validate_runners", "write_workflow"]
 
 DEFAULT_OUTPUT = Path(".github/workflows/lockkit.yml")
 REPORT_DIR = "lockkit-report"
 TOOL_PYTHON = "3.12"  # the Python the locks job runs lockkit with (it only resolves)
+CACHES = {"LOCKKIT_CACHE_DIR": "${{ runner.temp }}/lockkit-cache",  # outside the checkout:
+          "UV_CACHE_DIR": "${{ runner.temp }}/uv-cache"}  # verify's git state stays clean
+
+# The actions the workflow uses, each pinned to the commit of a release tag, the tag kept
+# as a comment. Obtained from each repository's git tags (lockkit's `fetch` of
+# github:actions/<name>, then `git rev-parse <tag>^{commit}`), the newest release tag
+# of each on 2026-12-03. Update them together, the same way; never by hand-typed SHA.
+ACTIONS = {
+    "actions/checkout": ("3d3c42e5aac5ba805825da76410c181273ba90b1", "v7.0.1"),
+    "actions/setup-python": ("5fda3b95a4ea91299a34e894583c3862153e4b97", "v7.0.0"),
+    "actions/cache": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
+    "actions/upload-artifact": ("bbbca2ddaa5d8feaa63e36b76fdaad77386f024f", "v7.0.0"),
+}
+
+# The install step's script (`shell: python`): the requirement and hashes come from its
+# env, never from text substituted into the script.
+_INSTALL = """\
+import os, subprocess, sys, tempfile
+requirement = os.environ["LOCKKIT_REQUIREMENT"]
+hashes = os.environ["LOCKKIT_HASHES"].split()
+pip = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check"]
+if hashes:  # pip reads --hash options only from a requirements file
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write(" ".join([requirement] + ["--hash=" + h for h in hashes]) + "\\n")
+    if subprocess.call(pip + ["--require-hashes", "--no-deps", "-r", f.name]):
+        sys.exit("lockkit's hash did not match, or it could not be installed")
+sys.exit(subprocess.call(pip + [requirement]))  # with hashes: only its dependencies
+"""
 
 # GitHub-hosted runners by (os, arch); a platform without one gets self-hosted labels.
 _HOSTED = {("linux", "x64"): "ubuntu-latest", ("linux", "arm64"): "ubuntu-24.04-arm",
@@ -128,7 +179,7 @@ def _project_arg(project: str) -> str:
     """The project folder as one shell word that bash, pwsh and cmd all read the same."""
     if PurePosixPath(project).is_absolute() or PureWindowsPath(project).is_absolute():
         raise UsageError(f"--project {project!r}: must be relative to the repository root")
-    posix = PureWindowsPath(project).as_posix() if "\\" in project else project
+    posix = _posix(project)
     if posix.startswith("-"):
         posix = "./" + posix  # not an option
     if re.fullmatch(r"[A-Za-z0-9_./-]+", posix):
@@ -139,8 +190,69 @@ def _project_arg(project: str) -> str:
     return f'"{posix}"'
 
 
+
+
+def _uses(action: str) -> str:
+    return "{}@{} # {}".format(action, *ACTIONS[action])
+
+
+def default_lockkit() -> LockkitRequirement:
+    """What CI installs without ``[ci] lockkit``: the running version (see the docstring)."""
+    return LockkitRequirement(requirement=f"lockkit=={__version__}")
+
+
+def pin_files(req: LockkitRequirement, repo: Path,
+              where: str = "[ci] lockkit") -> LockkitRequirement:
+    """*req* with a committed file's sha256 added; a ConfigError when the file is not in
+    *repo* or its hash is not one the config gives."""
+    if req.source != "path":
+        return req
+    path = repo / req.requirement
+    tracked = _committed(repo, [_posix(req.requirement)]) if (repo / ".git").exists() else None
+    if not path.is_file() or (tracked is not None and _posix(req.requirement) not in tracked):
+        raise ConfigError(f"{where}: {req.requirement}: no such file committed to the "
+                          f"repository ({repo})", hint="commit it, or pin lockkit otherwise")
+    digest = f"sha256:{sha256_file(path)}"
+    if req.hashes and digest not in req.hashes:
+        raise ConfigError(f"{where}: {req.requirement} has {digest}, not the hash given")
+    return LockkitRequirement(requirement=req.requirement, hashes=(digest,), source="path")
+
+
+def _where_from(req: LockkitRequirement, default: bool) -> list[str]:
+    """The generated file's comment on where lockkit comes from."""
+    where = {"index": "the default package index (or the runner's pip configuration)",
+             "path": "a file committed to this repository", "url": "that URL",
+             "vcs": "that commit of the repository"}[req.source]
+    check = ("pip checks its hash" if req.hashes or "#sha256=" in req.requirement
+             else "the commit pins its content" if req.source == "vcs"
+             else "nothing checks its content")
+    lines = [f"# lockkit comes from {where}:", f"#   {req.requirement} ({check})."]
+    if default:
+        lines += ["# This is the default: the name on the default index is not known to be",
+                  "# lockkit's. Set [ci] lockkit in lockkit.toml to a source you control."]
+    return lines
+
+
+def _install(req: LockkitRequirement, indent: str = "      ") -> list[str]:
+    return [f"{indent}- name: install lockkit",
+            f"{indent}  shell: python",
+            f"{indent}  env:",
+            f"{indent}    LOCKKIT_REQUIREMENT: {_scalar(req.requirement)}",
+            f"{indent}    LOCKKIT_HASHES: {_scalar(' '.join(req.hashes))}",
+            f"{indent}  run: |",
+            *(f"{indent}    {line}" for line in _INSTALL.splitlines())]
+
+
+def _posix(project: str) -> str:
+    return PureWindowsPath(project).as_posix() if "\\" in project else project
+
+
+def _lock_path(project: str, name: str) -> str:  # as hashFiles() and git ls-files take it
+    return (PurePosixPath(_posix(project)) / "locks" / f"pylock.{name}.toml").as_posix()
+
+
 def _matrix(platforms: Sequence[Platform], runners: Mapping[str, Runner],
-            python: str | None) -> list[str]:
+            python: str | None, project: str) -> list[str]:
     names = [p.name for p in platforms]
     twice = sorted({n for n in names if names.count(n) > 1})
     if not platforms or twice:
@@ -148,81 +260,85 @@ def _matrix(platforms: Sequence[Platform], runners: Mapping[str, Runner],
                                           else "at least one is needed"))
     return [f"          - {{platform: {_scalar(p.name, flow=True)}, "
             f"runner: {_runner_yaml(p.name, runners.get(p.name, default_runner(p)))}, "
-            f"python: {_quoted(python or p.python)}}}" for p in platforms]
+            f"python: {_quoted(python or p.python)}, "
+            f"lock: {_scalar(_lock_path(project, p.name), flow=True)}}}" for p in platforms]
+
+
+def _setup(python: str, indent: str = "      ") -> list[str]:
+    """Check out (no token left in .git/config) and set up *python*."""
+    return [f"{indent}- uses: {_uses('actions/checkout')}", f"{indent}  with:",
+            f"{indent}    persist-credentials: false",
+            f"{indent}- uses: {_uses('actions/setup-python')}", f"{indent}  with:",
+            f"{indent}    python-version: {python}"]
+
+
+def _cache(what: str, paths: Sequence[str], key: str, indent: str = "      ") -> list[str]:
+    return [f"{indent}- name: {_scalar('cache ' + what)}",
+            f"{indent}  uses: {_uses('actions/cache')}", f"{indent}  with:",
+            f"{indent}    path: |", *(f"{indent}      {p}" for p in paths),
+            f"{indent}    key: {_scalar(key)}"]
+
+
+def _lockkit_step(name: str, command: str, indent: str = "      ") -> list[str]:
+    """A step running lockkit, with its cache folders set."""
+    return [f"{indent}- name: {_scalar(name)}", f"{indent}  env:",
+            *(f"{indent}    {k}: {_scalar(v)}" for k, v in CACHES.items()),
+            f"{indent}  run: {_scalar(command)}"]
 
 
 def github_workflow(platforms: list[Platform], *, project: str = ".",
-                    runners: Mapping[str, Runner] | None = None,
-                    python: str | None = None) -> str:
+                    runners: Mapping[str, Runner] | None = None, python: str | None = None,
+                    lockkit: LockkitRequirement | None = None) -> str:
     """The workflow's text, byte-identical for the same arguments.
 
     *runners* (``[ci.runners]``) replaces :func:`default_runner` per platform name;
-    *python* (the project's ``python``) replaces every platform's own version.
+    *python* (the project's ``python``) replaces every platform's own version; *lockkit*
+    (``[ci] lockkit``, its committed file already hashed by :func:`pin_files`) replaces
+    :func:`default_lockkit`. *platforms* should be those with a committed lock
+    (:func:`split_by_lock`).
     """
-    proj = _project_arg(project)
-    install = 'python -m pip install "${{ env.LOCKKIT_SPEC }}"'
-    plat = "${{ matrix.platform }}"
-
-    def run(name: str, command: str, indent: str = "      ") -> list[str]:
-        return [f"{indent}- name: {_scalar(name)}", f"{indent}  run: {_scalar(command)}"]
-
+    proj, req = _project_arg(project), lockkit or default_lockkit()
+    plat, caches = "${{ matrix.platform }}", list(CACHES.values())
+    all_locks = _lock_path(project, "*")
     lines = [
-        "# Generated by `lockkit ci github`: regenerate it after changing the platforms or",
-        "# [ci.runners] in lockkit.toml rather than editing it by hand.",
-        "name: lockkit",
-        "",
-        "on: [push, pull_request, workflow_dispatch]",
-        "",
-        "permissions:",
-        "  contents: read",
-        "",
-        "env:",
-        "  # What `pip install` gets: a version (lockkit==X.Y), a path (.) or a VCS URL.",
-        "  LOCKKIT_SPEC: lockkit",
-        "",
-        "# Commands take their values from ${{ }} expressions, which GitHub substitutes",
-        "# before any shell runs: the same line works in bash (Linux, macOS) and in pwsh,",
-        "# the default shell of Windows runners.",
+        "# Generated by `lockkit ci github`: regenerate it after changing the platforms,",
+        "# their locks or [ci] in lockkit.toml rather than editing it by hand.",
+        *_where_from(req, lockkit is None),
+        "name: lockkit", "", "on: [push, pull_request, workflow_dispatch]", "",
+        "permissions:", "  contents: read", "",
+        "# A run: line holds no ${{ }} but the matrix values below, written by lockkit;",
+        "# GitHub substitutes them before any shell runs, so each line works in bash",
+        "# (Linux, macOS) and in pwsh (Windows runners).",
         "jobs:",
-        "  locks:",
-        "    name: locks are fresh",
-        "    runs-on: ubuntu-latest",
-        "    steps:",
-        "      - uses: actions/checkout@v4",
-        "      - uses: actions/setup-python@v5",
-        "        with:",
-        f'          python-version: "{TOOL_PYTHON}"',
-        *run("install lockkit", install),
-        *run("check the locks", f"lockkit compile --check --project {proj}"),
+        "  locks:", "    name: locks are fresh", "    runs-on: ubuntu-latest", "    steps:",
+        *_setup(_quoted(TOOL_PYTHON)),
+        *_cache("uv", caches[1:], "lockkit-locks-${{ hashFiles('" + all_locks + "') }}"),
+        *_install(req),
+        *_lockkit_step("check the locks", "lockkit compile --check "
+                       + "".join(f"--platform {p.name} " for p in platforms)
+                       + f"--project {proj}"),
         "",
-        "  verify:",
-        f"    name: verify {plat}",
-        "    needs: locks",
-        "    strategy:",
-        "      fail-fast: false",
-        "      matrix:",
+        "  verify:", f"    name: verify {plat}", "    needs: locks", "    strategy:",
+        "      fail-fast: false", "      matrix:",
         "        # `runner` is one label or a YAML list of labels; `runs-on` takes either, and",
         "        # a list given through ${{ matrix.runner }} stays a list (a runner must carry",
-        "        # every label), so self-hosted GPU label sets need no fromJSON.",
+        "        # every label), so self-hosted GPU label sets need no fromJSON. `lock` is the",
+        "        # platform's lock: the caches are keyed by its hash.",
         "        include:",
-        *_matrix(platforms, runners or {}, python),
-        "    runs-on: ${{ matrix.runner }}",
-        "    steps:",
-        "      - uses: actions/checkout@v4",
-        "      - uses: actions/setup-python@v5",
-        "        with:",
-        "          python-version: ${{ matrix.python }}",
-        *run("install lockkit", install),
-        *run("build the wheelhouse",
-             f"lockkit wheelhouse build --platform {plat} --project {proj}"),
-        *run("verify", f"lockkit verify --platform {plat} --project {proj} "
-                       f"--report-dir {REPORT_DIR} --junit {REPORT_DIR}/junit.xml"),
-        "      - name: upload the dossier",
-        "        if: always()",
-        "        uses: actions/upload-artifact@v4",
-        "        with:",
-        f"          name: dossier-{plat}",
-        f"          path: {REPORT_DIR}",
+        *_matrix(platforms, runners or {}, python, project),
+        "    runs-on: ${{ matrix.runner }}", "    steps:",
+        *_setup("${{ matrix.python }}"),
+        *_cache("uv, lockkit's downloads and the wheelhouse",
+                [*caches, f"{_posix(project)}/wheelhouse/{plat}"],
+                f"lockkit-{plat}-${{{{ runner.os }}}}-${{{{ hashFiles(matrix.lock) }}}}"),
+        *_install(req),
+        *_lockkit_step("build the wheelhouse",
+                       f"lockkit wheelhouse build --platform {plat} --project {proj}"),
+        *_lockkit_step("verify", f"lockkit verify --platform {plat} --project {proj} "
+                                 f"--report-dir {REPORT_DIR} --junit {REPORT_DIR}/junit.xml"),
+        "      - name: upload the dossier", "        if: always()",
+        f"        uses: {_uses('actions/upload-artifact')}", "        with:",
+        f"          name: dossier-{plat}", f"          path: {REPORT_DIR}",
         "          if-no-files-found: warn",
     ]
     return "\n".join(lines) + "\n"
@@ -231,3 +347,53 @@ def github_workflow(platforms: list[Platform], *, project: str = ".",
 def write_workflow(text: str, path: Path) -> None:
     """Write the workflow atomically (temp file + rename), creating its folders."""
     write_atomic(path, text)
+
+
+def _repo_root(folder: Path) -> Path | None:
+    """The git work tree holding *folder*: git's answer, else the nearest ``.git``."""
+    result = _run.call(["git", "rev-parse", "--show-toplevel"], cwd=folder, timeout=60)
+    if result.ok and result.stdout.strip():
+        return Path(result.stdout.strip()).resolve()
+    return next((f for f in (folder, *folder.parents) if (f / ".git").exists()), None)
+
+
+def locate_project(project: Path, cwd: Path) -> tuple[Path, str]:
+    """The repository root and the project's path relative to it (posix).
+
+    *project* may be absolute or relative to *cwd*; outside any repository the current
+    folder stands for the root (the workflow is written before ``git init``). A project
+    outside the root is a UsageError.
+    """
+    folder = (cwd / project).resolve()
+    if not folder.is_dir():
+        raise UsageError(f"--project {project}: not a folder")
+    root = _repo_root(folder) or cwd.resolve()
+    try:
+        rel = folder.relative_to(root)
+    except ValueError:
+        raise UsageError(f"--project {project}: outside the repository ({root}); CI checks "
+                         "out the repository, so the project must be inside it") from None
+    return root, rel.as_posix()
+
+
+def _committed(root: Path, paths: Sequence[str]) -> set[str] | None:
+    """Which of *paths* (relative to *root*) git tracks; None when git cannot say."""
+    result = _run.call(["git", "ls-files", "-z", "--", *paths], cwd=root, timeout=60)
+    return set(result.stdout.split("\0")) - {""} if result.ok else None
+
+
+def split_by_lock(platforms: Sequence[Platform], root: Path, project: str
+                  ) -> tuple[list[Platform], list[tuple[str, str]]]:
+    """The platforms whose lock is committed, and (name, why) for each left out.
+
+    Outside a git repository a lock on disk counts (it will be committed with the rest).
+    """
+    locks = {p.name: _lock_path(project, p.name) for p in platforms}
+    tracked = _committed(root, list(locks.values())) if (root / ".git").exists() else None
+    left: dict[str, str] = {}
+    for name, lock in locks.items():
+        if not (root / lock).is_file():
+            left[name] = f"no lock ({lock}; run 'lockkit compile --platform {name}')"
+        elif tracked is not None and lock not in tracked:
+            left[name] = f"{lock} is not committed (git add it)"
+    return [p for p in platforms if p.name not in left], list(left.items())

@@ -10,13 +10,15 @@ import platform as _platform
 import re
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from lockkit.errors import ConfigError, WriteError
 from lockkit.redact import redact
 
-__all__ = ["ARCH_FAMILY", "OS_OF_SYS_PLATFORM", "SYS_PLATFORM_OF_OS", "arch_family", "host_arch",
-           "host_os", "last_error_line", "sha256_file", "write_atomic"]
+__all__ = ["ARCH_FAMILY", "OS_OF_SYS_PLATFORM", "SYS_PLATFORM_OF_OS", "arch_family", "dir_mode",
+           "file_mode", "host_arch", "host_os", "last_error_line", "sha256_file", "temp_dir",
+           "temp_file", "umask", "write_atomic"]
 
 # sys.platform -> lockkit's OS name, and back.
 OS_OF_SYS_PLATFORM = {"linux": "linux", "darwin": "macos", "win32": "windows"}
@@ -41,6 +43,65 @@ def host_arch() -> str:
     return arch_family(_platform.machine())
 
 
+_UMASK_LOCK = threading.Lock()
+_umask_set_once: list[int] = []  # the fallback's answer, read once (see umask)
+
+
+def umask() -> int:
+    """The process's umask, read without changing it.
+
+    ``os.umask`` can only read the mask by setting another one, and a file another thread
+    creates in between gets the wrong mode; Linux (>= 4.7) shows the mask in
+    ``/proc/self/status``, which is read each time (a few microseconds, and a caller that
+    changes its umask gets the new one). Elsewhere the set-and-restore is done once, under a
+    lock and through 077 (a file made in the window is private, never open), and cached.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        if not _umask_set_once:
+            mask = os.umask(0o077)
+            os.umask(mask)
+            _umask_set_once.append(mask)
+    return _umask_set_once[0]
+
+
+def file_mode() -> int:
+    """A new file's mode under the user's umask: 0644 under 022, 0640 under 027."""
+    return 0o666 & ~umask()
+
+
+def dir_mode() -> int:
+    """A new folder's mode under the user's umask: 0755 under 022, 0750 under 027."""
+    return 0o777 & ~umask()
+
+
+def temp_dir(parent: Path, prefix: str) -> Path:
+    """``mkdtemp`` in *parent*, with the mode ``mkdir`` would give (mkdtemp makes 0700): the
+    folder is renamed into place as the result, which other users may have to read."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    os.chmod(path, dir_mode())
+    return path
+
+
+def temp_file(parent: Path, prefix: str, suffix: str = "") -> tuple[int, Path]:
+    """``mkstemp`` in *parent* (an open fd and its path), with the mode ``open`` would give
+    (mkstemp makes 0600), for a file that is renamed into place as the result."""
+    fd, name = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=parent)
+    try:
+        os.chmod(name, file_mode())
+    except BaseException:
+        os.close(fd)
+        Path(name).unlink(missing_ok=True)
+        raise
+    return fd, Path(name)
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Temp file in the same folder, fsync, rename: never a half-written file.
 
@@ -51,7 +112,7 @@ def write_atomic(path: Path, text: str) -> None:
                           hint="move the folder away")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        fd, tmp = temp_file(path.parent, f".{path.name}.")
     except OSError as exc:
         raise WriteError(f"{path}: cannot write: {exc.strerror or exc}") from None
     try:
@@ -61,10 +122,10 @@ def write_atomic(path: Path, text: str) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise WriteError(f"{path}: cannot write: {exc.strerror or exc}") from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

@@ -8,7 +8,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,17 @@ from lockkit import __version__
 from lockkit.common import write_atomic
 from lockkit.config import Project, normalized_inputs, resolver_inputs
 from lockkit.errors import ConfigError, IndexError_, LockkitError, ResolutionError
-from lockkit.freshness import LOCK_FORMAT, check, fingerprint, inputs_record, packages_digest
+from lockkit.freshness import (
+    LOCK_FORMAT,
+    Outcome,
+    check_platforms,
+    files_digest,
+    fingerprint,
+    inputs_record,
+    lock_python,
+    packages_digest,
+    seal,
+)
 from lockkit.lockfile import build_lock, check_guards, dumps
 from lockkit.platforms import Platform
 from lockkit.redact import redact
@@ -27,20 +36,6 @@ from lockkit.resolve import Indexes, ResolveOptions, resolve, uv_bin, uv_version
 from lockkit.routing import served_versions
 
 __all__ = ["Outcome", "compile_platforms", "check_platforms"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Outcome:
-    platform: str
-    path: Path
-    status: str  # "written" | "unchanged" | "fresh" | "stale" | "missing" | "failed"
-    packages: int = 0
-    error: LockkitError | None = None
-    detail: str = ""  # for --check: what changed
-
-
-def _python(project: Project, platform: Platform) -> str:
-    return project.python or platform.python
 
 
 class _Http:
@@ -110,7 +105,7 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
                 http: _Http, upgrade: bool = False,
                 upgrade_packages: tuple[str, ...] = (),
                 requirements: dict[str, list[str]] | None = None) -> Outcome:
-    python = _python(project, platform)
+    python = lock_python(project, platform)
     if requirements is None:
         requirements = normalized_inputs(project)
     record = inputs_record(project, platform, python, requirements)
@@ -146,7 +141,10 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
     lock = build_lock(doc, platform, indexes, meta, http.hash, routing)
     lock["tool"]["lockkit"]["packages-digest"] = packages_digest(lock["packages"])
     lock["tool"]["lockkit"]["inputs"] = record
-    text = dumps(lock)
+    digest = files_digest(project, platform, python, record["requirements"])
+    if digest:
+        lock["tool"]["lockkit"]["input-files-digest"] = digest
+    text = seal(dumps(lock))
     path = project.lock_path(platform.name)
     if existing == text:
         return Outcome(platform=platform.name, path=path, status="unchanged",
@@ -233,16 +231,3 @@ def compile_platforms(project: Project, platforms: list[Platform],
             return list(pool.map(run, platforms))
     finally:
         http.close()
-
-
-def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome]:
-    """Each lock's state: fresh, stale (naming the change), modified or missing."""
-    requirements = normalized_inputs(project)
-    outcomes = []
-    for platform in platforms:
-        path = project.lock_path(platform.name)
-        record = inputs_record(project, platform, _python(project, platform), requirements)
-        verdict = check(path, record, platform)
-        outcomes.append(Outcome(platform=platform.name, path=path, status=verdict.status,
-                                detail=verdict.detail))
-    return outcomes

@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lockkit.appconfig import APPLICATION_HINT, ApplicationConfig, application_problems
-from lockkit.configcheck import Checker, Runner, runner_labels
+from lockkit.configcheck import (
+    Checker,
+    LockkitRequirement,
+    Runner,
+    lockkit_requirement,
+    runner_labels,
+)
 from lockkit.errors import UsageError
-from lockkit.extensionsconfig import EXTENSIONS_HINT, ExtensionsConfig, extensions_problems
 from lockkit.inputs import (
     is_pyproject,
     load_toml,
@@ -29,8 +32,12 @@ from lockkit.inputs import (
     read_requirements,
     resolver_inputs,
 )
-from lockkit.resumeconfig import RESUME_HINT, ResumeConfig, resume_problems
-from lockkit.verifyconfig import EMBEDDING_HINT, EmbeddingConfig, embedding_problems
+
+if TYPE_CHECKING:  # the [verify.*] modules are imported when a [verify] table is read
+    from lockkit.appconfig import ApplicationConfig
+    from lockkit.extensionsconfig import ExtensionsConfig
+    from lockkit.resumeconfig import ResumeConfig
+    from lockkit.verifyconfig import EmbeddingConfig
 
 __all__ = ["Project", "find_project", "is_pyproject", "load_project", "normalized_inputs",
            "read_requirements", "resolver_inputs"]
@@ -38,7 +45,7 @@ __all__ = ["Project", "find_project", "is_pyproject", "load_project", "normalize
 _LISTS = ("requirements", "platforms", "allow-sdist", "extras", "groups")  # lists of strings
 _TABLES = {"verify": ("[verify]", {"embedding", "extensions", "resume", "application",
                                      "reason"}),
-           "ci": ("[ci]", {"runners"})}
+           "ci": ("[ci]", {"runners", "lockkit"})}
 _KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer"}
 _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
 _RFC3339_HINT = "e.g. 2024-10-01 or 2024-10-01T00:00:00Z"
@@ -67,6 +74,7 @@ class Project:
     resume: ResumeConfig | None = None  # [verify.resume], validated at load
     runners: dict[str, Runner] = field(default_factory=dict)  # [ci.runners]; names: ci.py
     extensions: ExtensionsConfig | None = None  # [verify.extensions], validated at load
+    ci_lockkit: LockkitRequirement | None = None  # [ci] lockkit; None: ci.py's default
 
     @property
     def locks_dir(self) -> Path:
@@ -170,6 +178,13 @@ def _verify(c: Checker, root: Path, data: dict[str, Any]) -> dict[str, Any]:
     table = c.table(data, "verify", name)
     c.unknown(table, known, "verify.")
     found: dict[str, Any] = {}
+    if not table:  # compile and its gate never read one: its modules stay unimported
+        return {"verify": table}
+    from lockkit.appconfig import APPLICATION_HINT, application_problems
+    from lockkit.extensionsconfig import EXTENSIONS_HINT, extensions_problems
+    from lockkit.resumeconfig import RESUME_HINT, resume_problems
+    from lockkit.verifyconfig import EMBEDDING_HINT, embedding_problems
+
     if "extensions" in table:
         found["extensions"], problems = extensions_problems(table["extensions"])
         for problem in problems:
@@ -203,7 +218,12 @@ def _ci(c: Checker, data: dict[str, Any]) -> dict[str, Any]:
                    f"expected a label or a non-empty list of labels, got {value!r}")
         else:
             found[platform] = labels
-    return {"ci": table, "runners": found}
+    requirement, problems = lockkit_requirement(table["lockkit"]) if "lockkit" in table \
+        else (None, [])
+    for problem in problems:
+        c.fail("", problem, hint="e.g. lockkit = \"lockkit==1.2.3\" or a wheel committed to "
+                                 "the repository")
+    return {"ci": table, "runners": found, "ci_lockkit": requirement}
 
 
 def _mirror_table(c: Checker, table: Any) -> dict[str, str]:
@@ -228,6 +248,8 @@ def _rfc3339(c: Checker, key: str, value: Any) -> str | None:
     text = value.isoformat() if hasattr(value, "isoformat") else value  # a TOML date/datetime
     if isinstance(text, str):
         try:
+            from datetime import datetime
+
             parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             parsed = None

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import tomli_w
 
 from lockkit._compat import tomllib
 from lockkit.config import Project, normalized_inputs
@@ -31,10 +30,21 @@ from lockkit.errors import LockkitError
 from lockkit.platforms import Platform
 from lockkit.redact import redact, strip_credentials
 
-__all__ = ["LOCK_FORMAT", "Verdict", "check", "inputs_record", "fingerprint", "packages_digest",
+__all__ = ["LOCK_FORMAT", "Outcome", "Verdict", "check", "check_platforms", "fingerprint",
+           "files_digest", "inputs_record", "lock_python", "packages_digest", "seal",
            "stale_warning"]
 
 LOCK_FORMAT = 1  # bump when what lockkit writes changes in a way old locks must be redone for
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    platform: str
+    path: Path
+    status: str  # "written" | "unchanged" | "fresh" | "stale" | "missing" | "failed"
+    packages: int = 0
+    error: LockkitError | None = None
+    detail: str = ""  # for --check: what changed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,15 +60,51 @@ def inputs_record(project: Project, platform: Platform, python: str,
         # a direct URL in a requirement may carry user:token@: recorded redacted
         "requirements": {label: [redact(r) for r in reqs]
                          for label, reqs in requirements.items()},
-        "options": {
-            "platform": platform.fingerprint,
-            "python": python,
-            "index-url": strip_credentials(project.index_url or ""),
-            "allow-sdist": sorted(project.allow_sdist),
-            "exclude-newer": project.exclude_newer or "",
-            "lock-format": LOCK_FORMAT,
-        },
+        "options": _options(project, platform, python),
     }
+
+
+def _options(project: Project, platform: Platform, python: str) -> dict[str, Any]:
+    return {
+        "platform": platform.fingerprint,
+        "python": python,
+        "index-url": strip_credentials(project.index_url or ""),
+        "allow-sdist": sorted(project.allow_sdist),
+        "exclude-newer": project.exclude_newer or "",
+        "lock-format": LOCK_FORMAT,
+    }
+
+
+def files_digest(project: Project, platform: Platform, python: str,
+                 labels: Iterable[str], read: dict[Path, bytes] | None = None) -> str | None:
+    """The sha256 of the bytes of every file the inputs were read from, and the options.
+
+    The gate's quick path: when these bytes are what ``compile`` read, the normalised
+    inputs are too, and ``--check`` need not parse a requirement (nor import packaging).
+    The files are the config file, the configured inputs and every file the recorded
+    labels name (the includes); any difference, a comment included, only sends the check
+    down the full path, which says whether it matters. None if a file cannot be read.
+    *read* keeps the bytes of the files read for one command (every lock has the same)."""
+    files = {project.root / entry for entry in project.requirements}
+    files |= {project.root / _LABEL_SECTION.sub("", label) for label in labels}
+    if project.config_file is not None:
+        files.add(project.config_file)
+    digest = hashlib.sha256(json.dumps(_options(project, platform, python),
+                                       sort_keys=True).encode())
+    read = {} if read is None else read
+    for path in sorted(files):
+        try:
+            data = read[path] if path in read else read.setdefault(path, path.read_bytes())
+        except OSError:
+            return None
+        digest.update(f"\0{path.relative_to(project.root).as_posix()}\0{len(data)}\0".encode()
+                      if path.is_relative_to(project.root) else f"\0{path}\0".encode())
+        digest.update(data)
+    return "sha256:" + digest.hexdigest()
+
+
+# "pyproject.toml[project.dependencies]", "x/pyproject.toml[dependency-groups.dev]"
+_LABEL_SECTION = re.compile(r"\[(?:project\.|dependency-groups\.)[^\]]*\]$")
 
 
 def fingerprint(record: dict[str, Any]) -> str:
@@ -69,9 +115,86 @@ def fingerprint(record: dict[str, Any]) -> str:
 def packages_digest(packages: list[dict[str, Any]]) -> str:
     """The digest of a packages table, the same whether taken before writing or after reading
     (a TOML round trip first, so dates and numbers compare as the file holds them)."""
-    table = tomllib.loads(tomli_w.dumps({"packages": packages}))["packages"]
+    import tomli_w  # writing only: a check reads the table as the file holds it already
+
+    return _digest(tomllib.loads(tomli_w.dumps({"packages": packages}))["packages"])
+
+
+def _digest(table: Any) -> str:
+    """:func:`packages_digest` of a table read from a file (already what a round trip gives)."""
     blob = json.dumps(table, sort_keys=True, default=str).encode()
     return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+
+def lock_python(project: Project, platform: Platform) -> str:
+    """The Python version a platform's lock is resolved for."""
+    return project.python or platform.python
+
+
+def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome]:
+    """Each lock's state: fresh, stale (naming the change), modified or missing.
+
+    A lock whose input files are byte for byte what compile read is fresh at once; the
+    inputs are parsed and normalised only for the others (once for all of them)."""
+    requirements: dict[str, list[str]] | None = None
+    read: dict[Path, bytes] = {}
+    outcomes = []
+    for platform in platforms:
+        path = project.lock_path(platform.name)
+        python = lock_python(project, platform)
+        verdict = _quick_check(project, platform, python, path, read)
+        if verdict is None:
+            requirements = requirements or normalized_inputs(project)
+            verdict = check(path, inputs_record(project, platform, python, requirements),
+                            platform)
+        outcomes.append(Outcome(platform=platform.name, path=path, status=verdict.status,
+                                detail=verdict.detail))
+    return outcomes
+
+
+_SEAL = "# lockkit seal: sha256:"
+_TOOL = b"\n[tool.lockkit]\n"
+
+
+def seal(text: str) -> str:
+    """*text* (a lock as compile writes it) with a last comment line holding the sha256 of
+    every line above: a lock whose seal holds is byte for byte what compile wrote, so the
+    gate needs not parse its packages to know they were not edited."""
+    return f"{text}{_SEAL}{hashlib.sha256(text.encode()).hexdigest()}\n"
+
+
+def _sealed_tool(raw: bytes) -> dict[str, Any] | None:
+    """The ``[tool.lockkit]`` table of a lock whose seal holds (only that part is parsed:
+    tomli_w writes it last), else None."""
+    cut = raw.rfind(b"\n" + _SEAL.encode()) + 1
+    body, trailer = raw[:cut], raw[cut + len(_SEAL):]
+    if cut == 0 or trailer.rstrip(b"\n").decode("ascii", "replace") != \
+            hashlib.sha256(body).hexdigest():
+        return None
+    start = body.rfind(_TOOL)
+    try:
+        part = tomllib.loads(body[start:].decode("utf-8")) if start >= 0 else {}
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    tool = part.get("tool", {}).get("lockkit")
+    return tool if isinstance(tool, dict) else None
+
+
+def _quick_check(project: Project, platform: Platform, python: str, path: Path,
+                 read: dict[Path, bytes]) -> Verdict | None:
+    """*fresh* when the lock's seal holds (nothing in it was edited) and its recorded
+    files digest still does (no input file changed), else None: the full check decides."""
+    try:
+        tool = _sealed_tool(path.read_bytes())
+    except OSError:
+        return None
+    if tool is None:
+        return None
+    recorded, labels = tool.get("input-files-digest"), tool.get("inputs", {}).get("requirements")
+    if isinstance(recorded, str) and isinstance(labels, dict) and \
+            recorded == files_digest(project, platform, python, labels, read):
+        return Verdict(status="fresh")
+    return None
 
 
 def check(path: Path, current: dict[str, Any], platform: Platform | None = None) -> Verdict:
@@ -82,7 +205,7 @@ def check(path: Path, current: dict[str, Any], platform: Platform | None = None)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         tool = data["tool"]["lockkit"]
-        digest_ok = packages_digest(data["packages"]) == tool.get("packages-digest")
+        digest_ok = _digest(data["packages"]) == tool.get("packages-digest")
     except (KeyError, TypeError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return Verdict(status="modified", detail=f"not a lock lockkit wrote ({exc})")
     if not digest_ok:

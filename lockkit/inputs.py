@@ -14,11 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from packaging.utils import canonicalize_name
-
 from lockkit._compat import tomllib
 from lockkit.errors import ConfigError
-from lockkit.reqfile import Include, flatten, normalize_requirement, read_tree
+from lockkit.reqfile import Include, canonical_name, flatten, normalize_requirement, read_tree
 
 if TYPE_CHECKING:
     from lockkit.config import Project
@@ -176,7 +174,7 @@ def _specs(values: Any, key: str, errors: list[str]) -> list[str]:
 
 
 def _undeclared(key: str, name: str, table: str, declared: list[str]) -> str:
-    close = difflib.get_close_matches(canonicalize_name(name), declared, n=3)
+    close = difflib.get_close_matches(canonical_name(name), declared, n=3)
     tip = (f"did you mean {' or '.join(map(repr, close))}?" if close else
            f"declared: {', '.join(declared) or 'none'}")
     return f"{key}: {name!r} is not declared in [{table}] ({tip})"
@@ -184,7 +182,7 @@ def _undeclared(key: str, name: str, table: str, declared: list[str]) -> str:
 
 def _by_name(table: Any) -> dict[str, Any]:
     """A table keyed by canonical names: extras and groups compare normalised."""
-    return {canonicalize_name(k): v for k, v in table.items()} if isinstance(table, dict) else {}
+    return {canonical_name(k): v for k, v in table.items()} if isinstance(table, dict) else {}
 
 
 def _selected(label: str, declared: dict[str, Any], wanted: tuple[str, ...], key: str,
@@ -193,7 +191,7 @@ def _selected(label: str, declared: dict[str, Any], wanted: tuple[str, ...], key
     """The wanted extras or groups, each read by ``read``; an undeclared one is an error."""
     found = {}
     for want in wanted:
-        name = canonicalize_name(want)
+        name = canonical_name(want)
         if name in declared:
             found[f"{label}[{section}.{name}]"] = sorted(read(name))
         else:
@@ -215,7 +213,7 @@ def _group(declared: dict[str, Any], name: str, errors: list[str],
     out: list[str] = []
     for i, item in enumerate(items):
         if isinstance(item, dict) and set(item) == {"include-group"}:
-            include = canonicalize_name(str(item["include-group"]))
+            include = canonical_name(str(item["include-group"]))
             if include in declared:
                 out += _group(declared, include, errors, (*trail, name))
             else:

@@ -16,13 +16,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-
 from lockkit.errors import ConfigError
 
-__all__ = ["Include", "RequirementFile", "flatten", "logical_lines", "normalize_requirement",
-           "read_file", "read_tree"]
+__all__ = ["Include", "RequirementFile", "canonical_name", "flatten", "logical_lines",
+           "normalize_requirement", "read_file", "read_tree"]
+
+_SEPARATORS = re.compile(r"[-_.]+")
+
+
+def canonical_name(name: str) -> str:
+    """PEP 503's normal form, as ``packaging.utils.canonicalize_name`` gives it: importing
+    packaging.utils pulls in packaging.tags (logging, subprocess), which the gate avoids."""
+    return _SEPARATORS.sub("-", name).lower()
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")  # pip's: '#' at the start or after whitespace
 _OPTION = re.compile(r"^(--[A-Za-z][\w-]*|-[A-Za-z])(?:=|\s+)?(.*)$")
@@ -99,6 +104,8 @@ def logical_lines(text: str) -> Iterator[tuple[int, str]]:
 def normalize_requirement(spec: str) -> str:
     """``spec`` as packaging prints it, names canonical; raises ``ValueError`` (one line)
     for what lockkit cannot lock or parse."""
+    from packaging.requirements import InvalidRequirement, Requirement  # ~15 ms: on first use
+
     kind = _bare_kind(spec)
     if kind:
         raise ValueError(f"{spec!r} is {kind}; {_FROM_INDEXES}")
@@ -111,8 +118,8 @@ def normalize_requirement(spec: str) -> str:
                          f"{str(exc).splitlines()[0]}") from None
     if req.url:
         raise ValueError(f"{spec!r} is {_url_kind(req.url)}; {_FROM_INDEXES}")
-    req.name = canonicalize_name(req.name)
-    req.extras = {canonicalize_name(e) for e in req.extras}
+    req.name = canonical_name(req.name)
+    req.extras = {canonical_name(e) for e in req.extras}
     return str(req)
 
 

@@ -8,7 +8,11 @@ folder in a temp sibling that replaces the old one only when complete:
     <out>/pylock.toml     PEP 751, entries by relative ``path`` with their hashes
     <out>/requirements.txt  ``--hash`` lines for older pips
     <out>/simple/         a static PEP 503 tree, for any web server
+    <out>/sbom.cdx.json   CycloneDX SBOM: every file's name, version, sha256, lock URL
     <out>/manifest.json   platform, the source lock's sha256, every file
+    <out>/tools/          lockkit and its dependencies, for the offline machine (lockkit.tools)
+
+Same lock, same bytes: origins stay in the build log, sdists build via ``wheelzip``.
 """
 
 from __future__ import annotations
@@ -33,18 +37,20 @@ from typing import Any
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from lockkit import __version__, _run
+from lockkit import __version__, _run, sbom, tools
 from lockkit._compat import tomllib
-from lockkit.common import sha256_file
+from lockkit.common import sha256_file, temp_dir
 from lockkit.config import Project
 from lockkit.errors import BuildError, ConfigError
 from lockkit.fetch import Cache, Fetcher, FetchError, Got, HashMismatch, PageRef, Want, link_or_copy
 from lockkit.lockfile import dumps, read_lock
+from lockkit.offline import requirements_header
 from lockkit.platforms import Platform
 from lockkit.redact import redact
 from lockkit.resolve import uv_bin
 from lockkit.targets import select
 from lockkit.urls import Mirrors, expand
+from lockkit.wheelzip import normalize_wheel, source_epoch
 
 __all__ = ["BuildError", "BuildResult", "FileRecord", "Item", "build", "plan"]
 
@@ -76,8 +82,8 @@ class FileRecord:
     sha256: str
     package: str
     version: str
-    origin: str
-    source: str
+    origin: str  # where it was found: the build log's, never the manifest's
+    source: str  # the lock's URL, redacted
     built_from: dict[str, str] | None = None
 
 
@@ -146,7 +152,8 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
           find_links: tuple[Path, ...] = (), jobs: int = 8, attempts: int = 4,
           backoff: float = 0.5, on_file: Callable[[Got], None] | None = None,
           on_bytes: Callable[[int], None] | None = None,
-          items: list[Item] | None = None, lock_path: Path | None = None) -> BuildResult:
+          items: list[Item] | None = None, lock_path: Path | None = None,
+          with_tools: bool = False) -> BuildResult:
     if items is None or lock_path is None:
         lock_path, items = plan(project, platform)
     cache.sweep()
@@ -161,7 +168,9 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
         return got
 
     gots = _fetch_all(fetcher, one, items, jobs)
-    return _assemble(project, platform, out, lock_path, list(zip(items, gots, strict=True)))
+    kit = tools.prepare(project, platform, lock_path, fetcher) if with_tools else None
+    return _assemble(project, platform, out, lock_path, list(zip(items, gots, strict=True)),
+                     kit)
 
 
 def _fetch_one(fetcher: Fetcher, item: Item) -> Got:
@@ -239,13 +248,14 @@ def _sweep_stale(out: Path, max_age: float = _STALE_AGE) -> list[Path]:
 
 
 def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
-              fetched: list[tuple[Item, Got]]) -> BuildResult:
+              fetched: list[tuple[Item, Got]], kit: tools.Toolset | None = None) -> BuildResult:
     out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.{_STAGE}", dir=out.parent))
+    stage = temp_dir(out.parent, f".{out.name}.{_STAGE}")
     try:
         records = [_place(project, stage, item, got) for item, got in fetched]
         records.sort(key=lambda r: r.path)
-        _write_meta(stage, platform, lock_path, fetched, records)
+        extra = tools.place(stage, kit) if kit else []  # tools/: not the lock's files
+        _write_meta(stage, platform, lock_path, fetched, records, extra)
         _swap(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
@@ -257,7 +267,7 @@ def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
 
 def _place(project: Project, stage: Path, item: Item, got: Got) -> FileRecord:
     base: dict[str, Any] = dict(package=item.package, version=item.version, origin=got.origin,
-                                source=item.want.source)
+                                source=redact(item.want.source))
     if item.kind == "wheel":  # the manifest records the bytes placed, not the lock's claim
         dest = stage / item.want.filename
         placed = link_or_copy(got.path, dest, item.want.sha256)
@@ -274,7 +284,9 @@ def _place(project: Project, stage: Path, item: Item, got: Got) -> FileRecord:
 
 
 def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path:
-    """Build a pure-Python wheel from an sdist; anything platform-specific is refused."""
+    """A pure-Python wheel from an sdist, the same bytes each time (``wheelzip``)."""
+    epoch = source_epoch(item.entry)
+    env = _run.isolated_env({"SOURCE_DATE_EPOCH": str(epoch), "PYTHONHASHSEED": "0"})
     with tempfile.TemporaryDirectory(prefix="lockkit-sdist-") as tmp:
         src = Path(tmp) / item.want.filename
         shutil.copyfile(sdist, src)
@@ -282,7 +294,7 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
                 sys.executable, "--out-dir", str(Path(tmp) / "dist"), str(src)]
         if project.index_url:
             argv[3:3] = ["--default-index", expand(project.index_url)]
-        result = _run.call(argv, timeout=900)
+        result = _run.call(argv, timeout=900, env=env)
         wheels = sorted((Path(tmp) / "dist").glob("*.whl"))
         if result.returncode != 0 or not wheels:
             first = (result.stderr.strip().splitlines() or ["no wheel produced"])[-1]
@@ -294,13 +306,12 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
             raise BuildError(f"{item.package} {item.version}: has no wheel for this platform and "
                              f"its sdist builds a platform-specific wheel ({wheels[0].name})",
                              hint="build the wheel on the target machine and pass --find-links")
-        dest = stage / wheels[0].name
-        shutil.move(str(wheels[0]), dest)
-        return dest
+        return normalize_wheel(wheels[0], stage / wheels[0].name, epoch)
 
 
 def _write_meta(stage: Path, platform: Platform, lock_path: Path,
-                fetched: list[tuple[Item, Got]], records: list[FileRecord]) -> None:
+                fetched: list[tuple[Item, Got]], records: list[FileRecord],
+                extra: list[dict[str, Any]] | None = None) -> None:
     raw = lock_path.read_bytes()  # once: the lock's tables and its sha256 from the same bytes
     data, lock_sha = tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
     of = {"lock": lock_path.name, "sha256": lock_sha}
@@ -309,8 +320,14 @@ def _write_meta(stage: Path, platform: Platform, lock_path: Path,
     _text(stage / "pylock.toml", dumps(_local_lock(data, entries, by_pkg, of)))
     _text(stage / "requirements.txt", _requirements(platform, records))
     _simple_tree(stage, records)
-    meta_files = sorted(p for p in stage.rglob("*") if p.is_file() and p.suffix != ".whl")
-    files = [_wheel_json(r) for r in records] + [
+    described = [sbom.File.of(r, entries[r.package]) for r in records]
+    described += [_tool_file(e) for e in extra or [] if "package" in e]
+    _text(stage / sbom.FILENAME,
+          sbom.render(described, platform=platform.name, lock=data, lock_sha256=lock_sha))
+    listed = {e["path"] for e in extra or []}
+    meta_files = sorted(p for p in stage.rglob("*") if p.is_file() and p.suffix != ".whl"
+                        and p.relative_to(stage).as_posix() not in listed)
+    files = [_wheel_json(r) for r in records] + list(extra or []) + [
         {"path": p.relative_to(stage).as_posix(), "size": p.stat().st_size,
          "sha256": sha256_file(p), "kind": "meta"} for p in meta_files]
     manifest = {"schema_version": 1, "platform": platform.name,
@@ -320,10 +337,18 @@ def _write_meta(stage: Path, platform: Platform, lock_path: Path,
     _text(stage / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 
+def _tool_file(entry: dict[str, Any]) -> sbom.File:
+    """A ``tools/`` manifest entry as the SBOM describes it."""
+    source = entry.get("source") or ""  # lockkit's own wheel: "lockkit X, built from ..."
+    return sbom.File(name=entry["package"], version=entry["version"], path=entry["path"],
+                     sha256=entry["sha256"], size=entry["size"],
+                     source_url=source if source.startswith(("https://", "http://")) else "",
+                     kind="tool")
+
+
 def _wheel_json(r: FileRecord) -> dict[str, Any]:
     entry: dict[str, Any] = {"path": r.path, "size": r.size, "sha256": r.sha256, "kind": "wheel",
-                             "package": r.package, "version": r.version, "source": r.source,
-                             "origin": r.origin}
+                             "package": r.package, "version": r.version, "source": r.source}
     if r.built_from:
         entry["built_from"] = r.built_from
     return entry
@@ -349,8 +374,7 @@ def _local_lock(data: dict[str, Any], entries: dict[str, dict[str, Any]],
 
 
 def _requirements(platform: Platform, records: list[FileRecord]) -> str:
-    lines = [f"# {platform.name}: pip install --no-index --find-links <this folder> "
-             "--require-hashes -r requirements.txt"]
+    lines = requirements_header(platform.name)
     lines += [f"{r.package}=={r.version} --hash=sha256:{r.sha256}"
               for r in sorted(records, key=lambda r: r.package)]
     return "\n".join(lines) + "\n"

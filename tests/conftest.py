@@ -99,6 +99,15 @@ def fill(pt: PyTorchIndex, default: Index) -> None:
     default.add("torch", "2.5.1", requires=["filelock"], tag=MAC)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_tools():
+    """Wheelhouses without tools/ (lockkit's own dependencies come from the default index,
+    which the loopback projects do not carry): tests/test_tools.py turns tools/ back on."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LOCKKIT_NO_TOOLS", "1")
+        yield
+
+
 @pytest.fixture
 def indexes(tmp_path_factory):
     """The PyTorch index replica and a default index, filled by :func:`fill`."""

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -24,6 +25,7 @@ FILES = {
     "simple/demo/index.html": b'<a href="../../demo-1.0-py3-none-any.whl">demo</a>\n',
 }
 WHEEL = "demo-1.0-py3-none-any.whl"
+TOP = "linux-cpu-wheelhouse/"  # the archive's one folder, <platform>-wheelhouse
 Member = tuple[tarfile.TarInfo, "bytes | None"]
 
 
@@ -59,13 +61,15 @@ def member(name: str, data: bytes = b"", kind: bytes = tarfile.REGTYPE,
     return info, data if kind == tarfile.REGTYPE else None
 
 
-def meta(files: dict[str, bytes] = FILES) -> list[Member]:
-    return [member("manifest.json", manifest_bytes(files)),
-            member("SHA256SUMS", sums_bytes(files))]
+def meta(files: dict[str, bytes] = FILES, top: str = TOP) -> list[Member]:
+    """The top folder and the two meta files; *top* ``""`` is the layout before issue 15."""
+    folder = [member(top.rstrip("/"), kind=tarfile.DIRTYPE)] if top else []
+    return folder + [member(f"{top}manifest.json", manifest_bytes(files)),
+                     member(f"{top}SHA256SUMS", sums_bytes(files))]
 
 
-def body(files: dict[str, bytes] = FILES) -> list[Member]:
-    return [member(p, d) for p, d in sorted(files.items())]
+def body(files: dict[str, bytes] = FILES, top: str = TOP) -> list[Member]:
+    return [member(top + p, d) for p, d in sorted(files.items())]
 
 
 def craft(path: Path, members: list[Member]) -> Path:
@@ -97,10 +101,16 @@ def test_pack_layout(tmp_path: Path) -> None:
     archive = pack(make_folder(tmp_path / "wh"), tmp_path / "wh.tar")
     with tarfile.open(archive) as tar:
         infos = tar.getmembers()
-        assert [i.name for i in infos] == ["manifest.json", "SHA256SUMS", *sorted(FILES)]
+        assert [i.name for i in infos] == [
+            "linux-cpu-wheelhouse", f"{TOP}manifest.json", f"{TOP}SHA256SUMS",
+            f"{TOP}demo-1.0-py3-none-any.whl", f"{TOP}pylock.toml", f"{TOP}requirements.txt",
+            f"{TOP}simple", f"{TOP}simple/demo", f"{TOP}simple/demo/index.html",
+            f"{TOP}simple/index.html", f"{TOP}tiny-0.1-py3-none-any.whl"]
         assert {(i.type, i.mtime, i.uid, i.gid, i.uname, i.gname, i.mode) for i in infos} == {
-            (tarfile.REGTYPE, 0, 0, 0, "", "", 0o644)}
-        sums = tar.extractfile("SHA256SUMS").read()
+            (tarfile.REGTYPE, 0, 0, 0, "", "", 0o644), (tarfile.DIRTYPE, 0, 0, 0, "", "", 0o755)}
+        assert all(i.isdir() == (i.name in ("linux-cpu-wheelhouse", f"{TOP}simple",
+                                            f"{TOP}simple/demo")) for i in infos)
+        sums = tar.extractfile(f"{TOP}SHA256SUMS").read()
     assert sums == sums_bytes(FILES)
     assert read_manifest(archive) == json.loads(manifest_bytes(FILES))
 
@@ -151,37 +161,93 @@ def test_unpack_refuses_tampered_member(tmp_path: Path) -> None:
     data = archive.read_bytes()
     assert data.count(FILES[WHEEL]) == 1
     archive.write_bytes(data.replace(FILES[WHEEL], FILES[WHEEL].upper()))
-    err = assert_refused(archive, tmp_path, repr(WHEEL))
+    err = assert_refused(archive, tmp_path, repr(TOP + WHEEL))
     assert "sha256" in str(err)
 
 
-@pytest.mark.parametrize(("extra", "name", "reason"), [
-    (member("extra.txt", b"surprise"), "'extra.txt'", "not in the manifest"),
-    (member("../evil", b"x"), "'../evil'", "'..'"),
-    (member("simple/../../evil", b"x"), "'simple/../../evil'", "'..'"),
-    (member("/tmp/evil", b"x"), "'/tmp/evil'", "absolute"),
-    (member("C:\\evil", b"x"), "'C:\\\\evil'", "backslash"),
-    (member(WHEEL, FILES[WHEEL]), repr(WHEEL), "appears twice"),
-    (member("evil", kind=tarfile.SYMTYPE, linkname="/etc/passwd"), "'evil'", "symlink"),
-    (member("evil", kind=tarfile.LNKTYPE, linkname="pylock.toml"), "'evil'", "hard link"),
-    (member("evil", kind=tarfile.FIFOTYPE), "'evil'", "FIFO"),
-    (member("evil", kind=tarfile.CHRTYPE), "'evil'", "character device"),
-], ids=["unlisted", "dotdot", "nested-dotdot", "absolute", "backslash", "duplicate", "symlink",
-        "hardlink", "fifo", "device"])
-def test_unpack_refuses_bad_member(tmp_path: Path, extra: Member, name: str,
-                                   reason: str) -> None:
-    archive = craft(tmp_path / "bad.tar", meta() + body() + [extra])
-    err = assert_refused(archive, tmp_path, f"refusing member {name}")
+BAD_MEMBERS = [
+    (member("extra.txt", b"surprise"), "not in the manifest"),
+    (member("../evil", b"x"), "'..'"),
+    (member("simple/../../evil", b"x"), "'..'"),
+    (member("C:\\evil", b"x"), "backslash"),
+    (member(WHEEL, FILES[WHEEL]), "appears twice"),
+    (member("simple", kind=tarfile.DIRTYPE), "directory"),  # a second time
+    (member("evil", kind=tarfile.DIRTYPE), "directory"),
+    (member("evil", kind=tarfile.SYMTYPE, linkname="/etc/passwd"), "symlink"),
+    (member("evil", kind=tarfile.LNKTYPE, linkname="pylock.toml"), "hard link"),
+    (member("evil", kind=tarfile.FIFOTYPE), "FIFO"),
+    (member("evil", kind=tarfile.CHRTYPE), "character device"),
+]
+BAD_IDS = ["unlisted", "dotdot", "nested-dotdot", "backslash", "duplicate", "duplicate-folder",
+           "stray-folder", "symlink", "hardlink", "fifo", "device"]
+
+
+def _under(top: str, bad: Member) -> Member:
+    info, data = bad
+    moved = tarfile.TarInfo(top + info.name)
+    moved.type, moved.linkname, moved.size = info.type, info.linkname, info.size
+    return moved, data
+
+
+@pytest.mark.parametrize("top", [TOP, ""], ids=["top-folder", "before-issue-15"])
+@pytest.mark.parametrize(("extra", "reason"), BAD_MEMBERS, ids=BAD_IDS)
+def test_unpack_refuses_bad_member(tmp_path: Path, extra: Member, reason: str,
+                                   top: str) -> None:
+    extra = _under(top, extra)
+    folders = [member(f"{top}simple", kind=tarfile.DIRTYPE)]
+    archive = craft(tmp_path / "bad.tar", meta(top=top) + folders + body(top=top) + [extra])
+    err = assert_refused(archive, tmp_path, f"refusing member {extra[0].name!r}")
     assert reason in str(err)
+
+
+@pytest.mark.parametrize("name", ["evil", "/tmp/evil", "linux-cpu-wheelhouse-x/evil",
+                                  "other-wheelhouse/pylock.toml", "linux-cpu-wheelhouse"],
+                         ids=["sibling", "absolute", "prefix-lookalike", "other-folder",
+                              "top-again"])
+def test_unpack_refuses_member_outside_the_top_folder(tmp_path: Path, name: str) -> None:
+    archive = craft(tmp_path / "bad.tar", meta() + body() + [member(name, b"x")])
+    err = assert_refused(archive, tmp_path, f"refusing member {name!r}")
+    assert f"outside the archive's folder '{TOP}'" in str(err)
+
+
+def test_unpack_refuses_a_top_folder_not_of_the_platform(tmp_path: Path) -> None:
+    top = "linux-cu126-wheelhouse/"
+    archive = craft(tmp_path / "bad.tar", meta(top=top) + body(top=top))
+    assert_refused(archive, tmp_path, f"the top folder '{top}' is not the manifest's platform's")
+
+
+def test_unpack_reads_an_archive_from_before_the_top_folder(tmp_path: Path) -> None:
+    archive = craft(tmp_path / "old.tar", meta(top="") + body(top=""))
+    out = unpack(archive, tmp_path / "restored")
+    assert (out / WHEEL).read_bytes() == FILES[WHEEL]
+    assert (out / "simple" / "demo" / "index.html").is_file()
+
+
+def test_tar_xf_makes_one_folder(tmp_path: Path) -> None:
+    """The real ``tar`` binary: everything lands in ``<platform>-wheelhouse/``, and its
+    SHA256SUMS checks with ``sha256sum -c`` there."""
+    tar = shutil.which("tar")
+    if tar is None:
+        pytest.skip("no tar binary")
+    archive = pack(make_folder(tmp_path / "wh"), tmp_path / "wh.tar")
+    here = tmp_path / "here"
+    here.mkdir()
+    subprocess.run([tar, "xf", str(archive)], cwd=here, check=True)
+    assert [p.name for p in here.iterdir()] == ["linux-cpu-wheelhouse"]
+    top = here / "linux-cpu-wheelhouse"
+    got = {p.relative_to(top).as_posix() for p in top.rglob("*") if p.is_file()}
+    assert got == {*FILES, "manifest.json", "SHA256SUMS"}
+    if shutil.which("sha256sum"):
+        subprocess.run(["sha256sum", "--quiet", "-c", "SHA256SUMS"], cwd=top, check=True)
 
 
 WITHOUT_WHEEL = {k: v for k, v in FILES.items() if k != WHEEL}
 
 
 def test_unpack_refuses_link_in_place_of_a_listed_file(tmp_path: Path) -> None:
-    link = member(WHEEL, kind=tarfile.SYMTYPE, linkname="/etc/passwd")
+    link = member(TOP + WHEEL, kind=tarfile.SYMTYPE, linkname="/etc/passwd")
     archive = craft(tmp_path / "bad.tar", meta() + body(WITHOUT_WHEEL) + [link])
-    err = assert_refused(archive, tmp_path, f"refusing member {WHEEL!r}")
+    err = assert_refused(archive, tmp_path, f"refusing member {TOP + WHEEL!r}")
     assert "symlink" in str(err)
 
 
@@ -191,12 +257,18 @@ def test_unpack_refuses_missing_member(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("first", "needle"), [
-    (body(), "expected manifest.json as member 1, found 'demo-1.0"),
-    ([meta()[1], meta()[0]], "expected manifest.json as member 1, found 'SHA256SUMS'"),
-    ([meta()[0]], "expected SHA256SUMS as member 2, found 'demo-1.0"),
-    ([meta()[0], member("SHA256SUMS", b"0" * 64 + b"  x\n")], "SHA256SUMS does not match"),
-    ([member("manifest.json", b"{not json"), meta()[1]], "not valid JSON"),
-], ids=["no-meta", "swapped", "no-sums", "bad-sums", "bad-json"])
+    (meta()[:1] + body(), f"expected {TOP}manifest.json as the first file, found '{TOP}demo-1"),
+    (body(top=""), "expected manifest.json as the first file, found 'demo-1.0"),
+    ([meta()[0], meta()[2], meta()[1]],
+     f"expected {TOP}manifest.json as the first file, found '{TOP}SHA256SUMS'"),
+    (meta()[:2], f"expected {TOP}SHA256SUMS as the next file, found '{TOP}demo-1.0"),
+    (meta()[:2] + [member(f"{TOP}SHA256SUMS", b"0" * 64 + b"  x\n")],
+     "SHA256SUMS does not match"),
+    ([meta()[0], member(f"{TOP}manifest.json", b"{not json"), meta()[2]], "not valid JSON"),
+    ([member("a/b", kind=tarfile.DIRTYPE)], "refusing member 'a/b': a nested folder"),
+    ([member("..", kind=tarfile.DIRTYPE)], "refusing member '..': '..'"),
+], ids=["no-meta", "no-meta-old", "swapped", "no-sums", "bad-sums", "bad-json", "nested-top",
+        "dotdot-top"])
 def test_unpack_refuses_bad_meta(tmp_path: Path, first: list[Member], needle: str) -> None:
     archive = craft(tmp_path / "bad.tar", first + body())
     assert_refused(archive, tmp_path, needle)
@@ -213,7 +285,7 @@ def test_unpack_refuses_truncated_archive(tmp_path: Path) -> None:
     archive = pack(make_folder(tmp_path / "wh"), tmp_path / "wh.tar")
     data = archive.read_bytes()
     points = cut_points(archive)
-    assert len(points) == 2 + 2 * len(FILES) + 3
+    assert len(points) == 2 + 2 * len(FILES) + 3 + 2 * 3  # 3 folders: the top, simple/demo
     for cut in points:
         archive.write_bytes(data[:cut])
         err = assert_refused(archive, tmp_path, "")
@@ -283,13 +355,17 @@ def test_pack_leaves_old_archive_on_failure(tmp_path: Path) -> None:
     assert hidden(tmp_path) == []
 
 
-def test_install_hint(tmp_path: Path) -> None:
-    folder = tmp_path / "my wh"
+def test_install_hint_leads_with_the_route_any_pip_takes(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path / "my wh")
     lines = install_hint(folder).splitlines()
-    assert lines[0].startswith(f"python -m pip install --no-index -r '{folder}/pylock.toml'")
-    assert lines[1] == (f"python -m pip install --no-index --find-links '{folder}' "
-                        f"--require-hashes -r '{folder}/requirements.txt'")
-    assert lines[2] == f"uv pip install --offline --no-index -r '{folder}/pylock.toml'"
+    assert lines[1] == (f"  python -m venv v && v/bin/pip install --no-index --find-links "
+                        f"'{folder}' --require-hashes -r '{folder}/requirements.txt'")
+    assert "pip >= 26.1" in lines[2]
+    assert lines[3] == f"  v/bin/pip install --no-index -r '{folder}/pylock.toml'"
+    assert lines[4] == (f"  uv pip install --python v/bin/python --offline --no-index "
+                        f"-r '{folder}/pylock.toml'")
+    (folder / "requirements.txt").write_text("demo==1.0\n")  # no hashes: pip would refuse
+    assert "--require-hashes" not in install_hint(folder)
 
 
 @pytest.mark.parametrize("name", ["a\nb.whl", "x.whl\r", "tab\there.whl", "ls\u2028x.whl"],

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from index_server import IndexServer, build_wheel
 
+import lockkit
 from lockkit import ci
+from lockkit.configcheck import lockkit_requirement
 from lockkit.errors import ConfigError
 from lockkit.platforms import load_platforms
 from lockkit.report.junit import to_junit, write_junit
@@ -37,6 +47,13 @@ def _runs(job: dict) -> list[str]:
     return [s["run"] for s in job["steps"] if "run" in s]
 
 
+def _locks(root, *names: str) -> None:
+    """Lock files on disk (outside a git repository a lock on disk counts as committed)."""
+    (root / "locks").mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (root / "locks" / f"pylock.{name}.toml").write_text('lock-version = "1.0"\n')
+
+
 # --- the workflow ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", sorted(DEFAULTS))
@@ -49,11 +66,11 @@ def test_workflow_jobs_triggers_and_gate(platforms):
     # YAML 1.1 (PyYAML) reads the key `on` as True; GitHub reads it as "on".
     assert doc.get("on", doc.get(True)) == ["push", "pull_request", "workflow_dispatch"]
     assert set(doc["jobs"]) == {"locks", "verify"}
-    assert doc["env"]["LOCKKIT_SPEC"] == "lockkit"
     locks, verify = doc["jobs"]["locks"], doc["jobs"]["verify"]
     assert locks["runs-on"] == "ubuntu-latest"
-    assert 'python -m pip install "${{ env.LOCKKIT_SPEC }}"' in _runs(locks)
-    assert "lockkit compile --check --project ." in _runs(locks)
+    # the locks job checks exactly the platforms that get a verify job
+    assert ("lockkit compile --check " + "".join(f"--platform {n} " for n in WANT)
+            + "--project .") in _runs(locks)
     assert verify["needs"] == "locks"
     assert verify["strategy"]["fail-fast"] is False
     assert verify["runs-on"] == "${{ matrix.runner }}"
@@ -67,7 +84,7 @@ def test_matrix_is_the_requested_platforms_with_runners_and_pythons(platforms):
     assert [e["platform"] for e in include] == WANT
     want = {**DEFAULTS, "linux-cu126": ["self-hosted", "a100"], "windows-cpu": "win-big"}
     for entry in include:
-        assert set(entry) == {"platform", "runner", "python"}
+        assert set(entry) == {"platform", "runner", "python", "lock"}
         assert entry["runner"] == want[entry["platform"]]
         assert entry["python"] == platforms[entry["platform"]].python
         assert isinstance(entry["python"], str)
@@ -92,7 +109,7 @@ def test_verify_steps_and_artifact(platforms):
               "--report-dir lockkit-report --junit lockkit-report/junit.xml")
     assert runs.index(build) < runs.index(verify)
     upload = steps[-1]
-    assert upload["uses"] == "actions/upload-artifact@v4"
+    assert upload["uses"] == "actions/upload-artifact@" + ci.ACTIONS["actions/upload-artifact"][0]
     assert upload["if"] == "always()"
     assert upload["with"]["name"] == "dossier-${{ matrix.platform }}"
     assert upload["with"]["path"] == "lockkit-report"
@@ -140,6 +157,264 @@ def test_validate_runners_names_each_bad_key(platforms):
     assert "[ci.runners].linux-cuda126: unknown platform (did you mean 'linux-cu126'?)" in message
     assert "[ci.runners].linux-cpu: expected a label" in message
     assert "[ci.runners].macos-arm64: expected a label" in message
+
+
+# --- a safe workflow: pins, the lockkit requirement, locks, caches, --project ----------------
+
+PINNED = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+@[0-9a-f]{40}")
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _steps(doc: dict) -> list[dict]:
+    return [s for job in doc["jobs"].values() for s in job["steps"]]
+
+
+def _installs(doc: dict) -> list[dict]:
+    return [s for s in _steps(doc) if s.get("name") == "install lockkit"]
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid",
+                    "-c", "commit.gpgsign=false", *args], cwd=root, check=True,
+                   capture_output=True)
+
+
+def _repo(tmp_path: Path, config: str, committed: tuple[str, ...] = ("linux-cpu",),
+          sub: str = ".") -> Path:
+    """A git repository whose project (at *sub*) has *committed* locks in a commit."""
+    repo = tmp_path / "repo"
+    project = repo / sub
+    project.mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (project / "lockkit.toml").write_text(config)
+    _locks(project, *committed)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "locks")
+    return repo
+
+
+def _cli(cwd: Path, monkeypatch, *argv: str) -> int:
+    from lockkit.cli import main
+
+    monkeypatch.chdir(cwd)
+    return main(["ci", "github", *argv])
+
+
+def _written(repo: Path) -> tuple[str, dict]:
+    text = (repo / ".github" / "workflows" / "lockkit.yml").read_text()
+    return text, yaml.safe_load(text)
+
+
+def test_every_action_is_pinned_to_a_commit_with_its_tag(platforms):
+    text, doc = _workflow(platforms)
+    uses = [s["uses"] for s in _steps(doc) if "uses" in s]
+    assert {u.split("@")[0] for u in uses} == set(ci.ACTIONS)  # the table covers them all
+    for use in uses:
+        assert PINNED.fullmatch(use), use
+        sha, tag = ci.ACTIONS[use.split("@")[0]]
+        assert use.endswith("@" + sha)
+        assert f"{use} # {tag}" in text and re.fullmatch(r"v\d+\.\d+\.\d+", tag)
+
+
+def test_read_only_permissions_no_persisted_token_no_expression_in_scripts(platforms):
+    _, doc = _workflow(platforms)
+    assert doc["permissions"] == {"contents": "read"}
+    checkouts = [s for s in _steps(doc) if s.get("uses", "").startswith("actions/checkout@")]
+    assert len(checkouts) == 2
+    assert all(s["with"]["persist-credentials"] is False for s in checkouts)
+    for step in _steps(doc):
+        # only the matrix values this file defines may be substituted into a script
+        outside = re.sub(r"\$\{\{ matrix\.(platform|python) \}\}", "", step.get("run", ""))
+        assert "${{" not in outside, step
+
+
+@pytest.mark.parametrize("requirement", [
+    "lockkit==1.2.3", f"lockkit @ git+https://git.example.invalid/org/lockkit@{SHA}",
+    "lockkit @ https://files.example.invalid/lockkit-1.2.3-py3-none-any.whl#sha256=" + "a" * 64,
+])
+def test_the_install_step_installs_exactly_the_configured_requirement(platforms, requirement):
+    req, problems = lockkit_requirement(requirement)
+    assert problems == []
+    text, doc = _workflow(platforms, ["linux-cpu"], lockkit=req)
+    steps = _installs(doc)
+    assert len(steps) == 2  # the locks job and the verify job
+    for step in steps:
+        assert step["shell"] == "python"
+        assert step["env"] == {"LOCKKIT_REQUIREMENT": requirement, "LOCKKIT_HASHES": ""}
+    assert f"#   {requirement} (" in text  # the file says where lockkit comes from
+    assert "This is the default" not in text
+
+
+def test_the_default_pins_the_running_version_and_says_so(tmp_path, monkeypatch, capsys):
+    _, doc = _workflow(load_platforms(tmp_path), ["linux-cpu"])
+    assert {s["env"]["LOCKKIT_REQUIREMENT"] for s in _installs(doc)} == \
+        {f"lockkit=={lockkit.__version__}"}
+    repo = _repo(tmp_path, 'platforms = ["linux-cpu"]\n')
+    assert _cli(repo, monkeypatch) == 0
+    text, _ = _written(repo)
+    assert "# This is the default: the name on the default index is not known" in text
+    err = capsys.readouterr().err
+    assert f"warning: CI installs lockkit=={lockkit.__version__} from the default index" in err
+    (repo / "lockkit.toml").write_text('platforms = ["linux-cpu"]\n[ci]\nlockkit = "lockkit==9"\n')
+    assert _cli(repo, monkeypatch) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert {s["env"]["LOCKKIT_REQUIREMENT"] for s in _installs(_written(repo)[1])} == \
+        {"lockkit==9"}
+
+
+def test_platforms_without_a_committed_lock_are_left_out_and_named(tmp_path, monkeypatch,
+                                                                   capsys):
+    repo = _repo(tmp_path, 'platforms = ["linux-cpu", "macos-arm64", "windows-cpu"]\n')
+    _locks(repo, "macos-arm64")  # on disk, not committed; windows-cpu has none
+    assert _cli(repo, monkeypatch) == 0
+    _, doc = _written(repo)
+    include = doc["jobs"]["verify"]["strategy"]["matrix"]["include"]
+    assert [e["platform"] for e in include] == ["linux-cpu"]
+    assert _runs(doc["jobs"]["locks"])[-1] == \
+        "lockkit compile --check --platform linux-cpu --project ."
+    err = capsys.readouterr().err
+    assert "left out macos-arm64: locks/pylock.macos-arm64.toml is not committed" in err
+    assert "left out windows-cpu: no lock (locks/pylock.windows-cpu.toml" in err
+    assert "verify on linux-cpu\n" in err
+
+
+def test_no_committed_lock_at_all_is_refused(tmp_path, monkeypatch, capsys):
+    repo = _repo(tmp_path, 'platforms = ["macos-arm64"]\n')
+    assert _cli(repo, monkeypatch) == 2
+    err = capsys.readouterr().err
+    assert "lockkit: error: no platform has a committed lock" in err and "Traceback" not in err
+    assert "left out macos-arm64: no lock" in err
+    assert not (repo / ".github").exists()
+
+
+def test_caches_are_keyed_by_each_platforms_lock(platforms):
+    _, doc = _workflow(platforms, ["linux-cpu", "windows-cpu"], project="apps/emb")
+    verify = doc["jobs"]["verify"]
+    locks = {e["platform"]: e["lock"] for e in verify["strategy"]["matrix"]["include"]}
+    assert locks == {"linux-cpu": "apps/emb/locks/pylock.linux-cpu.toml",
+                     "windows-cpu": "apps/emb/locks/pylock.windows-cpu.toml"}
+    (cache,) = [s for s in verify["steps"] if s.get("uses", "").startswith("actions/cache@")]
+    assert "${{ hashFiles(matrix.lock) }}" in cache["with"]["key"]
+    assert "${{ matrix.platform }}" in cache["with"]["key"]
+    paths = cache["with"]["path"].splitlines()
+    assert paths == [ci.CACHES["LOCKKIT_CACHE_DIR"], ci.CACHES["UV_CACHE_DIR"],
+                     "apps/emb/wheelhouse/${{ matrix.platform }}"]
+    for step in verify["steps"]:  # every lockkit command uses the cached folders
+        if step.get("run", "").startswith("lockkit "):
+            assert step["env"] == ci.CACHES
+    (gate,) = [s for s in doc["jobs"]["locks"]["steps"] if "actions/cache@" in s.get("uses", "")]
+    assert gate["with"]["key"] == "lockkit-locks-${{ hashFiles('apps/emb/locks/pylock.*.toml') }}"
+
+
+def test_an_absolute_project_inside_the_repository_is_made_relative(tmp_path, monkeypatch):
+    repo = _repo(tmp_path, 'platforms = ["linux-cpu"]\n', sub="apps/emb")
+    assert _cli(repo, monkeypatch, "--project", str(repo / "apps" / "emb")) == 0
+    _, doc = _written(repo)
+    assert _runs(doc["jobs"]["locks"])[-1].endswith("--project apps/emb")
+    (entry,) = doc["jobs"]["verify"]["strategy"]["matrix"]["include"]
+    assert entry["lock"] == "apps/emb/locks/pylock.linux-cpu.toml"
+    (repo / ".github").rename(tmp_path / "first")
+    # from inside the project, '.' is the same project and the file goes to the root
+    assert _cli(repo / "apps" / "emb", monkeypatch) == 0
+    assert _written(repo)[0] == (tmp_path / "first" / "workflows" / "lockkit.yml").read_text()
+
+
+def test_a_project_outside_the_repository_is_refused(tmp_path, monkeypatch, capsys):
+    repo = _repo(tmp_path, 'platforms = ["linux-cpu"]\n')
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "lockkit.toml").write_text('platforms = ["linux-cpu"]\n')
+    _locks(outside, "linux-cpu")
+    assert _cli(repo, monkeypatch, "--project", str(outside)) == 2
+    err = capsys.readouterr().err
+    assert f"lockkit: error: --project {outside}: outside the repository" in err
+    assert "Traceback" not in err and not (repo / ".github").exists()
+
+
+@pytest.mark.parametrize("value,expected", [
+    ('"lockkit"', "ci.lockkit: 'lockkit': pin one version"),
+    ('"lockkit>=1.0"', "ci.lockkit: 'lockkit>=1.0': pin one version"),
+    ('"lockkitt==1.0"', "names another project than lockkit"),
+    ('"lockkit @ git+https://git.example.invalid/o/lockkit@main"', "pin a full 40-hex commit"),
+    ('"lockkit==1.0 --hash=sha256:abc"', "'--hash=sha256:abc' is not a --hash=sha256:<hex>"),
+    ('"/abs/lockkit-1.0-py3-none-any.whl"', "relative to the repository root"),
+    ("3", "ci.lockkit: expected a pip requirement string"),
+], ids=["bare", "range", "other-name", "vcs-branch", "short-hash", "absolute-path", "number"])
+def test_bad_ci_lockkit_is_one_line_naming_the_file_and_key(tmp_path, monkeypatch, capsys,
+                                                            value, expected):
+    code, path = _cli_ci(tmp_path, monkeypatch, f"[ci]\nlockkit = {value}\n")
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"lockkit: error: {path}: " in err and expected in err and "Traceback" not in err
+    assert not (tmp_path / ".github").exists()
+
+
+def test_a_committed_wheel_is_hashed_and_a_wrong_hash_refused(tmp_path, monkeypatch, capsys):
+    repo = _repo(tmp_path, 'platforms = ["linux-cpu"]\n[ci]\n'
+                           'lockkit = "dist/lockkit-1.0-py3-none-any.whl"\n')
+    assert _cli(repo, monkeypatch) == 2
+    missing = "dist/lockkit-1.0-py3-none-any.whl: no such file committed to the repository"
+    assert missing in capsys.readouterr().err
+    wheel = build_wheel(repo / "dist", "lockkit", "1.0")
+    assert _cli(repo, monkeypatch) == 2  # on disk, not in git: CI would not have it
+    assert missing in capsys.readouterr().err
+    _git(repo, "add", "dist")
+    assert _cli(repo, monkeypatch) == 0
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    text, doc = _written(repo)
+    assert {s["env"]["LOCKKIT_HASHES"] for s in _installs(doc)} == {f"sha256:{digest}"}
+    assert "a file committed to this repository" in text and "pip checks its hash" in text
+    (repo / "lockkit.toml").write_text(
+        'platforms = ["linux-cpu"]\n[ci]\nlockkit = "dist/lockkit-1.0-py3-none-any.whl '
+        f'--hash=sha256:{"0" * 64}"\n')
+    assert _cli(repo, monkeypatch) == 2
+    assert f"has sha256:{digest}, not the hash given" in capsys.readouterr().err
+
+
+# --- the install step's script, run by a real Python in a real venv --------------------------
+
+def _install(script: str, env: dict[str, str], cwd: Path,
+             venv: Path) -> subprocess.CompletedProcess[str]:
+    """Run the step as GitHub's `shell: python` does (`python {0}`), pip kept off the
+    machine's configuration."""
+    (cwd / "step.py").write_text(script)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
+    return subprocess.run([str(venv / "bin" / "python"), "step.py"], cwd=cwd, text=True,
+                          capture_output=True, timeout=300,
+                          env={**clean, "PIP_CONFIG_FILE": os.devnull, **env})
+
+
+def _installed(venv: Path) -> set[str]:
+    out = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json",
+                          "--disable-pip-version-check"],
+                         capture_output=True, text=True, check=True,
+                         env={"PIP_CONFIG_FILE": os.devnull}).stdout
+    return {f"{p['name']}=={p['version']}" for p in json.loads(out)}
+
+
+def test_the_install_step_checks_the_hash_then_installs_the_dependencies(tmp_path, platforms):
+    server = IndexServer(tmp_path / "index")
+    simple = server.index("/simple")
+    wheel = simple.add("lockkit", "1.2.3", requires=["lkdep"])
+    simple.add("lkdep", "1.0")
+    good = "sha256:" + hashlib.sha256(wheel.read_bytes()).hexdigest()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    with server:
+        for hashes, ok in ((f"sha256:{'0' * 64}", False), (good, True)):
+            req, problems = lockkit_requirement(f"lockkit==1.2.3 --hash={hashes}")
+            assert problems == []
+            _, doc = _workflow(platforms, ["linux-cpu"], lockkit=req)
+            step = _installs(doc)[-1]
+            result = _install(step["run"], {**step["env"],
+                                            "PIP_INDEX_URL": f"{server.url}/simple"},
+                              tmp_path, venv)
+            assert (result.returncode == 0) is ok, result.stderr
+            names = _installed(venv)
+            assert ({"lockkit==1.2.3", "lkdep==1.0"} <= names) is ok
+            if not ok:
+                assert "THESE PACKAGES DO NOT MATCH THE HASHES" in result.stderr
+                assert "lockkit's hash did not match" in result.stderr
 
 
 # --- JUnit ----------------------------------------------------------------------------------
@@ -226,6 +501,7 @@ def test_cli_writes_the_workflow_and_junit_flag_exists(tmp_path, monkeypatch):
 
     (tmp_path / "lockkit.toml").write_text(
         'platforms = ["linux-cpu", "linux-rocm6"]\n[ci.runners]\nlinux-rocm6 = "mi300"\n')
+    _locks(tmp_path, "linux-cpu", "linux-rocm6")
     monkeypatch.chdir(tmp_path)
     assert main(["ci", "github"]) == 0
     flow = yaml.safe_load((tmp_path / ".github" / "workflows" / "lockkit.yml").read_text())
@@ -253,6 +529,7 @@ def _cli_ci(tmp_path, monkeypatch, config: str) -> tuple[int, str]:
     from lockkit.cli import main
 
     (tmp_path / "lockkit.toml").write_text(config)
+    _locks(tmp_path, "linux-cpu")
     monkeypatch.chdir(tmp_path)
     return main(["ci", "github"]), str(tmp_path / "lockkit.toml")
 

@@ -484,3 +484,61 @@ def test_a_short_mirror_path_lacking_torch_never_falls_back(project, indexes, ca
     assert "never falls back" in msg
     assert not (project / "locks" / "pylock.linux-cpu.toml").exists()
     assert not [w for w in indexes.wheel_requests() if w.startswith("/simple/torch")]
+
+
+def _imported_by_check(project: Path) -> set[str]:
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "lockkit", "compile",
+                          "--check", "--project", str(project), "--platform", "linux-cpu"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return {line.split("|")[-1].strip().split(".")[0] for line in run.stderr.splitlines()
+            if line.startswith("import time:")}
+
+
+def test_the_gate_on_unchanged_inputs_parses_no_requirement(project):
+    """compile records the digest of the bytes it read; --check on the same bytes says
+    fresh without packaging (nor the resolver's httpx, rich or tomli_w)."""
+    assert compile_(project, "--platform", "linux-cpu") == 0
+    lock = tomllib.loads((project / "locks" / "pylock.linux-cpu.toml").read_text())
+    assert lock["tool"]["lockkit"]["input-files-digest"].startswith("sha256:")
+    imported = _imported_by_check(project)
+    assert "lockkit" in imported
+    assert not imported & {"packaging", "httpx", "rich", "tomli_w", "numpy"}, imported
+    # a comment changes the bytes: the full path parses the inputs and still says fresh
+    (project / "requirements.in").write_text("# the app\ntorch==2.5.1\nnumpy\n")
+    assert "packaging" in _imported_by_check(project)
+
+
+def test_the_quick_path_sees_an_included_file_change(project, capsys):
+    (project / "base.txt").write_text("numpy\n")
+    (project / "requirements.in").write_text("torch==2.5.1\n-r base.txt\n")
+    assert compile_(project, "--platform", "linux-cpu") == 0
+    capsys.readouterr()
+    assert check_line(project, capsys)[0] == 0
+    (project / "base.txt").write_text("numpy>=2\n")
+    code, line = check_line(project, capsys)
+    assert code == 1 and "base.txt: added numpy>=2" in line
+
+
+def test_a_lock_without_the_files_digest_is_checked_in_full(project, capsys):
+    """Locks written before the digest existed stay fresh: the full check decides."""
+    assert compile_(project, "--platform", "linux-cpu") == 0
+    path = project / "locks" / "pylock.linux-cpu.toml"
+    text = path.read_text()
+    path.write_text("\n".join(ln for ln in text.splitlines()
+                              if not ln.startswith("input-files-digest")) + "\n")
+    assert "input-files-digest" not in path.read_text()
+    capsys.readouterr()
+    assert check_line(project, capsys)[0] == 0
+
+
+def test_a_lock_is_sealed_and_a_broken_seal_only_costs_the_full_check(project, capsys):
+    """The last line holds the sha256 of the lines above; a lock touched anywhere (here:
+    one blank line, which changes no TOML value) goes down the full path, still fresh."""
+    assert compile_(project, "--platform", "linux-cpu") == 0
+    path = project / "locks" / "pylock.linux-cpu.toml"
+    *body, last = path.read_text().splitlines(keepends=True)
+    assert last == f"# lockkit seal: sha256:{hashlib.sha256(''.join(body).encode()).hexdigest()}\n"
+    path.write_text("".join(body[:3]) + "\n" + "".join(body[3:]) + last)
+    capsys.readouterr()
+    assert check_line(project, capsys) == (0, "linux-cpu: fresh (locks/pylock.linux-cpu.toml)")

@@ -262,3 +262,22 @@ def test_a_platform_name_with_a_dot_is_refused_naming_the_file(tmp_path, capsys)
     err = capsys.readouterr().err
     assert "linux-rocm6.3.toml: name: 'linux-rocm6.3' cannot name a lock file" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("text", ["", ">=2.5", ">=2.5,<3", "==2.5.*", ">=2.*", "~=2", "~=2.5",
+                                  "<3 , >= 2.1", "2.5", "==2.5.1.*", "!=2.*", ">2.5.*", "===2",
+                                  "== 2.5", " >=2 ", ">=2.5,", ",>=2", ">=2.5;", ">=v2"])
+def test_the_quick_specifier_check_agrees_with_packaging(text):
+    """torch.releases is checked by a pattern for the plain forms (the gate avoids importing
+    packaging); whatever the pattern accepts, packaging accepts, and the rest is asked of it."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    from lockkit.platforms import _PLAIN_SPECIFIERS, _valid_specifier
+    try:
+        SpecifierSet(text)
+        valid = True
+    except InvalidSpecifier:
+        valid = False
+    assert _valid_specifier(text) is valid
+    if _PLAIN_SPECIFIERS.fullmatch(text):
+        assert valid

@@ -94,8 +94,9 @@ def test_build_writes_a_complete_verified_folder(project, indexes, tmp_path):
         data = (out / path).read_bytes()
         assert (len(data), hashlib.sha256(data).hexdigest()) == (entry["size"], entry["sha256"])
     torch = listed[TORCH]
-    assert torch["source"] == f"{R2}/{TORCH_KEY}"  # the lock's URL ...
-    assert torch["origin"] == f"{indexes.pt.r2}/{TORCH_KEY}"  # ... found at the mirror
+    assert torch["source"] == f"{R2}/{TORCH_KEY}"  # the lock's URL, not the mirror's
+    assert all("origin" not in f for f in listed.values())  # where it was found: the log's
+    assert indexes.pt.r2 not in (out / "manifest.json").read_text()
 
     reqs = (out / "requirements.txt").read_text()
     assert f"torch==2.5.1+cpu --hash=sha256:{torch['sha256']}" in reqs
@@ -114,8 +115,8 @@ def test_second_build_downloads_nothing(project, indexes, tmp_path, capsys):
     assert build_cli(project, tmp_path / "cache", "--out", str(tmp_path / "again")) == 0
     assert len(wheel_requests(indexes)) == first
     assert "0 B downloaded, 3 from cache" in capsys.readouterr().err
-    manifest = json.loads((tmp_path / "again" / "manifest.json").read_text())
-    assert {f["origin"] for f in manifest["files"] if f["kind"] == "wheel"} == {"cache"}
+    first_manifest = project / "wheelhouse" / "linux-cpu" / "manifest.json"
+    assert (tmp_path / "again" / "manifest.json").read_bytes() == first_manifest.read_bytes()
 
 
 def test_find_links_folder_is_used_by_hash(project, indexes, tmp_path):
@@ -123,12 +124,9 @@ def test_find_links_folder_is_used_by_hash(project, indexes, tmp_path):
     assert build_cli(project, tmp_path / "c1") == 0
     links = project / "wheelhouse" / "linux-cpu"
     before = len(wheel_requests(indexes))
-    assert build_cli(project, tmp_path / "c2", "--find-links", str(links),
-                     "--out", str(tmp_path / "w2")) == 0
+    result = build_lib(project, tmp_path / "c2", tmp_path / "w2", find_links=(links,))
     assert len(wheel_requests(indexes)) == before
-    manifest = json.loads((tmp_path / "w2" / "manifest.json").read_text())
-    assert {f["origin"] for f in manifest["files"] if f["kind"] == "wheel"} == \
-        {f"find-links {links}"}
+    assert {r.origin for r in result.files} == {f"find-links {links}"}
 
 
 def test_find_links_file_with_wrong_bytes_is_refused(project, tmp_path, capsys):
@@ -334,6 +332,27 @@ def test_offline_install_with_requirements_and_hashes(built, tmp_path):
                     "--no-index", "--find-links", str(built), "--require-hashes",
                     "-r", str(built / "requirements.txt")], check=True, env=_clean_env())
     assert _installed(python) == EXPECTED
+
+
+def test_printed_hint_installs_with_a_fresh_venvs_pip(built, tmp_path):
+    """What unpack prints, run as printed (bar the interpreter's path) with no network: the
+    first route works with the pip a fresh venv brings; that pip cannot read pylock.toml,
+    which is why the hint does not lead with it."""
+    import shlex
+
+    from lockkit.archive import install_hint
+
+    lines = install_hint(built).splitlines()
+    first = lines[1].strip().replace("python -m venv", f"{shlex.quote(sys.executable)} -m venv")
+    subprocess.run([*_no_network(), "sh", "-c", first], cwd=tmp_path, check=True,
+                   env=_clean_env())  # no pip config: the folder alone is enough
+    assert _installed(tmp_path / "v" / "bin" / "python") == EXPECTED
+    pip = subprocess.run([str(tmp_path / "v" / "bin" / "pip"), "--version"],
+                         capture_output=True, text=True, check=True).stdout.split()[1]
+    if int(pip.split(".")[0]) < 26:  # the venv's bundled pip (23.2 with Python 3.11)
+        old = subprocess.run([*_no_network(), "sh", "-c", lines[3].strip()], cwd=tmp_path,
+                             capture_output=True, text=True, env=_clean_env())
+        assert old.returncode != 0 and "Invalid requirement: 'lock-version" in old.stderr
 
 
 def test_offline_install_from_pylock_with_pip26(built, tmp_path, modern_pip):

@@ -10,35 +10,44 @@ A command's module is imported only when that command runs.
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
-from pathlib import Path
 
-from lockkit import ui
-from lockkit.cli.parser import build_parser, check_ranges
-from lockkit.errors import INTERRUPTED, LockkitError, WriteError
+from lockkit import __version__
 
-__all__ = ["build_parser", "main"]
+__all__ = ["main"]
 
 _COMMANDS = {"platforms": "build", "compile": "build", "wheelhouse": "build",
              "verify": "check", "diagnose": "check", "diff": "check", "ci": "check",
-             "sync": "sync"}
+             "export": "export", "cache": "cachecmd", "sync": "sync"}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; every failure ends as one line (and a hint) and an exit status:
     0 done, 1 a failure (a check, the network, a file that cannot be written), 2 bad input
     (flags, config, platform files, requirement files, locks), 130 interrupted."""
+    args_in = sys.argv[1:] if argv is None else argv
+    if args_in == ["--version"]:  # the cheapest answer: no argparse, no pathlib, no lockkit
+        print(f"lockkit {__version__}")
+        return 0
+    return _main(args_in)
+
+
+def _main(argv: list[str]) -> int:
+    import importlib
+
+    from lockkit import ui
+    from lockkit.cli.parser import build_parser, check_ranges
+    from lockkit.errors import INTERRUPTED, LockkitError, WriteError
+
     try:
-        parser = build_parser()
+        # flags of the command named first only; "--help" or an unknown word: all of them
+        parser = build_parser(argv[0] if argv and argv[0] in _COMMANDS else None)
         args = parser.parse_args(argv)
         if not args.command:
             parser.print_help(sys.stderr)
             return 2
         check_ranges(args)
-        import importlib
-
         module = importlib.import_module(f"lockkit.cli.{_COMMANDS[args.command]}")
         code = getattr(module, f"cmd_{args.command}")(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
@@ -61,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _os_error(exc: OSError) -> str:
     """``<path>: <reason>``; a file met where a folder was needed is said so."""
+    import errno
+    from pathlib import Path
+
     if exc.filename is None:
         return str(exc.strerror or exc)
     path = Path(os.fsdecode(exc.filename))
@@ -72,6 +84,8 @@ def _os_error(exc: OSError) -> str:
 
 
 def _fail(message: str, hint: str | None) -> None:
+    from lockkit import ui
+
     ui.say(f"lockkit: error: {message}")
     if hint:
         ui.say(f"hint: {hint}")

@@ -58,7 +58,6 @@ def _platforms_host(platforms: dict[str, Any], as_json: bool) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from lockkit.compiler import check_platforms, compile_platforms
     from lockkit.config import load_project
     from lockkit.platforms import load_platforms, select_platforms
 
@@ -71,6 +70,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
             raise UsageError(f"--check: no lockkit.toml (or [tool.lockkit] in pyproject.toml) "
                              f"in {project.root}",
                              hint="run it in the project folder, or pass --project DIR")
+        from lockkit.freshness import check_platforms  # the gate imports no resolver
+
         outcomes = check_platforms(project, selected)
         bad = [o for o in outcomes if o.status != "fresh"]
         for o in outcomes:
@@ -81,6 +82,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 "locks not fresh: " + ", ".join(f"{o.platform} ({o.status})" for o in bad),
                 hint="run 'lockkit compile' and commit the locks")
         return 0
+    from lockkit.compiler import compile_platforms
+
     with ui.progress("resolving " + ", ".join(p.name for p in selected),
                      total=len(selected)) as advance:
         outcomes = compile_platforms(project, selected, jobs=args.jobs,
@@ -98,6 +101,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def cmd_wheelhouse(args: argparse.Namespace) -> int:
+    if args.wheelhouse_command == "sbom":
+        from lockkit.cli.sbom import cmd_wheelhouse_sbom
+        return cmd_wheelhouse_sbom(args)
     return {"build": _wheelhouse_build, "pack": _wheelhouse_pack,
             "unpack": _wheelhouse_unpack}[args.wheelhouse_command](args)
 
@@ -122,6 +128,7 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
     stale = stale_warning(project, platform)  # after plan: an unreadable lock is its error
     if stale:
         ui.say(f"warning: {stale}")
+    with_tools = _tools_wanted(args, project, platform, lock_path)
     total = sum(i.want.size or 0 for i in items) or None
     cache = Cache((args.cache_dir or default_cache_dir()).absolute())
     try:
@@ -132,7 +139,8 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
                 project, platform, out, client=client, cache=cache,
                 find_links=tuple(p.absolute() for p in args.find_links), jobs=args.jobs,
                 attempts=args.retries + 1, items=items, lock_path=lock_path,
-                on_file=lambda got: shown.file_done(), on_bytes=shown.moved)
+                on_file=lambda got: shown.file_done(), on_bytes=shown.moved,
+                with_tools=with_tools)
     except OSError as exc:
         if exc.filename is not None:
             raise  # main names the file
@@ -146,7 +154,22 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
                     for r in result.files], stream=sys.stdout)
     ui.say(f"{platform.name}: {len(result.files)} wheels, {_size(result.downloaded_bytes)} "
            f"downloaded, {result.from_cache} from cache -> {shown_path(out)}")
+    if with_tools:
+        ui.say(f"{platform.name}: tools/ has lockkit and its dependencies "
+               f"({len(list((out / 'tools').glob('*.whl')))} wheels) for the offline machine")
     return 0
+
+
+def _tools_wanted(args: argparse.Namespace, project: Any, platform: Any, lock: Path) -> bool:
+    """tools/ unless --no-tools, or the lock's Python is one lockkit cannot run on (a note)."""
+    from lockkit import tools
+
+    if args.no_tools:
+        return False
+    reason = tools.skip_reason(tools.target_python(project, platform, lock))
+    if reason:
+        ui.say(f"{platform.name}: no tools/ in this wheelhouse: {reason}")
+    return reason is None
 
 
 def _wheelhouse_pack(args: argparse.Namespace) -> int:

@@ -146,18 +146,30 @@ def cmd_ci(args: argparse.Namespace) -> int:
     from lockkit.config import load_project
     from lockkit.platforms import load_platforms, select_platforms
 
-    if args.project.is_absolute():
-        raise UsageError("--project: give the project relative to the repository root")
-    project = load_project(args.project)
+    repo, rel = ci.locate_project(args.project, Path.cwd())
+    project = load_project(repo / rel)
     known = load_platforms(project.root)
     selected = select_platforms(known, args.platform, args.all, project.platforms)
     runners = ci.validate_runners(project.runners, known,
                                   where=f"{project.config_file}: [ci.runners]")
-    text = ci.github_workflow(selected, project=args.project.as_posix(), runners=runners,
-                              python=project.python)
-    out = args.output or ci.DEFAULT_OUTPUT
+    lockkit = (ci.pin_files(project.ci_lockkit, repo, f"{project.config_file}: [ci] lockkit")
+               if project.ci_lockkit else None)
+    kept, left = ci.split_by_lock(selected, repo, rel)
+    for name, why in left:
+        ui.say(f"left out {name}: {why}")
+    if not kept:
+        raise UsageError("no platform has a committed lock, so the workflow would verify "
+                         "nothing", hint="run 'lockkit compile', then commit locks/")
+    if lockkit is None:
+        ui.say(f"warning: CI installs {ci.default_lockkit().requirement} from the "
+               "default index, where the name is not known to be lockkit's; set [ci] lockkit "
+               "in lockkit.toml to a source you control (a committed wheel, a URL with "
+               "#sha256=, a commit, or a version with --hash)")
+    text = ci.github_workflow(kept, project=rel, runners=runners, python=project.python,
+                              lockkit=lockkit)
+    out = args.output or repo / ci.DEFAULT_OUTPUT
     ci.write_workflow(text, out)
-    ui.say(f"wrote {out}: verify on {', '.join(p.name for p in selected)}")
+    ui.say(f"wrote {shown_path(out)}: verify on {', '.join(p.name for p in kept)}")
     return 0
 
 

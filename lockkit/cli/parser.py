@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,36 @@ from lockkit.errors import UsageError
 __all__ = ["build_parser", "check_ranges"]
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter without its ``import shutil``: argparse builds one for every
+    flag it adds (to check the metavar), and shutil pulls in bz2 and lzma. The width is
+    shutil.get_terminal_size's: $COLUMNS, else the terminal's, else 80."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        if width is None:
+            width = _columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def _columns() -> int:
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    stdout = sys.__stdout__
+    try:
+        return (os.get_terminal_size(stdout.fileno()).columns if stdout else 0) or 80
+    except (ValueError, OSError):
+        return 80
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with lockkit's one-line errors (subcommand parsers inherit the class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> Any:
         command = self.prog.removeprefix("lockkit").strip()  # "compile", "wheelhouse build"
@@ -56,13 +85,36 @@ def _project_args(p: argparse.ArgumentParser) -> None:
                         "written)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Unused:
+    """Stands in for the parser of a command that is not running: every call is dropped
+    (``add_argument``, ``add_subparsers``, ``add_parser``...), so only the running
+    command's parser is built; ``--help`` and a bare ``lockkit`` still build them all."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: self
+
+
+class _OnlyOne:
+    """A subparsers action that builds the flags of the command *only* (None: all)."""
+
+    def __init__(self, action: Any, only: str | None) -> None:
+        self._action, self._only = action, only
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        if self._only not in (None, name):
+            return _Unused()  # not even listed: argv names its command, no list is shown
+        return self._action.add_parser(name, **kwargs)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; with *only*, the flags of that command alone (the others are
+    listed, not built: the fixed cost of every run)."""
     parser = _Parser(
         prog="lockkit",
         description="Rebuildable PyTorch environments: per-platform PEP 751 locks with hashes "
                     "and pinned PyTorch indexes.")
     parser.add_argument("--version", action="version", version=f"lockkit {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub: Any = _OnlyOne(parser.add_subparsers(dest="command", metavar="COMMAND"), only)
     plat = sub.add_parser("platforms", help="list the known platforms",
                           description="List shipped platforms and the project's own.")
     plat.add_argument("--project", type=Path, default=Path("."), metavar="DIR")
@@ -97,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     _project_args(comp)
     _wheelhouse_parser(sub)
     _verify_parsers(sub)
+    _export_parser(sub)
+    _cache_parser(sub)
     _sync_parser(sub)
     return parser
 
@@ -214,14 +268,53 @@ def _verify_parsers(sub: Any) -> None:
         description="Write a GitHub Actions workflow: a 'locks' job running 'lockkit compile "
                     "--check', then a matrix with one job per platform on its runner label "
                     "([ci.runners] in lockkit.toml overrides the defaults), each building the "
-                    "wheelhouse, running 'lockkit verify --junit' and uploading the dossier.")
+                    "wheelhouse, running 'lockkit verify --junit' and uploading the dossier. "
+                    "Only platforms with a committed lock get a job (the others are named on "
+                    "stderr). CI installs the lockkit that [ci] lockkit names (default: this "
+                    "version, lockkit==X.Y.Z, from the default index; pin a source you "
+                    "control); actions are pinned to commits; caches are keyed by each "
+                    "lock's hash.")
     gh.add_argument("--platform", action="append", default=[], metavar="NAME",
                     help="platform to verify (repeatable; default: the config's list)")
     gh.add_argument("--all", action="store_true", help="every known platform")
     gh.add_argument("--project", type=Path, default=Path("."), metavar="DIR",
-                    help="project folder, relative to the repository root (default: .)")
+                    help="project folder inside the repository, absolute or relative to "
+                         "the current folder (default: .)")
     gh.add_argument("-o", "--output", type=Path, metavar="FILE",
-                    help="workflow file (default: .github/workflows/lockkit.yml)")
+                    help="workflow file (default: <repository root>/.github/workflows/"
+                         "lockkit.yml)")
+
+
+def _wheelhouse_sbom_parser(whsub: Any) -> None:
+    sbom = whsub.add_parser(
+        "sbom", help="(re)write the wheelhouse's CycloneDX SBOM",
+        description="Write sbom.cdx.json (CycloneDX 1.6 JSON) for an existing wheelhouse "
+                    "folder, from its manifest.json and the lock it was built from: every "
+                    "file's name, version, package URL, sha256 and the lock's URL, for a site "
+                    "to review before the folder crosses its air gap. 'wheelhouse build' "
+                    "writes it already; this is for folders built before, or for a copy "
+                    "elsewhere (-o). The same lock gives the same bytes.")
+    sbom.add_argument("--platform", required=True, metavar="NAME")
+    sbom.add_argument("--project", type=Path, default=Path("."), metavar="DIR")
+    sbom.add_argument("--from", dest="folder", type=Path, metavar="DIR",
+                      help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
+    sbom.add_argument("--lock", type=Path, metavar="FILE",
+                      help="the lock the folder was built from (default: "
+                           "<project>/locks/pylock.<platform>.toml)")
+    sbom.add_argument("-o", "--output", type=Path, metavar="FILE",
+                      help="write here instead (default: sbom.cdx.json in the folder, which "
+                           "is then listed in its manifest.json)")
+
+
+def _tools_arg(build: Any) -> None:
+    build.add_argument(
+        "--no-tools", action="store_true",
+        default=os.environ.get("LOCKKIT_NO_TOOLS", "") not in ("", "0"),
+        help="leave out tools/ (lockkit's own wheel and its dependencies, resolved for the "
+             "platform from index-url, for running 'lockkit verify' on the offline machine: "
+             "pip install --no-index --find-links <wheelhouse>/tools lockkit); also "
+             "LOCKKIT_NO_TOOLS=1. A platform whose Python lockkit does not support gets "
+             "no tools/, with a note")
 
 
 def _wheelhouse_parser(sub: Any) -> None:
@@ -236,7 +329,10 @@ def _wheelhouse_parser(sub: Any) -> None:
         description="Fetch every file the platform's lock selects (cache, --find-links, "
                     "mirror, then the lock's URL), verify each sha256 while it streams, and "
                     "write the folder atomically. A second build of the same lock downloads "
-                    "nothing.")
+                    "nothing. tools/ carries lockkit and its dependencies for the platform "
+                    "(each hash-checked, pinned in tools/requirements.txt), so the offline "
+                    "machine can run 'lockkit verify'; they are not part of the application's "
+                    "requirements.txt or pylock.toml.")
     build.add_argument("--platform", required=True, metavar="NAME",
                        help="platform whose lock to use")
     build.add_argument("--out", type=Path, metavar="DIR",
@@ -254,11 +350,13 @@ def _wheelhouse_parser(sub: Any) -> None:
     build.add_argument("--fallback-to-official", action="store_true",
                        help="after a configured mirror fails, try the official host "
                             "(default: an air-gapped build never reaches for it)")
+    _tools_arg(build)
     _project_args(build)
     pack = whsub.add_parser(
         "pack", help="write the wheelhouse as one reproducible archive",
-        description="Pack wheelhouse/<platform>/ into one tar (sorted members, fixed times and "
-                    "owners, manifest.json and SHA256SUMS first): the same folder gives the "
+        description="Pack wheelhouse/<platform>/ into one tar with one top folder, "
+                    "<platform>-wheelhouse/ (manifest.json and SHA256SUMS first, then sorted "
+                    "members, fixed times, owners and modes): the same folder gives the "
                     "same bytes.")
     pack.add_argument("--platform", required=True, metavar="NAME")
     pack.add_argument("--project", type=Path, default=Path("."), metavar="DIR")
@@ -268,11 +366,13 @@ def _wheelhouse_parser(sub: Any) -> None:
                       help="archive (default: <project>/wheelhouse/<platform>.wheelhouse.tar)")
     pack.add_argument("--lock", type=Path, metavar="FILE",
                       help="also check every wheel by hash against this committed lock")
+    _wheelhouse_sbom_parser(whsub)
     unpack = whsub.add_parser(
         "unpack", help="check and extract a wheelhouse archive",
         description="Check every member against the archive's manifest before anything "
-                    "appears; refuse links, devices, absolute or '..' paths and unlisted "
-                    "members; leave nothing behind on failure.")
+                    "appears; refuse members outside its top folder, links, devices, "
+                    "absolute or '..' paths and unlisted members; leave nothing behind on "
+                    "failure.")
     unpack.add_argument("archive", type=Path, metavar="FILE")
     unpack.add_argument("--out", type=Path, metavar="DIR",
                         help="destination folder (default: the archive's name without "
@@ -282,3 +382,72 @@ def _wheelhouse_parser(sub: Any) -> None:
                              "(locks/pylock.<platform>.toml)")
 
 
+
+
+def _export_parser(sub: Any) -> None:
+    exp = sub.add_parser(
+        "export", help="write a lock as a hashed requirements file any pip installs",
+        description="Write locks/pylock.<platform>.toml in another installer's format, to "
+                    "stdout unless -o names a file (as 'uv export' does). 'requirements': "
+                    "a file that pip of any version installs with 'pip install "
+                    "--require-hashes -r FILE' (pip reads -r pylock.toml only from 26.1): "
+                    "torch-family packages pinned by URL to the file the lock selects, "
+                    "the others pinned with == and the hash of every file the lock lists, "
+                    "from the lock's default index (one --index-url line). 'pylock': the "
+                    "lock itself. URLs go through the project's [mirrors] unless --official; "
+                    "user:token@ is never written, a ${VAR} only as the placeholder (pip "
+                    "fills it from the environment).")
+    exp.add_argument("--platform", required=True, metavar="NAME",
+                     help="platform whose committed lock to export")
+    exp.add_argument("--format", choices=("requirements", "pylock"), default="requirements",
+                     help="requirements (default) or pylock (a pylock.<name>.toml)")
+    exp.add_argument("-o", "--output", type=Path, metavar="FILE",
+                     help="write FILE atomically instead of stdout (e.g. "
+                          "requirements-rebuild.txt, or pylock.<platform>.toml for pylock)")
+    exp.add_argument("--official", action="store_true",
+                     help="write the lock's own URLs, not the project's mirrors")
+    exp.add_argument("--project", type=Path, default=None, metavar="DIR",
+                     help="project folder holding lockkit.toml (default: the nearest one "
+                          "from the current folder up)")
+    exp.add_argument("--mirror", action="append", default=[], metavar="OFFICIAL=MIRROR",
+                     help="serve an official URL prefix from a mirror, on top of the "
+                          "project's [mirrors] (repeatable; the longest prefix wins)")
+
+
+def _cache_parser(sub: Any) -> None:
+    cache = sub.add_parser(
+        "cache", help="show or prune lockkit's download cache",
+        description="lockkit's download cache holds one read-only copy of every file it "
+                    "fetched, by sha256, shared by every project. 'info' says how big it is "
+                    "and how much of it the project's locks reference; 'prune' removes what "
+                    "no lock of the given projects references. uv keeps its own cache "
+                    "('uv cache dir' shows it, 'uv cache prune' trims it); lockkit touches "
+                    "it only with 'prune --uv'.")
+    csub = cache.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
+    info = csub.add_parser("info", help="size of the cache and what the locks reference",
+                           description="The cache folder, its files and bytes, partial "
+                                       "downloads, and how much the project's locks "
+                                       "(locks/pylock.*.toml) reference by sha256. uv's "
+                                       "own cache is apart: 'uv cache dir'.")
+    prune = csub.add_parser(
+        "prune", help="remove cached files no lock of the project references",
+        description="Remove every cached file that no lock of the project(s) "
+                    "(locks/pylock.*.toml, every platform) references by sha256, and partial "
+                    "downloads older than a day. The cache is shared: another project's "
+                    "files go too unless its folder is also given with --project (they are "
+                    "downloaded again when needed). Nothing outside the cache folder is "
+                    "touched and no link is followed; a folder that is not lockkit's cache "
+                    "is refused. uv's own cache ('uv cache dir') is left to uv unless --uv "
+                    "runs 'uv cache prune'.")
+    for p in (info, prune):
+        p.add_argument("--cache-dir", type=Path, metavar="DIR",
+                       help="the cache folder (default: the user cache folder, or "
+                            "$LOCKKIT_CACHE_DIR)")
+        p.add_argument("--project", type=Path, action="append", default=[], metavar="DIR",
+                       help="project whose locks count as references (repeatable; default: "
+                            "the nearest one from the current folder up)")
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
+    prune.add_argument("--dry-run", action="store_true",
+                       help="list what would be removed and its bytes; remove nothing")
+    prune.add_argument("--uv", action="store_true",
+                       help="also run 'uv cache prune' (uv's unused cache entries)")

@@ -1,0 +1,74 @@
+"""Start-up targets: `lockkit --version` and `compile --check`, against bare Python.
+
+Paired with their baselines in this run (``_harness.measure_pairs``):
+  - the venv's `lockkit --version` console script <= 2.5x `python -c pass` (same interpreter);
+  - `python -m lockkit --version` <= 2.5x `python -c pass`;
+  - `lockkit compile --check` of fresh locks (every shipped platform, a synthetic project
+    compiled once against a loopback index) <= 1.2x `benchmarks/floor_check.py`, which does
+    the same check with the standard library only.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import _harness as h
+from _projects import synthetic_project
+
+__all__ = ["measure"]
+
+FLOOR = Path(__file__).with_name("floor_check.py")
+
+
+def measure(opts: h.Options) -> list[h.Result]:
+    with h.workdir("startup") as work:
+        env = h.bench_env(work)
+        python = [sys.executable, "-c", "pass"]
+        results = [_versus_python("lockkit --version (console script)",
+                                  [*h.lockkit_argv(console_script=True), "--version"],
+                                  python, env, opts),
+                   _versus_python("python -m lockkit --version",
+                                  [*h.lockkit_argv(), "--version"], python, env, opts)]
+        results.append(_check(work, env, opts))
+    return results
+
+
+def _versus_python(name: str, argv: list[str], python: list[str], env: dict[str, str],
+                   opts: h.Options) -> h.Result:
+    pairs = h.measure_pairs(lambda: h.run_timed(argv, env).seconds,
+                            lambda: h.run_timed(python, env).seconds, opts, name)
+    return h.Result(name=name, subject=h.median_s(pairs.subject),
+                    baseline=f"{h.median_s(pairs.baseline)} python -c pass", value=pairs.ratio,
+                    target=h.Target(op="<=", limit=2.5), note=pairs.spread())
+
+
+def _check(work: Path, env: dict[str, str], opts: h.Options) -> h.Result:
+    from lockkit.platforms import shipped_dir
+
+    with h.FastIndex(work / "index") as index:
+        project = synthetic_project(work, index, 10)
+        h.run([*h.lockkit_argv(), "compile", "--all", "--project", str(project)], env)
+    # the console script, as users and CI run it (python -m adds runpy's imports)
+    lockkit = [*h.lockkit_argv(console_script=True), "compile", "--check", "--project",
+               str(project)]
+    floor = [sys.executable, str(FLOOR), "--project", str(project),
+             "--platforms", str(shipped_dir())]
+    h.run(lockkit, env)
+    h.run(floor, env)  # exit 0: the floor finds every lock fresh, as lockkit does
+    pairs = h.measure_pairs(lambda: h.run_timed(lockkit, env).seconds,
+                            lambda: h.run_timed(floor, env).seconds, opts, "compile --check")
+    locks = len(list((project / "locks").glob("pylock.*.toml")))
+    return h.Result(name="compile --check", subject=h.median_s(pairs.subject),
+                    baseline=f"{h.median_s(pairs.baseline)} floor_check.py", value=pairs.ratio,
+                    target=h.Target(op="<=", limit=1.2),
+                    note=f"{locks} fresh locks; {pairs.spread()}")
+
+
+def main() -> int:
+    opts = h.cli(__doc__ or "")
+    return h.finish("startup", measure(opts), opts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""``lockkit cache info`` and ``lockkit cache prune``: the download cache's housekeeping.
+
+Results go to stdout (``--json`` for scripts), status to stderr. uv's own cache is
+uv's: it is pruned only with ``prune --uv``, by ``uv cache prune`` itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lockkit import ui
+from lockkit.cli.build import _size, shown_path
+from lockkit.errors import ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from lockkit.cache import Entry, Pruned
+
+__all__ = ["cmd_cache"]
+
+_UV_NOTE = "uv keeps its own cache: 'uv cache dir' shows it, 'uv cache prune' trims it"
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    return {"info": _info, "prune": _prune}[args.cache_command](args)
+
+
+def _root(args: argparse.Namespace) -> Path:
+    from lockkit.cache import default_cache_dir
+
+    return (args.cache_dir or default_cache_dir()).absolute()
+
+
+def _locks(projects: list[Path]) -> tuple[list[Path], list[Path]]:
+    """The project folders (default: the nearest one) and every lock in their locks/."""
+    from lockkit.config import find_project
+
+    for given in projects:
+        if not given.is_dir():
+            raise UsageError(f"--project {given}: not a folder")
+    roots = ([p.resolve() for p in projects] if projects
+             else [find_project(Path.cwd()) or Path.cwd()])
+    locks = sorted({p for r in roots for p in (r / "locks").glob("pylock.*.toml")})
+    return roots, locks
+
+
+def _count(entries: Sequence[Entry]) -> dict[str, int]:
+    return {"files": len(entries), "bytes": sum(e.size for e in entries)}
+
+
+def _info(args: argparse.Namespace) -> int:
+    from lockkit.cache import lock_references, survey
+
+    found = survey(_root(args))
+    roots, locks = _locks(args.project)
+    keep = lock_references(locks)
+    used = _count([b for b in found.blobs if b.sha256 in keep])
+    unused = _count([b for b in found.blobs if b.sha256 not in keep])
+    parts, stale = _count(found.partials), _count([p for p in found.partials if p.stale])
+    if args.json:
+        print(json.dumps({
+            "cache_dir": str(found.root), "exists": found.exists, **_count(found.blobs),
+            "referenced": used, "unreferenced": unused,
+            "partial": {**parts, "stale_files": stale["files"], "stale_bytes": stale["bytes"]},
+            "projects": [str(r) for r in roots], "locks": [str(p) for p in locks]}, indent=2))
+        return 0
+    where = "" if found.exists else " (does not exist yet)"
+    print(f"cache       {shown_path(found.root)}{where}")
+    print(f"files       {len(found.blobs)}, {_size(sum(b.size for b in found.blobs))}")
+    print(f"referenced  {used['files']}, {_size(used['bytes'])} by {len(locks)} lock(s) of "
+          f"{', '.join(shown_path(r) for r in roots)}")
+    print(f"unused      {unused['files']}, {_size(unused['bytes'])}"
+          + (": 'lockkit cache prune' removes them" if unused["files"] else ""))
+    print(f"partial     {parts['files']}, {_size(parts['bytes'])} "
+          f"({stale['files']} older than a day)")
+    ui.say(_UV_NOTE)
+    return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    from lockkit import cache
+
+    found = cache.survey(_root(args))  # first: a folder that is not the cache is refused
+    roots, locks = _locks(args.project)
+    if not locks:
+        raise ConfigError(f"no locks in {', '.join(str(r / 'locks') for r in roots)}: prune "
+                          "keeps what a project's locks reference, and would remove everything",
+                          hint="run it in a project folder, or pass --project DIR")
+    result = cache.prune(found, cache.lock_references(locks), dry_run=args.dry_run)
+    uv = cache.prune_uv(dry_run=args.dry_run) if args.uv else None
+    if args.json:
+        print(json.dumps(_prune_doc(found.root, result, len(found.blobs), args.uv), indent=2))
+    else:
+        _prune_text(found.root, result, len(found.blobs))
+    if args.uv:
+        ui.say("would run: uv cache prune" if uv is None
+               else f"uv cache prune: {_last_line(uv.stderr or uv.stdout)}")
+    return 0
+
+
+def _prune_doc(root: Path, result: Pruned, blobs: int, uv: bool) -> dict[str, Any]:
+    removed = [{"path": e.path.relative_to(root).as_posix(), "size": e.size,
+                "kind": "blob" if e.sha256 else "partial", "sha256": e.sha256}
+               for e in result.removed]
+    kept = blobs - sum(1 for e in result.removed if e.sha256)
+    return {"cache_dir": str(root), "dry_run": result.dry_run, "removed": removed,
+            "files": len(removed), "bytes": result.size, "freed_bytes": result.freed,
+            "kept": kept, "uv": ("would run" if result.dry_run else "ran") if uv else None}
+
+
+def _prune_text(root: Path, result: Pruned, blobs: int) -> None:
+    if result.dry_run:
+        for e in result.removed:
+            print(f"{e.path.relative_to(root).as_posix()}  {_size(e.size)}")
+    kept = blobs - sum(1 for e in result.removed if e.sha256)
+    shared = result.size - result.freed
+    verb, frees = ("would remove", "would free") if result.dry_run else ("removed", "freed")
+    print(f"{shown_path(root)}: {verb} {len(result.removed)} file(s) ({_size(result.size)}), "
+          f"{frees} {_size(result.freed)}"
+          + (f" ({_size(shared)} stays on disk: hard-linked into a wheelhouse)" if shared
+             else "") + f"; kept {kept}")
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else "done"

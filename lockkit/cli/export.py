@@ -1,0 +1,47 @@
+"""``lockkit export``: the platform's lock as a hashed requirements file or a pylock copy.
+
+As ``uv export`` does, the result goes to stdout unless ``-o FILE`` names a file (written
+atomically); status lines go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from lockkit import ui
+
+__all__ = ["cmd_export"]
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from lockkit import export
+    from lockkit.common import write_atomic
+    from lockkit.config import load_project
+    from lockkit.freshness import stale_warning
+    from lockkit.platforms import load_platforms, select_platforms
+
+    if args.format == "pylock" and args.output is not None:
+        export.check_pylock_name(args.output)
+    project = load_project(args.project, mirrors=args.mirror)
+    platform, = select_platforms(load_platforms(project.root), [args.platform], False,
+                                 project.platforms)
+    if args.format == "pylock":
+        text = export.pylock_text(project, platform, official=args.official)
+    else:
+        reqs = export.requirements(project, platform, official=args.official)
+        name = args.output.name if args.output is not None else export.DEFAULT_NAME
+        text = export.requirements_text(reqs, name)
+        if reqs.unmirrored:
+            ui.say(f"warning: {', '.join(reqs.unmirrored)}: a mirror serves the index but "
+                   "not the file's host, so the line keeps the lock's official URL; map "
+                   "that host too (--mirror OFFICIAL=MIRROR), or install from a wheelhouse")
+    stale = stale_warning(project, platform)  # after reading: an unreadable lock is its error
+    if stale:
+        ui.say(f"warning: {stale}")
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    write_atomic(args.output, text)
+    ui.say(f"{platform.name}: wrote {args.output} ({args.format})")
+    return 0

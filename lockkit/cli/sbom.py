@@ -1,0 +1,30 @@
+"""``lockkit wheelhouse sbom``: (re)write a wheelhouse folder's CycloneDX SBOM."""
+
+from __future__ import annotations
+
+import argparse
+
+from lockkit import ui
+from lockkit.errors import UsageError
+
+__all__ = ["cmd_wheelhouse_sbom"]
+
+
+def cmd_wheelhouse_sbom(args: argparse.Namespace) -> int:
+    """Write the SBOM; its path goes to stdout, a summary line to stderr."""
+    from lockkit import sbom
+    from lockkit.cli.build import shown_path
+
+    root = args.project.absolute()
+    folder = (args.folder or root / "wheelhouse" / args.platform).absolute()
+    lock = (args.lock or root / "locks" / f"pylock.{args.platform}.toml").absolute()
+    if not folder.is_dir():
+        raise UsageError(f"{shown_path(folder)}: no wheelhouse folder",
+                         hint=f"run 'lockkit wheelhouse build --platform {args.platform}'")
+    if not lock.is_file():
+        raise UsageError(f"{shown_path(lock)}: no such lock",
+                         hint="pass the lock the folder was built from with --lock")
+    written = sbom.refresh(folder, lock, args.output.absolute() if args.output else None)
+    ui.say(f"{args.platform}: SBOM of {shown_path(folder)} -> {shown_path(written)}")
+    print(written)
+    return 0

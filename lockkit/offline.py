@@ -1,0 +1,47 @@
+"""How to install from a wheelhouse with no network: one text for what ``wheelhouse
+unpack`` prints and for the header of the wheelhouse's ``requirements.txt``.
+
+The route that works with any pip comes first: ``--find-links`` plus a ``--hash``
+requirements file. ``-r pylock.toml`` needs pip >= 26.1 (pip's NEWS for 26.1:
+"experimental support to read requirements from standardized pylock.toml files",
+pypa/pip#13876); an older pip reads the lock as a requirements file and stops at its
+first line, ``Invalid requirement: 'lock-version = "1.0"'``. uv reads it too.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+__all__ = ["install_hint", "requirements_header"]
+
+
+def install_hint(folder: Path) -> str:
+    """The commands that install from the wheelhouse *folder* into a new venv ``v``."""
+    q = shlex.quote
+    here, lock = q(str(folder)), q(str(folder / "pylock.toml"))
+    reqs = folder / "requirements.txt"
+    hashes = " --require-hashes" if _has_hashes(reqs) else ""
+    return "\n".join([
+        "install with any pip, into a new venv:",
+        f"  python -m venv v && v/bin/pip install --no-index --find-links {here}{hashes} "
+        f"-r {q(str(reqs))}",
+        "or from the lock itself, with pip >= 26.1 or uv:",
+        f"  v/bin/pip install --no-index -r {lock}",
+        f"  uv pip install --python v/bin/python --offline --no-index -r {lock}",
+    ])
+
+
+def requirements_header(platform: str) -> list[str]:
+    """The comment lines that open a wheelhouse's ``requirements.txt`` (run in its folder)."""
+    return [f"# {platform}, with no network and any pip, in this folder:",
+            "#   python -m venv v && v/bin/pip install --no-index --find-links . "
+            "--require-hashes -r requirements.txt",
+            "# pip >= 26.1 (older ones fail on 'lock-version') and uv also take -r pylock.toml"]
+
+
+def _has_hashes(requirements: Path) -> bool:
+    try:
+        return "--hash=" in requirements.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return True  # a wheelhouse's requirements.txt always carries them
