@@ -2,7 +2,8 @@
 
 - :mod:`~lockkit.cli.parser`: the commands, flags and help;
 - :mod:`~lockkit.cli.build`: platforms, compile, wheelhouse;
-- :mod:`~lockkit.cli.check`: verify, diagnose, diff, ci.
+- :mod:`~lockkit.cli.check`: verify, diagnose, diff, ci;
+- :mod:`~lockkit.cli.sync`: sync.
 
 A command's module is imported only when that command runs.
 """
@@ -18,7 +19,7 @@ __all__ = ["main"]
 
 _COMMANDS = {"platforms": "build", "compile": "build", "wheelhouse": "build",
              "verify": "check", "diagnose": "check", "diff": "check", "ci": "check",
-             "export": "export", "cache": "cachecmd"}
+             "export": "export", "cache": "cachecmd", "sync": "sync"}
 
 
 def main(argv: list[str] | None = None) -> int:

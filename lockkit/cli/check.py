@@ -83,7 +83,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         terminal.steps_table(dossier)
     terminal.warnings(dossier)
     if outcome.venv:
-        ui.say(f"venv kept: {outcome.venv}")
+        ui.say(f"venv kept: {outcome.venv} (remove {outcome.venv.parent} when done; "
+               "'lockkit sync' builds a venv to work in)")
     ui.say(f"dossier: {shown_path(folder / 'dossier.json')} "
            "(and dossier.md, installed-after.txt)")
     if dossier.result != "passed":

@@ -151,7 +151,44 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     _verify_parsers(sub)
     _export_parser(sub)
     _cache_parser(sub)
+    _sync_parser(sub)
     return parser
+
+
+def _sync_parser(sub: Any) -> None:
+    syn = sub.add_parser(
+        "sync", help="rebuild the project's venv from the lock, fresh, and swap it in",
+        description="Rebuild a venv (default <project>/.venv, the one 'uv sync' uses) from "
+                    "locks/pylock.<platform>.toml with verify's steps: host, venv, install "
+                    "(from the wheelhouse, else the lock's URLs by hash), pip-check, "
+                    "inventory. The new venv is built beside the old one and swapped in "
+                    "only when every step passed; on a failure the old venv is untouched. "
+                    "A folder that is not a venv (no pyvenv.cfg) is never replaced. Exit 0 "
+                    "synced, 1 a step failed (nothing replaced), 2 bad input.")
+    syn.add_argument("--platform", metavar="NAME",
+                     help="platform whose lock to install (default: the config's only "
+                          "platform, else the best this machine runs that has a lock)")
+    syn.add_argument("--venv", type=Path, metavar="DIR",
+                     help="venv to create or replace (default: <project>/.venv)")
+    syn.add_argument("--wheelhouse", type=Path, metavar="DIR",
+                     help="install from this wheelhouse (default: <project>/wheelhouse/"
+                          "<platform> if present, else fetch the lock's URLs by hash)")
+    syn.add_argument("--python", type=Path, metavar="PATH",
+                     help="interpreter to build the venv from (default: one of the lock's "
+                          "Python version)")
+    syn.add_argument("--installer", choices=("uv", "pip"), default="uv",
+                     help="uv (default: a --relocatable venv, no pip in it) or pip "
+                          "('python -m venv' + 'pip install'; its paths are rewritten to "
+                          "the final folder before the swap)")
+    syn.add_argument("--verify", action="store_true",
+                     help="also run verify's system, gpu, extensions, application and "
+                          "resume steps, swap only if all pass, and write the dossier to "
+                          ".lockkit/reports/<platform>/")
+    syn.add_argument("--probe-timeout", type=float, default=300.0, metavar="S",
+                     help="seconds before a hung probe counts as failed (with --verify)")
+    syn.add_argument("--cache-dir", type=Path, metavar="DIR",
+                     help="download cache when fetching the lock's URLs")
+    _project_args(syn)
 
 
 def _verify_parsers(sub: Any) -> None:
@@ -180,7 +217,10 @@ def _verify_parsers(sub: Any) -> None:
     ver.add_argument("--report-dir", type=Path, metavar="DIR",
                      help="where the dossier goes (default: "
                           ".lockkit/reports/<platform>/<UTC time>, -2, -3... if taken)")
-    ver.add_argument("--keep-venv", action="store_true", help="keep the rebuilt venv")
+    ver.add_argument("--keep-venv", action="store_true",
+                     help="keep the rebuilt venv in its temp folder (its path is printed; "
+                          "the folder is yours to remove). For a venv to work in, use "
+                          "'lockkit sync'")
     ver.add_argument("--probe-timeout", type=float, default=300.0, metavar="S",
                      help="seconds before a hung probe counts as failed (default 300)")
     ver.add_argument("--cache-dir", type=Path, metavar="DIR",

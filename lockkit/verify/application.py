@@ -147,7 +147,8 @@ def clean_copy(run: Run, root: Path, dest: Path, step: str = "application"
     from_git = files is not None
     if files is None:
         files = [p.relative_to(root).as_posix() for p in root.rglob("*")
-                 if p.is_file() and not _NEVER_COPY & set(p.relative_to(root).parts)]
+                 if p.is_file() and not _NEVER_COPY & set(p.relative_to(root).parts)
+                 and not (run.venv and p.is_relative_to(run.venv))]  # sync builds it there
     for rel in files:
         src, dst = root / rel, dest / rel
         if src.is_file() and not src.is_symlink():

@@ -110,14 +110,20 @@ def wheelhouse_folder(run: Run) -> Path | None:
 
 # --- venv --------------------------------------------------------------------------------
 
-def venv_step(run: Run, step: Step) -> None:
-    venv = run.work / "venv"
+def venv_step(run: Run, step: Step, *, at: Path | None = None,
+              moved_to: Path | None = None) -> None:
+    """A new venv in ``<work>/venv``, or in the empty folder *at*. *moved_to*: the folder
+    it will be renamed to once complete (``lockkit sync``): uv makes it ``--relocatable``
+    (scripts and activate find the venv from where they are), the stdlib venv takes that
+    folder's name as its prompt."""
+    venv = at or run.work / "venv"
     assert run.interpreter is not None
     if run.opts.installer == "uv":  # no ensurepip: uv installs and checks without pip
         argv = [uv_bin(), "venv", "--no-config", "--quiet", "--python", str(run.interpreter),
-                str(venv)]
+                *(["--relocatable"] if moved_to else []), str(venv)]
     else:
-        argv = [str(run.interpreter), "-m", "venv", str(venv)]
+        argv = [str(run.interpreter), "-m", "venv",
+                *(["--prompt", moved_to.name] if moved_to else []), str(venv)]
     result = run.call("venv", argv, timeout=300)
     if not result.ok:
         raise StepFailed(f"creating the venv failed: {_why(result)}")

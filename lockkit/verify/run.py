@@ -39,7 +39,7 @@ from lockkit.verify.context import UV_CACHE, Options, Run
 from lockkit.verify.extensions import extensions_step
 from lockkit.verify.resume import resume_step
 
-__all__ = ["Outcome", "PLAN", "verify"]
+__all__ = ["Outcome", "PLAN", "execute", "make_dossier", "new_run", "step_bodies", "verify"]
 
 PLAN: list[tuple[str, tuple[str, ...]]] = [
     ("host", ()), ("venv", ("host",)), ("install", ("venv",)), ("pip-check", ("install",)),
@@ -64,9 +64,45 @@ class Outcome:
 def verify(opts: Options) -> Outcome:
     started = _dt.datetime.now(_dt.timezone.utc)
     work = Path(tempfile.mkdtemp(prefix="lockkit-verify-"))
-    run = Run(opts=opts, work=work, steps=Steps(PLAN))
+    run = new_run(opts, work, PLAN)
+    try:
+        execute(run, PLAN)
+        dossier = make_dossier(run, started)
+    finally:
+        kept = opts.keep_venv and run.venv is not None
+        if kept:
+            shutil.rmtree(work / "app", ignore_errors=True)
+            shutil.rmtree(work / "resume", ignore_errors=True)
+            shutil.rmtree(work / UV_CACHE, ignore_errors=True)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return Outcome(dossier=dossier, attachments=dict(run.attachments),
+                   venv=run.venv if kept else None)
+
+
+def new_run(opts: Options, work: Path, plan: list[tuple[str, tuple[str, ...]]]) -> Run:
+    """A run of *plan* (``PLAN`` or its first steps) in the folder *work*, with the
+    stale-lock warning already noted."""
+    run = Run(opts=opts, work=work, steps=Steps(plan))
     stale = freshness.stale_warning(opts.project, opts.platform)
     run.found["warnings"] = [stale] if stale else []
+    return run
+
+
+def execute(run: Run, plan: list[tuple[str, tuple[str, ...]]],
+            bodies: Mapping[str, Callable[[Step], None]] | None = None) -> None:
+    """Run the steps of *plan* in order (a step's *bodies* entry replaces verify's own),
+    telling ``on_step`` of each."""
+    steps = {**step_bodies(run), **(bodies or {})}
+    for name, _ in plan:
+        step = run.steps.execute(name, steps[name])
+        if run.opts.on_step:
+            run.opts.on_step(step)
+
+
+def step_bodies(run: Run) -> dict[str, Callable[[Step], None]]:
+    """What each step of ``PLAN`` does, on *run*."""
+    opts = run.opts
     skip_gpu = opts.no_gpu and opts.platform.backend.kind != "cpu"
 
     def host(step: Step) -> None:
@@ -91,7 +127,7 @@ def verify(opts: Options) -> Outcome:
         chain.gpu_step(step, run.python, chain.gpu_args(opts.platform, run.expected), run.found,
                        timeout=opts.probe_timeout, record=run.recorder("gpu"))
 
-    bodies: dict[str, Callable[[Step], None]] = {
+    return {
         "host": host, "venv": lambda s: rebuild.venv_step(run, s),
         "install": lambda s: rebuild.install_step(run, s),
         "pip-check": lambda s: rebuild.check_step(run, s),
@@ -100,25 +136,10 @@ def verify(opts: Options) -> Outcome:
         "application": lambda s: app_step(run, s),
         "resume": lambda s: resume_step(run, s),
     }
-    try:
-        for name, _ in PLAN:
-            step = run.steps.execute(name, bodies[name])
-            if opts.on_step:
-                opts.on_step(step)
-        dossier = _dossier(run, started)
-    finally:
-        kept = opts.keep_venv and run.venv is not None
-        if kept:
-            shutil.rmtree(work / "app", ignore_errors=True)
-            shutil.rmtree(work / "resume", ignore_errors=True)
-            shutil.rmtree(work / UV_CACHE, ignore_errors=True)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    return Outcome(dossier=dossier, attachments=dict(run.attachments),
-                   venv=run.venv if kept else None)
 
 
-def _dossier(run: Run, started: _dt.datetime) -> Dossier:
+def make_dossier(run: Run, started: _dt.datetime) -> Dossier:
+    """The dossier of *run*, started at *started* (the steps that ran, what they found)."""
     opts, found = run.opts, run.found
     lock = opts.project.lock_path(opts.platform.name)
     return Dossier(
