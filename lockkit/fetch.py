@@ -190,11 +190,13 @@ class Fetcher:
                                      hint=_refused(resp.status_code))
                 cap = self._cap(want, url, resp.headers.get("Content-Length"))
                 digest = hashlib.sha256()
-                # The raw body, as it came: iter_bytes() copies every chunk once more, and
-                # the identity encoding was asked for. A server that compresses anyway is
+                # The raw body, as it came, in the transport's own reads: iter_bytes() copies
+                # every chunk once more, and a chunk size makes httpx join reads into it
+                # (measured on loopback: 423 MB/s as read, 352 MB/s re-chunked to 1 MiB).
+                # The identity encoding was asked for; a server that compresses anyway is
                 # decoded (the hash is of the file's own bytes).
                 encoding = resp.headers.get("Content-Encoding", "").strip().lower()
-                chunks = (resp.iter_raw(_CHUNK) if encoding in ("", "identity")
+                chunks = (resp.iter_raw() if encoding in ("", "identity")
                           else resp.iter_bytes(_CHUNK))
                 for chunk in chunks:
                     if self.stopped.is_set():

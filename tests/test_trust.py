@@ -194,15 +194,26 @@ def test_poisoned_cache_blob_is_evicted_and_fetched_again(project, indexes, tmp_
     assert sha(blob.read_bytes()) == digest and stat.S_IMODE(blob.stat().st_mode) == 0o444
 
 
-def test_writing_through_a_wheelhouse_file_cannot_change_the_cache(project, tmp_path):
+def test_writing_through_a_wheelhouse_file_never_reaches_a_later_build(project, indexes,
+                                                                         tmp_path):
+    """Wheels are hard links to read-only blobs (as uv links its cache into venvs). Root
+    can still write through one (``cp x.whl wheelhouse/``): that voids the blob's checked
+    stamp, so the next build re-hashes it, evicts it and fetches the file again, and the
+    new wheelhouse holds the lock's bytes."""
     wheel, digest, blob = _built(project, tmp_path / "cache")
-    assert not wheel.samefile(blob) or not os.access(blob, os.W_OK)  # a copy, or read-only
+    assert wheel.samefile(blob) and stat.S_IMODE(blob.stat().st_mode) == 0o444
     try:
         with open(wheel, "wb") as fh:
             fh.write(b"trojan")
-    except PermissionError:
-        pass
-    assert sha(blob.read_bytes()) == digest
+    except PermissionError:  # not root: read-only holds, nothing changed
+        assert sha(blob.read_bytes()) == digest
+        return
+    assert sha(blob.read_bytes()) != digest  # root wrote through the link
+    indexes.forget_requests()
+    assert main(["wheelhouse", "build", "--project", str(project), "--platform", PLATFORM,
+                 "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert [r for r in indexes.wheel_requests() if wheel.name in r]  # fetched again
+    assert sha(wheel.read_bytes()) == digest == entry(wheel.parent, "numpy")["sha256"]
 
 
 def test_cache_get_evicts_a_changed_blob(tmp_path):
