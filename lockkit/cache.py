@@ -10,16 +10,15 @@ Layout (nothing else is ever made in it)::
     <root>/sbom/<key>.json                 rendered SBOMs, by the sha256 of their inputs
     <root>/tools/<key>.json                tools/ resolutions and lockkit's own wheel
 
-A *checked* stamp is git's index trick: the blob's inode, size, mtime and ctime when its
-bytes last hashed to its name. Any write to the blob changes its mtime and its ctime, and
-no one but the kernel sets a ctime (``utime`` can put an mtime back, never a ctime), so a
-blob whose stat still equals its stamp holds the bytes that were hashed, and a warm build
-need not read gigabytes of wheels again. Anything else (no stamp, another inode, a
-changed time) re-hashes. Linking a blob changes its ctime too: the placer restamps it.
-
-:func:`survey` reads that layout and refuses a folder that does not have it (``cache
-prune`` must never delete in someone else's folder); :func:`prune` removes the blobs no
-lock references and stale partials.
+A *checked* stamp is git's index trick: the blob's device, inode, size and mtime when its
+bytes last hashed to its name. A write to the blob moves its mtime (a copy over it, an
+editor, a download tool), so a blob whose stat still equals its stamp holds the bytes that
+were hashed, and a warm build need not read gigabytes of wheels again; anything else (no
+stamp, another inode, another size or time) re-hashes. The ctime would also catch a
+writer who puts the mtime back with ``utime``, but every hard link made or removed moves
+it (each wheelhouse build and replacement does both), so it cannot be part of the stamp.
+Such a deliberate writer, who can already write the cache, is caught where the bytes are
+used: verify installs with ``--require-hashes``, ``pack`` hashes every member.
 """
 
 from __future__ import annotations
@@ -100,7 +99,7 @@ class Cache:
 
     def restamp(self, path: Path) -> None:
         """Record *path*'s stat as checked: call right after its bytes were hashed to its
-        name (a download, a re-hash) or after a link that only changed its ctime."""
+        name (a download, a re-hash)."""
         if path.parent.parent != self.root / "sha256":
             return  # not a blob of this cache (a --find-links file, say)
         stamps = self.root / "checked"
@@ -175,10 +174,9 @@ def link_or_copy(src: Path, dst: Path, sha256: str) -> str:
 
     A link shares the blob's inode. Blobs are 0444, so no one but root writes through a
     linked wheel by accident; if root does (``cp x.whl wheelhouse/...``), the write
-    changes the blob's mtime and ctime, its stamp no longer holds, the next ``get``
+    changes the blob's mtime, its stamp no longer holds, the next ``get``
     re-hashes it and evicts it, and every user of a wheelhouse (``pack``, verify's install
-    with ``--require-hashes``) hashes what it takes. The caller restamps the blob after the
-    link (a link changes the ctime, not the bytes).
+    with ``--require-hashes``) hashes what it takes.
 
     Modes: a link has the blob's mode, ``0444 & ~umask`` (0444 under umask 022, 0440 under
     027: readable by whom the umask allows, writable by no one); a copy gets
@@ -186,23 +184,20 @@ def link_or_copy(src: Path, dst: Path, sha256: str) -> str:
     """
     try:
         os.link(src, dst)
+        return sha256
     except OSError:  # another file system, or links refused
         pass
-    else:
-        if src.parent.parent.name == "sha256":  # a blob: its stamp follows the new ctime
-            Cache(src.parent.parent.parent).restamp(src)
-        return sha256
     with src.open("rb") as fin, dst.open("xb") as fout:
         return copy_hashing(fin, fout, lambda n: None)
 
 
 def _stat_key(st: os.stat_result) -> str:
-    return f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}\n"
+    return f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns}\n"
 
 
 def _read_only(path: Path) -> None:
     """Read-only for everyone, readable by whom the umask allows (see link_or_copy); a
-    chmod to the same mode is skipped (it would change the ctime, and void the stamp)."""
+    chmod to the same mode is skipped."""
     mode = 0o444 & ~umask()
     try:
         if stat.S_IMODE(path.stat().st_mode) != mode:

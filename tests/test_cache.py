@@ -265,17 +265,30 @@ def test_a_stamped_hit_is_not_hashed_again(tmp_path, monkeypatch):
     assert Cache(tmp_path / "c").get(sha, len(b"wheel bytes")) == blob
 
 
-def test_a_rewritten_blob_is_rehashed_and_evicted_even_with_its_mtime_put_back(tmp_path):
-    """The owner (or root) can write a 0444 blob and utime its mtime back; the ctime moves
-    anyway, so the stamp no longer holds and the bytes are hashed."""
+def test_a_rewritten_blob_is_rehashed_and_evicted(tmp_path):
+    """The owner (or root) can write a 0444 blob: the write moves its mtime, the stamp no
+    longer holds, and the bytes are hashed (same size, other bytes: evicted)."""
     blob = commit(tmp_path / "c", b"wheel bytes")
     st = blob.stat()
+    time.sleep(0.01)
     os.chmod(blob, 0o644)
     blob.write_bytes(b"evil bytes!")  # same size
-    os.utime(blob, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert blob.stat().st_mtime_ns == st.st_mtime_ns
+    assert blob.stat().st_mtime_ns != st.st_mtime_ns
     assert Cache(tmp_path / "c").get(blob.name, len(b"wheel bytes")) is None
     assert not blob.exists() and not (tmp_path / "c" / "checked" / blob.name).exists()
+
+
+def test_links_made_and_removed_keep_the_stamp(tmp_path, monkeypatch):
+    """Every build links blobs and every replaced wheelhouse unlinks them: that moves the
+    inode's ctime, not its mtime, and a warm build still hashes nothing."""
+    from lockkit import cache as cache_mod
+    from lockkit.cache import link_or_copy
+
+    blob = commit(tmp_path / "c", b"wheel bytes")
+    assert link_or_copy(blob, tmp_path / "placed.whl", blob.name) == blob.name
+    (tmp_path / "placed.whl").unlink()
+    monkeypatch.setattr(cache_mod, "sha256_file", lambda p: pytest.fail("hashed again"))
+    assert Cache(tmp_path / "c").get(blob.name, None) == blob
 
 
 def test_a_link_keeps_the_stamp_valid(tmp_path, monkeypatch):
