@@ -22,22 +22,35 @@ def install_hint(folder: Path) -> str:
     here, lock = q(str(folder)), q(str(folder / "pylock.toml"))
     reqs = folder / "requirements.txt"
     hashes = " --require-hashes" if _has_hashes(reqs) else ""
-    return "\n".join([
+    lines = [
         "install with any pip, into a new venv:",
         f"  python -m venv v && v/bin/pip install --no-index --find-links {here}{hashes} "
         f"-r {q(str(reqs))}",
         "or from the lock itself, with pip >= 26.1 or uv:",
         f"  v/bin/pip install --no-index -r {lock}",
         f"  uv pip install --python v/bin/python --offline --no-index -r {lock}",
-    ])
+    ]
+    if (folder / "tools").is_dir():
+        tools = q(str(folder / "tools"))
+        lines += ["lockkit itself, to verify here with no network (any pip):",
+                  f"  python -m venv lk && lk/bin/pip install --no-index --find-links {tools} "
+                  "lockkit",
+                  f"  lk/bin/lockkit verify --wheelhouse {here} --platform <platform> "
+                  "--project <project>"]
+    return "\n".join(lines)
 
 
-def requirements_header(platform: str) -> list[str]:
-    """The comment lines that open a wheelhouse's ``requirements.txt`` (run in its folder)."""
-    return [f"# {platform}, with no network and any pip, in this folder:",
+def requirements_header(platform: str, tools: bool = False) -> list[str]:
+    """The comment lines that open a wheelhouse's ``requirements.txt`` (run in its folder);
+    with *tools*, how to install lockkit from ``tools/`` too."""
+    lines = [f"# {platform}, with no network and any pip, in this folder:",
             "#   python -m venv v && v/bin/pip install --no-index --find-links . "
             "--require-hashes -r requirements.txt",
             "# pip >= 26.1 (older ones fail on 'lock-version') and uv also take -r pylock.toml"]
+    if tools:
+        lines.append("# lockkit itself, to verify here: python -m venv lk && "
+                     "lk/bin/pip install --no-index --find-links tools lockkit")
+    return lines
 
 
 def _has_hashes(requirements: Path) -> bool:

@@ -346,7 +346,7 @@ def _write_meta(stage: Path, platform: Platform, lock_path: Path,
     by_pkg = {r.package: r for r in records}
     entries = {item.package: item.entry for item, _ in fetched}
     _text(stage / "pylock.toml", dumps(_local_lock(data, entries, by_pkg, of)))
-    _text(stage / "requirements.txt", _requirements(platform, records))
+    _text(stage / "requirements.txt", _requirements(platform, records, tools=bool(extra)))
     _simple_tree(stage, records)
     described = [sbom.File.of(r, entries[r.package]) for r in records]
     described += [_tool_file(e) for e in extra or [] if "package" in e]
@@ -402,8 +402,8 @@ def _local_lock(data: dict[str, Any], entries: dict[str, dict[str, Any]],
             "packages": packages, "tool": {"lockkit": tool}}
 
 
-def _requirements(platform: Platform, records: list[FileRecord]) -> str:
-    lines = requirements_header(platform.name)
+def _requirements(platform: Platform, records: list[FileRecord], tools: bool = False) -> str:
+    lines = requirements_header(platform.name, tools)
     lines += [f"{r.package}=={r.version} --hash=sha256:{r.sha256}"
               for r in sorted(records, key=lambda r: r.package)]
     return "\n".join(lines) + "\n"

@@ -488,3 +488,18 @@ def test_pack_and_unpack_from_the_command_line(built, project, tmp_path, capsys)
         if f.is_file():
             assert (dest / f.relative_to(built)).read_bytes() == f.read_bytes()
     assert main(["wheelhouse", "unpack", str(tmp_path / "nope.tar")]) == 2
+
+
+def test_the_install_text_names_tools_only_when_the_wheelhouse_has_them(tmp_path):
+    from lockkit.offline import install_hint, requirements_header
+
+    (tmp_path / "requirements.txt").write_text("x==1 --hash=sha256:" + "0" * 64 + "\n")
+    assert "tools" not in install_hint(tmp_path)
+    assert not [ln for ln in requirements_header("linux-cpu") if "tools" in ln]
+    (tmp_path / "tools").mkdir()
+    hint = install_hint(tmp_path).splitlines()
+    assert hint[0] == "install with any pip, into a new venv:"  # the any-pip route first
+    assert any(f"--find-links {tmp_path / 'tools'} lockkit" in ln for ln in hint)
+    assert any("lockkit verify --wheelhouse" in ln for ln in hint)
+    assert [ln for ln in requirements_header("linux-cpu", tools=True)
+            if "--find-links tools lockkit" in ln]
