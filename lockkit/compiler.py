@@ -26,7 +26,7 @@ from lockkit.freshness import (
     fingerprint,
     inputs_record,
     lock_python,
-    packages_digest,
+    packages_digest_of_read,
     seal,
 )
 from lockkit.lockfile import build_lock, check_guards, dumps
@@ -101,6 +101,21 @@ class _Http:
             self._client.close()
 
 
+# Written where the packages digest goes, then replaced: the digest is taken of the table
+# as the written text holds it, so the lock is written (tomli_w) and read (tomllib) once.
+_PLACEHOLDER = "sha256:" + "0" * 64
+
+
+def _with_digest(text: str) -> str:
+    """*text* (a lock written with :data:`_PLACEHOLDER` as its packages digest) with the
+    digest of its packages table as read back from *text* itself."""
+    from lockkit._compat import tomllib
+
+    assert text.count(f'"{_PLACEHOLDER}"') == 1, "the placeholder is the digest's value only"
+    digest = packages_digest_of_read(tomllib.loads(text)["packages"])
+    return text.replace(f'"{_PLACEHOLDER}"', f'"{digest}"')
+
+
 def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
                 http: _Http, upgrade: bool = False,
                 upgrade_packages: tuple[str, ...] = (),
@@ -139,12 +154,12 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
         "lockkit-version": __version__, "uv-version": uv_ver,
     }
     lock = build_lock(doc, platform, indexes, meta, http.hash, routing)
-    lock["tool"]["lockkit"]["packages-digest"] = packages_digest(lock["packages"])
+    lock["tool"]["lockkit"]["packages-digest"] = _PLACEHOLDER
     lock["tool"]["lockkit"]["inputs"] = record
     digest = files_digest(project, platform, python, record["requirements"])
     if digest:
         lock["tool"]["lockkit"]["input-files-digest"] = digest
-    text = seal(dumps(lock))
+    text = seal(_with_digest(dumps(lock)))
     path = project.lock_path(platform.name)
     if existing == text:
         return Outcome(platform=platform.name, path=path, status="unchanged",

@@ -30,9 +30,9 @@ from lockkit.errors import LockkitError
 from lockkit.platforms import Platform
 from lockkit.redact import redact, strip_credentials
 
-__all__ = ["LOCK_FORMAT", "Outcome", "Verdict", "check", "check_platforms", "fingerprint",
-           "files_digest", "inputs_record", "lock_python", "packages_digest", "seal",
-           "stale_warning"]
+__all__ = ["LOCK_FORMAT", "Outcome", "Verdict", "check", "check_platforms", "files_digest",
+           "fingerprint", "inputs_record", "lock_python",
+           "packages_digest_of_read", "seal", "stale_warning"]
 
 LOCK_FORMAT = 1  # bump when what lockkit writes changes in a way old locks must be redone for
 
@@ -112,16 +112,10 @@ def fingerprint(record: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
-def packages_digest(packages: list[dict[str, Any]]) -> str:
-    """The digest of a packages table, the same whether taken before writing or after reading
-    (a TOML round trip first, so dates and numbers compare as the file holds them)."""
-    import tomli_w  # writing only: a check reads the table as the file holds it already
-
-    return _digest(tomllib.loads(tomli_w.dumps({"packages": packages}))["packages"])
-
-
-def _digest(table: Any) -> str:
-    """:func:`packages_digest` of a table read from a file (already what a round trip gives)."""
+def packages_digest_of_read(table: Any) -> str:
+    """The digest of a lock's packages table as read from its text (compile writes the
+    lock, reads it back and takes this; the gate takes it of the file), so dates and
+    numbers compare as the file holds them."""
     blob = json.dumps(table, sort_keys=True, default=str).encode()
     return "sha256:" + hashlib.sha256(blob).hexdigest()
 
@@ -205,7 +199,7 @@ def check(path: Path, current: dict[str, Any], platform: Platform | None = None)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         tool = data["tool"]["lockkit"]
-        digest_ok = _digest(data["packages"]) == tool.get("packages-digest")
+        digest_ok = packages_digest_of_read(data["packages"]) == tool.get("packages-digest")
     except (KeyError, TypeError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return Verdict(status="modified", detail=f"not a lock lockkit wrote ({exc})")
     if not digest_ok:

@@ -200,8 +200,13 @@ def _read_text(path: Path) -> str:
 
 
 def read_file(path: Path) -> RequirementFile:
-    """Read and check one file, every refused line reported at once."""
+    """Read and check one file, every refused line reported at once. A file already read
+    with the same text (compile reads its inputs twice: the record and uv's flat file) is
+    not parsed again."""
     text = _read_text(path)
+    known = _parsed.get((path, text))
+    if known is not None:
+        return known
     entries: list[str | Include] = []
     errors: list[str] = []
     for number, line in logical_lines(text):
@@ -212,7 +217,14 @@ def read_file(path: Path) -> RequirementFile:
             errors.append(f"{path}:{number}: {exc}")
     if errors:
         raise ConfigError("; ".join(errors))
-    return RequirementFile(path=path, text=text, entries=tuple(entries))
+    found = RequirementFile(path=path, text=text, entries=tuple(entries))
+    if len(_parsed) > 256:  # a long-running process (the tests) reads many files
+        _parsed.clear()
+    _parsed[(path, text)] = found
+    return found
+
+
+_parsed: dict[tuple[Path, str], RequirementFile] = {}  # (path, text) -> the file as parsed
 
 
 def read_tree(path: Path, *, _seen: set[Path] | None = None) -> list[RequirementFile]:

@@ -253,7 +253,7 @@ class RoutingIndex:
                 pass  # a client that hung up
 
         self._httpd = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.005},
                          daemon=True).start()  # shutdown() waits one poll
         return self
 
