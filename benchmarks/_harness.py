@@ -86,11 +86,14 @@ class Result:
     unit: str = "x"
     note: str = ""
     skipped: str = ""  # why it could not be measured here
+    info: bool = False  # shown for comparison, not a target: never a FAIL
 
     @property
     def verdict(self) -> str:
         if self.skipped or self.value is None:
             return "SKIP"
+        if self.info:
+            return "INFO"
         return "PASS" if self.target.holds(self.value) else "FAIL"
 
 
@@ -223,7 +226,8 @@ def print_table(title: str, results: Sequence[Result], out: TextIO | None = None
     rows = [("target", "lockkit", "baseline", "ratio", "limit", "verdict")]
     for r in results:
         value = "-" if r.value is None else f"{r.value:.2f}{r.unit}"
-        rows.append((r.name, r.subject, r.baseline, value, f"{r.target}{r.unit}", r.verdict))
+        limit = "-" if r.info else f"{r.target}{r.unit}"
+        rows.append((r.name, r.subject, r.baseline, value, limit, r.verdict))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     print(f"\n{title}", file=out)
     for i, row in enumerate(rows):
@@ -242,7 +246,8 @@ def finish(title: str, results: Sequence[Result], opts: Options) -> int:
     print_table(title + (" (--quick: indicative only)" if opts.quick else ""), results)
     failed = [r.name for r in results if r.verdict == "FAIL"]
     skipped = [r.name for r in results if r.verdict == "SKIP"]
-    print(f"\n{len(results) - len(failed) - len(skipped)} of {len(results)} targets hold"
+    judged = [r for r in results if r.verdict != "INFO"]
+    print(f"\n{len(judged) - len(failed) - len(skipped)} of {len(judged)} targets hold"
           + (f"; failed: {', '.join(failed)}" if failed else "")
           + (f"; skipped: {', '.join(skipped)}" if skipped else ""))
     return 0 if opts.report_only or not failed else 1

@@ -9,6 +9,7 @@ Layout (nothing else is ever made in it)::
     <root>/checked/<sha256>                the blob's stat when its hash was last checked
     <root>/sbom/<key>.json                 rendered SBOMs, by the sha256 of their inputs
     <root>/tools/<key>.json                tools/ resolutions and lockkit's own wheel
+    <root>/verify/                         verify's installs: wheels/<sha256>/<file>, uv/
 
 A *checked* stamp is git's index trick: the blob's device, inode, size and mtime when its
 bytes last hashed to its name. A write to the blob moves its mtime (a copy over it, an
@@ -26,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import stat
 import sys
 import tempfile
@@ -208,10 +210,11 @@ def _read_only(path: Path) -> None:
 
 # --- housekeeping: cache info / cache prune -----------------------------------------------
 
+_TOP = {"sha256", "partial", "checked", "sbom", "tools", "verify"}  # the layout's folders
 _SHARD = re.compile(r"[0-9a-f]{2}")
 _BLOB = re.compile(r"[0-9a-f]{64}")
 _NOT_OURS_HINT = ("give --cache-dir the folder lockkit downloads into (it holds only sha256/, "
-                  "partial/, checked/, sbom/ and tools/), or leave it out for the default")
+                  "partial/, checked/, sbom/, tools/ and verify/), or leave it out for the default")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -257,11 +260,10 @@ def _scan(root: Path, folder: Path, is_dir: bool) -> list[os.DirEntry[str]]:
     """The entries of *folder*, each a real file or folder (a link is never followed)."""
     with os.scandir(folder) as it:
         entries = sorted(it, key=lambda e: e.name)
-    other = sorted({e.name for e in entries} - {"sha256", "partial", "checked", "sbom", "tools"}) \
-        if folder == root else []
+    other = sorted({e.name for e in entries} - _TOP) if folder == root else []
     if other:
         raise _not_ours(root, f"it holds {other[0]!r}; lockkit's holds only sha256/, "
-                              "partial/, checked/, sbom/ and tools/")
+                              "partial/, checked/, sbom/, tools/ and verify/")
     for e in entries:
         if e.is_symlink() or (e.is_dir(follow_symlinks=False) != is_dir) or \
                 not (is_dir or e.is_file(follow_symlinks=False)):
@@ -332,6 +334,9 @@ def prune(found: Survey, keep: set[str], *, dry_run: bool = False) -> Pruned:
         for memo in [*(found.root / "sbom").glob("*.json"),  # made again when needed
                      *(found.root / "tools").glob("*.json")]:
             memo.unlink(missing_ok=True)
+        shared = found.root / "verify"  # verify's wheel links and uv cache: made again
+        if shared.is_dir() and not shared.is_symlink():
+            shutil.rmtree(shared, ignore_errors=True)
         for shard in {e.path.parent for e in gone if e.sha256}:
             try:
                 shard.rmdir()  # only when empty

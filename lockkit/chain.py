@@ -37,13 +37,13 @@ _ROCM = re.compile(r"rocm(\d+)\.(\d+)(?:\.[\w.]+)?")
 
 def system_step(step: Step, python: Path, found: dict[str, Any], *, timeout: float,
                 record: _run.Recorder | None = None,
-                gpu_args: Sequence[str] | None = None) -> None:
+                gpu_args: Sequence[str] | None = None, pycache: Path | None = None) -> None:
     """The system chain as the interpreter sees it, into ``found["system"]`` (kept even when
     the step fails); ``StepFailed`` when torch reports no version.
 
     With *gpu_args*, the GPU probe runs in the same process right after (one torch
     import, not two); its report waits in ``found`` for :func:`gpu_step` to judge."""
-    result, found["gpu_result"] = probe.run_chain(python, gpu_args, timeout, record)
+    result, found["gpu_result"] = probe.run_chain(python, gpu_args, timeout, record, pycache)
     facts = found["system"] = SystemFacts(raw=result.data or {})
     if result.status != "passed":
         raise StepFailed(f"system probe: {result.error}")

@@ -101,12 +101,15 @@ def run_probe(python: Path, script: str, args: Sequence[str] = (), timeout: floa
 
 
 def run_chain(python: Path, gpu_args: Sequence[str] | None, timeout: float,
-              record: _run.Recorder | None = None) -> tuple[ProbeResult, ProbeResult | None]:
+              record: _run.Recorder | None = None,
+              pycache: Path | None = None) -> tuple[ProbeResult, ProbeResult | None]:
     """The system probe and (unless *gpu_args* is None) the GPU probe in one process
     (``system_probe.py --then-gpu ARGS``): torch is imported once. Each part is judged as
     if it had run alone: a GPU check that hangs or crashes fails the GPU part only, since
-    the system report was printed and flushed before it started."""
-    command = [str(python), "-I", str(_probe_path("system_probe.py"))]
+    the system report was printed and flushed before it started. *pycache*: the
+    interpreter's ``pycache_prefix`` (``-X``, which ``-I`` does not ignore)."""
+    command = [str(python), "-I", *(["-X", f"pycache_prefix={pycache}"] if pycache else []),
+               str(_probe_path("system_probe.py"))]
     if gpu_args is not None:
         command += ["--then-gpu", *gpu_args]
     result = _run.call(command, timeout=timeout, env=probe_env(), record=record)

@@ -108,6 +108,17 @@ def _no_tools():
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache(tmp_path_factory):
+    """lockkit's default cache (downloads, verify's unpacked wheels: ~700 MB for the real
+    torch) in the session's temp folder, not the user's, and removed with it."""
+    root = tmp_path_factory.mktemp("lockkit-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LOCKKIT_CACHE_DIR", str(root))
+        yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.fixture
 def indexes(tmp_path_factory):
     """The PyTorch index replica and a default index, filled by :func:`fill`."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -273,3 +275,31 @@ def test_diagnose_expecting_cuda_on_cpu_torch_fails(torch_venv):
     run = lockkit("diagnose", "--python", str(torch_venv), "--expect", "cuda")
     assert run.returncode == 1
     assert "gpu" in run.stdout and "failed" in run.stdout
+
+
+def test_a_second_verify_links_torch_from_uv_and_reuses_its_bytecode(copy_of, tmp_path):
+    """The venv is new every run, in <cache>/verify/venvs/<platform>; uv links the wheels
+    it unpacked before (one path per content) and the interpreter keeps its bytecode in
+    <cache>/verify/pyc. A run that finds the folder held by another uses a temp venv."""
+    import fcntl
+    import os
+
+    cache = Path(os.environ["LOCKKIT_CACHE_DIR"])  # the session's (conftest)
+    project = copy_of()
+    code, doc, reports = verify(project)
+    assert code == 0, doc["first_error"]
+    shutil.rmtree(reports)
+    venv = next(s for s in doc["steps"] if s["name"] == "venv")["detail"]["path"]
+    assert Path(venv) == cache / "verify" / "venvs" / "linux-cpu"
+    # pycache_prefix mirrors the source's folder: <pyc>/<venv path>/.../torch/__init__.*.pyc
+    assert list((cache / "verify" / "pyc").rglob("site-packages/torch/__init__.cpython-*.pyc"))
+    (wheel,) = (cache / "verify" / "wheels").glob("*/torch-*.whl")
+    assert wheel.parent.name == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    install = next(c for c in doc["commands"] if c["step"] == "install")
+    assert str(wheel.parent) in install["argv"] and "--require-hashes" in install["argv"]
+    with open(cache / "verify" / "venvs" / "linux-cpu.lock", "a+b") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        code, doc, _ = verify(project)
+    assert code == 0, doc["first_error"]
+    venv = next(s for s in doc["steps"] if s["name"] == "venv")["detail"]["path"]
+    assert not Path(venv).is_relative_to(cache)  # a temp venv: the folder was taken

@@ -17,6 +17,7 @@ __all__ = ["cmd_ci", "cmd_diagnose", "cmd_diff", "cmd_verify", "new_report_folde
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from lockkit import verify
+    from lockkit.cache import default_cache_dir
     from lockkit.config import load_project
     from lockkit.platforms import load_platforms, select_platforms
     from lockkit.report import json as json_format
@@ -68,6 +69,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             python=args.python.absolute() if args.python else None,
             installer=args.installer, no_gpu=args.no_gpu,
             keep_venv=args.keep_venv, probe_timeout=args.probe_timeout,
+            cache_root=(args.cache_dir or default_cache_dir()).absolute(),
             command_line=tuple(["lockkit", *sys.argv[1:]]), fetch=fetch, variant=variant,
             on_step=lambda step: advance(1)))
     dossier = outcome.dossier

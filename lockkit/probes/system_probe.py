@@ -49,8 +49,22 @@ TOOLS = (("cc", "--version"), ("gcc", "--version"), ("clang", "--version"), ("cl
          ("ninja", "--version"))
 TOOL_TIMEOUT = 10
 COLLECT_ENV_TIMEOUT = 60
-_COLLECT_ENV = ("import json, torch.utils.collect_env as c; "
-                "print(json.dumps(c.get_env_info()._asdict(), default=str))")
+# The child leads its own session (the probe kills it with whatever it ran). It starts
+# before the probe imports torch, so it must not outlive the probe if the probe is killed
+# (lockkit's timeout kills the probe's group, not this session): a watchdog thread ends
+# the session when the parent is gone.
+_COLLECT_ENV = """
+import json, os, signal, threading, time
+parent = os.getppid()
+def watch():
+    while os.getppid() == parent:
+        time.sleep(0.1)
+    os.killpg(0, signal.SIGKILL)
+if hasattr(os, "killpg"):  # POSIX; on Windows the child is not in a session of its own
+    threading.Thread(target=watch, daemon=True).start()
+import torch.utils.collect_env as c
+print(json.dumps(c.get_env_info()._asdict(), default=str))
+"""
 
 
 def first_line(exc: BaseException) -> str:
@@ -199,31 +213,50 @@ def toolchain_info() -> dict[str, Any]:
             "env": {name: os.environ.get(name) for name in TOOLCHAIN_VARS}}
 
 
-def collect_env_info(timeout: float = COLLECT_ENV_TIMEOUT) -> dict[str, Any]:
+class CollectEnv:
     """torch's own environment report, in a child process of its own session: it runs
-    nvidia-smi, conda and pip without a timeout, so the whole group is killed at ours."""
-    start = time.perf_counter()
-    try:
-        proc = subprocess.Popen([sys.executable, "-I", "-c", _COLLECT_ENV],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, text=True,
-                                start_new_session=os.name != "nt")
-    except OSError as exc:
-        return {"error": first_line(exc)}
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    nvidia-smi, conda and pip without a timeout, so the whole group is killed at ours.
+
+    Started before this process imports torch and read after: the child imports torch
+    too (about a second), on the other core, instead of after this process's import."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        prefix = getattr(sys, "pycache_prefix", None)  # the same bytecode folder as ours
+        argv = [sys.executable, "-I", *(["-X", f"pycache_prefix={prefix}"] if prefix else []),
+                "-c", _COLLECT_ENV]
+        try:
+            self.proc: subprocess.Popen[str] | None = subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL, text=True, start_new_session=os.name != "nt")
+            self.error = None
+        except OSError as exc:
+            self.proc, self.error = None, first_line(exc)
+
+    def result(self, timeout: float = COLLECT_ENV_TIMEOUT) -> dict[str, Any]:
+        if self.proc is None:
+            return {"error": self.error}
+        proc = self.proc
+        try:
+            out, err = proc.communicate(
+                timeout=max(0.0, timeout - (time.perf_counter() - self.start)))
+        except subprocess.TimeoutExpired:
+            self.stop()
+            return {"error": f"timed out after {timeout:g}s"}
+        seconds = round(time.perf_counter() - self.start, 2)
+        lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            last = (err.strip().splitlines() or ["no output"])[-1]
+            return {"error": f"exited {proc.returncode}: {last[:300]}", "seconds": seconds}
+        return {"info": json.loads(lines[-1]), "seconds": seconds}
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
         if os.name != "nt":
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.kill()
-        proc.communicate()
-        return {"error": f"timed out after {timeout:g}s"}
-    seconds = round(time.perf_counter() - start, 2)
-    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        last = (err.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"exited {proc.returncode}: {last[:300]}", "seconds": seconds}
-    return {"info": json.loads(lines[-1]), "seconds": seconds}
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.kill()
+        self.proc.communicate()
 
 
 def device_info(torch: Any, index: int) -> dict[str, Any]:
@@ -328,13 +361,17 @@ def collect() -> dict[str, Any]:
                               "arch": platform.machine(), "libc": attempt(libc_info),
                               "cpu": attempt(cpu_info), "python": attempt(python_info),
                               "driver": attempt(driver_info)}
+    env_report = CollectEnv()
     torch, failure = import_torch()
     report["torch"] = failure or attempt(lambda: torch_info(torch))
     report["numpy"] = attempt(numpy_info)
     report["settings"] = attempt(lambda: settings_info(torch))
     report["toolchain"] = attempt(toolchain_info)
-    report["collect_env"] = (attempt(collect_env_info) if torch is not None
-                             else {"error": "torch is not importable"})
+    if torch is None:
+        env_report.stop()
+        report["collect_env"] = {"error": "torch is not importable"}
+    else:
+        report["collect_env"] = attempt(env_report.result)
     return report
 
 

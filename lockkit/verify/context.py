@@ -37,6 +37,9 @@ class Options:
     variant: dict[str, Any] | None = None  # {"name", "reason", "changes": [layers]}
     fetch: Callable[[Path], Path] | None = None  # builds a wheelhouse from the lock's URLs
     on_step: Callable[[Step], None] | None = None
+    # lockkit's download cache: with uv, installs go through <cache>/verify (see
+    # rebuild.install_step); None: a uv cache of the run's own, removed with it
+    cache_root: Path | None = None
 
 
 @dataclass
@@ -55,6 +58,15 @@ class Run:
     expected: dict[str, str] = field(default_factory=dict)
     found: dict[str, Any] = field(default_factory=dict)
     attachments: dict[str, str] = field(default_factory=dict)
+    # with a shared venv folder (rebuild.venv_step): the bytecode folder its interpreter
+    # uses, and the open lock file that keeps other runs out of the folder until release()
+    pycache: Path | None = None
+    held: Any = None
+
+    def release(self) -> None:
+        if self.held is not None:
+            self.held.close()  # closing the file releases its flock
+            self.held = None
 
     def recorder(self, step: str) -> _run.Recorder:
         """Records each command run for *step*, redacted, into the dossier's list."""
@@ -64,13 +76,16 @@ class Run:
 
     def call(self, step: str, argv: Sequence[str], *, timeout: float = 600,
              env: dict[str, str] | None = None, cwd: Path | None = None,
-             stacks_on_timeout: bool = False) -> _run.Result:
-        """Run a command for *step*; every uv command uses this run's own uv cache.
-        *stacks_on_timeout*: see :func:`lockkit._run.call` (the caller's *env* should carry
-        ``PYTHONFAULTHANDLER=1``)."""
+             stacks_on_timeout: bool = False, uv_cache: Path | None = None) -> _run.Result:
+        """Run a command for *step*; every uv command uses this run's own uv cache, or
+        *uv_cache*. *stacks_on_timeout*: see :func:`lockkit._run.call` (the caller's *env*
+        should carry ``PYTHONFAULTHANDLER=1``)."""
         if argv[0] == uv_bin():
             env = {**(env if env is not None else _run.isolated_env()),
-                   "UV_CACHE_DIR": str(self.work / UV_CACHE)}
+                   "UV_CACHE_DIR": str(uv_cache or self.work / UV_CACHE)}
+        elif self.pycache is not None and argv[0] == str(self.python):
+            env = {**(env if env is not None else _run.isolated_env()),
+                   "PYTHONPYCACHEPREFIX": str(self.pycache)}
         return _run.call(argv, timeout=timeout, env=env, cwd=cwd, record=self.recorder(step),
                          stacks_on_timeout=stacks_on_timeout)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -116,7 +117,7 @@ def venv_step(run: Run, step: Step, *, at: Path | None = None,
     it will be renamed to once complete (``lockkit sync``): uv makes it ``--relocatable``
     (scripts and activate find the venv from where they are), the stdlib venv takes that
     folder's name as its prompt."""
-    venv = at or run.work / "venv"
+    venv = at or _shared_venv(run) or run.work / "venv"
     assert run.interpreter is not None
     if run.opts.installer == "uv":  # no ensurepip: uv installs and checks without pip
         argv = [uv_bin(), "venv", "--no-config", "--quiet", "--python", str(run.interpreter),
@@ -132,6 +133,42 @@ def venv_step(run: Run, step: Step, *, at: Path | None = None,
     run.seed = _distributions(venv)
     step.detail.update(path=str(venv), interpreter=str(run.interpreter),
                        seed=sorted(f"{k}=={v}" for k, v in run.seed.items()))
+
+
+def _shared_venv(run: Run) -> Path | None:
+    """``<cache>/verify/venvs/<platform>``, emptied, when this run may take it, else None.
+
+    The venv is as fresh as in a temp folder (the folder is removed and made again); what
+    its stable path buys is bytecode. torch's ~5 s of compiling on first import went into
+    the venv's own ``__pycache__`` and was lost with it. With the folder's path the same
+    every run, and uv linking the same unpacked files from its cache (install_step), the
+    ``.pyc`` files in ``<cache>/verify/pyc`` (``pycache_prefix``) stay valid: CPython checks
+    each against its source's path, mtime and size, and recompiles any other. One run holds
+    the folder at a time (``flock``); another run, ``--keep-venv``, pip or a cache-less
+    run takes a temp folder as before."""
+    opts = run.opts
+    if opts.cache_root is None or opts.keep_venv or opts.installer != "uv" or os.name != "posix":
+        return None
+    import fcntl
+
+    root = opts.cache_root / _SHARED
+    folder = root / "venvs" / opts.platform.name
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        held = open(folder.parent / f"{opts.platform.name}.lock", "a+b")  # noqa: SIM115
+    except OSError:
+        return None
+    try:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # another run has it
+        held.close()
+        return None
+    shutil.rmtree(folder, ignore_errors=True)
+    if folder.exists():
+        held.close()
+        return None
+    run.held, run.pycache = held, root / "pyc"
+    return folder
 
 
 # --- install -----------------------------------------------------------------------------
@@ -158,11 +195,20 @@ def install_step(run: Run, step: Step) -> None:
     run.expected = {c.package: c.version for c in checked}
     reqs = run.work / "install" / "requirements.txt"  # hashes of the lock, checked just now
     reqs.parent.mkdir(exist_ok=True)
+    shared = opts.installer == "uv" and opts.cache_root is not None
     reqs.write_text(trust.requirements(checked), encoding="utf-8")
     step.detail["checked"] = (f"{len(checked)} wheel(s) hashed and matched against "
                               f"{lock.name}; the installer enforces the same hashes")
     assert run.python is not None
-    if opts.installer == "uv":
+    uv_cache = None
+    if shared and opts.cache_root is not None:
+        uv_cache = opts.cache_root / _SHARED / "uv"
+        links = [a for d in _by_hash(checked, opts.cache_root / _SHARED)
+                 for a in ("--find-links", str(d))]
+        argv = [uv_bin(), "pip", "install", "--no-config", "--offline", "--no-index",
+                "--quiet", "--python", str(run.python), *links, "--require-hashes",
+                "-r", str(reqs)]
+    elif opts.installer == "uv":
         argv = [uv_bin(), "pip", "install", "--no-config", "--offline", "--no-index",
                 "--quiet", "--python", str(run.python), "--find-links", str(folder),
                 "--require-hashes", "-r", str(reqs)]
@@ -170,12 +216,41 @@ def install_step(run: Run, step: Step) -> None:
         argv = [str(run.python), "-m", "pip", "install", "--isolated", "--no-index",
                 "--disable-pip-version-check", "--quiet", "--find-links", str(folder),
                 "--require-hashes", "-r", str(reqs)]
-    result = run.call("install", argv, timeout=_INSTALL_TIMEOUT, env=_run.isolated_env())
+    result = run.call("install", argv, timeout=_INSTALL_TIMEOUT, env=_run.isolated_env(),
+                      uv_cache=uv_cache)
     step.detail.update(installer=opts.installer, packages=len(run.expected),
                        isolated="installer ran without user/global pip or uv configuration "
                                 "(--no-config / --isolated, PIP_* and UV_* removed)")
     if not result.ok:
         raise StepFailed(f"{opts.installer} install failed: {_why(result)}")
+
+
+_SHARED = "verify"  # <cache>/verify: wheels/<sha256>/<file> and uv's cache
+
+
+def _by_hash(checked: list[trust.Checked], shared: Path) -> list[Path]:
+    """One ``--find-links`` folder per wheel, named by its content: ``<cache>/verify/
+    wheels/<sha256>/<file>``, a hard link to the wheel just hashed.
+
+    uv keeps what it unpacks from a local wheel under the wheel's path; a wheelhouse at a
+    new path (every test, every unpacked archive) cost a new unpacked torch (~700 MB) and
+    seconds of unzipping. One path per content lets the next verify of any wheelhouse with
+    the same torch link it from uv's cache (``<cache>/verify/uv``) into the fresh venv.
+    Through ``--find-links`` the packages install as from an index (``pip freeze`` says
+    ``name==version``, no direct URL), and the installer still checks every hash."""
+    folders = []
+    for c in sorted(checked, key=lambda c: c.package):
+        dest = shared / "wheels" / c.sha256 / c.path.name
+        if not dest.is_file():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.parent / f".{dest.name}.{os.getpid()}.tmp"
+            try:
+                os.link(c.path, tmp)
+            except OSError:  # another file system
+                shutil.copyfile(c.path, tmp)
+            os.replace(tmp, dest)
+        folders.append(dest.parent)
+    return folders
 
 
 def _why(result: _run.Result) -> str:

@@ -86,6 +86,8 @@ def _one(run: Run, cfg: ResumeConfig, copy: Path, env: dict[str, str], name: str
     assert run.python is not None
     argv = cfg.argv(python=str(run.python), out=str(out), steps=steps,
                     checkpoint=str(checkpoint), resume=resume)
+    if run.pycache is not None:  # the shared venv's bytecode (rebuild.venv_step)
+        env = {**env, "PYTHONPYCACHEPREFIX": str(run.pycache)}
     result = _run.call(argv, timeout=cfg.timeout, env=env, cwd=copy,
                        record=run.recorder("resume"), stacks_on_timeout=True)
     run.attachments[f"resume-{name}.log"] = (result.stdout + result.stderr)[-20000:]

@@ -69,6 +69,7 @@ def verify(opts: Options) -> Outcome:
         execute(run, PLAN)
         dossier = make_dossier(run, started)
     finally:
+        run.release()
         kept = opts.keep_venv and run.venv is not None
         if kept:
             shutil.rmtree(work / "app", ignore_errors=True)
@@ -112,7 +113,7 @@ def step_bodies(run: Run) -> dict[str, Callable[[Step], None]]:
     def system(step: Step) -> None:
         assert run.python is not None
         chain.system_step(step, run.python, run.found, timeout=opts.probe_timeout,
-                          record=run.recorder("system"),
+                          record=run.recorder("system"), pycache=run.pycache,
                           gpu_args=None if skip_gpu else chain.gpu_args(opts.platform,
                                                                         run.expected))
 
