@@ -7,7 +7,6 @@ one :class:`~lockkit.errors.ConfigError` naming the file, so a user fixes them i
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -39,6 +38,8 @@ class Checker:
         """Each key not in *known*, with the closest known one suggested."""
         known = sorted(known)
         for key in sorted(set(table) - set(known)):
+            import difflib
+
             close = difflib.get_close_matches(key, known, n=1)
             tip = f" (did you mean '{where}{close[0]}'?)" if close else ""
             self.errors.append(f"unknown key '{where}{key}'{tip}")

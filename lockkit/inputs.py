@@ -8,7 +8,6 @@ reported at once, naming the file and the key or line.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -16,10 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from lockkit._compat import tomllib
 from lockkit.errors import ConfigError
-from lockkit.reqfile import Include, canonical_name, flatten, normalize_requirement, read_tree
 
 if TYPE_CHECKING:
     from lockkit.config import Project
+
+def canonical_name(name: str) -> str:
+    """:func:`lockkit.reqfile.canonical_name`, imported on first use: reading a config (the
+    gate's quick path) needs no requirement-file parser."""
+    from lockkit.reqfile import canonical_name as canonical
+
+    return canonical(name)
+
 
 __all__ = ["is_pyproject", "load_toml", "normalized_inputs", "read_requirements",
            "resolver_inputs"]
@@ -44,6 +50,8 @@ def read_requirements(path: Path) -> list[tuple[Path, str]]:
     Returns ``(file, content)`` for every file read, in order, for the inputs'
     fingerprint; every refused line of a file is reported at once, naming file and line.
     """
+    from lockkit.reqfile import read_tree
+
     return [(f.path, f.text) for f in read_tree(path)]
 
 
@@ -65,6 +73,8 @@ def normalized_inputs(project: Project) -> dict[str, list[str]]:
     ``-r <label>``). So a comment changes nothing, and a changed requirement, include,
     extra or group changes its label's list. Raises ConfigError for any bad input.
     """
+    from lockkit.reqfile import Include, read_tree  # the gate's quick path needs neither
+
     found: dict[str, list[str]] = {}
     for entry in project.requirements:
         if is_pyproject(entry):
@@ -100,6 +110,8 @@ def resolver_inputs(project: Project, workdir: Path) -> tuple[list[Path], tuple[
 
 
 def _write_flat(paths: list[Path], workdir: Path) -> Path:
+    from lockkit.reqfile import flatten
+
     requirements, constraints = flatten(paths)
     out = workdir / "requirements.txt"
     if constraints:
@@ -160,6 +172,8 @@ def _spec(value: Any, key: str, errors: list[str]) -> list[str]:
         errors.append(f"{key}: expected a requirement string, got {value!r}")
         return []
     try:
+        from lockkit.reqfile import normalize_requirement
+
         return [normalize_requirement(value)]
     except ValueError as exc:
         errors.append(f"{key}: {exc}")
@@ -174,6 +188,8 @@ def _specs(values: Any, key: str, errors: list[str]) -> list[str]:
 
 
 def _undeclared(key: str, name: str, table: str, declared: list[str]) -> str:
+    import difflib
+
     close = difflib.get_close_matches(canonical_name(name), declared, n=3)
     tip = (f"did you mean {' or '.join(map(repr, close))}?" if close else
            f"declared: {', '.join(declared) or 'none'}")

@@ -7,7 +7,6 @@ or overrides them by name.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import re
@@ -123,6 +122,8 @@ class _Checker:
 
     def unknown(self, table: dict, allowed: set[str], where: str) -> None:
         for key in sorted(set(table) - allowed):
+            import difflib
+
             close = difflib.get_close_matches(key, sorted(allowed), n=1)
             tip = f" (did you mean '{close[0]}'?)" if close else ""
             self.errors.append(f"{where}{key}: unknown field{tip}")
@@ -219,6 +220,8 @@ def _check_arch(c: _Checker, os_: str | None, arch: str | None) -> None:
         return  # already reported
     known = ARCHES[os_]
     if arch.lower() not in {a.lower() for a in known}:
+        import difflib
+
         close = difflib.get_close_matches(arch, known, n=1)
         tip = f" (did you mean '{close[0]}'?)" if close else ""
         c.errors.append(f"arch: {arch!r} is not one of {', '.join(known)} for os {os_!r}{tip}")
@@ -257,6 +260,8 @@ def _resolve_alias(alias: _Alias, found: dict[str, Platform]) -> Platform:
     target = found.get(alias.target)
     if target is None or target.alias_of:
         known = sorted(n for n, p in found.items() if not p.alias_of)
+        import difflib
+
         close = difflib.get_close_matches(alias.target, known, n=1)
         tip = f" (did you mean '{close[0]}'?)" if close else ""
         why = "is itself an alias" if target else "is not a known platform"
