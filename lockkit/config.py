@@ -13,10 +13,10 @@ The project's inputs (requirement files, pyproject.toml dependencies) are read b
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lockkit._record import field, record
 from lockkit.configcheck import (
     Checker,
     LockkitRequirement,
@@ -51,7 +51,7 @@ _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-vers
 _RFC3339_HINT = "e.g. 2024-10-01 or 2024-10-01T00:00:00Z"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Project:
     """The project's options: each default here is what a project without the key gets."""
 

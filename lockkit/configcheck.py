@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal
 
+from lockkit._record import record
 from lockkit.errors import ConfigError
 from lockkit.redact import redact
 
@@ -101,7 +101,7 @@ _ARCHIVE = (".whl", ".tar.gz", ".zip")
 Source = Literal["index", "path", "url", "vcs"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class LockkitRequirement:
     """``[ci] lockkit``: what the CI workflow installs lockkit from.
 

@@ -20,11 +20,11 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lockkit._compat import tomllib
+from lockkit._record import record
 from lockkit.config import Project, normalized_inputs
 from lockkit.errors import LockkitError
 from lockkit.platforms import Platform
@@ -37,7 +37,7 @@ __all__ = ["LOCK_FORMAT", "Outcome", "Verdict", "check", "check_platforms", "fil
 LOCK_FORMAT = 1  # bump when what lockkit writes changes in a way old locks must be redone for
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Outcome:
     platform: str
     path: Path
@@ -47,7 +47,7 @@ class Outcome:
     detail: str = ""  # for --check: what changed
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Verdict:
     status: str  # "fresh" | "stale" | "modified" | "missing"
     detail: str = ""

@@ -45,7 +45,6 @@ unpack carry and check them.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import hashlib
 import io
 import json
@@ -66,6 +65,7 @@ from packaging.version import Version
 
 from lockkit import __version__, _run
 from lockkit._compat import tomllib
+from lockkit._record import replace
 from lockkit.cache import Cache, copy_hashing, link_or_copy
 from lockkit.common import sha256_file, write_atomic
 from lockkit.config import Project
@@ -190,8 +190,7 @@ def _remember(path: Path, wants: list[tuple[str, str, Want]]) -> None:
 
 def _resolve(project: Project, platform: Platform, python: str) -> list[tuple[str, str, Want]]:
     # no torch index, no routing index: every name from the project's default index
-    bare = dataclasses.replace(platform, torch_index=None, torch_packages=(),
-                               torch_file_hosts=())
+    bare = replace(platform, torch_index=None, torch_packages=(), torch_file_hosts=())
     indexes = Indexes.for_platform(bare, project.mirrors, project.index_url)
     with tempfile.TemporaryDirectory(prefix="lockkit-tools-") as tmp:
         reqs = Path(tmp) / "requirements.in"
