@@ -16,9 +16,9 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from lockkit._record import record
 from lockkit.common import last_error_line
 from lockkit.errors import CommandError
 from lockkit.redact import redact
@@ -35,7 +35,7 @@ _ONE_DUMP = 0.2  # seconds between two processes' SIGABRTs: one prints its stack
 _ONE_BY_ONE = 16  # members aborted in turn; the rest of a large group at once
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Result:
     argv: tuple[str, ...]
     returncode: int | None  # None: it passed its timeout and was killed with its group
@@ -75,7 +75,7 @@ def isolated_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def call(argv: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | None = None,
          cwd: str | os.PathLike[str] | None = None, record: Recorder | None = None,
-         stacks_on_timeout: bool = False) -> Result:
+         stacks_on_timeout: bool = False, on_start: Callable[[], None] | None = None) -> Result:
     """Run *argv* (default environment: :func:`isolated_env`); never raises for how the
     command ended. A command that cannot start at all is ``returncode`` 127 with the reason
     in stderr, as a shell reports it. *record* sees every result.
@@ -83,7 +83,10 @@ def call(argv: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | 
     *stacks_on_timeout* (POSIX): at the timeout, the process group first gets SIGABRT, so
     that Python processes started with ``PYTHONFAULTHANDLER=1`` (the caller sets it; child
     processes such as DataLoader workers inherit it) print every thread's stack to stderr
-    before dying; then the group is killed as usual. The stacks end up in ``stderr``."""
+    before dying; then the group is killed as usual. The stacks end up in ``stderr``.
+
+    *on_start* runs once the command has started, before its output is awaited: work
+    that can overlap the command's own (compile imports its lock writer while uv runs)."""
     argv = tuple(str(a) for a in argv)
     start = time.perf_counter()
     shown_cwd = os.fspath(cwd) if cwd is not None else None
@@ -98,6 +101,8 @@ def call(argv: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | 
                         duration=time.perf_counter() - start, timeout=timeout, cwd=shown_cwd)
     else:
         try:
+            if on_start is not None:
+                on_start()
             out, err = proc.communicate(timeout=timeout)
             code: int | None = proc.returncode
         except subprocess.TimeoutExpired:

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
-
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
+from typing import TYPE_CHECKING, Any
 
 from lockkit import __version__
 from lockkit.common import write_atomic
@@ -29,11 +26,12 @@ from lockkit.freshness import (
     packages_digest_of_read,
     seal,
 )
-from lockkit.lockfile import build_lock, check_guards, dumps
 from lockkit.platforms import Platform
 from lockkit.redact import redact
 from lockkit.resolve import Indexes, ResolveOptions, resolve, uv_bin, uv_version
-from lockkit.routing import served_versions
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 __all__ = ["Outcome", "compile_platforms", "check_platforms"]
 
@@ -42,8 +40,13 @@ class _Http:
     """The compile's HTTP side: PyTorch index pages for the routing index, and hashes of
     files whose index page gave none.
 
-    The client (and the httpx import, ~0.2 s) is created on first use only: a platform
-    without a PyTorch index never needs it, and compile's overhead over uv is measured.
+    Pages are fetched with the standard library's ``urllib.request``: uv asks the routing
+    index for a page about 30 ms after it starts, and the page is on its critical path;
+    httpx takes ~40 ms to import, ``urllib.request`` ~2 ms once the routing index has
+    imported ``http.server``. It behaves as the httpx client of the other commands does:
+    proxies from the environment, certifi's CA bundle (or ``SSL_CERT_FILE`` /
+    ``SSL_CERT_DIR``), redirects followed with the Authorization header kept on the same
+    origin only, gzip accepted. Hashing a file (rare: the page had no hash) uses httpx.
     Requests go with the project's credentials by host (``lockkit.auth``): a page or file
     URL without user info of its own may still be on a host that needs them.
     """
@@ -53,6 +56,7 @@ class _Http:
         from lockkit.auth import Credentials
 
         self._client: Any = None
+        self._opener: Any = None
         self._lock = threading.Lock()
         self.attempts, self.backoff = attempts, backoff
         self.credentials = Credentials.for_project(project) if project else Credentials()
@@ -66,20 +70,41 @@ class _Http:
                                             headers={"User-Agent": f"lockkit/{__version__}"})
         return self._client
 
+    def _open(self) -> Any:
+        with self._lock:
+            if self._opener is None:
+                self._opener = _page_opener()
+        return self._opener
+
     def page(self, url: str) -> tuple[int, str]:
         """GET a PEP 503 page (HTML: the PyTorch index has no JSON API); retry 5xx/resets."""
-        import httpx
+        import base64
+        import http.client
+        import urllib.error
+        import urllib.request
 
+        from lockkit.redact import strip_credentials
+
+        pair = self.credentials.lookup(url)
         for attempt in range(self.attempts):
+            last = attempt + 1 == self.attempts
+            request = urllib.request.Request(strip_credentials(url), headers={
+                "Accept": "text/html", "Accept-Encoding": "gzip",
+                "User-Agent": f"lockkit/{__version__}"})
+            if pair is not None:
+                token = base64.b64encode(f"{pair[0]}:{pair[1]}".encode()).decode()
+                request.add_unredirected_header("Authorization", f"Basic {token}")
             try:
-                resp = self._get().get(url, headers={"Accept": "text/html"},
-                                       auth=self.credentials.auth(url))
-            except httpx.TransportError:
-                if attempt + 1 == self.attempts:
-                    raise
-            else:
-                if resp.status_code < 500 or attempt + 1 == self.attempts:
-                    return resp.status_code, resp.text
+                with self._open().open(request, timeout=60) as resp:
+                    return resp.status, _text(resp.headers, resp.read())
+            except urllib.error.HTTPError as err:
+                if err.code < 500 or last:
+                    return err.code, _text(err.headers, err.read())
+            except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+                if last:
+                    reason = getattr(exc, "reason", None) or exc
+                    raise IndexError_(f"cannot fetch {redact(url)}: {redact(str(reason))}"
+                                      ) from exc
             time.sleep(self.backoff * 2 ** attempt)
         raise AssertionError("unreachable")
 
@@ -101,19 +126,71 @@ class _Http:
             self._client.close()
 
 
-# Written where the packages digest goes, then replaced: the digest is taken of the table
-# as the written text holds it, so the lock is written (tomli_w) and read (tomllib) once.
-_PLACEHOLDER = "sha256:" + "0" * 64
+def _page_opener() -> Any:
+    """A urllib opener as httpx's client is set up (see :class:`_Http`)."""
+    import urllib.request
+
+    from lockkit.urls import origin
+
+    class Redirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any,
+                             newurl: str) -> Any:
+            new = super().redirect_request(req, fp, code, msg, headers, newurl)
+            auth = req.unredirected_hdrs.get("Authorization")
+            if new is not None and auth and origin(newurl) == origin(req.full_url):
+                new.add_unredirected_header("Authorization", auth)
+            return new
+
+    class Https(urllib.request.HTTPSHandler):
+        """Builds its TLS context (ssl, the CA bundle: ~15 ms) on the first https URL."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._made = False
+
+        def https_open(self, req: Any) -> Any:
+            if not self._made:
+                self._context = _tls_context()
+                self._made = True
+            return super().https_open(req)
+
+    return urllib.request.build_opener(Redirects, Https)
 
 
-def _with_digest(text: str) -> str:
-    """*text* (a lock written with :data:`_PLACEHOLDER` as its packages digest) with the
-    digest of its packages table as read back from *text* itself."""
-    from lockkit._compat import tomllib
+def _tls_context() -> Any:
+    """httpx's default: certifi's bundle, or SSL_CERT_FILE / SSL_CERT_DIR when set."""
+    import os
+    import ssl
 
-    assert text.count(f'"{_PLACEHOLDER}"') == 1, "the placeholder is the digest's value only"
-    digest = packages_digest_of_read(tomllib.loads(text)["packages"])
-    return text.replace(f'"{_PLACEHOLDER}"', f'"{digest}"')
+    cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+    if not cafile and not capath:
+        import certifi
+
+        cafile = certifi.where()
+    return ssl.create_default_context(cafile=cafile or None, capath=capath or None)
+
+
+def _text(headers: Any, body: bytes) -> str:
+    if (headers.get("Content-Encoding") or "").lower() == "gzip":
+        import zlib
+
+        body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
+    return body.decode(headers.get_content_charset() or "utf-8", "replace")
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _asked_names(requirements: dict[str, list[str]]) -> list[str]:
+    """The names the inputs ask for directly (their family pages are fetched early)."""
+    return [m.group() for reqs in requirements.values() for r in reqs
+            if not r.startswith("-") and (m := _NAME.match(r))]
+
+
+def _imports_for_after_uv() -> None:
+    """What compile needs once uv is done (tomli_w, packaging.pylock: ~30 ms), imported
+    while uv resolves."""
+    import lockkit.lockfile  # noqa: F401
 
 
 def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
@@ -140,10 +217,14 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
         try:
             resolution = resolve(reqs, platform, python, indexes, binary=uv,
                                  fetch_page=fetch_page, options=options,
-                                 input_options=input_options)
+                                 input_options=input_options,
+                                 prefetch=tuple(_asked_names(requirements)),
+                                 meanwhile=_imports_for_after_uv)
         except ResolutionError:
             _no_such_torch(platform, requirements, pages)
             raise
+    from lockkit.lockfile import build_lock, check_guards, dumps
+
     doc, routing = resolution.doc, resolution.routing
     check_guards(doc, platform, indexes, project.allow_sdist, routing)
     meta = {
@@ -154,12 +235,14 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
         "lockkit-version": __version__, "uv-version": uv_ver,
     }
     lock = build_lock(doc, platform, indexes, meta, http.hash, routing)
-    lock["tool"]["lockkit"]["packages-digest"] = _PLACEHOLDER
+    # the digest of the table as the file will hold it: every value in it (strings,
+    # numbers, uv's dates) reads back from TOML as it is here (tests/test_compile.py)
+    lock["tool"]["lockkit"]["packages-digest"] = packages_digest_of_read(lock["packages"])
     lock["tool"]["lockkit"]["inputs"] = record
     digest = files_digest(project, platform, python, record["requirements"])
     if digest:
         lock["tool"]["lockkit"]["input-files-digest"] = digest
-    text = seal(_with_digest(dumps(lock)))
+    text = seal(dumps(lock))
     path = project.lock_path(platform.name)
     if existing == text:
         return Outcome(platform=platform.name, path=path, status="unchanged",
@@ -174,6 +257,8 @@ def _no_such_torch(platform: Platform, requirements: dict[str, list[str]],
     """Raise the plain answer when the platform's index serves no torch the inputs accept:
     the platform, the index and its newest torch versions (uv's derivation tree says the
     same in many lines, and never which index it was)."""
+    from lockkit.routing import served_versions
+
     page = next((v for k, v in pages.items() if k.rstrip("/").endswith("/torch")), None)
     if not platform.torch_index or page is None or page[0] != 200:
         return
@@ -194,6 +279,9 @@ def _no_such_torch(platform: Platform, requirements: dict[str, list[str]],
 
 
 def _requirement(text: str) -> Requirement | None:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
     try:
         req = Requirement(text)
     except InvalidRequirement:
@@ -242,7 +330,12 @@ def compile_platforms(project: Project, platforms: list[Platform],
 
     http = _Http(project)
     try:
-        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(platforms)))) as pool:
+        workers = max(1, min(jobs, len(platforms)))
+        if workers == 1:  # no pool: concurrent.futures costs ~3 ms before uv starts
+            return [run(platform) for platform in platforms]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(run, platforms))
     finally:
         http.close()

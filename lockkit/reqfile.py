@@ -13,9 +13,9 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
+from lockkit._record import record
 from lockkit.errors import ConfigError
 
 __all__ = ["Include", "RequirementFile", "canonical_name", "flatten", "logical_lines",
@@ -57,7 +57,7 @@ class _Refused(Exception):
     """One line lockkit cannot take; the message says why and what to do."""
 
 
-@dataclass(frozen=True)
+@record
 class Include:
     """A ``-r`` (requirements) or ``-c`` (constraints only) line, its path resolved."""
 
@@ -65,7 +65,7 @@ class Include:
     path: Path
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class RequirementFile:
     """One file as read: its text (the inputs' fingerprint) and its entries, normalised
     and in file order: requirement strings (with any ``--hash=``), accepted options, and
@@ -101,14 +101,43 @@ def logical_lines(text: str) -> Iterator[tuple[int, str]]:
         yield first, line
 
 
+# The plain requirement most lines are: a name and version clauses of digits and dots
+# (``.*`` or a local ``+label`` after == and != only, ~= with two parts or more). Printed
+# here as packaging prints it; anything else goes to packaging (~15 ms to import, on the
+# path before compile starts uv). tests/test_reqfile.py holds the two to the same output.
+_PLAIN = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*([^\[\](;@]*)")
+_CLAUSE = re.compile(r"\s*(==|!=|>=|<=|~=|>|<)\s*(\d+(?:\.\d+)*)"
+                     r"(\.\*|\+[a-z0-9]+(?:\.[a-z0-9]+)*)?\s*")
+
+
+def _plain_requirement(spec: str) -> str | None:
+    match = _PLAIN.fullmatch(spec)
+    if match is None:
+        return None
+    name, rest = match.groups()
+    clauses: set[str] = set()
+    for part in rest.split(",") if rest.strip() else ():
+        clause = _CLAUSE.fullmatch(part)
+        if clause is None:
+            return None
+        op, version, tail = clause.groups()
+        if (tail and op not in ("==", "!=")) or (op == "~=" and "." not in version):
+            return None
+        clauses.add(f"{op}{version}{tail or ''}")
+    return canonical_name(name) + ",".join(sorted(clauses))
+
+
 def normalize_requirement(spec: str) -> str:
     """``spec`` as packaging prints it, names canonical; raises ``ValueError`` (one line)
     for what lockkit cannot lock or parse."""
-    from packaging.requirements import InvalidRequirement, Requirement  # ~15 ms: on first use
-
     kind = _bare_kind(spec)
     if kind:
         raise ValueError(f"{spec!r} is {kind}; {_FROM_INDEXES}")
+    plain = _plain_requirement(spec)
+    if plain is not None:
+        return plain
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         req = Requirement(spec)
     except InvalidRequirement as exc:
@@ -176,7 +205,7 @@ def _option(line: str, folder: Path) -> str | Include:
         target = (folder / value).resolve()
         if not value or not target.is_file():
             raise _Refused(f"{name} {value}: file not found")
-        return Include(_INCLUDES[name], target)
+        return Include(kind=_INCLUDES[name], path=target)
     if name in ("-e", "--editable"):
         raise _Refused(f"{line!r} is an editable install; {_FROM_INDEXES}")
     if name in _REFUSED:

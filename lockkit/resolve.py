@@ -14,14 +14,15 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lockkit import _run
 from lockkit._compat import tomllib
+from lockkit._record import field, record
 from lockkit.errors import IndexError_, ResolutionError
 from lockkit.platforms import Platform
 from lockkit.redact import redact
@@ -54,7 +55,7 @@ def uv_version(binary: str | None = None) -> str:
     return out[1] if len(out) > 1 else "unknown"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Indexes:
     """The indexes of one resolution, as the user wrote them and as actually used."""
 
@@ -78,7 +79,7 @@ class Indexes:
         )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ResolveOptions:
     """How much of an existing lock to keep, and as of when to resolve.
 
@@ -93,7 +94,7 @@ class ResolveOptions:
     exclude_newer: str | None = None  # RFC 3339 date or timestamp, passed to uv
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Resolution:
     """uv's pylock document and the pages the routing index served for it."""
 
@@ -134,8 +135,15 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
             binary: str | None = None,
             fetch_page: Callable[[str], tuple[int, str]] | None = None,
             options: ResolveOptions | None = None,
-            input_options: tuple[str, ...] = ()) -> Resolution:
-    """Run uv (behind the routing index when the platform has a PyTorch index)."""
+            input_options: tuple[str, ...] = (),
+            prefetch: tuple[str, ...] = (),
+            meanwhile: Callable[[], None] | None = None) -> Resolution:
+    """Run uv (behind the routing index when the platform has a PyTorch index).
+
+    Overlapping uv's own time: the routing index fetches the family pages among
+    *prefetch* (the names the inputs ask for) before uv asks for them, then *meanwhile*
+    runs in that thread (or in a thread of its own once uv has started, without a routing
+    index): what the caller needs only after uv, such as imports."""
     with ExitStack() as stack:
         routing = None
         if platform.torch_index:
@@ -152,17 +160,29 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
         extra = {"MACOSX_DEPLOYMENT_TARGET": platform.macos_target} if platform.macos_target else {}
         argv = uv_command(binary or uv_bin(), requirements, platform, python, indexes, out,
                           routing.url if routing else None, options, input_options)
-        result = _run.call(argv, timeout=900, env=_run.isolated_env(extra))
+        if routing is not None:
+            routing.prefetch(prefetch, then=meanwhile)
+            result = _run.call(argv, timeout=900, env=_run.isolated_env(extra))
+        else:
+            result = _run.call(argv, timeout=900, env=_run.isolated_env(extra),
+                               on_start=_in_thread(meanwhile))
         if result.returncode != 0:
             _raise_for(result.stderr, platform, indexes, routing)
         return Resolution(doc=tomllib.loads(out.read_text(encoding="utf-8")), routing=routing)
+
+
+def _in_thread(work: Callable[[], None] | None) -> Callable[[], None] | None:
+    if work is None:
+        return None
+    return lambda: threading.Thread(target=work, name="lockkit-meanwhile", daemon=True).start()
 
 
 def _raise_for(stderr: str, platform: Platform, indexes: Indexes,
                routing: RoutingIndex | None) -> None:
     why = _explain(stderr)
     torch = redact(indexes.torch_official or "")
-    for page in (routing.pages.values() if routing else ()):
+    asked = [p for name, p in routing.pages.items() if name in routing.asked] if routing else []
+    for page in asked:  # a page only prefetched is not what uv failed on
         if page.status is None:
             raise IndexError_(f"{platform.name}: the PyTorch index {torch} is unreachable "
                               f"({page.error})", hint="check --mirror, or the network")

@@ -26,23 +26,26 @@ from __future__ import annotations
 
 import html
 import html.parser
-import http.server
+import socket
 import threading
 import urllib.parse
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
-
+from lockkit._record import field, record
 from lockkit.redact import redact, strip_credentials
+from lockkit.reqfile import canonical_name
 from lockkit.urls import Mirrors, origin
+
+if TYPE_CHECKING:
+    import http.server
+
+    from packaging.version import Version
 
 __all__ = ["Listed", "Page", "RoutingIndex", "parse_links", "resolve_href", "served_versions"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Listed:
     """One file link of a PyTorch index page."""
 
@@ -51,7 +54,7 @@ class Listed:
     official: str  # the URL written to the lock: official host and layout
 
 
-@dataclass(kw_only=True)
+@record
 class Page:
     """What the PyTorch index answered for one family name."""
 
@@ -95,6 +98,9 @@ def parse_links(text: str) -> list[dict[str, str]]:
 def served_versions(text: str, name: str) -> list[Version]:
     """The versions of *name* a PEP 503 page lists, newest first: what "no such torch"
     shows, so a user sees what the index does serve instead of uv's derivation tree."""
+    from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+    from packaging.version import InvalidVersion
+
     found: set[Version] = set()
     for link in parse_links(text):
         path = urllib.parse.urlsplit(link["href"].split("#", 1)[0]).path
@@ -141,7 +147,7 @@ class RoutingIndex:
 
     def __init__(self, *, family: tuple[str, ...], official_index: str, mirrors: Mirrors,
                  file_hosts: tuple[str, ...], fetch: Callable[[str], tuple[int, str]]) -> None:
-        self.family = {canonicalize_name(n) for n in family}
+        self.family = {canonical_name(n) for n in family}
         self.official_index = official_index.rstrip("/")
         self.effective_index = mirrors.effective(self.official_index).rstrip("/")
         self.mirrors = mirrors
@@ -153,18 +159,54 @@ class RoutingIndex:
         self._fetch = fetch
         self._lock = threading.Lock()
         self.pages: dict[str, Page] = {}
+        self.asked: set[str] = set()  # the family names uv asked for (not only prefetched)
+        self._loading: dict[str, threading.Event] = {}
+        self._sock: socket.socket | None = None
         self._httpd: http.server.ThreadingHTTPServer | None = None
+        self._serving = threading.Event()
 
     # -- pages -----------------------------------------------------------------------------
     def page(self, name: str) -> Page:
-        """Fetch (once) and record the PyTorch index's page for a family *name*."""
-        name = canonicalize_name(name)
+        """Fetch (once: a second asker waits for the first) and record the PyTorch index's
+        page for a family *name*."""
+        name = canonical_name(name)
         with self._lock:
             if name in self.pages:
                 return self.pages[name]
-        page = self._load(name)
-        with self._lock:
-            return self.pages.setdefault(name, page)
+            loading = self._loading.get(name)
+            mine = loading is None
+            if loading is None:
+                loading = self._loading[name] = threading.Event()
+        if not mine:
+            loading.wait()
+            return self.pages[name]
+        try:
+            page = self._load(name)
+        except BaseException as exc:  # a bug, not a transport failure: no waiter hangs on it
+            page = Page(name=name, error=f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            with self._lock:
+                self.pages.setdefault(name, page)
+            loading.set()
+        return page
+
+    def prefetch(self, names: Iterable[str], then: Callable[[], None] | None = None) -> None:
+        """Fetch the family pages among *names* in the background, before uv asks (uv
+        starts in ~30 ms; the page is the first thing its resolution waits for), then run
+        *then* (more work to overlap with uv's)."""
+        wanted = [n for n in dict.fromkeys(map(canonical_name, names)) if n in self.family]
+
+        def run() -> None:
+            for name in wanted:
+                try:
+                    self.page(name)
+                except Exception:  # noqa: BLE001, S110 - uv asks again and gets the error
+                    pass
+            if then is not None:
+                then()
+
+        threading.Thread(target=run, name="lockkit-prefetch", daemon=True).start()
 
     def _load(self, name: str) -> Page:
         effective = f"{self.effective_index}/{name}/"  # without the slash: 403 on the real index
@@ -173,18 +215,17 @@ class RoutingIndex:
             status, text = self._fetch(effective)
         except Exception as exc:  # noqa: BLE001 - any transport failure is "unreachable"
             return Page(name=name, error=redact(str(exc)) or type(exc).__name__)
-        page = Page(name=name, status=status)
         if status != 200:
-            return page
+            return Page(name=name, status=status)
         links = parse_links(text)
+        files: dict[str, Listed] = {}
         for link in links:
             link["href"] = resolve_href(link["href"], official, effective, self.mirrors)
             bare = link["href"].split("#", 1)[0]
             filename = urllib.parse.unquote(urllib.parse.urlsplit(bare).path.rsplit("/", 1)[-1])
-            page.files[filename] = Listed(filename=filename, url=bare,
-                                          official=self._official(bare, filename))
-        page.html = _render(name, links)
-        return page
+            files[filename] = Listed(filename=filename, url=bare,
+                                     official=self._official(bare, filename))
+        return Page(name=name, status=status, files=files, html=_render(name, links))
 
     def _official(self, url: str, filename: str) -> str:
         """The lock's URL for a listed file: official host, official layout."""
@@ -197,7 +238,7 @@ class RoutingIndex:
 
     def listed(self, name: str, url: str) -> Listed | None:
         """The recorded link of family *name* for a file URL uv chose (None: not on its page)."""
-        page = self.pages.get(canonicalize_name(name))
+        page = self.pages.get(canonical_name(name))
         if page is None:
             return None
         bare = strip_credentials(url.split("#", 1)[0])
@@ -210,16 +251,18 @@ class RoutingIndex:
     # -- the server ------------------------------------------------------------------------
     @property
     def url(self) -> str:
-        assert self._httpd is not None, "RoutingIndex used outside its 'with' block"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/simple"
+        assert self._sock is not None, "RoutingIndex used outside its 'with' block"
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}/simple"
 
     def answer(self, path: str) -> tuple[int, bytes]:
         parts = [p for p in urllib.parse.unquote(path.split("?", 1)[0]).split("/") if p]
         if len(parts) != 2 or parts[0] != "simple":
             return 404, b"not found"
-        name = canonicalize_name(parts[1])
+        name = canonical_name(parts[1])
         if name not in self.family:
             return 404, b"not a torch-family package: ask the next index"
+        with self._lock:
+            self.asked.add(name)
         page = self.page(name)
         if page.status is None:
             return 502, f"the PyTorch index is unreachable: {page.error}".encode()
@@ -228,9 +271,21 @@ class RoutingIndex:
         return 200, (page.html or _EMPTY).encode()
 
     def __enter__(self) -> RoutingIndex:
+        """Listen at once (the socket's queue holds uv's first connections) and serve from
+        a thread that imports http.server itself: uv can start before that import."""
+        self._sock = socket.create_server(("127.0.0.1", 0), backlog=_BACKLOG)
+        threading.Thread(target=self._serve, name="lockkit-routing", daemon=True).start()
+        return self
+
+    def _serve(self) -> None:
+        import http.server
+
         routing = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive: uv asks for every name, one by one
+            disable_nagle_algorithm = True  # headers and body are two writes
+
             def log_message(self, *args: Any) -> None:
                 pass
 
@@ -247,21 +302,30 @@ class RoutingIndex:
             daemon_threads = True
             # uv asks for every package at once: the default backlog of 5 overflows, the
             # kernel drops connections and uv waits out its retry (0.2 to 1.6 s)
-            request_queue_size = 128
+            request_queue_size = _BACKLOG
 
             def handle_error(self, request: Any, client_address: Any) -> None:
                 pass  # a client that hung up
 
-        self._httpd = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.005},
-                         daemon=True).start()  # shutdown() waits one poll
-        return self
+        assert self._sock is not None
+        server = Server(self._sock.getsockname(), Handler, bind_and_activate=False)
+        server.socket.close()
+        server.socket = self._sock
+        self._httpd = server
+        self._serving.set()
+        server.serve_forever(poll_interval=0.005)  # shutdown() waits one poll
 
     def __exit__(self, *exc: object) -> None:
-        if self._httpd is not None:
+        if self._sock is None:
+            return
+        if self._serving.wait(timeout=30) and self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
+        else:
+            self._sock.close()
 
+
+_BACKLOG = 128
 
 _EMPTY = "<!DOCTYPE html>\n<html><body></body></html>\n"
 

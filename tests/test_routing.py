@@ -104,3 +104,35 @@ def test_a_family_page_the_index_does_not_serve_is_empty_not_a_fallback():
         with OPEN(f"{routing.url}/pytorch-triton-rocm/") as resp:
             assert resp.status == 200 and "<a " not in resp.read().decode()
     assert routing.pages["pytorch-triton-rocm"].status == 403
+
+
+def test_a_prefetched_page_is_fetched_once_and_only_asked_pages_count():
+    """compile fetches the family pages its inputs name before uv asks: uv's request while
+    that fetch is under way waits for it (one fetch), and only pages uv asked for are what
+    an error is explained by."""
+    import threading
+    import time
+
+    from lockkit.routing import RoutingIndex
+    from lockkit.urls import Mirrors
+
+    calls: list[str] = []
+    page = ('<a href="https://download.pytorch.org/whl/cpu/torch-2.5.1%2Bcpu-cp311-cp311-'
+            'linux_x86_64.whl#sha256=' + "0" * 64 + '">torch</a>')
+
+    def slow(url: str) -> tuple[int, str]:
+        calls.append(url)
+        time.sleep(0.2)
+        return 200, page
+
+    done = threading.Event()
+    with RoutingIndex(family=("torch", "triton"),
+                      official_index="https://download.pytorch.org/whl/cpu",
+                      mirrors=Mirrors({}), file_hosts=(), fetch=slow) as routing:
+        routing.prefetch(["Torch", "numpy"], then=done.set)
+        time.sleep(0.05)  # the prefetch is under way
+        code, body = routing.answer("/simple/torch/")
+        assert done.wait(5)
+    assert code == 200 and b"torch-2.5.1%2Bcpu" in body
+    assert calls == ["https://download.pytorch.org/whl/cpu/torch/"]  # once; numpy: not family
+    assert routing.asked == {"torch"} and set(routing.pages) == {"torch"}

@@ -1,0 +1,127 @@
+"""compile's page fetcher (``lockkit.compiler._Http.page``, the standard library's urllib)
+behaves as the httpx client of the other commands: credentials by host, the Authorization
+header kept across a redirect on the same origin only (httpx's rule), gzip decoded, 5xx
+retried, a dead host an error naming the URL without its credentials.
+
+A real HTTP server on 127.0.0.1 answers; it records what each request carried.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lockkit.compiler import _Http
+from lockkit.config import load_project
+from lockkit.errors import IndexError_
+
+PAGE = '<!DOCTYPE html><html><body><a href="/x/torch-2.5.1-py3-none-any.whl">t</a></body></html>'
+
+
+class Recorder(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.seen: list[tuple[str, str]] = []  # (path, Authorization)
+        self.failures = 0  # 503s still to give
+        self.redirect_to = ""
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    server: Recorder
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.seen.append((self.path, self.headers.get("Authorization", "")))
+        if self.path.startswith("/moved/"):
+            self._send(302, b"", Location=self.server.redirect_to)
+        elif self.path.startswith("/flaky/") and self.server.failures:
+            self.server.failures -= 1
+            self._send(503, b"try later")
+        elif self.path.startswith("/gz/"):
+            assert "gzip" in self.headers.get("Accept-Encoding", "")
+            self._send(200, gzip.compress(PAGE.encode()), **{"Content-Encoding": "gzip"})
+        else:
+            self._send(200, PAGE.encode())
+
+    def _send(self, code: int, body: bytes, **headers: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[Recorder, Recorder]]:
+    pair = (Recorder(), Recorder())
+    for server in pair:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield pair
+    for server in pair:
+        server.shutdown()
+        server.server_close()
+
+
+def basic(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def http_for(tmp_path: Path, index_url: str) -> _Http:
+    (tmp_path / "requirements.in").write_text("torch\n")
+    (tmp_path / "lockkit.toml").write_text(f'index-url = "{index_url}"\n')
+    return _Http(load_project(tmp_path), backoff=0.01)
+
+
+def test_credentials_follow_a_redirect_on_the_same_origin_only(servers, tmp_path):
+    home, other = servers
+    http = http_for(tmp_path, f"http://me:s3cret@{home.url[len('http://'):]}/simple")
+    home.redirect_to = f"{home.url}/simple/torch/"
+    assert http.page(f"{home.url}/moved/torch/") == (200, PAGE)
+    assert home.seen == [("/moved/torch/", basic("me", "s3cret")),
+                         ("/simple/torch/", basic("me", "s3cret"))]
+    home.redirect_to = f"{other.url}/simple/torch/"
+    assert http.page(f"{home.url}/moved/torch/") == (200, PAGE)
+    assert other.seen == [("/simple/torch/", "")]  # another origin: no Authorization
+
+
+def test_user_info_in_the_url_is_sent_as_basic_auth_not_in_the_request(servers, tmp_path):
+    home, _ = servers
+    http = http_for(tmp_path, f"{home.url}/simple")
+    host = home.url[len("http://"):]
+    assert http.page(f"http://tok%40en:p%3Ass@{host}/simple/torch/")[0] == 200
+    assert home.seen == [("/simple/torch/", basic("tok@en", "p:ss"))]
+
+
+def test_gzip_is_decoded_and_5xx_retried(servers, tmp_path):
+    home, _ = servers
+    http = http_for(tmp_path, f"{home.url}/simple")
+    assert http.page(f"{home.url}/gz/torch/") == (200, PAGE)
+    home.failures = 2
+    assert http.page(f"{home.url}/flaky/torch/") == (200, PAGE)
+    home.failures = 5
+    assert http.page(f"{home.url}/flaky/torch/") == (503, "try later")  # after 3 attempts
+    assert len([p for p, _ in home.seen if p.startswith("/flaky/")]) == 3 + 3
+
+
+def test_a_dead_host_is_an_error_naming_the_url_without_credentials(tmp_path):
+    http = http_for(tmp_path, "http://127.0.0.1:9/simple")
+    with pytest.raises(IndexError_) as dead:
+        http.page("http://me:s3cret@127.0.0.1:9/whl/cpu/torch/")
+    assert "127.0.0.1:9/whl/cpu/torch/" in str(dead.value)
+    assert "s3cret" not in str(dead.value)
