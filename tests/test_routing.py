@@ -136,3 +136,52 @@ def test_a_prefetched_page_is_fetched_once_and_only_asked_pages_count():
     assert code == 200 and b"torch-2.5.1%2Bcpu" in body
     assert calls == ["https://download.pytorch.org/whl/cpu/torch/"]  # once; numpy: not family
     assert routing.asked == {"torch"} and set(routing.pages) == {"torch"}
+
+
+def test_the_routing_server_speaks_http_1_1_as_uv_needs():
+    """lockkit's own loopback server: kept-alive GETs answered in order on one connection
+    (http.client, as a client library sends them), HTTP/1.0 and ``Connection: close``
+    honoured, anything but GET refused, a request that is not HTTP closed without an
+    answer; and the port is closed when the compile ends."""
+    import http.client
+    import socket
+
+    from lockkit.routing import RoutingIndex
+    from lockkit.urls import Mirrors
+
+    def fetch(url: str) -> tuple[int, str]:
+        return 404, "no such page"
+
+    with RoutingIndex(family=("torch",), official_index="https://download.pytorch.org/whl/cpu",
+                      mirrors=Mirrors({}), file_hosts=(), fetch=fetch) as routing:
+        port = int(routing.url.split(":")[2].split("/")[0])
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        answers = []
+        for path in ("/simple/numpy/", "/simple/torch/", "/simple/Torch/?x=1", "/elsewhere"):
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            answers.append((resp.status, resp.getheader("Cache-Control"), resp.read()))
+        sock = conn.sock
+        conn.request("POST", "/simple/torch/", body=b"x")
+        refused = conn.getresponse()
+        assert refused.status == 405 and refused.read() == b"only GET"
+        assert conn.sock is sock  # one connection for all of them
+        conn.close()
+        assert [a[0] for a in answers] == [404, 200, 200, 404]
+        assert answers[1][1] == "no-store"
+        assert b"<html>" in answers[1][2]  # refused upstream: an empty page, uv stops here
+
+        for request in (b"GET /simple/numpy/ HTTP/1.0\r\n\r\n",
+                        b"GET /simple/numpy/ HTTP/1.1\r\nConnection: close\r\n\r\n"):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+                raw.sendall(request)
+                got = b""
+                while chunk := raw.recv(65536):  # the server closes: the loop ends
+                    got += chunk
+            assert got.startswith(b"HTTP/1.1 404 Not Found\r\n")
+            assert b"Connection: close\r\n" in got
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            raw.sendall(b"HELLO\r\n\r\n")
+            assert raw.recv(65536) == b""  # not HTTP: closed, nothing said
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
