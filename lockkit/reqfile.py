@@ -10,7 +10,6 @@ instead. All of a file's refusals are reported together.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -212,6 +211,8 @@ def _option(line: str, folder: Path) -> str | Include:
         raise _Refused(f"option {name!r} {_REFUSED[name]}")
     if name in _HARMLESS:
         return f"{name}={value}" if value else name
+    import difflib
+
     close = difflib.get_close_matches(name, [*_INCLUDES, *_HARMLESS, *_REFUSED], n=1)
     raise _Refused(f"unknown option {name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
 

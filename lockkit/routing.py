@@ -25,7 +25,6 @@ file by the page that listed it, and the lock writer finds each file's official 
 from __future__ import annotations
 
 import html
-import html.parser
 import socket
 import threading
 import urllib.parse
@@ -63,30 +62,32 @@ class Page:
     html: str = ""  # the page as served to uv: every link absolute and effective
 
 
-class _Links(html.parser.HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.links: list[dict[str, str]] = []
-        self._open: dict[str, str] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self._open = {k: v or "" for k, v in attrs}
-            self._open.setdefault("#text", "")
-
-    def handle_data(self, data: str) -> None:
-        if self._open is not None:
-            self._open["#text"] += data
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a" and self._open is not None:
-            if self._open.get("href"):
-                self.links.append(self._open)
-            self._open = None
-
-
 def parse_links(text: str) -> list[dict[str, str]]:
-    """The ``<a>`` elements of a PEP 503 page: attributes (unescaped) plus ``#text``."""
+    """The ``<a>`` elements of a PEP 503 page: attributes (unescaped) plus ``#text``.
+    (html.parser is imported here: compile starts uv before it fetches any page.)"""
+    import html.parser
+
+    class _Links(html.parser.HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.links: list[dict[str, str]] = []
+            self._open: dict[str, str] | None = None
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "a":
+                self._open = {k: v or "" for k, v in attrs}
+                self._open.setdefault("#text", "")
+
+        def handle_data(self, data: str) -> None:
+            if self._open is not None:
+                self._open["#text"] += data
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag == "a" and self._open is not None:
+                if self._open.get("href"):
+                    self.links.append(self._open)
+                self._open = None
+
     parser = _Links()
     parser.feed(text)
     parser.close()

@@ -67,7 +67,7 @@ def test_rocm_build_is_read_from_torch_version_hip(fake_venv):  # noqa: F811
 @pytest.mark.parametrize("machine", ["aarch64", "arm64"])
 def test_aarch64_platforms_match_an_aarch64_machine(monkeypatch, machine):
     """verify's host step (verify/rebuild.py) compares host_arch() with arch_family(arch)."""
-    monkeypatch.setattr(common._platform, "machine", lambda: machine)
+    monkeypatch.setattr(common, "_machine", lambda: machine)
     plats = load_platforms()
     here = common.host_arch()
     runs = sorted(n for n, p in plats.items() if p.os == "linux"
