@@ -12,16 +12,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import tomli_w
-from packaging.pylock import Pylock, PylockValidationError
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from lockkit._compat import tomllib
 from lockkit.errors import ConfigError, GuardError, IndexError_
 from lockkit.platforms import Platform
 from lockkit.redact import redact
+from lockkit.reqfile import canonical_name as canonicalize_name
 
 if TYPE_CHECKING:  # compile's types; reading a lock (wheelhouse, verify) needs neither
+    from packaging.pylock import Pylock
+
     from lockkit.resolve import Indexes
     from lockkit.routing import RoutingIndex
 
@@ -213,6 +214,8 @@ def read_lock(path: Path) -> tuple[dict[str, Any], Pylock]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    from packaging.pylock import Pylock, PylockValidationError  # ~20 ms: compile needs none
+
     try:
         return data, Pylock.from_dict(data)
     except PylockValidationError as exc:
