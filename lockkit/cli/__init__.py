@@ -3,7 +3,8 @@
 - :mod:`~lockkit.cli.parser`: the commands, flags and help;
 - :mod:`~lockkit.cli.build`: platforms, compile, wheelhouse;
 - :mod:`~lockkit.cli.check`: verify, diagnose, diff, ci;
-- :mod:`~lockkit.cli.sync`: sync.
+- :mod:`~lockkit.cli.sync`: sync;
+- :mod:`~lockkit.cli.common`: what verify and sync share (the platform, path checks, the fetcher).
 
 A command's module is imported only when that command runs.
 """

@@ -15,7 +15,7 @@ from typing import Any
 from lockkit import ui
 from lockkit.errors import StaleLockError, UsageError, WriteError
 
-__all__ = ["cmd_compile", "cmd_platforms", "cmd_wheelhouse", "shown_path"]
+__all__ = ["cmd_compile", "cmd_platforms", "cmd_wheelhouse", "shown_path", "wheelhouse_folder"]
 
 
 def cmd_platforms(args: argparse.Namespace) -> int:
@@ -176,15 +176,22 @@ def _wheelhouse_pack(args: argparse.Namespace) -> int:
     from lockkit import archive
 
     root = args.project.absolute()
-    folder = (args.folder or root / "wheelhouse" / args.platform).absolute()
+    folder = wheelhouse_folder(args.folder, root, args.platform)
     out = (args.output or root / "wheelhouse" / f"{args.platform}.wheelhouse.tar").absolute()
-    if not folder.is_dir():
-        raise UsageError(f"{shown_path(folder)}: no wheelhouse folder",
-                         hint=f"run 'lockkit wheelhouse build --platform {args.platform}'")
     archive.pack(folder, out, lock=_committed(args.lock, root))
     ui.say(f"{args.platform}: packed {shown_path(folder)} -> {shown_path(out)} "
            f"({_size(out.stat().st_size)})")
     return 0
+
+
+def wheelhouse_folder(folder: Path | None, root: Path, platform: str) -> Path:
+    """``folder``, else the project's ``wheelhouse/<platform>``, as an absolute path; it
+    must exist (pack and sbom read a folder that build made)."""
+    folder = (folder or root / "wheelhouse" / platform).absolute()
+    if not folder.is_dir():
+        raise UsageError(f"{shown_path(folder)}: no wheelhouse folder",
+                         hint=f"run 'lockkit wheelhouse build --platform {platform}'")
+    return folder
 
 
 def _wheelhouse_unpack(args: argparse.Namespace) -> int:

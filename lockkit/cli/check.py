@@ -10,6 +10,7 @@ from pathlib import Path
 
 from lockkit import ui
 from lockkit.cli.build import shown_path
+from lockkit.cli.common import check_given_paths, lock_fetcher, pick_platform
 from lockkit.errors import UsageError
 
 __all__ = ["cmd_ci", "cmd_diagnose", "cmd_diff", "cmd_verify", "new_report_folder"]
@@ -19,29 +20,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from lockkit import verify
     from lockkit.cache import default_cache_dir
     from lockkit.config import load_project
-    from lockkit.platforms import load_platforms, select_platforms
     from lockkit.report import json as json_format
     from lockkit.report import terminal, write_folder
     from lockkit.report.junit import write_junit
 
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
-    known = load_platforms(project.root)
-    name = args.platform or (project.platforms[0] if len(project.platforms) == 1 else None)
-    if name is None:  # several (or no) platforms: the best this machine runs that has a lock
-        from lockkit.host import choose
-
-        locked = {n for n in known if project.lock_path(n).is_file()}
-        picked = choose(known, locked, "lock")
-        name = picked.platform.name
-        ui.say(f"verify: picked {name} for this machine ({picked.reason})")
-    platform, = select_platforms(known, [name], False, project.platforms)
-    if not project.lock_path(platform.name).is_file():
-        raise UsageError(f"{project.lock_path(platform.name)}: no lock",
-                         hint=f"run 'lockkit compile --platform {platform.name}'")
-    if args.wheelhouse is not None and not args.wheelhouse.is_dir():
-        raise UsageError(f"--wheelhouse {args.wheelhouse}: not a folder")
-    if args.python is not None and not args.python.exists():
-        raise UsageError(f"--python {args.python}: no such interpreter")
+    platform = pick_platform(project, args.platform, "verify")
+    check_given_paths(args)
 
     if bool(args.variant) != bool(args.reason) or (args.changes and not args.variant):
         raise UsageError("--variant, --reason and --changes go together: name the variant, "
@@ -52,16 +37,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
     variant = ({"name": args.variant, "reason": args.reason,
                 "changes": sorted(set(args.changes))} if args.variant else None)
 
-    def fetch(dest: Path) -> Path:
-        from lockkit import wheelhouse
-        from lockkit.auth import Credentials
-        from lockkit.fetch import Cache, default_cache_dir, http_client
-
-        with http_client(credentials=Credentials.for_project(project)) as client:
-            wheelhouse.build(project, platform, dest, client=client,
-                             cache=Cache((args.cache_dir or default_cache_dir()).absolute()))
-        return dest
-
     with ui.progress(f"verifying {platform.name}", total=len(verify.PLAN)) as advance:
         outcome = verify.verify(verify.Options(
             project=project, platform=platform,
@@ -70,7 +45,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
             installer=args.installer, no_gpu=args.no_gpu,
             keep_venv=args.keep_venv, probe_timeout=args.probe_timeout,
             cache_root=(args.cache_dir or default_cache_dir()).absolute(),
-            command_line=tuple(["lockkit", *sys.argv[1:]]), fetch=fetch, variant=variant,
+            command_line=tuple(["lockkit", *sys.argv[1:]]), variant=variant,
+            fetch=lock_fetcher(project, platform, args.cache_dir),
             on_step=lambda step: advance(1)))
     dossier = outcome.dossier
     folder = (args.report_dir.absolute() if args.report_dir else

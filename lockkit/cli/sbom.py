@@ -13,14 +13,11 @@ __all__ = ["cmd_wheelhouse_sbom"]
 def cmd_wheelhouse_sbom(args: argparse.Namespace) -> int:
     """Write the SBOM; its path goes to stdout, a summary line to stderr."""
     from lockkit import sbom
-    from lockkit.cli.build import shown_path
+    from lockkit.cli.build import shown_path, wheelhouse_folder
 
     root = args.project.absolute()
-    folder = (args.folder or root / "wheelhouse" / args.platform).absolute()
+    folder = wheelhouse_folder(args.folder, root, args.platform)
     lock = (args.lock or root / "locks" / f"pylock.{args.platform}.toml").absolute()
-    if not folder.is_dir():
-        raise UsageError(f"{shown_path(folder)}: no wheelhouse folder",
-                         hint=f"run 'lockkit wheelhouse build --platform {args.platform}'")
     if not lock.is_file():
         raise UsageError(f"{shown_path(lock)}: no such lock",
                          hint="pass the lock the folder was built from with --lock")

@@ -1,0 +1,64 @@
+"""What verify and sync share: the platform a run is for, the checks of the paths given,
+and how a run fetches the lock's files when no wheelhouse is given. The heavy modules are
+imported on first use."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lockkit import ui
+from lockkit.errors import UsageError
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from lockkit.config import Project
+    from lockkit.platforms import Platform
+
+__all__ = ["check_given_paths", "lock_fetcher", "pick_platform"]
+
+
+def pick_platform(project: Project, name: str | None, command: str) -> Platform:
+    """The named platform, else the config's only one, else the best this machine runs
+    that has a lock (said on stderr as ``<command>: picked ...``); its lock must exist."""
+    from lockkit.platforms import load_platforms, select_platforms
+
+    known = load_platforms(project.root)
+    name = name or (project.platforms[0] if len(project.platforms) == 1 else None)
+    if name is None:
+        from lockkit.host import choose
+
+        picked = choose(known, {n for n in known if project.lock_path(n).is_file()}, "lock")
+        name = picked.platform.name
+        ui.say(f"{command}: picked {name} for this machine ({picked.reason})")
+    platform, = select_platforms(known, [name], False, project.platforms)
+    if not project.lock_path(platform.name).is_file():
+        raise UsageError(f"{project.lock_path(platform.name)}: no lock",
+                         hint=f"run 'lockkit compile --platform {platform.name}'")
+    return platform
+
+
+def check_given_paths(args: argparse.Namespace) -> None:
+    """``--wheelhouse`` and ``--python``, where given, must exist (before any work starts)."""
+    if args.wheelhouse is not None and not args.wheelhouse.is_dir():
+        raise UsageError(f"--wheelhouse {args.wheelhouse}: not a folder")
+    if args.python is not None and not args.python.exists():
+        raise UsageError(f"--python {args.python}: no such interpreter")
+
+
+def lock_fetcher(project: Project, platform: Platform, cache_dir: Path | None
+                 ) -> Callable[[Path], Path]:
+    """Without a wheelhouse: the lock's files fetched by hash into a temp one, through the
+    cache (``cache_dir``, else the default one)."""
+    def fetch(dest: Path) -> Path:
+        from lockkit import wheelhouse
+        from lockkit.auth import Credentials
+        from lockkit.fetch import Cache, default_cache_dir, http_client
+
+        with http_client(credentials=Credentials.for_project(project)) as client:
+            wheelhouse.build(project, platform, dest, client=client,
+                             cache=Cache((cache_dir or default_cache_dir()).absolute()))
+        return dest
+    return fetch
