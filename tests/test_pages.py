@@ -125,3 +125,38 @@ def test_a_dead_host_is_an_error_naming_the_url_without_credentials(tmp_path):
         http.page("http://me:s3cret@127.0.0.1:9/whl/cpu/torch/")
     assert "127.0.0.1:9/whl/cpu/torch/" in str(dead.value)
     assert "s3cret" not in str(dead.value)
+
+
+@pytest.fixture
+def tls_server(tmp_path) -> Iterator[tuple[Recorder, Path]]:
+    """The recorder behind TLS, with a certificate for 127.0.0.1 made by the openssl CLI."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate for 127.0.0.1")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    server = Recorder()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server, cert
+    server.shutdown()
+    server.server_close()
+
+
+def test_https_pages_trust_ssl_cert_file_and_refuse_an_unknown_certificate(
+        tls_server, tmp_path, monkeypatch):
+    server, cert = tls_server
+    url = f"https://127.0.0.1:{server.server_address[1]}/simple/torch/"
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    assert http_for(tmp_path, "https://127.0.0.1/simple").page(url) == (200, PAGE)
+    monkeypatch.delenv("SSL_CERT_FILE")  # certifi's bundle does not know this certificate
+    with pytest.raises(IndexError_, match="CERTIFICATE_VERIFY_FAILED"):
+        http_for(tmp_path, "https://127.0.0.1/simple").page(url)
