@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,8 @@ def cmd_wheelhouse(args: argparse.Namespace) -> int:
 
 
 def _wheelhouse_build(args: argparse.Namespace) -> int:
+    if args.no_tools and _wheelhouse_warm(args):
+        return 0
     from lockkit import wheelhouse
     from lockkit.auth import Credentials
     from lockkit.config import load_project
@@ -147,17 +150,71 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
         # A write into an open file (a full disk) names none: name both places written.
         raise WriteError(f"{platform.name}: cannot write the wheelhouse {shown_path(out)} or "
                          f"the cache {shown_path(cache.root)}: {exc.strerror or exc}") from None
-    ui.print_table(f"lockkit wheelhouse build {platform.name}",
-                   ("package", "version", "file", "size", "from"),
-                   [(r.package, r.version, r.path, _size(r.size),
-                     _where(r.origin) + (" (built from sdist)" if r.built_from else ""))
-                    for r in result.files], stream=sys.stdout)
-    ui.say(f"{platform.name}: {len(result.files)} wheels, {_size(result.downloaded_bytes)} "
-           f"downloaded, {result.from_cache} from cache -> {shown_path(out)}")
+    _printed(platform.name, out, [(r.package, r.version, r.path, _size(r.size),
+                                   _where(r.origin) + (" (built from sdist)" if r.built_from
+                                                       else "")) for r in result.files],
+             result.downloaded_bytes, result.from_cache)
+    if stale is None and not with_tools and all(r.built_from is None for r in result.files):
+        _remember(args, project, platform.name, lock_path, cache.root, result)
     if with_tools:
         ui.say(f"{platform.name}: tools/ has lockkit and its dependencies "
                f"({len(list((out / 'tools').glob('*.whl')))} wheels) for the offline machine")
     return 0
+
+
+def _wheelhouse_warm(args: argparse.Namespace) -> bool:
+    """The rebuild from the cache's memo of an earlier build (``lockkit.buildmemo``), which
+    imports none of the full build's modules; False when the memo does not hold."""
+    from lockkit import buildmemo
+    from lockkit.cachelayout import default_cache_dir
+
+    done = buildmemo.warm(project=args.project, platform=args.platform, out=args.out,
+                        cache=(args.cache_dir or default_cache_dir()).absolute(),
+                        find_links=args.find_links, flags=_memo_flags(args))
+    if done is None:
+        return False
+    _printed(args.platform, done.folder,
+             [(pkg, version, name, _size(size), "cache") for pkg, version, name, size
+              in done.files], 0, len(done.files))
+    return True
+
+
+def _memo_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags that change what a build writes: the memo is kept and taken with them."""
+    return {"mirror": list(args.mirror), "index_url": args.index_url}
+
+
+def _remember(args: argparse.Namespace, project: Any, platform: str, lock: Path,
+              cache: Path, result: Any) -> None:
+    """Keep what a build of a fresh lock wrote, for :func:`_wheelhouse_warm`; the inputs are
+    the files the lock's freshness was judged from."""
+    from lockkit import buildmemo
+    from lockkit._compat import tomllib
+
+    try:
+        tool = tomllib.loads(lock.read_text(encoding="utf-8"))["tool"]["lockkit"]
+        labels = list(tool.get("inputs", {}).get("requirements", {}))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return
+    inputs = {project.root / entry for entry in project.requirements}
+    inputs |= {project.root / _LABEL_SECTION.sub("", label) for label in labels}
+    buildmemo.remember(cache, root=project.root, lock=lock, lock_sha256=result.lock_sha256,
+                     platform=platform, config=project.config_file, inputs=inputs,
+                     flags=_memo_flags(args),
+                     wheels=[(r.path, r.sha256, r.size, r.package, r.version)
+                             for r in result.files], texts=dict(result.texts))
+
+
+# a requirement label names its file, then maybe a table: "pyproject.toml[project.dependencies]"
+_LABEL_SECTION = re.compile(r"\[(?:project\.|dependency-groups\.)[^\]]*\]$")
+
+
+def _printed(platform: str, out: Path, rows: list[tuple[str, str, str, str, str]],
+             downloaded: int, from_cache: int) -> None:
+    ui.print_table(f"lockkit wheelhouse build {platform}",
+                   ("package", "version", "file", "size", "from"), rows, stream=sys.stdout)
+    ui.say(f"{platform}: {len(rows)} wheels, {_size(downloaded)} downloaded, {from_cache} "
+           f"from cache -> {shown_path(out)}")
 
 
 def _tools_wanted(args: argparse.Namespace, project: Any, platform: Any, lock: Path) -> bool:
