@@ -5,7 +5,11 @@
 - :mod:`~lockkit.cli.check`: verify, diagnose, diff, ci;
 - :mod:`~lockkit.cli.sync`: sync.
 
-A command's module is imported only when that command runs.
+A command's module is imported only when that command runs. The modules a warm
+``wheelhouse build`` runs (this package, ``parser``, ``build``, ``lockkit.ui``,
+``lockkit.errors``, ``lockkit.buildmemo``) leave ``typing`` unimported, 2 ms of a 30 ms
+run: they write ``TYPE_CHECKING = False`` and import ``typing`` under it (mypy reads any
+name ``TYPE_CHECKING`` as true), their annotations being strings.
 """
 
 from __future__ import annotations

@@ -11,10 +11,13 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 from lockkit import ui
 from lockkit.errors import StaleLockError, UsageError, WriteError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see lockkit.cli)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["cmd_compile", "cmd_platforms", "cmd_wheelhouse", "shown_path"]
 
