@@ -178,11 +178,15 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
     for got in hits.values():
         if on_file:
             on_file(got)
-    missing = [item for i, item in enumerate(items) if i not in hits]
+    # The largest first: the last file to finish is then a small one, not a torch wheel
+    # started late while the other threads sit idle.
+    missing = sorted((i for i in range(len(items)) if i not in hits),
+                     key=lambda i: -(items[i].want.size or 0))
     if missing and hasattr(client, "open"):
         client.open()
-    fetched = iter(_fetch_all(fetcher, one, missing, jobs) if missing else [])
-    gots = [hits[i] if i in hits else next(fetched) for i in range(len(items))]
+    fetched = _fetch_all(fetcher, one, [items[i] for i in missing], jobs) if missing else []
+    hits.update(zip(missing, fetched, strict=True))
+    gots = [hits[i] for i in range(len(items))]
     kit = None
     if with_tools:
         from lockkit import tools  # ~50 ms of imports a build without tools/ never pays
