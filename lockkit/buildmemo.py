@@ -18,7 +18,9 @@ content was derived from is as it was then, byte for byte:
 - the flags that change the project (``--mirror``, ``--index-url``), lockkit's version,
   ``SOURCE_DATE_EPOCH`` and the installed cyclonedx-python-lib (the SBOM's text);
 - every wheel's cache blob, by its stamp (:func:`lockkit.cachelayout.stamped`): the bytes
-  hashed to its name when it landed and were not written since.
+  hashed to its name when it landed and were not written since;
+- and the memo itself: every hash it would write is the lock's (or a hash of its other
+  texts), every name stays inside the folder (:func:`_from_lock`).
 
 Anything else, a missing or unreadable memo included, is a miss, and the full build
 runs (and writes the memo again). The folder is written as the full build writes it: a
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -78,13 +81,14 @@ def warm(*, project: Path | None, platform: str, out: Path | None, cache: Path,
     root, config_seen = found
     lock = root / "locks" / f"pylock.{platform}.toml"
     try:
-        sha = sha256(lock.read_bytes()).hexdigest()
+        raw = lock.read_bytes()
+        sha = sha256(raw).hexdigest()
         memo = json.loads((cache / "plan" / _memo_name(sha, lock, platform))
                           .read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not _holds(memo, root, lock, platform, flags, config_seen) or \
-            not all(Path(f).is_dir() for f in find_links):
+            not _from_lock(memo, raw, sha) or not all(Path(f).is_dir() for f in find_links):
         return None
     blobs = [stamped(cache, sha, size) for _, sha, size, _, _ in memo["wheels"]]
     if None in blobs:
@@ -137,6 +141,33 @@ def _holds(memo: Any, root: Path, lock: Path, platform: str, flags: Mapping[str,
         return same and memo["inputs_sha256"] == _inputs_digest(memo["inputs"],
                                                                 memo["folders"])
     except (KeyError, TypeError):
+        return False
+
+
+# What a wheelhouse holds besides its wheels (wheelhouse._write_meta), and a wheel's name.
+_TEXT = re.compile(r"pylock\.toml|requirements\.txt|sbom\.cdx\.json|manifest\.json"
+                   r"|simple/(?:[a-z0-9][a-z0-9._-]*/)?index\.html")
+_WHEEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+!-]*\.whl")
+_SHA = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
+
+
+def _from_lock(memo: Any, raw: bytes, lock_sha256: str) -> bool:
+    """Whether every hash the memo would write is the committed lock's: each wheel's
+    sha256 is in the lock, and each one in the texts is in the lock, is the lock's own, or
+    is another text's (the manifest lists them). The cache is writable by its owner; a
+    memo made up to suit other wheels is refused here, as forged blobs are caught where
+    the folder is used (``--require-hashes``, ``pack``), and no name leaves the folder."""
+    try:
+        wheels, texts = memo["wheels"], memo["texts"]
+        if not all(len(w) == 5 and isinstance(w[0], str) and _WHEEL.fullmatch(w[0])
+                   and isinstance(w[1], str) and len(w[1]) == 64 and w[1].encode() in raw
+                   and isinstance(w[2], int) for w in wheels) or \
+                not all(isinstance(t, str) and _TEXT.fullmatch(p) for p, t in texts.items()):
+            return False
+        known = {lock_sha256} | {sha256(t.encode()).hexdigest() for t in texts.values()}
+        return all(h in known or h.encode() in raw
+                   for t in texts.values() for h in set(_SHA.findall(t)))
+    except (KeyError, TypeError, AttributeError):
         return False
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lockkit import wheelhouse
-from lockkit.cache import lock_references, prune, survey
+from lockkit.cache import Cache, lock_references, prune, survey
 from lockkit.cli import main
 
 PLATFORM = "linux-cpu"
@@ -126,6 +126,48 @@ def test_a_changed_input_never_takes_the_memo(locked, tmp_path, full_builds, cha
         assert "is stale against its inputs" in capsys.readouterr().err
         build(locked, cache, tmp_path / "third")
         assert len(full_builds) == 3
+
+
+def _forge_a_hash(memo: dict, cache: Path) -> None:
+    sha = memo["wheels"][0][1]
+    memo["texts"] = {p: t.replace(sha, "0" * 64) for p, t in memo["texts"].items()}
+
+
+def _forge_a_wheel(memo: dict, cache: Path) -> None:
+    """Another wheel in the cache, checked and stamped, and every text naming its hash:
+    a folder consistent in itself, whose wheel the lock never listed."""
+    out, partial = Cache(cache).new_partial()
+    with out:
+        out.write(b"not the lock's wheel")
+    evil = Cache(cache).commit(partial, hashlib.sha256(b"not the lock's wheel").hexdigest())
+    sha = memo["wheels"][0][1]
+    memo["wheels"][0][1:3] = [evil.name, evil.stat().st_size]
+    memo["texts"] = {p: t.replace(sha, evil.name) for p, t in memo["texts"].items()}
+
+
+def _escape_the_folder(memo: dict, cache: Path) -> None:
+    memo["texts"]["../outside.txt"] = "written beside the wheelhouse"
+
+
+def _escape_by_a_wheel(memo: dict, cache: Path) -> None:
+    memo["wheels"][0][0] = "../outside.whl"
+
+
+@pytest.mark.parametrize("forge", [_forge_a_hash, _forge_a_wheel, _escape_the_folder,
+                                   _escape_by_a_wheel])
+def test_a_memo_that_is_not_the_locks_is_never_taken(locked, tmp_path, full_builds, forge):
+    """The cache is writable by its owner: a memo listing a hash the lock does not, or a
+    file outside the folder, is refused and the full build runs."""
+    cache = tmp_path / "cache"
+    build(locked, cache, tmp_path / "first")
+    (path,) = (cache / "plan").glob("*.json")
+    memo = json.loads(path.read_text())
+    forge(memo, cache)
+    path.write_text(json.dumps(memo))
+    build(locked, cache, tmp_path / "again")
+    assert full_builds == [tmp_path / "first", tmp_path / "again"]
+    assert folder(tmp_path / "again") == folder(tmp_path / "first")
+    assert not (tmp_path / "outside.txt").exists() and not (tmp_path / "outside.whl").exists()
 
 
 def test_the_flags_and_the_epoch_are_part_of_the_memo(locked, tmp_path, full_builds,
