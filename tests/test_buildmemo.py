@@ -77,6 +77,33 @@ def test_the_memo_replaces_an_existing_folder(locked, tmp_path, full_builds):
     assert len(full_builds) == 1 and folder(out) == before
 
 
+@pytest.mark.parametrize("extra", [
+    (),  # read without argparse
+    ("--fallback-to-official", "--mirror", "https://example.invalid=http://127.0.0.1:9"),
+    ("--jobs", "3"),  # through argparse, which then takes the memo
+    ("--plat", PLATFORM),  # an abbreviation: argparse
+])
+def test_every_form_of_the_command_takes_the_memo(locked, tmp_path, full_builds, extra):
+    cache = tmp_path / "cache"
+    base = ["wheelhouse", "build", "--project", str(locked), "--cache-dir", str(cache)]
+    plat = [] if "--plat" in extra else ["--platform", PLATFORM]
+    assert main([*base, *plat, *extra, "--out", str(tmp_path / "first")]) == 0
+    assert main([*base, *plat, *extra, f"--out={tmp_path / 'warm'}"]) == 0
+    assert full_builds == [tmp_path / "first"]
+    assert folder(tmp_path / "warm") == folder(tmp_path / "first")
+
+
+def test_a_bad_command_line_is_still_argparses_error(locked, tmp_path, capsys):
+    cache = tmp_path / "cache"
+    build(locked, cache, tmp_path / "first")
+    assert main(["wheelhouse", "build", "--project", str(locked), "--cache-dir", str(cache),
+                 "--out", str(tmp_path / "again")]) == 2  # no --platform
+    assert "the following arguments are required: --platform" in capsys.readouterr().err
+    assert main(["wheelhouse", "build", "--platform", PLATFORM, "--project", str(locked),
+                 "--cache-dir", str(cache), "--jobs", "0"]) == 2
+    assert not (tmp_path / "again").exists()
+
+
 def test_the_project_found_from_the_current_folder_takes_the_memo(locked, tmp_path,
                                                                  full_builds, monkeypatch):
     cache = tmp_path / "cache"
@@ -200,7 +227,7 @@ def test_a_warm_rebuild_imports_none_of_the_full_build(locked, tmp_path):
     imported = {line.split("|")[-1].strip() for line in run.stderr.splitlines()
                 if line.startswith("import time:")}
     heavy = {"packaging", "httpx", "rich", "tomli_w", "cyclonedx", "dataclasses",
-             "typing", "hashlib", "tempfile", "shutil",  # 2 ms each of a 30 ms run
+             "typing", "hashlib", "tempfile", "shutil", "argparse",  # ms each of 25
              "lockkit.wheelhouse", "lockkit.config", "lockkit.platforms"}
     assert "lockkit.buildmemo" in imported
     assert not imported & heavy, sorted(imported & heavy)

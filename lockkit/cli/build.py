@@ -5,7 +5,6 @@ Results (tables, JSON) go to stdout, status to stderr.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -17,6 +16,7 @@ from lockkit.errors import StaleLockError, UsageError, WriteError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see lockkit.cli)
 if TYPE_CHECKING:
+    import argparse
     from typing import Any
 
 __all__ = ["cmd_compile", "cmd_platforms", "cmd_wheelhouse", "shown_path"]
@@ -165,7 +165,45 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _wheelhouse_warm(args: argparse.Namespace) -> bool:
+# The flags of 'wheelhouse build' whose values the warm rebuild reads or that change
+# nothing it writes, each as argparse gives it: attribute, type, repeatable. Any other
+# argv (another flag, an abbreviation, --flag=value, a value starting with '-', --help)
+# goes through argparse, which then tries the memo itself.
+_WARM_FLAGS: dict[str, tuple[str, Any, bool]] = {
+    "--platform": ("platform", str, False), "--project": ("project", Path, False),
+    "--out": ("out", Path, False), "--cache-dir": ("cache_dir", Path, False),
+    "--index-url": ("index_url", str, False), "--find-links": ("find_links", Path, True),
+    "--mirror": ("mirror", str, True)}
+
+
+def wheelhouse_build_warm(argv: list[str]) -> bool:
+    """``wheelhouse build`` from the build memo before argparse is imported, for an argv of
+    the plain flags :data:`_WARM_FLAGS` names (and ``--no-tools``,
+    ``--fallback-to-official``); False when it is not such an argv or the memo does not
+    hold: the command then runs as always."""
+    import types
+
+    args = types.SimpleNamespace(project=None, out=None, cache_dir=None, index_url=None,
+                                 platform=None, find_links=[], mirror=[],
+                                 no_tools=os.environ.get("LOCKKIT_NO_TOOLS", "")
+                                 not in ("", "0"))
+    flags = iter(argv)
+    for flag in flags:
+        if flag in ("--no-tools", "--fallback-to-official"):
+            args.no_tools |= flag == "--no-tools"
+            continue
+        value = next(flags, None)
+        if flag not in _WARM_FLAGS or value is None or value.startswith("-"):
+            return False
+        name, kind, repeat = _WARM_FLAGS[flag]
+        if repeat:
+            getattr(args, name).append(kind(value))
+        else:
+            setattr(args, name, kind(value))
+    return args.platform is not None and args.no_tools and _wheelhouse_warm(args)
+
+
+def _wheelhouse_warm(args: argparse.Namespace | Any) -> bool:
     """The rebuild from the cache's memo of an earlier build (``lockkit.buildmemo``), which
     imports none of the full build's modules; False when the memo does not hold."""
     from lockkit import buildmemo
