@@ -29,7 +29,6 @@ import os
 import re
 import shutil
 import stat
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -38,6 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from lockkit import _run
+from lockkit.cachelayout import (
+    FOLDERS,
+    PARTIAL_MAX_AGE,
+    blob_path,
+    default_cache_dir,
+    stat_key,
+    sweep_partials,
+)
 from lockkit.common import sha256_file, umask
 from lockkit.errors import ConfigError
 from lockkit.lockfile import read_lock
@@ -46,19 +53,7 @@ __all__ = ["CHUNK", "Cache", "Entry", "Pruned", "Survey", "copy_hashing", "defau
            "link_or_copy", "lock_references", "prune", "prune_uv", "survey"]
 
 CHUNK = 1 << 20
-_PARTIAL_MAX_AGE = 24 * 3600  # partial downloads older than this are debris of dead runs
-
-
-def default_cache_dir() -> Path:
-    """The user cache folder (``LOCKKIT_CACHE_DIR`` overrides)."""
-    if os.environ.get("LOCKKIT_CACHE_DIR"):
-        return Path(os.environ["LOCKKIT_CACHE_DIR"])
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
-        return base / "lockkit" / "Cache"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "lockkit"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lockkit"
+_PARTIAL_MAX_AGE = PARTIAL_MAX_AGE
 
 
 class Cache:
@@ -69,7 +64,7 @@ class Cache:
         self.partial = root / "partial"
 
     def path(self, sha256: str) -> Path:
-        return self.root / "sha256" / sha256[:2] / sha256
+        return blob_path(self.root, sha256)
 
     def get(self, sha256: str, size: int | None) -> Path | None:
         """The blob for *sha256*, checked: the cache is shared by every project and
@@ -84,7 +79,7 @@ class Cache:
         if size is not None and st.st_size != size:
             self.evict(path)
             return None
-        if self._stamp(sha256) == _stat_key(st):
+        if self._stamp(sha256) == stat_key(st):
             return path  # hashed before, not written since
         if sha256_file(path) != sha256:
             self.evict(path)
@@ -112,7 +107,7 @@ class Cache:
             return
         try:
             with os.fdopen(fd, "w", encoding="ascii") as out:
-                out.write(_stat_key(path.stat()))
+                out.write(stat_key(path.stat()))
             os.replace(tmp, stamps / path.name)
         except OSError:
             Path(tmp).unlink(missing_ok=True)
@@ -144,15 +139,7 @@ class Cache:
 
     def sweep(self) -> None:
         """Remove partial files left by runs that died long ago."""
-        if not self.partial.is_dir():
-            return
-        now = time.time()
-        for part in self.partial.glob("*.part"):
-            try:
-                if now - part.stat().st_mtime > _PARTIAL_MAX_AGE:
-                    part.unlink()
-            except OSError:
-                pass
+        sweep_partials(self.root)
 
 
 def copy_hashing(src: Any, dst: Any, on_bytes: Callable[[int], None]) -> str:
@@ -193,10 +180,6 @@ def link_or_copy(src: Path, dst: Path, sha256: str) -> str:
         return copy_hashing(fin, fout, lambda n: None)
 
 
-def _stat_key(st: os.stat_result) -> str:
-    return f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns}\n"
-
-
 def _read_only(path: Path) -> None:
     """Read-only for everyone, readable by whom the umask allows (see link_or_copy); a
     chmod to the same mode is skipped."""
@@ -210,11 +193,12 @@ def _read_only(path: Path) -> None:
 
 # --- housekeeping: cache info / cache prune -----------------------------------------------
 
-_TOP = {"sha256", "partial", "checked", "sbom", "tools", "verify"}  # the layout's folders
+_TOP = set(FOLDERS)  # the layout's folders
 _SHARD = re.compile(r"[0-9a-f]{2}")
 _BLOB = re.compile(r"[0-9a-f]{64}")
 _NOT_OURS_HINT = ("give --cache-dir the folder lockkit downloads into (it holds only sha256/, "
-                  "partial/, checked/, sbom/, tools/ and verify/), or leave it out for the default")
+                  "partial/, checked/, sbom/, tools/, plan/ and verify/), or leave it out for "
+                  "the default")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -263,7 +247,7 @@ def _scan(root: Path, folder: Path, is_dir: bool) -> list[os.DirEntry[str]]:
     other = sorted({e.name for e in entries} - _TOP) if folder == root else []
     if other:
         raise _not_ours(root, f"it holds {other[0]!r}; lockkit's holds only sha256/, "
-                              "partial/, checked/, sbom/, tools/ and verify/")
+                              "partial/, checked/, sbom/, tools/, plan/ and verify/")
     for e in entries:
         if e.is_symlink() or (e.is_dir(follow_symlinks=False) != is_dir) or \
                 not (is_dir or e.is_file(follow_symlinks=False)):
@@ -332,7 +316,8 @@ def prune(found: Survey, keep: set[str], *, dry_run: bool = False) -> Pruned:
             if entry.sha256:
                 (found.root / "checked" / entry.sha256).unlink(missing_ok=True)
         for memo in [*(found.root / "sbom").glob("*.json"),  # made again when needed
-                     *(found.root / "tools").glob("*.json")]:
+                     *(found.root / "tools").glob("*.json"),
+                     *(found.root / "plan").glob("*.json")]:
             memo.unlink(missing_ok=True)
         shared = found.root / "verify"  # verify's wheel links and uv cache: made again
         if shared.is_dir() and not shared.is_symlink():

@@ -14,7 +14,10 @@ The README's table of exit codes is :func:`exit_code_table`; a test keeps them e
 
 from __future__ import annotations
 
-from typing import ClassVar
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see lockkit.cli)
+if TYPE_CHECKING:
+    from typing import ClassVar
+
 
 __all__ = [
     "INTERRUPTED",

@@ -11,9 +11,12 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TextIO
 
 from lockkit.redact import redact
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see lockkit.cli)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 __all__ = ["Transfer", "console", "interactive", "print_table", "progress", "say", "transfer"]
 

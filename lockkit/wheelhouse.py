@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import os
 import queue
 import shutil
 import sys
@@ -39,6 +38,9 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from lockkit import __version__, _run, sbom
 from lockkit._compat import tomllib
+from lockkit.buildmemo import STAGE as _STAGE
+from lockkit.buildmemo import swap as _swap
+from lockkit.buildmemo import sweep_stale as _sweep_stale
 from lockkit.common import sha256_file, temp_dir
 from lockkit.config import Project
 from lockkit.errors import BuildError, ConfigError
@@ -56,10 +58,6 @@ if TYPE_CHECKING:
 
 __all__ = ["BuildError", "BuildResult", "FileRecord", "Item", "build", "plan"]
 
-# Stage and old folders of a build older than this are debris of a killed run (the rule
-# Cache.sweep applies to partial downloads); younger ones may belong to a running build.
-_STALE_AGE = 24 * 3600
-_STAGE, _OLD = "tmp-", "old-"  # the prefixes after ".<name>." of the stage and old folders
 _GRACE = 0.5  # seconds an interrupted build waits for its cut-off downloads to unwind
 _FALLBACK_HINT = ("the official host is tried after a failed mirror only with "
                   "--fallback-to-official")
@@ -96,6 +94,8 @@ class BuildResult:
     files: tuple[FileRecord, ...]
     downloaded_bytes: int
     from_cache: int
+    lock_sha256: str = ""
+    texts: tuple[tuple[str, str], ...] = ()  # every file but the wheels: path, text
 
 
 def plan(project: Project, platform: Platform, *,
@@ -178,11 +178,15 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
     for got in hits.values():
         if on_file:
             on_file(got)
-    missing = [item for i, item in enumerate(items) if i not in hits]
+    # The largest first: the last file to finish is then a small one, not a torch wheel
+    # started late while the other threads sit idle.
+    missing = sorted((i for i in range(len(items)) if i not in hits),
+                     key=lambda i: -(items[i].want.size or 0))
     if missing and hasattr(client, "open"):
         client.open()
-    fetched = iter(_fetch_all(fetcher, one, missing, jobs) if missing else [])
-    gots = [hits[i] if i in hits else next(fetched) for i in range(len(items))]
+    fetched = _fetch_all(fetcher, one, [items[i] for i in missing], jobs) if missing else []
+    hits.update(zip(missing, fetched, strict=True))
+    gots = [hits[i] for i in range(len(items))]
     kit = None
     if with_tools:
         from lockkit import tools  # ~50 ms of imports a build without tools/ never pays
@@ -248,24 +252,6 @@ def _worker(todo: queue.SimpleQueue[tuple[Item, Future[Got]] | None],
             future.set_exception(exc)
 
 
-def _sweep_stale(out: Path, max_age: float = _STALE_AGE) -> list[Path]:
-    """Remove stage and old folders beside *out* left by builds that were killed long
-    ago; a younger one may be a concurrent build's and is left alone."""
-    removed: list[Path] = []
-    if not out.parent.is_dir():
-        return removed
-    now = time.time()
-    for prefix in (_STAGE, _OLD):
-        for folder in out.parent.glob(f".{out.name}.{prefix}*"):
-            try:
-                if folder.is_dir() and now - folder.stat().st_mtime > max_age:
-                    shutil.rmtree(folder)
-                    removed.append(folder)
-            except OSError:
-                pass
-    return removed
-
-
 def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
               fetched: list[tuple[Item, Got]], kit: Toolset | None = None,
               memo: Path | None = None) -> BuildResult:
@@ -275,14 +261,15 @@ def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
         records = [_place(project, stage, item, got) for item, got in fetched]
         records.sort(key=lambda r: r.path)
         extra = _place_tools(stage, kit) if kit else []  # tools/: not the lock's files
-        _write_meta(stage, platform, lock_path, fetched, records, extra, memo)
+        lock_sha, texts = _write_meta(stage, platform, lock_path, fetched, records, extra, memo)
         _swap(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
     return BuildResult(folder=out, platform=platform.name, files=tuple(records),
                        downloaded_bytes=sum(g.downloaded for _, g in fetched),
-                       from_cache=sum(g.origin == "cache" for _, g in fetched))
+                       from_cache=sum(g.origin == "cache" for _, g in fetched),
+                       lock_sha256=lock_sha, texts=tuple(texts.items()))
 
 
 def _place_tools(stage: Path, kit: Toolset) -> list[dict[str, Any]]:
@@ -339,20 +326,24 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
 
 def _write_meta(stage: Path, platform: Platform, lock_path: Path,
                 fetched: list[tuple[Item, Got]], records: list[FileRecord],
-                extra: list[dict[str, Any]] | None = None, memo: Path | None = None) -> None:
+                extra: list[dict[str, Any]] | None = None, memo: Path | None = None
+                ) -> tuple[str, dict[str, str]]:
+    """Write every file but the wheels; return the lock's sha256 and what was written."""
     raw = lock_path.read_bytes()  # once: the lock's tables and its sha256 from the same bytes
     data, lock_sha = tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
     of = {"lock": lock_path.name, "sha256": lock_sha}
     by_pkg = {r.package: r for r in records}
     entries = {item.package: item.entry for item, _ in fetched}
-    _text(stage / "pylock.toml", dumps(_local_lock(data, entries, by_pkg, of)))
-    _text(stage / "requirements.txt", _requirements(platform, records, tools=bool(extra)))
-    _simple_tree(stage, records)
+    texts = {"pylock.toml": dumps(_local_lock(data, entries, by_pkg, of)),
+             "requirements.txt": _requirements(platform, records, tools=bool(extra)),
+             **_simple_tree(records)}
     described = [sbom.File.of(r, entries[r.package]) for r in records]
     described += [_tool_file(e) for e in extra or [] if "package" in e]
     kw: dict[str, Any] = dict(platform=platform.name, lock=data, lock_sha256=lock_sha)
-    _text(stage / sbom.FILENAME, sbom.render_memo(described, memo=memo, **kw) if memo
-          else sbom.render(described, **kw))
+    texts[sbom.FILENAME] = (sbom.render_memo(described, memo=memo, **kw) if memo
+                            else sbom.render(described, **kw))
+    for rel, text in texts.items():
+        _text(stage / rel, text)
     listed = {e["path"] for e in extra or []}
     meta_files = sorted(p for p in stage.rglob("*") if p.is_file() and p.suffix != ".whl"
                         and p.relative_to(stage).as_posix() not in listed)
@@ -363,7 +354,9 @@ def _write_meta(stage: Path, platform: Platform, lock_path: Path,
                 "lock": lock_path.name, "lock_sha256": lock_sha,
                 "lockkit_version": __version__,
                 "files": sorted(files, key=lambda f: f["path"])}
-    _text(stage / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    texts["manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    _text(stage / "manifest.json", texts["manifest.json"])
+    return lock_sha, texts
 
 
 def _tool_file(entry: dict[str, Any]) -> sbom.File:
@@ -409,15 +402,17 @@ def _requirements(platform: Platform, records: list[FileRecord], tools: bool = F
     return "\n".join(lines) + "\n"
 
 
-def _simple_tree(stage: Path, records: list[FileRecord]) -> None:
+def _simple_tree(records: list[FileRecord]) -> dict[str, str]:
+    """The static PEP 503 tree's pages, by path in the folder."""
     projects = sorted({r.package for r in records})
     links = "".join(f'<a href="{p}/">{p}</a><br/>\n' for p in projects)
-    _text(stage / "simple" / "index.html", _page("Simple index", links))
+    pages = {"simple/index.html": _page("Simple index", links)}
     for project in projects:
         rows = "".join(
             f'<a href="../../{urllib.parse.quote(r.path)}#sha256={r.sha256}">'
             f"{html.escape(r.path)}</a><br/>\n" for r in records if r.package == project)
-        _text(stage / "simple" / project / "index.html", _page(f"Links for {project}", rows))
+        pages[f"simple/{project}/index.html"] = _page(f"Links for {project}", rows)
+    return pages
 
 
 def _page(title: str, body: str) -> str:
@@ -428,19 +423,3 @@ def _page(title: str, body: str) -> str:
 def _text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8", newline="\n")
-
-
-def _swap(stage: Path, out: Path) -> None:
-    """Replace *out* with the complete *stage*; the old folder survives any failure before."""
-    if not out.exists():
-        os.replace(stage, out)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.{_OLD}", dir=out.parent))
-    os.replace(out, old / "x")
-    try:
-        os.replace(stage, out)
-    except BaseException:
-        os.replace(old / "x", out)
-        raise
-    finally:
-        shutil.rmtree(old, ignore_errors=True)

@@ -119,6 +119,27 @@ def test_second_build_downloads_nothing(project, indexes, tmp_path, capsys):
     assert (tmp_path / "again" / "manifest.json").read_bytes() == first_manifest.read_bytes()
 
 
+def test_the_largest_file_is_fetched_first(project, indexes, tmp_path):
+    """An index that gives sizes (PEP 691) puts them in the lock: the largest file starts
+    first, so the build does not end on a torch wheel started last."""
+    import tomli_w
+
+    lock = compiled(project, indexes)
+    assert build_cli(project, tmp_path / "c1", "--out", str(tmp_path / "w1")) == 0
+    sizes = {p.name: p.stat().st_size for p in (tmp_path / "w1").glob("*.whl")}
+    data = tomllib.loads(lock.read_text())
+    for pkg in data["packages"]:
+        for wheel in pkg.get("wheels", []):
+            if wheel["name"] in sizes:
+                wheel["size"] = sizes[wheel["name"]]
+    lock.write_text(tomli_w.dumps(data))
+    order: list[str] = []
+    build_lib(project, tmp_path / "c2", tmp_path / "w2", jobs=1,
+              on_file=lambda got: order.append(got.want.filename))
+    assert order == sorted(sizes, key=lambda f: -sizes[f])
+    assert order != sorted(sizes)  # not merely the lock's order
+
+
 def test_find_links_folder_is_used_by_hash(project, indexes, tmp_path):
     compiled(project, indexes)
     assert build_cli(project, tmp_path / "c1") == 0

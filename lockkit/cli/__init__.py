@@ -6,7 +6,12 @@
 - :mod:`~lockkit.cli.sync`: sync;
 - :mod:`~lockkit.cli.common`: what verify and sync share (the platform, path checks, the fetcher).
 
-A command's module is imported only when that command runs.
+A command's module is imported only when that command runs. A warm ``wheelhouse
+build`` (``build.wheelhouse_build_warm``) is read before argparse is imported, and the
+modules it runs (this package, ``build``, ``lockkit.ui``, ``lockkit.errors``,
+``lockkit.buildmemo``; ``parser`` too) leave ``typing`` unimported, 2 ms of a 25 ms run:
+they write ``TYPE_CHECKING = False`` and import ``typing`` under it (mypy reads any name
+``TYPE_CHECKING`` as true), their annotations being strings.
 """
 
 from __future__ import annotations
@@ -38,10 +43,17 @@ def _main(argv: list[str]) -> int:
     import importlib
 
     from lockkit import ui
-    from lockkit.cli.parser import build_parser, check_ranges
     from lockkit.errors import INTERRUPTED, LockkitError, WriteError
 
     try:
+        if argv[:2] == ["wheelhouse", "build"]:  # a warm rebuild needs no argparse (4 ms)
+            from lockkit.cli.build import wheelhouse_build_warm
+
+            if wheelhouse_build_warm(argv[2:]):
+                sys.stdout.flush()
+                return 0
+        from lockkit.cli.parser import build_parser, check_ranges
+
         # flags of the command named first only; "--help" or an unknown word: all of them
         parser = build_parser(argv[0] if argv and argv[0] in _COMMANDS else None)
         args = parser.parse_args(argv)

@@ -7,10 +7,13 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from lockkit import __version__
 from lockkit.errors import UsageError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see lockkit.cli)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["build_parser", "check_ranges"]
 

@@ -1,0 +1,159 @@
+"""Downloads of large files: the body read past h11 is checked and retried as any other."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lockkit import fetch
+from lockkit.fetch import Cache, Fetcher, HashMismatch, Stopped, Want, http_client
+
+BIG = 24 << 20  # well past fetch._DIRECT_MIN after the first read
+
+
+class BodyServer:
+    """Serves one body at /f.whl; each request takes the next fault queued, then serves it
+    whole: "truncate" (part of it, then the connection closes), "stall" (part of it, then
+    nothing for *stall* seconds), "wrong" (one byte changed), "hold" (part, then waits for
+    the client to hang up)."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body, self.requests, self.stall = body, 0, 3.0
+        self.faults: list[str] = []
+        self.held = threading.Event()
+        self.clients: set[tuple[str, int]] = set()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                server.requests += 1
+                server.clients.add(self.client_address)
+                fault = server.faults.pop(0) if server.faults else None
+                body = server.body
+                if fault == "wrong":
+                    body = body[:-1] + bytes([body[-1] ^ 0xFF])
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                part = body if fault in (None, "wrong") else body[: len(body) * 3 // 5]
+                try:
+                    self.wfile.write(part)
+                    self.wfile.flush()
+                    if fault == "stall":
+                        time.sleep(server.stall)
+                    if fault == "hold":
+                        server.held.set()
+                        self.connection.recv(1)  # returns when the client hangs up
+                    if fault in ("truncate", "stall", "hold"):
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request: object, client_address: object) -> None:
+                pass
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/f.whl"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def served() -> Iterator[BodyServer]:
+    server = BodyServer(os.urandom(BIG))
+    yield server
+    server.close()
+
+
+def want(server: BodyServer) -> Want:
+    return Want(filename="f.whl", sha256=hashlib.sha256(server.body).hexdigest(),
+                size=len(server.body), urls=(server.url,), source=server.url)
+
+
+def fetch_one(server: BodyServer, cache: Path, **kw: object) -> Path:
+    with http_client(timeout=1.0) as client:
+        fetcher = Fetcher(client, Cache(cache), backoff=0.01, **kw)  # type: ignore[arg-type]
+        return fetcher.fetch(want(server)).path
+
+
+def test_a_large_body_lands_whole_and_checked(served, tmp_path):
+    moved: list[int] = []
+    path = fetch_one(served, tmp_path / "c", on_bytes=moved.append)
+    assert path.read_bytes() == served.body
+    assert sum(moved) == BIG
+    assert list((tmp_path / "c" / "partial").iterdir()) == []
+
+
+@pytest.mark.parametrize("fault", ["truncate", "stall"])
+def test_a_large_body_cut_short_is_retried(served, tmp_path, fault):
+    served.faults = [fault]
+    assert fetch_one(served, tmp_path / "c").read_bytes() == served.body
+    assert served.requests == 2
+
+
+def test_a_large_body_with_wrong_bytes_never_lands(served, tmp_path):
+    served.faults = ["wrong"]
+    with pytest.raises(HashMismatch):
+        fetch_one(served, tmp_path / "c")
+    assert served.requests == 1
+    assert not (tmp_path / "c" / "sha256").exists()
+    assert list((tmp_path / "c" / "partial").iterdir()) == []
+
+
+def test_stop_cuts_a_large_body_off(served, tmp_path):
+    served.faults = ["hold"]
+    with http_client(timeout=30.0) as client:
+        fetcher = Fetcher(client, Cache(tmp_path / "c"))
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                fetcher.fetch(want(served))
+            except BaseException as exc:  # noqa: BLE001 - handed to the test
+                errors.append(exc)
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        assert served.held.wait(10)
+        time.sleep(0.2)  # the worker is now blocked reading the connection
+        started = time.monotonic()
+        fetcher.stop()
+        worker.join(10)
+    assert not worker.is_alive() and time.monotonic() - started < 5
+    assert len(errors) == 1 and isinstance(errors[0], Stopped)
+    assert list((tmp_path / "c" / "partial").iterdir()) == []
+
+
+def test_small_bodies_keep_the_connection(tmp_path):
+    """Below the threshold the body goes through h11 to its end: one connection serves
+    every file (a TLS handshake per file would cost more than the copies)."""
+    server = BodyServer(b"")
+    try:
+        with http_client(timeout=5.0) as client:
+            fetcher = Fetcher(client, Cache(tmp_path / "c"))
+            for _ in range(3):
+                server.body = os.urandom(fetch._DIRECT_MIN // 4)
+                assert fetcher.fetch(want(server)).path.read_bytes() == server.body
+    finally:
+        server.close()
+    assert server.requests == 3 and len(server.clients) == 1
