@@ -166,8 +166,8 @@ def test_mirror_credentials_cover_its_urls_without_user_info(private, tmp_path, 
 
 def test_compile_hashes_and_pages_go_with_credentials(private, tmp_path, token):
     """The files uv left unhashed and the PyTorch pages are fetched by lockkit itself."""
-    from lockkit.compiler import _Http
     from lockkit.config import load_project
+    from lockkit.pages import Http as _Http
 
     root = project_for(tmp_path / "proj", private, with_token(f"{private.url}/simple"))
     wheel = next(private.default.root.glob("numpy/*.whl"))

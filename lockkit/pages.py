@@ -1,0 +1,164 @@
+"""compile's HTTP side: the PyTorch index pages the routing index serves, and the hashes
+of files whose page gave none (:class:`Http`). Imports nothing heavy: a compile may build
+it before uv starts (``lockkit.earlyuv``)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from lockkit import __version__
+from lockkit.errors import IndexError_
+from lockkit.redact import redact
+
+if TYPE_CHECKING:
+    from lockkit.auth import Credentials
+    from lockkit.config import Project
+
+__all__ = ["Http"]
+
+
+class Http:
+    """The compile's HTTP side: PyTorch index pages for the routing index, and hashes of
+    files whose index page gave none.
+
+    Pages are fetched with the standard library's ``urllib.request``: uv asks the routing
+    index for a page about 20 ms after it starts, and the page is on its critical path;
+    httpx takes ~40 ms to import, ``urllib.request`` (http.client, email) ~12 ms. It
+    behaves as the httpx client of the other commands does:
+    proxies from the environment, certifi's CA bundle (or ``SSL_CERT_FILE`` /
+    ``SSL_CERT_DIR``), redirects followed with the Authorization header kept on the same
+    origin only, gzip accepted. Hashing a file (rare: the page had no hash) uses httpx.
+    Requests go with the project's credentials by host (``lockkit.auth``): a page or file
+    URL without user info of its own may still be on a host that needs them.
+    """
+
+    def __init__(self, project: Project | None = None, attempts: int = 3,
+                 backoff: float = 0.5, credentials: Credentials | None = None) -> None:
+        from lockkit.auth import Credentials
+
+        self._client: Any = None
+        self._opener: Any = None
+        self._lock = threading.Lock()
+        self.attempts, self.backoff = attempts, backoff
+        if credentials is None:
+            credentials = Credentials.for_project(project) if project else Credentials()
+        self.credentials = credentials
+
+    def _get(self) -> Any:
+        import httpx
+
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(timeout=60, follow_redirects=True,
+                                            headers={"User-Agent": f"lockkit/{__version__}"})
+        return self._client
+
+    def _open(self) -> Any:
+        with self._lock:
+            if self._opener is None:
+                self._opener = _page_opener()
+        return self._opener
+
+    def page(self, url: str) -> tuple[int, str]:
+        """GET a PEP 503 page (HTML: the PyTorch index has no JSON API); retry 5xx/resets."""
+        import base64
+        import http.client
+        import urllib.error
+        import urllib.request
+
+        from lockkit.redact import strip_credentials
+
+        pair = self.credentials.lookup(url)
+        for attempt in range(self.attempts):
+            last = attempt + 1 == self.attempts
+            request = urllib.request.Request(strip_credentials(url), headers={
+                "Accept": "text/html", "Accept-Encoding": "gzip",
+                "User-Agent": f"lockkit/{__version__}"})
+            if pair is not None:
+                token = base64.b64encode(f"{pair[0]}:{pair[1]}".encode()).decode()
+                request.add_unredirected_header("Authorization", f"Basic {token}")
+            try:
+                with self._open().open(request, timeout=60) as resp:
+                    return resp.status, _text(resp.headers, resp.read())
+            except urllib.error.HTTPError as err:
+                if err.code < 500 or last:
+                    return err.code, _text(err.headers, err.read())
+            except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+                if last:
+                    reason = getattr(exc, "reason", None) or exc
+                    raise IndexError_(f"cannot fetch {redact(url)}: {redact(str(reason))}"
+                                      ) from exc
+            time.sleep(self.backoff * 2 ** attempt)
+        raise AssertionError("unreachable")
+
+    def hash(self, url: str) -> str:
+        import httpx
+
+        digest = hashlib.sha256()
+        try:
+            with self._get().stream("GET", url, auth=self.credentials.auth(url)) as resp:
+                resp.raise_for_status()
+                for chunk in resp.iter_bytes():
+                    digest.update(chunk)
+        except httpx.HTTPError as exc:
+            raise IndexError_(f"cannot hash {redact(url)}: {redact(str(exc))}") from exc
+        return digest.hexdigest()
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+
+def _page_opener() -> Any:
+    """A urllib opener as httpx's client is set up (see :class:`Http`)."""
+    import urllib.request
+
+    from lockkit.urls import origin
+
+    class Redirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any,
+                             newurl: str) -> Any:
+            new = super().redirect_request(req, fp, code, msg, headers, newurl)
+            auth = req.unredirected_hdrs.get("Authorization")
+            if new is not None and auth and origin(newurl) == origin(req.full_url):
+                new.add_unredirected_header("Authorization", auth)
+            return new
+
+    class Https(urllib.request.HTTPSHandler):
+        """Builds its TLS context (ssl, the CA bundle: ~15 ms) on the first https URL."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._made = False
+
+        def https_open(self, req: Any) -> Any:
+            if not self._made:
+                self._context = _tls_context()
+                self._made = True
+            return super().https_open(req)
+
+    return urllib.request.build_opener(Redirects, Https)
+
+
+def _tls_context() -> Any:
+    """httpx's default: certifi's bundle, or SSL_CERT_FILE / SSL_CERT_DIR when set."""
+    import os
+    import ssl
+
+    cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+    if not cafile and not capath:
+        import certifi
+
+        cafile = certifi.where()
+    return ssl.create_default_context(cafile=cafile or None, capath=capath or None)
+
+
+def _text(headers: Any, body: bytes) -> str:
+    if (headers.get("Content-Encoding") or "").lower() == "gzip":
+        import zlib
+
+        body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
+    return body.decode(headers.get_content_charset() or "utf-8", "replace")
