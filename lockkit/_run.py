@@ -23,7 +23,7 @@ from lockkit.common import last_error_line
 from lockkit.errors import CommandError
 from lockkit.redact import redact
 
-__all__ = ["Recorder", "Result", "call", "check", "isolated_env", "outcome"]
+__all__ = ["Recorder", "Result", "call", "check", "finish", "isolated_env", "outcome"]
 
 # Variables that change how pip/uv behave behind the user's back. A rebuild must
 # not depend on them, so every installer call drops them.
@@ -100,23 +100,35 @@ def call(argv: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | 
                         stderr=f"cannot run {argv[0]}: {exc.strerror or exc}",
                         duration=time.perf_counter() - start, timeout=timeout, cwd=shown_cwd)
     else:
-        try:
-            if on_start is not None:
+        if on_start is not None:
+            try:
                 on_start()
-            out, err = proc.communicate(timeout=timeout)
-            code: int | None = proc.returncode
-        except subprocess.TimeoutExpired:
-            out, err = (_abort_then_kill(proc) if stacks_on_timeout and os.name != "nt"
-                        else _kill_group(proc))
-            code = None
-        except BaseException:  # Ctrl-C: the group is not in the terminal's foreground
-            _kill_group(proc)
-            raise
-        result = Result(argv=argv, returncode=code, stdout=_text(out), stderr=_text(err),
-                        duration=time.perf_counter() - start, timeout=timeout, cwd=shown_cwd)
+            except BaseException:
+                _kill_group(proc)
+                raise
+        result = finish(proc, argv, start, timeout=timeout, cwd=shown_cwd,
+                        stacks_on_timeout=stacks_on_timeout)
     if record is not None:
         record(result)
     return result
+
+
+def finish(proc: subprocess.Popen[bytes], argv: tuple[str, ...], start: float, *,
+           timeout: float, cwd: str | None = None, stacks_on_timeout: bool = False) -> Result:
+    """:func:`call`'s end for a process already started (in its own session, its output
+    piped): its output and how it ended, its group killed past *timeout* or on Ctrl-C."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        code: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        out, err = (_abort_then_kill(proc) if stacks_on_timeout and os.name != "nt"
+                    else _kill_group(proc))
+        code = None
+    except BaseException:  # Ctrl-C: the group is not in the terminal's foreground
+        _kill_group(proc)
+        raise
+    return Result(argv=argv, returncode=code, stdout=_text(out), stderr=_text(err),
+                  duration=time.perf_counter() - start, timeout=timeout, cwd=cwd)
 
 
 def check(argv: Sequence[str], *, what: str, **kwargs: object) -> Result:

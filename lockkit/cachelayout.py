@@ -16,8 +16,9 @@ __all__ = ["FOLDERS", "PARTIAL_MAX_AGE", "blob_path", "default_cache_dir", "stam
            "stat_key", "sweep_partials"]
 
 # The layout's folders: blobs by sha256, downloads under way, the stamps of checked blobs,
-# and the memos (SBOM texts, tools/ plans, build plans) and verify's shared files.
-FOLDERS = ("sha256", "partial", "checked", "sbom", "tools", "plan", "verify")
+# and the memos (SBOM texts, tools/ plans, build plans, compile's uv launches) and
+# verify's shared files.
+FOLDERS = ("sha256", "partial", "checked", "sbom", "tools", "plan", "launch", "verify")
 PARTIAL_MAX_AGE = 24 * 3600  # partial downloads older than this are debris of dead runs
 
 

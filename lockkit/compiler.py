@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lockkit import __version__
+from lockkit import __version__, earlyuv
 from lockkit.common import write_atomic
 from lockkit.config import Project, normalized_inputs, resolver_inputs
 from lockkit.errors import ConfigError, LockkitError, ResolutionError
@@ -75,7 +75,8 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
                                  fetch_page=fetch_page, options=options,
                                  input_options=input_options,
                                  prefetch=tuple(_asked_names(requirements)),
-                                 meanwhile=_imports_for_after_uv)
+                                 meanwhile=_imports_for_after_uv,
+                                 early=earlyuv.take(platform.name))
         except ResolutionError:
             _no_such_torch(platform, requirements, pages)
             raise

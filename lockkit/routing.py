@@ -145,8 +145,12 @@ class RoutingIndex:
     """
 
     def __init__(self, *, family: tuple[str, ...], official_index: str, mirrors: Mirrors,
-                 file_hosts: tuple[str, ...], fetch: Callable[[str], tuple[int, str]]) -> None:
+                 file_hosts: tuple[str, ...], fetch: Callable[[str], tuple[int, str]],
+                 listening: socket.socket | None = None) -> None:
+        """*listening*: a socket already listening on 127.0.0.1 (uv may have been started
+        with its port before this module was imported, ``lockkit.earlyuv``)."""
         self.family = {canonical_name(n) for n in family}
+        self.spec = (tuple(family), official_index, mirrors.table, tuple(file_hosts))
         self.official_index = official_index.rstrip("/")
         self.effective_index = mirrors.effective(self.official_index).rstrip("/")
         self.mirrors = mirrors
@@ -160,7 +164,7 @@ class RoutingIndex:
         self.pages: dict[str, Page] = {}
         self.asked: set[str] = set()  # the family names uv asked for (not only prefetched)
         self._loading: dict[str, threading.Event] = {}
-        self._sock: socket.socket | None = None
+        self._sock: socket.socket | None = listening
         self._closing = False
 
     # -- pages -----------------------------------------------------------------------------
@@ -189,10 +193,11 @@ class RoutingIndex:
             loading.set()
         return page
 
-    def prefetch(self, names: Iterable[str], then: Callable[[], None] | None = None) -> None:
+    def prefetch(self, names: Iterable[str], then: Callable[[], None] | None = None,
+                 wait: bool = False) -> None:
         """Fetch the family pages among *names* in the background, before uv asks (uv
-        starts in ~30 ms; the page is the first thing its resolution waits for), then run
-        *then* (more work to overlap with uv's)."""
+        starts in ~20 ms; the page is the first thing its resolution waits for), then run
+        *then* (more work to overlap with uv's); *wait*: in this thread, returning after."""
         wanted = [n for n in dict.fromkeys(map(canonical_name, names)) if n in self.family]
 
         def run() -> None:
@@ -204,7 +209,10 @@ class RoutingIndex:
             if then is not None:
                 then()
 
-        threading.Thread(target=run, name="lockkit-prefetch", daemon=True).start()
+        if wait:  # in this thread, now: nothing else is as urgent
+            run()
+        else:
+            threading.Thread(target=run, name="lockkit-prefetch", daemon=True).start()
 
     def _load(self, name: str) -> Page:
         effective = f"{self.effective_index}/{name}/"  # without the slash: 403 on the real index
@@ -270,7 +278,8 @@ class RoutingIndex:
 
     def __enter__(self) -> RoutingIndex:
         """Listen at once: uv starts right after, its first connections wait in the queue."""
-        self._sock = socket.create_server(("127.0.0.1", 0), backlog=BACKLOG)
+        if self._sock is None:
+            self._sock = listen()
         threading.Thread(target=self._accept, name="lockkit-routing", daemon=True).start()
         return self
 
@@ -315,6 +324,11 @@ class RoutingIndex:
             return  # a client that hung up or spoke no HTTP: nothing to answer
         finally:
             conn.close()
+
+
+def listen() -> socket.socket:
+    """The routing index's socket: 127.0.0.1, a free port, a backlog for uv's bursts."""
+    return socket.create_server(("127.0.0.1", 0), backlog=BACKLOG)
 
 
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",

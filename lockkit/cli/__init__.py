@@ -52,6 +52,10 @@ def _main(argv: list[str]) -> int:
             if wheelhouse_build_warm(argv[2:]):
                 sys.stdout.flush()
                 return 0
+        if argv[:1] == ["compile"]:  # the uv of an earlier identical compile, at once
+            from lockkit import earlyuv
+
+            earlyuv.launch(argv[1:])
         from lockkit.cli.parser import build_parser, check_ranges
 
         # flags of the command named first only; "--help" or an unknown word: all of them
@@ -79,6 +83,10 @@ def _main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         ui.say("lockkit: interrupted; nothing was left half-written")
         return INTERRUPTED
+    finally:
+        early = sys.modules.get("lockkit.earlyuv")
+        if early is not None:
+            early.discard()  # a uv started early and not taken (a failure, another path)
 
 
 def _os_error(exc: OSError) -> str:

@@ -1,0 +1,320 @@
+"""compile's uv, started before lockkit has read anything: a speculation the compile checks.
+
+uv needs ~100 ms to resolve ten packages; lockkit needs ~40 ms of start-up (Python,
+argparse, the config, the platform files, the inputs) before it can say how to run uv.
+So a compile of one platform remembers how it ran uv (``<cache>/launch/<key>.json``,
+keyed by lockkit's version, the interpreter, the working folder and the argv), and the
+next identical command line starts that uv (and the routing index in front of it) at
+once, before argparse is imported. The compile then runs as always, and at the point it
+would start uv it compares: the argv it built (temp paths aside), the requirement files
+it wrote, the uv environment's extra variables, the routing index's platform, mirrors
+and family. Only when all of them are equal does it take the running uv's result;
+otherwise that uv is killed and the compile starts its own. A stale memo costs a wasted
+start, never a different lock.
+
+Never remembered: a command line with flags beyond ``--platform`` and ``--project``, a
+run on Windows, and anything holding a credential or a ``${VAR}`` value (an argv, a
+requirement line, a mirror or index URL that redaction would change): those compiles
+always start uv themselves. The memo holds no secret.
+
+This module imports the standard library only (os, json, socket, subprocess, threading)
+until a memo is found; the routing index and its page fetcher come with the memo's need.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from lockkit import __version__
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    from lockkit.routing import RoutingIndex
+
+__all__ = ["Early", "discard", "launch", "remember", "take", "wanted"]
+
+_FORMAT = 1
+_FLAGS = ("--platform", "--project")
+OUT, ROUTING, INPUTS = "<lockkit:out>", "<lockkit:routing>", "<lockkit:inputs>/"
+# lockkit._run.isolated_env, repeated (that module imports tempfile): tests hold them equal
+_HIDDEN_PREFIXES = ("PIP_", "UV_", "PYTHON", "VIRTUAL_ENV", "CONDA_")
+_KEEP = {"UV_CACHE_DIR"}
+
+
+class Early:
+    """A uv started from a memo, waiting to be taken (or discarded)."""
+
+    def __init__(self, *, platform: str, proc: subprocess.Popen[bytes], argv: list[str],
+                 folder: Path, files: dict[str, str], extra: dict[str, str],
+                 routing: RoutingIndex | None, start: float,
+                 preferences: tuple[str | None, bytes | None]) -> None:
+        self.platform, self.proc, self.argv, self.folder = platform, proc, argv, folder
+        self.files, self.extra, self.routing, self.start = files, extra, routing, start
+        self.preferences = preferences  # (the lock's path, the bytes given to uv) or None
+
+    @property
+    def out(self) -> Path:
+        return self.folder / "pylock.toml"
+
+    def discard(self) -> None:
+        """Kill the uv (its whole group), stop the routing index, remove the folder."""
+        if self.proc.poll() is None:
+            _kill(self.proc)
+        else:
+            try:
+                self.proc.communicate(timeout=30)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                pass
+        if self.routing is not None:
+            self.routing.__exit__(None, None, None)
+        _remove(self.folder)
+
+
+_plan: dict[str, Any] | None = None  # this command's memo: {"path", "platform"}
+_launched: Early | None = None
+
+
+def _key(argv: list[str]) -> str | None:
+    """The memo's name for a compile argv of the plain flags only, else None."""
+    if os.name != "posix" or len(argv) % 2:
+        return None
+    seen = set()
+    for flag, value in zip(argv[::2], argv[1::2], strict=True):
+        if flag not in _FLAGS or flag in seen or value.startswith("-"):
+            return None
+        seen.add(flag)
+    if "--platform" not in seen:
+        return None
+    from hashlib import sha256
+
+    blob = json.dumps([_FORMAT, __version__, sys.executable, os.getcwd(), argv])
+    return sha256(blob.encode()).hexdigest()
+
+
+def launch(argv: list[str]) -> None:
+    """Start the remembered uv for the compile argv *argv* (after ``compile``), if any."""
+    global _plan, _launched
+    _plan = _launched = None
+    key = _key(argv)
+    if key is None:
+        return
+    from lockkit.cachelayout import default_cache_dir
+
+    path = default_cache_dir() / "launch" / f"{key}.json"
+    _plan = {"path": path, "platform": argv[argv.index("--platform") + 1]}
+    try:
+        if not _private(path):
+            return
+        memo = json.loads(path.read_text(encoding="utf-8"))
+        if memo.get("format") != _FORMAT or memo.get("platform") != _plan["platform"] \
+                or not _is_uv_compile(memo.get("argv")):
+            return
+        _launched = _start(memo)
+    except Exception:  # noqa: BLE001 - a bad memo means the compile starts its own uv
+        _launched = None
+
+
+def _private(path: Path) -> bool:
+    """The memo runs a command before lockkit checks anything, as ssh's StrictModes reads
+    its files: only a memo that this user owns and no one else can write, in folders
+    alike (the memo's folder and the cache's root)."""
+    try:
+        for item in (path, path.parent, path.parent.parent):
+            st = item.lstat()
+            if st.st_uid != os.getuid() or st.st_mode & 0o022 or (
+                    item is not path and not os.path.isdir(item)):
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def _is_uv_compile(argv: Any) -> bool:
+    """An argv as ``lockkit.resolve.uv_command`` makes them: uv's ``pip compile``, the
+    build interpreter this one."""
+    if not isinstance(argv, list) or len(argv) < 4 or \
+            not all(isinstance(a, str) for a in argv):
+        return False
+    python = argv.index("--python") + 1 if "--python" in argv else 0
+    return (os.path.basename(argv[0]) == "uv" and argv[1:3] == ["pip", "compile"]
+            and 0 < python < len(argv) and argv[python] == sys.executable)
+
+
+def _start(memo: dict[str, Any]) -> Early:
+    start = time.perf_counter()
+    folder = Path(os.environ.get("TMPDIR") or "/tmp") / \
+        f"lockkit-early-{os.getpid()}-{os.urandom(6).hex()}"
+    folder.mkdir(mode=0o700)
+    routing = None
+    port: int | None = None
+    listening: Any = None
+    try:
+        files = {str(k): str(v) for k, v in memo["files"].items()}
+        for name, text in files.items():
+            if "/" in name or name in ("", ".", "..", "pylock.toml"):
+                raise ValueError(f"memo file name {name!r}")
+            (folder / name).write_text(text, encoding="utf-8")
+        preferences = memo.get("preferences")
+        given = None
+        if preferences:
+            try:
+                given = Path(preferences).read_bytes()
+            except FileNotFoundError:
+                pass
+            else:
+                (folder / "pylock.toml").write_bytes(given)
+        if memo.get("routing"):  # listen now; the index itself is made once uv runs
+            import socket
+
+            listening = socket.create_server(("127.0.0.1", 0), backlog=128)
+            port = listening.getsockname()[1]
+        argv = [_fill(str(a), folder, port) for a in memo["argv"]]
+        extra = {str(k): str(v) for k, v in memo.get("extra", {}).items()}
+        env = {k: v for k, v in os.environ.items()
+               if k in _KEEP or not k.startswith(_HIDDEN_PREFIXES)}
+        env.update(PIP_CONFIG_FILE=os.devnull, PIP_NO_INPUT="1", PYTHONNOUSERSITE="1", **extra)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env, start_new_session=True)
+    except BaseException:
+        if listening is not None:
+            listening.close()
+        _remove(folder)
+        raise
+    if port is not None:
+        try:
+            routing = _routing(memo["routing"], listening)
+        except BaseException:
+            listening.close()
+            raise
+        finally:
+            if routing is None:  # uv asks a closed port: it fails, and is discarded
+                _kill(proc)
+                _remove(folder)
+    if routing is not None:  # uv asks for the first page in ~20 ms: nothing is more urgent
+        routing.prefetch(memo["routing"].get("prefetch", []), wait=True)
+    return Early(platform=memo["platform"], proc=proc, argv=argv, folder=folder, files=files,
+                 extra=extra, routing=routing, start=start, preferences=(preferences, given))
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, 9)
+    except OSError:
+        pass
+    try:
+        proc.communicate(timeout=30)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        pass
+
+
+def _routing(spec: dict[str, Any], listening: Any) -> RoutingIndex:
+    from lockkit.auth import Credentials
+    from lockkit.pages import Http
+    from lockkit.routing import RoutingIndex
+    from lockkit.urls import Mirrors
+
+    mirrors = {str(k): str(v) for k, v in spec["mirrors"].items()}
+    http = Http(credentials=Credentials.from_urls([spec.get("index_url") or "",
+                                                   *mirrors.values()]))
+    routing = RoutingIndex(family=tuple(spec["family"]), official_index=spec["official"],
+                           mirrors=Mirrors(mirrors), file_hosts=tuple(spec["file_hosts"]),
+                           fetch=http.page, listening=listening)
+    if routing.url != f"http://127.0.0.1:{listening.getsockname()[1]}/simple":
+        raise ValueError("the routing index's URL is not the one uv was given")
+    return routing.__enter__()
+
+
+def _fill(arg: str, folder: Path, port: int | None) -> str:
+    if arg == OUT:
+        return str(folder / "pylock.toml")
+    if arg == ROUTING:  # RoutingIndex.url's form
+        if port is None:
+            raise ValueError("the memo's argv names a routing index it has not")
+        return f"http://127.0.0.1:{port}/simple"
+    if arg.startswith(INPUTS):
+        return str(folder / arg[len(INPUTS):])
+    return arg
+
+
+def take(platform: str) -> Early | None:
+    """The uv started for *platform*, handed over once (the compile now owns it)."""
+    global _launched
+    early, _launched = _launched, None
+    if early is not None and early.platform != platform:
+        early.discard()
+        return None
+    return early
+
+
+def discard() -> None:
+    """The end of the command: a uv nobody took is killed, its folder removed."""
+    global _launched, _plan
+    early, _launched, _plan = _launched, None, None
+    if early is not None:
+        early.discard()
+
+
+def wanted(platform: str) -> bool:
+    """Whether this command remembers how it runs uv for *platform*."""
+    return _plan is not None and _plan["platform"] == platform
+
+
+def remember(platform: str, argv: list[str], out: Path, inputs: Path,
+             extra: dict[str, str], preferences: Path | None,
+             routing: dict[str, Any] | None) -> None:
+    """Keep how uv was run for *platform* (argv with its temp paths as placeholders, the
+    files of the *inputs* folder) for the next identical command line, unless any part
+    of it holds a secret; a memo that cannot be written is no error."""
+    from lockkit.redact import redact
+
+    if not wanted(platform):
+        return
+    assert _plan is not None
+    try:
+        files = {p.name: p.read_text(encoding="utf-8") for p in sorted(inputs.iterdir())}
+        routing_url = routing.pop("url") if routing else None
+        shown = []
+        for arg in argv:
+            if arg == str(out):
+                shown.append(OUT)
+            elif routing_url is not None and arg == routing_url:
+                shown.append(ROUTING)
+            elif Path(arg).parent == inputs and Path(arg).name in files:
+                shown.append(INPUTS + Path(arg).name)
+            else:
+                shown.append(arg)
+        memo = {"format": _FORMAT, "platform": platform, "argv": shown, "files": files,
+                "extra": extra, "preferences": str(preferences) if preferences else None,
+                "routing": routing}
+        text = json.dumps(memo, indent=1, sort_keys=True)
+        if str(inputs) in text or _secret(text, redact):
+            return
+        from lockkit.common import write_atomic
+
+        write_atomic(_plan["path"], text + "\n")
+    except (OSError, ValueError, TypeError):
+        return
+
+
+def _secret(text: str, redact: Any) -> bool:
+    """Whether redaction would change *text*: user info in a URL, a ``${VAR}``'s value."""
+    return "${" in text or redact(text) != text
+
+
+def _remove(folder: Path) -> None:
+    for path in sorted(folder.glob("*"), reverse=True):
+        try:
+            path.unlink()
+        except OSError:
+            pass
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
