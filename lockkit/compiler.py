@@ -43,6 +43,14 @@ def _asked_names(requirements: dict[str, list[str]]) -> list[str]:
             if not r.startswith("-") and (m := _NAME.match(r))]
 
 
+def _watch(project: Project, platform: Platform) -> tuple[Path, ...]:
+    """The files whose change may point uv elsewhere: no early uv after one changes."""
+    folders = {project.root / "platforms"}
+    if platform.source:
+        folders.add(Path(platform.source).parent)
+    return (project.root / "lockkit.toml", project.root / "pyproject.toml", *sorted(folders))
+
+
 def _imports_for_after_uv() -> None:
     """What compile needs once uv is done (tomli_w, packaging.pylock: ~30 ms), imported
     while uv resolves."""
@@ -76,7 +84,8 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
                                  input_options=input_options,
                                  prefetch=tuple(_asked_names(requirements)),
                                  meanwhile=_imports_for_after_uv,
-                                 early=earlyuv.take(platform.name))
+                                 early=earlyuv.take(platform.name),
+                                 watch=_watch(project, platform))
         except ResolutionError:
             _no_such_torch(platform, requirements, pages)
             raise

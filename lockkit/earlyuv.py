@@ -114,11 +114,31 @@ def launch(argv: list[str]) -> None:
             return
         memo = json.loads(path.read_text(encoding="utf-8"))
         if memo.get("format") != _FORMAT or memo.get("platform") != _plan["platform"] \
-                or not _is_uv_compile(memo.get("argv")):
-            return
+                or not _is_uv_compile(memo.get("argv")) \
+                or memo.get("watch") != _watched(list(memo.get("watch", {}))):
+            return  # a changed config or platform file may point uv elsewhere: not started
         _launched = _start(memo)
     except Exception:  # noqa: BLE001 - a bad memo means the compile starts its own uv
         _launched = None
+
+
+def _watched(paths: list[str]) -> dict[str, Any]:
+    """What decides where uv connects, by content: each config file's sha256 (None when
+    absent) and each platform folder's ``{file: sha256}``."""
+    from hashlib import sha256
+
+    found: dict[str, Any] = {}
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            found[name] = {p.name: sha256(p.read_bytes()).hexdigest()
+                           for p in sorted(path.glob("*.toml"))}
+        else:
+            try:
+                found[name] = sha256(path.read_bytes()).hexdigest()
+            except FileNotFoundError:
+                found[name] = None
+    return found
 
 
 def _private(path: Path) -> bool:
@@ -268,10 +288,11 @@ def wanted(platform: str) -> bool:
 
 def remember(platform: str, argv: list[str], out: Path, inputs: Path,
              extra: dict[str, str], preferences: Path | None,
-             routing: dict[str, Any] | None) -> None:
+             routing: dict[str, Any] | None, watch: tuple[Path, ...] = ()) -> None:
     """Keep how uv was run for *platform* (argv with its temp paths as placeholders, the
     files of the *inputs* folder) for the next identical command line, unless any part
-    of it holds a secret; a memo that cannot be written is no error."""
+    of it holds a secret; a memo that cannot be written is no error. *watch*: the config
+    files and platform folders whose change means uv is not started early at all."""
     from lockkit.redact import redact
 
     if not wanted(platform):
@@ -292,7 +313,7 @@ def remember(platform: str, argv: list[str], out: Path, inputs: Path,
                 shown.append(arg)
         memo = {"format": _FORMAT, "platform": platform, "argv": shown, "files": files,
                 "extra": extra, "preferences": str(preferences) if preferences else None,
-                "routing": routing}
+                "routing": routing, "watch": _watched([str(w) for w in watch])}
         text = json.dumps(memo, indent=1, sort_keys=True)
         if str(inputs) in text or _secret(text, redact):
             return

@@ -141,7 +141,7 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
             input_options: tuple[str, ...] = (),
             prefetch: tuple[str, ...] = (),
             meanwhile: Callable[[], None] | None = None,
-            early: Early | None = None) -> Resolution:
+            early: Early | None = None, watch: tuple[Path, ...] = ()) -> Resolution:
     """Run uv (behind the routing index when the platform has a PyTorch index).
 
     Overlapping uv's own time: the routing index fetches the family pages among
@@ -194,7 +194,7 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
                                    on_start=_in_thread(meanwhile))
             if result.returncode == 0:
                 _remember(platform, argv, out, requirements, extra, given, routing, indexes,
-                          prefetch)
+                          prefetch, watch)
         if result.returncode != 0:
             _raise_for(result.stderr, platform, indexes, routing)
         return Resolution(doc=tomllib.loads(out.read_text(encoding="utf-8")), routing=routing)
@@ -236,7 +236,7 @@ def _taken(early: Early, requirements: list[Path], platform: Platform, python: s
 
 def _remember(platform: Platform, argv: list[str], out: Path, requirements: list[Path],
               extra: dict[str, str], given: Path | None, routing: RoutingIndex | None,
-              indexes: Indexes, prefetch: tuple[str, ...]) -> None:
+              indexes: Indexes, prefetch: tuple[str, ...], watch: tuple[Path, ...]) -> None:
     from lockkit import earlyuv
 
     if not earlyuv.wanted(platform.name) or not requirements:
@@ -250,7 +250,7 @@ def _remember(platform: Platform, argv: list[str], out: Path, requirements: list
         spec = {"url": routing.url, "family": list(family), "official": official,
                 "mirrors": mirrors, "file_hosts": list(file_hosts), "prefetch": list(prefetch),
                 "index_url": indexes.default_effective}
-    earlyuv.remember(platform.name, argv, out, folder, extra, given, spec)
+    earlyuv.remember(platform.name, argv, out, folder, extra, given, spec, watch)
 
 
 def _in_thread(work: Callable[[], None] | None) -> Callable[[], None] | None:

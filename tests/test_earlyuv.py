@@ -161,3 +161,31 @@ def test_a_memo_others_can_write_is_never_run(project, started, tmp_path):
         assert len(started) == 5  # not taken: the folder is writable by all
     finally:
         path.parent.chmod(0o755)
+
+
+def test_a_changed_config_or_platform_file_starts_no_early_uv(project, started, indexes):
+    """What may point uv at another host (lockkit.toml, a platform file) is checked before
+    the early start: after a change, no request reaches the indexes the memo names."""
+    assert compile_(project) == 0
+    assert compile_(project) == 0
+    config = project / "lockkit.toml"
+    config.write_text("# the mirrors moved\n" + config.read_text())
+    launched: list[object] = []
+    real = earlyuv._start
+
+    def start(memo):
+        launched.append(memo)
+        return real(memo)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(earlyuv, "_start", start)
+        assert compile_(project) == 0
+        assert not launched and len(started) == 3
+        assert compile_(project) == 0  # remembered with the new config: started early
+        assert len(launched) == 1 and len(started) == 3
+        (project / "platforms" / "extra.toml").write_text("# not a platform yet\n")
+        try:
+            compile_(project)
+        finally:
+            (project / "platforms" / "extra.toml").unlink()
+        assert len(launched) == 1
