@@ -85,7 +85,7 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
                                  prefetch=tuple(_asked_names(requirements)),
                                  meanwhile=_imports_for_after_uv,
                                  early=earlyuv.take(platform.name),
-                                 watch=_watch(project, platform))
+                                 watch=_watch(project, platform), pages_out=pages)
         except ResolutionError:
             _no_such_torch(platform, requirements, pages)
             raise

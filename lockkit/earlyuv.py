@@ -219,6 +219,10 @@ def _start(memo: dict[str, Any]) -> Early:
                 _remove(folder)
     if routing is not None:  # uv asks for the first page in ~20 ms: nothing is more urgent
         routing.prefetch(memo["routing"].get("prefetch", []), wait=True)
+        # then uv asks the routing index for every name at once: the compile's own start
+        # (argparse, the config: ~40 ms of Python) waits for that burst to end, or the
+        # answers would wait for the interpreter lock (measured: uv 30% slower)
+        routing.quiet(idle=0.008, limit=0.08)
     return Early(platform=memo["platform"], proc=proc, argv=argv, folder=folder, files=files,
                  extra=extra, routing=routing, start=start, preferences=(preferences, given))
 

@@ -141,7 +141,8 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
             input_options: tuple[str, ...] = (),
             prefetch: tuple[str, ...] = (),
             meanwhile: Callable[[], None] | None = None,
-            early: Early | None = None, watch: tuple[Path, ...] = ()) -> Resolution:
+            early: Early | None = None, watch: tuple[Path, ...] = (),
+            pages_out: dict[str, tuple[int, str]] | None = None) -> Resolution:
     """Run uv (behind the routing index when the platform has a PyTorch index).
 
     Overlapping uv's own time: the routing index fetches the family pages among
@@ -151,7 +152,8 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
 
     *early* is a uv that ``lockkit.earlyuv`` started from a memo of an earlier compile:
     taken when it is this very run, else killed; a successful run of a command that
-    wants one leaves the memo for the next."""
+    wants one leaves the memo for the next. *pages_out* gets the PyTorch index pages
+    the routing index fetched when uv fails (what "no such torch" is explained by)."""
     options = options or ResolveOptions()
     binary = binary or uv_bin()
     extra = {"MACOSX_DEPLOYMENT_TARGET": platform.macos_target} if platform.macos_target else {}
@@ -196,6 +198,10 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
                 _remember(platform, argv, out, requirements, extra, given, routing, indexes,
                           prefetch, watch)
         if result.returncode != 0:
+            if routing is not None and pages_out is not None:  # for "no such torch"
+                pages_out.update({f"{routing.effective_index}/{name}/": (page.status or 0,
+                                                                         page.html)
+                                  for name, page in routing.pages.items()})
             _raise_for(result.stderr, platform, indexes, routing)
         return Resolution(doc=tomllib.loads(out.read_text(encoding="utf-8")), routing=routing)
 

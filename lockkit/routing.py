@@ -27,6 +27,7 @@ from __future__ import annotations
 import html
 import socket
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -163,6 +164,8 @@ class RoutingIndex:
         self._lock = threading.Lock()
         self.pages: dict[str, Page] = {}
         self.asked: set[str] = set()  # the family names uv asked for (not only prefetched)
+        self.answered = 0  # requests answered, and when the last one was
+        self.last_answer = 0.0
         self._loading: dict[str, threading.Event] = {}
         self._sock: socket.socket | None = listening
         self._closing = False
@@ -283,6 +286,16 @@ class RoutingIndex:
         threading.Thread(target=self._accept, name="lockkit-routing", daemon=True).start()
         return self
 
+    def quiet(self, *, idle: float, limit: float) -> None:
+        """Return once uv has asked something and then nothing for *idle* seconds (its
+        burst of names is over), or after *limit* seconds: the caller's own work then no
+        longer holds the interpreter lock while these threads answer uv."""
+        end = time.monotonic() + limit
+        while time.monotonic() < end:
+            if self.answered and time.monotonic() - self.last_answer >= idle:
+                return
+            time.sleep(idle / 4)
+
     def __exit__(self, *exc: object) -> None:
         if self._sock is not None:
             self._closing = True
@@ -318,6 +331,8 @@ class RoutingIndex:
                 else:
                     code, body = 405, b"only GET"
                 conn.sendall(_response(code, body, close))
+                self.answered += 1
+                self.last_answer = time.monotonic()
                 if close:
                     return
         except (OSError, ValueError):
