@@ -185,3 +185,36 @@ def test_the_routing_server_speaks_http_1_1_as_uv_needs():
             assert raw.recv(65536) == b""  # not HTTP: closed, nothing said
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
+
+
+def test_quiet_waits_for_the_end_of_a_burst_and_no_longer_than_its_limit():
+    import threading
+    import time
+    import urllib.error
+    import urllib.request
+
+    from lockkit.routing import RoutingIndex
+    from lockkit.urls import Mirrors
+
+    with RoutingIndex(family=("torch",), official_index="https://download.pytorch.org/whl/cpu",
+                      mirrors=Mirrors({}), file_hosts=(), fetch=lambda url: (404, "")) as routing:
+        start = time.monotonic()
+        routing.quiet(idle=0.01, limit=0.2)  # nobody asks: the limit
+        assert 0.2 <= time.monotonic() - start < 1.0
+
+        def burst() -> None:
+            for i in range(5):
+                try:
+                    urllib.request.urlopen(f"{routing.url}/pkg{i}/", timeout=10)
+                except urllib.error.HTTPError:
+                    pass
+                time.sleep(0.02)
+
+        asker = threading.Thread(target=burst)
+        start = time.monotonic()
+        asker.start()
+        routing.quiet(idle=0.25, limit=30)
+        waited, answered = time.monotonic() - start, routing.answered
+        asker.join()
+        assert answered >= 1 and time.monotonic() - routing.last_answer >= 0.25
+        assert waited < 30  # an idle spell after the answers ended it, not the limit
