@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lockkit import __version__, earlyuv
 from lockkit.common import write_atomic
@@ -89,10 +90,7 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
         except ResolutionError:
             _no_such_torch(platform, requirements, pages)
             raise
-    from lockkit.lockfile import build_lock, check_guards, dumps
-
-    doc, routing = resolution.doc, resolution.routing
-    check_guards(doc, platform, indexes, project.allow_sdist, routing)
+    routing = resolution.routing
     meta = {
         "platform": platform.name, "platform-fingerprint": platform.fingerprint,
         "backend": {"kind": platform.backend.kind, "version": platform.backend.version or ""},
@@ -100,22 +98,63 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
         "lock-format": LOCK_FORMAT, "inputs-fingerprint": fingerprint(record),
         "lockkit-version": __version__, "uv-version": uv_ver,
     }
-    lock = build_lock(doc, platform, indexes, meta, http.hash, routing)
+    digest = files_digest(project, platform, python, record["requirements"])
+    path = project.lock_path(platform.name)
+    # Everything the lock is made of (below) from uv's output: when all of it is what it
+    # was last time and the lock on disk is what was written then, it is that lock again.
+    key = _result_key(resolution.text, meta, record, digest, platform, indexes,
+                      project.allow_sdist, routing)
+    known = earlyuv.known_result(key)
+    if known is not None and existing is not None and \
+            hashlib.sha256(existing.encode()).hexdigest() == known[0]:
+        return Outcome(platform=platform.name, path=path, status="unchanged",
+                       packages=known[1])
+    from lockkit.lockfile import build_lock, check_guards, dumps
+
+    doc = resolution.doc
+    check_guards(doc, platform, indexes, project.allow_sdist, routing)
+    hashed: list[str] = []
+
+    def hasher(url: str) -> str:
+        hashed.append(url)  # fetched now: the lock depends on the network, not only on uv
+        return http.hash(url)
+
+    lock = build_lock(doc, platform, indexes, meta, hasher, routing)
     # the digest of the table as the file will hold it: every value in it (strings,
     # numbers, uv's dates) reads back from TOML as it is here (tests/test_compile.py)
     lock["tool"]["lockkit"]["packages-digest"] = packages_digest_of_read(lock["packages"])
     lock["tool"]["lockkit"]["inputs"] = record
-    digest = files_digest(project, platform, python, record["requirements"])
     if digest:
         lock["tool"]["lockkit"]["input-files-digest"] = digest
     text = seal(dumps(lock))
-    path = project.lock_path(platform.name)
+    if not hashed:
+        earlyuv.keep_result(key, hashlib.sha256(text.encode()).hexdigest(),
+                            len(lock["packages"]))
     if existing == text:
         return Outcome(platform=platform.name, path=path, status="unchanged",
                        packages=len(lock["packages"]))
     write_atomic(path, text)
     return Outcome(platform=platform.name, path=path, status="written",
                    packages=len(lock["packages"]))
+
+
+def _result_key(uv_output: str, meta: dict[str, Any], record: dict[str, Any],
+                digest: str | None, platform: Platform, indexes: Indexes,
+                allow_sdist: tuple[str, ...], routing: Any) -> str:
+    """The sha256 of every input of the lock writer and its guards: uv's output, the
+    lock's metadata (platform and inputs fingerprints, versions), the inputs record, the
+    input files' digest, the platform, the indexes and mirrors, the sdists allowed, and
+    each file the routing index listed with its official URL."""
+    import json
+
+    listed = {name: sorted((f.filename, f.url, f.official) for f in page.files.values())
+              for name, page in (routing.pages.items() if routing else ())}
+    blob = json.dumps([uv_output, meta, record, digest, platform.to_dict(), platform.name,
+                       indexes.torch_official, indexes.torch_effective,
+                       indexes.default_effective, indexes.default_official,
+                       indexes.mirrors.table, sorted(allow_sdist), listed],
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def _no_such_torch(platform: Platform, requirements: dict[str, list[str]],

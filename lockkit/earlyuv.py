@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
     from lockkit.routing import RoutingIndex
 
-__all__ = ["Early", "discard", "launch", "remember", "take", "wanted"]
+__all__ = ["Early", "discard", "keep_result", "known_result", "launch", "remember", "take",
+           "wanted"]
 
 _FORMAT = 1
 _FLAGS = ("--platform", "--project")
@@ -326,6 +327,35 @@ def remember(platform: str, argv: list[str], out: Path, inputs: Path,
         write_atomic(_plan["path"], text + "\n")
     except (OSError, ValueError, TypeError):
         return
+
+
+def _result_path(key: str) -> Path:
+    from lockkit.cachelayout import default_cache_dir
+
+    return default_cache_dir() / "launch" / f"{key}.done"
+
+
+def known_result(key: str) -> tuple[str, int] | None:
+    """What compile made last time of exactly these inputs (:func:`keep_result`): the
+    lock text's sha256 and its package count; None when unknown or not private."""
+    path = _result_path(key)
+    try:
+        if not _private(path):
+            return None
+        sha, count = path.read_text(encoding="ascii").split()
+        return sha, int(count)
+    except (OSError, ValueError):
+        return None
+
+
+def keep_result(key: str, lock_sha256: str, packages: int) -> None:
+    """Remember that the inputs *key* names made the lock text of *lock_sha256*."""
+    from lockkit.common import write_atomic
+
+    try:
+        write_atomic(_result_path(key), f"{lock_sha256} {packages}\n")
+    except (OSError, ValueError):
+        pass
 
 
 def _secret(text: str, redact: Any) -> bool:

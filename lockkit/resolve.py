@@ -99,10 +99,15 @@ class ResolveOptions:
 
 @record
 class Resolution:
-    """uv's pylock document and the pages the routing index served for it."""
+    """uv's pylock output (its text; the document parsed on first use) and the pages the
+    routing index served for it."""
 
-    doc: dict[str, Any]
+    text: str
     routing: RoutingIndex | None
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        return tomllib.loads(self.text)
 
 
 def uv_command(binary: str, requirements: list[Path], platform: Platform, python: str,
@@ -203,7 +208,7 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
                                                                          page.html)
                                   for name, page in routing.pages.items()})
             _raise_for(result.stderr, platform, indexes, routing)
-        return Resolution(doc=tomllib.loads(out.read_text(encoding="utf-8")), routing=routing)
+        return Resolution(text=out.read_text(encoding="utf-8"), routing=routing)
 
 
 def _taken(early: Early, requirements: list[Path], platform: Platform, python: str,
