@@ -1,3 +1,3 @@
-from lockkit.cli import main
+from lockkit.cli import run
 
-raise SystemExit(main())
+run()

@@ -44,12 +44,17 @@ def _asked_names(requirements: dict[str, list[str]]) -> list[str]:
             if not r.startswith("-") and (m := _NAME.match(r))]
 
 
-def _watch(project: Project, platform: Platform) -> tuple[Path, ...]:
-    """The files whose change may point uv elsewhere: no early uv after one changes."""
+def _watch(project: Project, platform: Platform, record: dict[str, Any]) -> tuple[Path, ...]:
+    """Every file the compile reads (the config, the platform folders, the inputs and
+    their includes, as :func:`lockkit.freshness.files_digest` names them): no early uv
+    after one changes (it may point uv elsewhere), and no result taken from the memo."""
+    from lockkit.freshness import input_files
+
     folders = {project.root / "platforms"}
     if platform.source:
         folders.add(Path(platform.source).parent)
-    return (project.root / "lockkit.toml", project.root / "pyproject.toml", *sorted(folders))
+    return (project.root / "lockkit.toml", project.root / "pyproject.toml", *sorted(folders),
+            *sorted(input_files(project, record["requirements"])))
 
 
 def _imports_for_after_uv() -> None:
@@ -86,7 +91,8 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
                                  prefetch=tuple(_asked_names(requirements)),
                                  meanwhile=_imports_for_after_uv,
                                  early=earlyuv.take(platform.name),
-                                 watch=_watch(project, platform), pages_out=pages)
+                                 watch=_watch(project, platform, record),
+                                 pages_out=pages)
         except ResolutionError:
             _no_such_torch(platform, requirements, pages)
             raise
@@ -105,8 +111,11 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
     key = _result_key(resolution.text, meta, record, digest, platform, indexes,
                       project.allow_sdist, routing)
     known = earlyuv.known_result(key)
+    shown = path.relative_to(project.root).as_posix()
     if known is not None and existing is not None and \
             hashlib.sha256(existing.encode()).hexdigest() == known[0]:
+        earlyuv.remember_result(platform.name, resolution.text, routing, path, existing,
+                                known[1], shown)
         return Outcome(platform=platform.name, path=path, status="unchanged",
                        packages=known[1])
     from lockkit.lockfile import build_lock, check_guards, dumps
@@ -130,6 +139,8 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
     if not hashed:
         earlyuv.keep_result(key, hashlib.sha256(text.encode()).hexdigest(),
                             len(lock["packages"]))
+        earlyuv.remember_result(platform.name, resolution.text, routing, path, text,
+                                len(lock["packages"]), shown)
     if existing == text:
         return Outcome(platform=platform.name, path=path, status="unchanged",
                        packages=len(lock["packages"]))

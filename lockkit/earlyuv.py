@@ -32,6 +32,14 @@ from pathlib import Path
 
 from lockkit import __version__
 
+try:  # the interpreter's own SHA-256: hashlib loads OpenSSL (~2 ms) before uv can start
+    from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]  # 3.12+
+except ImportError:
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+    except ImportError:  # pragma: no cover - an interpreter without the builtin module
+        from hashlib import sha256  # type: ignore[assignment,unused-ignore]
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from typing import Any
@@ -59,6 +67,8 @@ class Early:
         self.platform, self.proc, self.argv, self.folder = platform, proc, argv, folder
         self.files, self.extra, self.routing, self.start = files, extra, routing, start
         self.preferences = preferences  # (the lock's path, the bytes given to uv) or None
+        self.fast: dict[str, Any] | None = None  # the memo's record of the last result
+        self.collected: tuple[int, bytes, bytes] | None = None  # uv's end, once awaited
 
     @property
     def out(self) -> Path:
@@ -93,7 +103,6 @@ def _key(argv: list[str]) -> str | None:
         seen.add(flag)
     if "--platform" not in seen:
         return None
-    from hashlib import sha256
 
     blob = json.dumps([_FORMAT, __version__, sys.executable, os.getcwd(), argv])
     return sha256(blob.encode()).hexdigest()
@@ -119,6 +128,7 @@ def launch(argv: list[str]) -> None:
                 or memo.get("watch") != _watched(list(memo.get("watch", {}))):
             return  # a changed config or platform file may point uv elsewhere: not started
         _launched = _start(memo)
+        _launched.fast = memo.get("fast") if isinstance(memo.get("fast"), dict) else None
     except Exception:  # noqa: BLE001 - a bad memo means the compile starts its own uv
         _launched = None
 
@@ -126,8 +136,6 @@ def launch(argv: list[str]) -> None:
 def _watched(paths: list[str]) -> dict[str, Any]:
     """What decides where uv connects, by content: each config file's sha256 (None when
     absent) and each platform folder's ``{file: sha256}``."""
-    from hashlib import sha256
-
     found: dict[str, Any] = {}
     for name in paths:
         path = Path(name)
@@ -266,6 +274,69 @@ def _fill(arg: str, folder: Path, port: int | None) -> str:
     if arg.startswith(INPUTS):
         return str(folder / arg[len(INPUTS):])
     return arg
+
+
+def finished_unchanged(timeout: float = 900) -> tuple[str, int, str] | None:
+    """The whole compile, when it is the last one again: every input file was byte for
+    byte what the memo names (checked before uv started), uv's output is the one that
+    made the lock on disk, the routing index listed the same files, and the lock is
+    still what compile wrote. Returns ``(platform, packages, lock as shown)`` with the
+    early uv cleaned up; None (the uv, awaited, stays for the compile to take) otherwise."""
+    early, fast = _launched, (_launched.fast if _launched is not None else None)
+    if early is None or fast is None or early.preferences[1] is None:
+        return None  # no lock was given to uv as preferences: the compile would give one
+    try:
+        st = os.stat(early.argv[0])
+        if [st.st_size, st.st_mtime_ns] != fast.get("uv"):
+            return None
+        out, err = early.proc.communicate(timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    early.collected = (early.proc.returncode, out, err)
+    try:
+        if early.proc.returncode != 0 or \
+                sha256(early.out.read_bytes()).hexdigest() != fast.get("output") or \
+                _listed(early.routing) != fast.get("listed") or \
+                sha256(Path(fast["lock"]).read_bytes()).hexdigest() != fast.get("lock_sha256"):
+            return None
+    except (OSError, KeyError, TypeError):
+        return None
+    result = (early.platform, int(fast["packages"]), str(fast["shown"]))
+    discard()
+    return result
+
+
+def _listed(routing: RoutingIndex | None) -> dict[str, list[list[str]]]:
+    """Each family page's files as the lock writer uses them (name, URL, official URL)."""
+    if routing is None:
+        return {}
+    return {name: sorted([f.filename, f.url, f.official] for f in page.files.values())
+            for name, page in sorted(routing.pages.items())}
+
+
+def remember_result(platform: str, output: str, routing: RoutingIndex | None,
+                    lock: Path, lock_text: str, packages: int, shown: str) -> None:
+    """Add to this command's memo what the compile made, for :func:`finished_unchanged`."""
+    if not wanted(platform):
+        return
+    assert _plan is not None
+    try:
+        if not _private(_plan["path"]):
+            return
+        memo = json.loads(_plan["path"].read_text(encoding="utf-8"))
+        if memo.get("platform") != platform or not _is_uv_compile(memo.get("argv")):
+            return
+        st = os.stat(memo["argv"][0])
+        memo["fast"] = {"uv": [st.st_size, st.st_mtime_ns],
+                        "output": sha256(output.encode()).hexdigest(),
+                        "listed": _listed(routing), "lock": str(lock),
+                        "lock_sha256": sha256(lock_text.encode()).hexdigest(),
+                        "packages": packages, "shown": shown}
+        from lockkit.common import write_atomic
+
+        write_atomic(_plan["path"], json.dumps(memo, indent=1, sort_keys=True) + "\n")
+    except (OSError, ValueError, TypeError, KeyError):
+        return
 
 
 def take(platform: str) -> Early | None:

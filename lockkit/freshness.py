@@ -85,10 +85,7 @@ def files_digest(project: Project, platform: Platform, python: str,
     labels name (the includes); any difference, a comment included, only sends the check
     down the full path, which says whether it matters. None if a file cannot be read.
     *read* keeps the bytes of the files read for one command (every lock has the same)."""
-    files = {project.root / entry for entry in project.requirements}
-    files |= {project.root / _LABEL_SECTION.sub("", label) for label in labels}
-    if project.config_file is not None:
-        files.add(project.config_file)
+    files = input_files(project, labels)
     digest = hashlib.sha256(json.dumps(_options(project, platform, python),
                                        sort_keys=True).encode())
     read = {} if read is None else read
@@ -101,6 +98,15 @@ def files_digest(project: Project, platform: Platform, python: str,
                       if path.is_relative_to(project.root) else f"\0{path}\0".encode())
         digest.update(data)
     return "sha256:" + digest.hexdigest()
+
+
+def input_files(project: Project, labels: Iterable[str]) -> set[Path]:
+    """The config file, the configured inputs and every file the recorded *labels* name."""
+    files = {project.root / entry for entry in project.requirements}
+    files |= {project.root / _LABEL_SECTION.sub("", label) for label in labels}
+    if project.config_file is not None:
+        files.add(project.config_file)
+    return files
 
 
 # "pyproject.toml[project.dependencies]", "x/pyproject.toml[dependency-groups.dev]"

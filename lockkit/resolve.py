@@ -176,7 +176,14 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
                 routing.prefetch(prefetch, then=meanwhile)
             elif meanwhile is not None:
                 threading.Thread(target=meanwhile, name="lockkit-meanwhile", daemon=True).start()
-            result = _run.finish(early.proc, tuple(argv), early.start, timeout=900)
+            if early.collected is not None:  # awaited already (earlyuv.finished_unchanged)
+                code, stdout, stderr = early.collected
+                result = _run.Result(argv=tuple(argv), returncode=code,
+                                     stdout=stdout.decode("utf-8", "replace"),
+                                     stderr=stderr.decode("utf-8", "replace"),
+                                     timeout=900)
+            else:
+                result = _run.finish(early.proc, tuple(argv), early.start, timeout=900)
         else:
             if early is not None:
                 early.discard()

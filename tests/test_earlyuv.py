@@ -215,3 +215,35 @@ def test_an_unchanged_resolution_keeps_the_lock_without_rebuilding_it(project, m
     assert compile_(project) == 0
     assert "written" in capsys.readouterr().out
     assert lock.read_bytes() == written
+
+
+def test_the_same_compile_again_is_answered_from_the_memo_and_follows_the_index(
+        project, indexes, capsys):
+    """The third identical compile ends as soon as uv does: its output, the pages and the
+    lock on disk are what made the memo, so the config is not even read. A newer numpy
+    only, the one it locked gone from the default index, changes uv's output: the
+    compile runs in full and writes it."""
+    import subprocess
+    import sys
+
+    from conftest import LINUX
+
+    assert compile_(project) == 0
+    assert compile_(project) == 0
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "lockkit", "compile",
+                          "--project", str(project), "--platform", "linux-cpu"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "linux-cpu  unchanged" in run.stdout
+    imported = {line.split("|")[-1].strip() for line in run.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "lockkit.earlyuv" in imported and "lockkit.config" not in imported
+    capsys.readouterr()
+    before = lock_bytes(project)
+    for old in (indexes.default.root / "numpy").glob("numpy-2.1.0-*"):
+        old.unlink()
+    indexes.default.add("numpy", "2.2.0", tag=LINUX)
+    assert compile_(project) == 0
+    assert "linux-cpu  written" in capsys.readouterr().out
+    assert b'version = "2.2.0"' in lock_bytes(project) and lock_bytes(project) != before
+    assert not early_folders()
