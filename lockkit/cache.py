@@ -318,7 +318,7 @@ def prune(found: Survey, keep: set[str], *, dry_run: bool = False) -> Pruned:
         for memo in [*(found.root / "sbom").glob("*.json"),  # made again when needed
                      *(found.root / "tools").glob("*.json"),
                      *(found.root / "plan").glob("*.json"),
-                     *(found.root / "launch").glob("*.json"),
+                     *(found.root / "launch").glob("*.memo"),
                      *(found.root / "launch").glob("*.done")]:
             memo.unlink(missing_ok=True)
         shared = found.root / "verify"  # verify's wheel links and uv cache: made again

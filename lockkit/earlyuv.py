@@ -2,7 +2,7 @@
 
 uv needs ~100 ms to resolve ten packages; lockkit needs ~40 ms of start-up (Python,
 argparse, the config, the platform files, the inputs) before it can say how to run uv.
-So a compile of one platform remembers how it ran uv (``<cache>/launch/<key>.json``,
+So a compile of one platform remembers how it ran uv (``<cache>/launch/<key>.memo``,
 keyed by lockkit's version, the interpreter, the working folder and the argv), and the
 next identical command line starts that uv (and the routing index in front of it) at
 once, before argparse is imported. The compile then runs as always, and at the point it
@@ -17,13 +17,13 @@ run on Windows, and anything holding a credential or a ``${VAR}`` value (an argv
 requirement line, a mirror or index URL that redaction would change): those compiles
 always start uv themselves. The memo holds no secret.
 
-This module imports the standard library only (os, json, socket, subprocess, threading)
+This module imports the standard library only (os, marshal, socket, subprocess, pathlib)
 until a memo is found; the routing index and its page fetcher come with the memo's need.
 """
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
 import subprocess
 import sys
@@ -104,7 +104,7 @@ def _key(argv: list[str]) -> str | None:
     if "--platform" not in seen:
         return None
 
-    blob = json.dumps([_FORMAT, __version__, sys.executable, os.getcwd(), argv])
+    blob = repr([_FORMAT, __version__, sys.executable, os.getcwd(), argv])
     return sha256(blob.encode()).hexdigest()
 
 
@@ -117,13 +117,14 @@ def launch(argv: list[str]) -> None:
         return
     from lockkit.cachelayout import default_cache_dir
 
-    path = default_cache_dir() / "launch" / f"{key}.json"
+    path = default_cache_dir() / "launch" / f"{key}.memo"
     _plan = {"path": path, "platform": argv[argv.index("--platform") + 1]}
     try:
         if not _private(path):
             return
-        memo = json.loads(path.read_text(encoding="utf-8"))
-        if memo.get("format") != _FORMAT or memo.get("platform") != _plan["platform"] \
+        memo = marshal.loads(path.read_bytes())  # private to this user, as a .pyc is
+        if not isinstance(memo, dict) or memo.get("format") != _FORMAT \
+                or memo.get("platform") != _plan["platform"] \
                 or not _is_uv_compile(memo.get("argv")) \
                 or memo.get("watch") != _watched(list(memo.get("watch", {}))):
             return  # a changed config or platform file may point uv elsewhere: not started
@@ -323,8 +324,9 @@ def remember_result(platform: str, output: str, routing: RoutingIndex | None,
     try:
         if not _private(_plan["path"]):
             return
-        memo = json.loads(_plan["path"].read_text(encoding="utf-8"))
-        if memo.get("platform") != platform or not _is_uv_compile(memo.get("argv")):
+        memo = marshal.loads(_plan["path"].read_bytes())
+        if not isinstance(memo, dict) or memo.get("platform") != platform \
+                or not _is_uv_compile(memo.get("argv")):
             return
         st = os.stat(memo["argv"][0])
         memo["fast"] = {"uv": [st.st_size, st.st_mtime_ns],
@@ -332,10 +334,8 @@ def remember_result(platform: str, output: str, routing: RoutingIndex | None,
                         "listed": _listed(routing), "lock": str(lock),
                         "lock_sha256": sha256(lock_text.encode()).hexdigest(),
                         "packages": packages, "shown": shown}
-        from lockkit.common import write_atomic
-
-        write_atomic(_plan["path"], json.dumps(memo, indent=1, sort_keys=True) + "\n")
-    except (OSError, ValueError, TypeError, KeyError):
+        _write(_plan["path"], marshal.dumps(memo))
+    except (OSError, ValueError, TypeError, KeyError, EOFError):
         return
 
 
@@ -390,12 +390,10 @@ def remember(platform: str, argv: list[str], out: Path, inputs: Path,
         memo = {"format": _FORMAT, "platform": platform, "argv": shown, "files": files,
                 "extra": extra, "preferences": str(preferences) if preferences else None,
                 "routing": routing, "watch": _watched([str(w) for w in watch])}
-        text = json.dumps(memo, indent=1, sort_keys=True)
+        text = repr(memo)
         if str(inputs) in text or _secret(text, redact):
             return
-        from lockkit.common import write_atomic
-
-        write_atomic(_plan["path"], text + "\n")
+        _write(_plan["path"], marshal.dumps(memo))
     except (OSError, ValueError, TypeError):
         return
 
@@ -427,6 +425,21 @@ def keep_result(key: str, lock_sha256: str, packages: int) -> None:
         write_atomic(_result_path(key), f"{lock_sha256} {packages}\n")
     except (OSError, ValueError):
         pass
+
+
+def _write(path: Path, data: bytes) -> None:
+    """*data* to *path* through a temp file and a rename, with the user's umask modes."""
+    from lockkit.common import temp_file
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = temp_file(path.parent, f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _secret(text: str, redact: Any) -> bool:

@@ -8,8 +8,9 @@ itself: a spy that records and calls through.
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ def compile_(project: Path, *extra: str) -> int:
 
 
 def memos() -> list[Path]:
-    return sorted((Path(os.environ["LOCKKIT_CACHE_DIR"]) / "launch").glob("*.json"))
+    return sorted((Path(os.environ["LOCKKIT_CACHE_DIR"]) / "launch").glob("*.memo"))
 
 
 def early_folders() -> set[str]:
@@ -61,7 +62,7 @@ def test_an_identical_compile_takes_the_early_uv_and_writes_the_same_lock(projec
     assert lock_bytes(project) == first
     new = set(memos()) - before
     assert len(new) == 1
-    memo = json.loads(next(iter(new)).read_text())
+    memo = marshal.loads(next(iter(new)).read_bytes())
     assert memo["platform"] == "linux-cpu" and "<lockkit:routing>" in memo["argv"]
     assert not early_folders()  # every early folder is gone
 
@@ -108,15 +109,16 @@ def test_credentials_are_never_remembered(project, monkeypatch):
     assert set(memos()) == before
 
 
-@pytest.mark.parametrize("memo", ["not json", '{"format": 1, "platform": "linux-cpu", '
-                                  '"argv": ["true"], "files": {"../escape": "x"}}'])
+@pytest.mark.parametrize("memo", [b"not a memo", marshal.dumps(
+    {"format": 1, "platform": "linux-cpu", "files": {"../escape": "x"},
+     "argv": ["/x/uv", "pip", "compile", "--python", sys.executable], "watch": {}})])
 def test_a_broken_or_hostile_memo_is_ignored(project, started, memo):
     assert compile_(project) == 0
     assert compile_(project) == 0
     key = earlyuv._key(["--project", str(project), "--platform", "linux-cpu"])
-    path = Path(os.environ["LOCKKIT_CACHE_DIR"]) / "launch" / f"{key}.json"
+    path = Path(os.environ["LOCKKIT_CACHE_DIR"]) / "launch" / f"{key}.memo"
     assert path.is_file()
-    path.write_text(memo)
+    path.write_bytes(memo)
     assert compile_(project) == 0
     assert len(started) == 3
     assert not (path.parent.parent / "escape").exists()
@@ -141,11 +143,11 @@ def test_a_memo_others_can_write_is_never_run(project, started, tmp_path):
     assert compile_(project) == 0
     assert compile_(project) == 0
     key = earlyuv._key(["--project", str(project), "--platform", "linux-cpu"])
-    path = Path(os.environ["LOCKKIT_CACHE_DIR"]) / "launch" / f"{key}.json"
-    memo = json.loads(path.read_text())
+    path = Path(os.environ["LOCKKIT_CACHE_DIR"]) / "launch" / f"{key}.memo"
+    memo = marshal.loads(path.read_bytes())
     marker = tmp_path / "ran"
     memo["argv"] = ["/bin/sh", "-c", f"touch {marker}", "--python", "x"]
-    path.write_text(json.dumps(memo))
+    path.write_bytes(marshal.dumps(memo))
     assert compile_(project) == 0
     assert not marker.exists() and len(started) == 3
     path.unlink()
