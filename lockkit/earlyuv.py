@@ -419,10 +419,8 @@ def known_result(key: str) -> tuple[str, int] | None:
 
 def keep_result(key: str, lock_sha256: str, packages: int) -> None:
     """Remember that the inputs *key* names made the lock text of *lock_sha256*."""
-    from lockkit.common import write_atomic
-
-    try:
-        write_atomic(_result_path(key), f"{lock_sha256} {packages}\n")
+    try:  # a cache that cannot be written costs the next compile its shortcut, no more
+        _write(_result_path(key), f"{lock_sha256} {packages}\n".encode("ascii"))
     except (OSError, ValueError):
         pass
 
