@@ -76,17 +76,12 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
     options = ResolveOptions(preferences=project.lock_path(platform.name), upgrade=upgrade,
                              upgrade_packages=upgrade_packages,
                              exclude_newer=project.exclude_newer)
-    pages: dict[str, tuple[int, str]] = {}
-
-    def fetch_page(url: str) -> tuple[int, str]:
-        pages[url] = http.page(url)  # kept to name the torch versions the index serves
-        return pages[url]
-
+    pages: dict[str, tuple[int, str]] = {}  # on a failure: what the PyTorch index served
     with tempfile.TemporaryDirectory(prefix="lockkit-inputs-") as tmp:
         reqs, input_options = resolver_inputs(project, Path(tmp))
         try:
             resolution = resolve(reqs, platform, python, indexes, binary=uv,
-                                 fetch_page=fetch_page, options=options,
+                                 fetch_page=http.page, options=options,
                                  input_options=input_options,
                                  prefetch=tuple(_asked_names(requirements)),
                                  meanwhile=_imports_for_after_uv,

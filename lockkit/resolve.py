@@ -225,10 +225,8 @@ def _taken(early: Early, requirements: list[Path], platform: Platform, python: s
     """The argv of the uv started early (``lockkit.earlyuv``) when it is exactly the run
     this resolution would start: the same argv (its temp paths aside), requirement files,
     extra environment, preferences and routing index; else None."""
-    if early.platform != platform.name or early.extra != extra:
-        return None
-    folder = requirements[0].parent if requirements else None
-    if folder is None or any(r.parent != folder for r in requirements):
+    folder = _inputs_folder(requirements)
+    if early.platform != platform.name or early.extra != extra or folder is None:
         return None
     try:
         files = {p.name: p.read_text(encoding="utf-8") for p in folder.iterdir()}
@@ -252,15 +250,20 @@ def _taken(early: Early, requirements: list[Path], platform: Platform, python: s
     return argv if argv == early.argv else None
 
 
+def _inputs_folder(requirements: list[Path]) -> Path | None:
+    """The one folder lockkit wrote every requirement file into, or None (no files, or a
+    pyproject.toml of the project's own): only such inputs are remembered and compared."""
+    folder = requirements[0].parent if requirements else None
+    return folder if all(r.parent == folder for r in requirements) else None
+
+
 def _remember(platform: Platform, argv: list[str], out: Path, requirements: list[Path],
               extra: dict[str, str], given: Path | None, routing: RoutingIndex | None,
               indexes: Indexes, prefetch: tuple[str, ...], watch: tuple[Path, ...]) -> None:
     from lockkit import earlyuv
 
-    if not earlyuv.wanted(platform.name) or not requirements:
-        return
-    folder = requirements[0].parent
-    if any(r.parent != folder for r in requirements):
+    folder = _inputs_folder(requirements)
+    if not earlyuv.wanted(platform.name) or folder is None:
         return
     spec = None
     if routing is not None:
