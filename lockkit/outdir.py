@@ -44,7 +44,8 @@ _CHOOSE = "choose an empty or new folder"
 
 class Made:
     """What lockkit made at a folder: *kind* (wheelhouse, venv, report) for *platform*, and
-    *foreign*: what is in it that lockkit did not put there (a wheelhouse lists its own)."""
+    *foreign*: what is in it that lockkit did not put there (a wheelhouse lists its own).
+    (A plain class: the warm rebuild imports this module, and not ``dataclasses``.)"""
 
     __slots__ = ("foreign", "kind", "platform")
 
@@ -57,9 +58,9 @@ def check(path: Path, *, kind: str, platform: str, project: Path | None = None,
     """The absolute folder to write at for *path* (a symlink: the folder it points to), or
     a :class:`ConfigError` naming the folder and what is in it; *flag* names the option
     the path came from, *project* the project folder (refused, as the current one is)."""
-    where = f"{flag} {path}" if flag else str(path)
+    where = _shown(f"{flag} {path}" if flag else str(path))
     if path.is_symlink() and not path.exists():
-        raise ConfigError(f"{where}: a symlink to {os.readlink(path)}, which does not "
+        raise ConfigError(f"{where}: a symlink to {_shown(os.readlink(path))}, which does not "
                           f"exist; {_CHOOSE}")
     real = path.resolve()
     _not_in_use(real, where, project)
@@ -78,7 +79,7 @@ def check(path: Path, *, kind: str, platform: str, project: Path | None = None,
     if found is None:
         why = f"holds {_names(real, entries)}"
     elif (found.kind, found.platform) != (kind, platform):
-        why = f"it is {_LABELS[found.kind]} for {found.platform}"
+        why = f"it is {_LABELS[found.kind]} for {_shown(found.platform)}"
     elif found.foreign:
         raise ConfigError(f"{where}: {wanted} that also holds {_few(list(found.foreign))}, "
                           f"which lockkit did not write; move that out, or {_CHOOSE}")
@@ -89,18 +90,23 @@ def check(path: Path, *, kind: str, platform: str, project: Path | None = None,
 
 def _not_in_use(real: Path, where: str, project: Path | None) -> None:
     """Refuse the current folder, the project folder and every folder above either."""
-    for name, folder in (("the project folder", project), ("the current folder", Path.cwd())):
+    try:
+        cwd: Path | None = Path.cwd()
+    except OSError:  # removed under the running command: there is no current folder
+        cwd = None
+    for name, folder in (("the project folder", project), ("the current folder", cwd)):
         if folder is None:
             continue
         folder = folder.resolve()
         if real == folder:
             raise ConfigError(f"{where}: is {name}; {_CHOOSE}")
         if real in folder.parents:
-            raise ConfigError(f"{where}: {real} holds {name}; {_CHOOSE}")
+            raise ConfigError(f"{where}: {_shown(str(real))} holds {name}; {_CHOOSE}")
 
 
-def made(folder: Path) -> Made | None:
-    """What lockkit made at *folder*, by the file each kind writes; None: not lockkit's."""
+def made(folder: Path, *, listing: bool = True) -> Made | None:
+    """What lockkit made at *folder*, by the file each kind writes; None: not lockkit's.
+    ``listing=False``: a wheelhouse's files are not compared with its manifest."""
     marker = _read_json(folder / MARKER)
     if isinstance(marker, dict) and marker.get("made-by") == "lockkit" and \
             marker.get("kind") in _LABELS and isinstance(marker.get("platform"), str):
@@ -109,7 +115,8 @@ def made(folder: Path) -> Made | None:
     if isinstance(manifest, dict) and isinstance(manifest.get("platform"), str) and \
             isinstance(manifest.get("files"), list):
         listed = {f.get("path") for f in manifest["files"] if isinstance(f, dict)}
-        return Made("wheelhouse", manifest["platform"], tuple(_unlisted(folder, listed)))
+        return Made("wheelhouse", manifest["platform"],
+                    tuple(_unlisted(folder, listed)) if listing else ())
     dossier = _read_json(folder / "dossier.json")
     if isinstance(dossier, dict) and dossier.get("kind") == "verify" and \
             isinstance(dossier.get("platform"), str):
@@ -146,24 +153,36 @@ def _read_json(path: Path) -> object:
 
 def _unlisted(folder: Path, listed: set[object]) -> list[str]:
     """What in a wheelhouse its manifest does not list: a file, an empty folder, a link."""
-    parents = {p.as_posix() for rel in listed if isinstance(rel, str)
-               for p in Path(rel).parents if p.as_posix() != "."}
+    files = {p for p in listed if isinstance(p, str)}
+    parents = set()
+    for rel in files:
+        while "/" in rel:
+            rel = rel.rsplit("/", 1)[0]
+            parents.add(rel)
     foreign: list[str] = []
-    for root, dirs, files in os.walk(folder):
-        for name in sorted(dirs + files):
-            path = Path(root, name)
-            rel = path.relative_to(folder).as_posix()
-            try:
-                mode = path.lstat().st_mode
-            except OSError:  # gone since it was listed
-                continue
-            if stat.S_ISDIR(mode) and rel in parents:
-                continue
-            if stat.S_ISREG(mode) and (rel in listed or rel in _WHEELHOUSE_META):
-                continue
-            foreign.append(rel + ("/" if stat.S_ISDIR(mode) else ""))
-        dirs[:] = [d for d in dirs if Path(root, d).relative_to(folder).as_posix() in parents]
+    _walk(str(folder), "", files, parents, foreign)
     return foreign
+
+
+def _walk(path: str, prefix: str, files: set[str], parents: set[str],
+          foreign: list[str]) -> None:
+    """Into the folders the manifest's paths need, and no others; links never followed."""
+    try:
+        with os.scandir(path) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:  # unreadable: not known to be lockkit's
+        foreign.append(prefix or "./")
+        return
+    for entry in entries:
+        rel = prefix + entry.name
+        if entry.is_dir(follow_symlinks=False):
+            if rel in parents:
+                _walk(entry.path, rel + "/", files, parents, foreign)
+            else:
+                foreign.append(rel + "/")
+        elif not (entry.is_file(follow_symlinks=False)
+                  and (rel in files or rel in _WHEELHOUSE_META)):
+            foreign.append(rel)
 
 
 def _names(folder: Path, entries: list[str]) -> str:
@@ -173,17 +192,22 @@ def _names(folder: Path, entries: list[str]) -> str:
 
 def _few(names: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``, ``a, b and 3 more``: one line, however named."""
-    shown = [n if n.isprintable() else ascii(n) for n in names]
+    shown = [_shown(n) for n in names]
     if len(shown) > 3:
         shown = [*shown[:2], f"{len(shown) - 2} more"]
     return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+
+
+def _shown(name: str) -> str:
+    """*name* as one line: a control character or line break is escaped."""
+    return name if name.isprintable() else ascii(name)
 
 
 def swap(stage: Path, out: Path) -> None:
     """Replace *out* with the complete *stage* (a folder lockkit made, beside it), where
     :func:`check` allows it for the stage's kind and platform; the old folder survives
     any failure before the new one is in place."""
-    found = made(stage)
+    found = made(stage, listing=False)  # the stage is what this run just wrote
     if found is None:
         raise AssertionError(f"{stage}: a stage lockkit cannot recognise")
     out = check(out, kind=found.kind, platform=found.platform)

@@ -187,6 +187,15 @@ def test_a_file_or_a_dangling_symlink_is_refused(tmp_path):
     assert not (tmp_path / "nowhere").exists()
 
 
+def test_a_name_with_a_line_break_is_said_on_one_line(tmp_path):
+    out = tmp_path / "wh"
+    out.mkdir()
+    (out / "a\nhint: run rm -rf").write_text("mine")
+    with pytest.raises(ConfigError) as info:
+        outdir.check(out, kind="wheelhouse", platform=PLATFORM)
+    assert "\n" not in str(info.value) and "holds 'a\\nhint: run rm -rf'" in str(info.value)
+
+
 def test_swap_never_removes_a_folder_lockkit_did_not_make(tmp_path):
     """The one code that removes an output folder checks again at the moment it does."""
     stage = tmp_path / ".out.tmp-1"
