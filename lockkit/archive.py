@@ -30,6 +30,7 @@ from typing import IO, Any
 from lockkit.common import temp_dir, temp_file
 from lockkit.errors import ArchiveError
 from lockkit.offline import install_hint
+from lockkit.outdir import check, swap
 from lockkit.trust import Selected, TrustError, check_folder
 
 __all__ = ["ArchiveError", "install_hint", "pack", "read_manifest", "top_folder", "unpack"]
@@ -237,14 +238,19 @@ def _add_file(tar: tarfile.TarFile, folder: Path, entry: dict[str, Any], top: st
 
 # -- unpack -------------------------------------------------------------------------------------
 
-def unpack(archive: Path, out: Path, *, lock: list[Selected] | None = None) -> Path:
-    """Check and extract *archive* into the new folder *out*; nothing is left on failure.
+def unpack(archive: Path, out: Path, *, lock: list[Selected] | None = None,
+           flag: str | None = None) -> Path:
+    """Check and extract *archive* into *out*; nothing is left on failure. Return the
+    folder written (*out*, or the folder a symlink there points to).
 
-    With *lock*, the extracted wheels must also be the committed lock's, by hash (checked
-    in the temp sibling, before anything appears at *out*)."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ArchiveError(f"{out}: already exists and is not an empty folder",
-                           hint="remove it or pass another destination with --out")
+    *out* is a new or empty folder, or a wheelhouse of the archive's platform that lockkit
+    wrote (:func:`lockkit.outdir.check`; *flag* names the option it came from), checked
+    before anything is extracted. With *lock*, the extracted wheels must also be the
+    committed lock's, by hash (checked in the temp sibling, before anything appears at
+    *out*)."""
+    manifest = read_manifest(archive)
+    top_folder(manifest, archive / MANIFEST)  # a platform name, or the archive is refused
+    out = check(out, kind="wheelhouse", platform=manifest["platform"], flag=flag)
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = temp_dir(out.parent, f".{out.name}.partial-")
     try:
@@ -255,9 +261,7 @@ def unpack(archive: Path, out: Path, *, lock: list[Selected] | None = None) -> P
                 check_folder(stage, lock, manifest)
             except TrustError as exc:
                 raise TrustError(str(exc).replace(str(stage), str(archive), 1)) from None
-        if out.exists():
-            out.rmdir()
-        os.replace(stage, out)
+        swap(stage, out)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return out

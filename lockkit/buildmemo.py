@@ -32,12 +32,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from lockkit import __version__
 from lockkit.cachelayout import stamped, sweep_partials
+from lockkit.outdir import OLD, STAGE, swap, sweep_stale
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see lockkit.cli)
 if TYPE_CHECKING:
@@ -53,10 +53,6 @@ except ImportError:
 
 __all__ = ["OLD", "STAGE", "Rebuilt", "remember", "swap", "sweep_stale", "warm"]
 
-STAGE, OLD = "tmp-", "old-"  # the prefixes after ".<name>." of the stage and old folders
-# Stage and old folders of a build older than this are debris of a killed run (the rule
-# the cache applies to partial downloads); younger ones may belong to a running build.
-STALE_AGE = 24 * 3600
 _SCHEMA = 1
 _ENV = ("SOURCE_DATE_EPOCH",)  # what the written text reads from the environment
 
@@ -249,47 +245,6 @@ def _remove(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
-
-
-def swap(stage: Path, out: Path) -> None:
-    """Replace *out* with the complete *stage*; the old folder survives any failure before."""
-    if not out.exists():
-        os.replace(stage, out)
-        return
-    import tempfile
-
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.{OLD}", dir=out.parent))
-    os.replace(out, old / "x")
-    try:
-        os.replace(stage, out)
-    except BaseException:
-        os.replace(old / "x", out)
-        raise
-    finally:
-        _remove(old)
-
-
-def sweep_stale(out: Path, max_age: float = STALE_AGE) -> list[Path]:
-    """Remove stage and old folders beside *out* left by builds that were killed long
-    ago; a younger one may be a concurrent build's and is left alone."""
-    removed: list[Path] = []
-    try:
-        entries = list(os.scandir(out.parent))
-    except OSError:
-        return removed
-    now = time.time()
-    prefixes = (f".{out.name}.{STAGE}", f".{out.name}.{OLD}")
-    for entry in entries:
-        try:
-            if entry.name.startswith(prefixes) and entry.is_dir() and \
-                    now - entry.stat().st_mtime > max_age:
-                import shutil
-
-                shutil.rmtree(entry.path)
-                removed.append(Path(entry.path))
-        except OSError:
-            pass
-    return removed
 
 
 def remember(cache: Path, *, root: Path, lock: Path, lock_sha256: str, platform: str,

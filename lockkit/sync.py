@@ -7,12 +7,14 @@ wheelhouse or the lock's URLs by hash, pip-check, inventory; ``verify=True`` run
 whole verify plan (system, gpu, extensions, application, resume) on the new venv too.
 
 The new venv is built beside the old one, in ``<name>.lockkit-new-XXXXXXXX`` (same
-folder, so the swap is renames on one filesystem), and swapped in only when every step
-passed: the old venv is renamed to ``<name>.lockkit-old-XXXXXXXX``, the new one into its
-place, and the old one removed. On any failure, or Ctrl-C, the new folder is removed and
-the old venv was never touched. Everything else of the run (uv's cache, the hashed
-requirements, a wheelhouse fetched from the lock's URLs, the application's clean copy)
-is in a temp folder, as verify's is, never in the project.
+folder, so the swap is renames on one filesystem), marked as lockkit's (``.lockkit.json``,
+with its platform) and swapped in only when every step passed (:func:`lockkit.outdir.swap`:
+the old venv renamed aside, the new one into its place, the old one removed). The folder
+replaced is only a venv lockkit made for the same platform, or an empty one
+(:func:`target`): a venv made by anything else is never removed. On any failure, or
+Ctrl-C, the new folder is removed and the old venv was never touched. Everything else of
+the run (uv's cache, the hashed requirements, a wheelhouse fetched from the lock's URLs,
+the application's clean copy) is in a temp folder, as verify's is, never in the project.
 
 A venv is not relocatable by default: its scripts' shebangs and ``activate`` hold its
 absolute path (``sys.prefix`` is found at run time from ``bin/python``, so it follows).
@@ -34,18 +36,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockkit.errors import UsageError, WriteError
+from lockkit.errors import UsageError
+from lockkit.outdir import check, mark, swap
 from lockkit.report.model import Dossier
 from lockkit.steps import Step
 from lockkit.verify import rebuild
 from lockkit.verify.context import Options
 from lockkit.verify.run import PLAN, execute, make_dossier, new_run
 
-__all__ = ["NEW", "OLD", "REBUILD", "SyncOptions", "Synced", "rebase", "sync", "target"]
+__all__ = ["NEW", "REBUILD", "SyncOptions", "Synced", "rebase", "sync", "target"]
 
 REBUILD = PLAN[:PLAN.index(("inventory", ("install",))) + 1]  # host .. inventory
 NEW = ".lockkit-new-"  # <venv name><NEW>XXXX: the new venv, built beside the old one
-OLD = ".lockkit-old-"  # <venv name><OLD>XXXX: the old venv, for the moment of the swap
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,21 +70,17 @@ class Synced:
         return self.dossier.result
 
 
-def target(venv: Path) -> Path:
+def target(venv: Path, platform: str, *, project: Path | None = None,
+           flag: str | None = "--venv") -> Path:
     """The folder to sync: absolute, a symlink's target (the link keeps working); refused
-    with a :class:`UsageError` if it is there but not a venv, or runs lockkit itself."""
-    path = venv.absolute()
-    if path.is_symlink():
-        path = path.resolve()
-    if path.exists() and not (path / "pyvenv.cfg").is_file():
-        raise UsageError(f"--venv {venv}: not a venv (no pyvenv.cfg)",
-                         hint="sync replaces only a venv: pick another --venv, or remove "
-                              "that folder yourself")
-    if path.exists() and Path(sys.prefix).resolve() == path.resolve():
+    with a :class:`UsageError` if it runs lockkit itself, and a ``ConfigError`` unless it
+    is missing, empty or a venv lockkit made for *platform* (:func:`lockkit.outdir.check`,
+    which also refuses *project*, the current folder and the folders above them)."""
+    if venv.exists() and Path(sys.prefix).resolve() == venv.resolve():
         raise UsageError(f"--venv {venv}: lockkit runs from this venv",
                          hint="a venv cannot be replaced by a program running from it: run "
                               "lockkit from another environment (pipx, uvx, a tools venv)")
-    return path
+    return check(venv, kind="venv", platform=platform, project=project, flag=flag)
 
 
 def sync(opts: SyncOptions) -> Synced:
@@ -105,7 +103,8 @@ def sync(opts: SyncOptions) -> Synced:
         dossier = make_dossier(run, started)
         if dossier.result == "passed":
             rebase(build, final)
-            _swap(build, final)
+            mark(build, kind="venv", platform=opts.check.platform.name)
+            swap(build, final)
             swapped = True
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -126,27 +125,6 @@ def _beside(final: Path, infix: str) -> Path:
         except FileExistsError:
             continue
         return path
-
-
-def _swap(build: Path, final: Path) -> None:
-    """The old venv aside (``<name>.lockkit-old-XXXX``), the new one into its place, the
-    old one removed; if the second rename fails, the old one goes back."""
-    old = final.with_name(f"{final.name}{OLD}{build.name.rsplit('-', 1)[-1]}")
-    had_old = final.exists()
-    if had_old:
-        os.rename(final, old)
-    try:
-        os.rename(build, final)
-    except BaseException:
-        if had_old:
-            try:
-                os.rename(old, final)
-            except OSError as exc:
-                raise WriteError(f"{final}: the swap failed and the old venv could not be "
-                                 f"put back ({exc.strerror}): it is at {old}") from exc
-        raise
-    if had_old:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def rebase(venv: Path, final: Path) -> None:

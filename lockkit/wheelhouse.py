@@ -38,15 +38,15 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from lockkit import __version__, _run, sbom
 from lockkit._compat import tomllib
-from lockkit.buildmemo import STAGE as _STAGE
-from lockkit.buildmemo import swap as _swap
-from lockkit.buildmemo import sweep_stale as _sweep_stale
 from lockkit.common import sha256_file, temp_dir
 from lockkit.config import Project
 from lockkit.errors import BuildError, ConfigError
 from lockkit.fetch import Cache, Fetcher, FetchError, Got, HashMismatch, PageRef, Want, link_or_copy
 from lockkit.lockfile import dumps, read_lock
 from lockkit.offline import requirements_header
+from lockkit.outdir import STAGE as _STAGE
+from lockkit.outdir import swap as _swap
+from lockkit.outdir import sweep_stale as _sweep_stale
 from lockkit.platforms import Platform
 from lockkit.redact import redact
 from lockkit.targets import select

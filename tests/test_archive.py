@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from lockkit.archive import ArchiveError, install_hint, pack, read_manifest, unpack
+from lockkit.errors import ConfigError
 
 FILES = {
     "demo-1.0-py3-none-any.whl": b"PK\x03\x04 demo wheel bytes",
@@ -138,7 +139,8 @@ def test_unpack_refuses_non_empty_destination(tmp_path: Path) -> None:
     archive = pack(make_folder(tmp_path / "wh"), tmp_path / "wh.tar")
     (tmp_path / "dest").mkdir()
     (tmp_path / "dest" / "keep.txt").write_text("mine")
-    with pytest.raises(ArchiveError, match="already exists"):
+    with pytest.raises(ConfigError, match=r"dest: not empty and not a lockkit wheelhouse "
+                       r"for linux-cpu \(holds keep.txt\)"):
         unpack(archive, tmp_path / "dest")
     assert [p.name for p in (tmp_path / "dest").iterdir()] == ["keep.txt"]
     assert hidden(tmp_path) == []

@@ -124,7 +124,8 @@ def test_a_folder_that_is_not_a_venv_is_refused(small, tmp_path, capsys):
     assert sync(small, "--venv", str(folder)) == 2
     assert (folder / "notes.txt").read_text() == "keep me" and siblings(folder) == []
     err = capsys.readouterr().err
-    assert f"--venv {folder}: not a venv (no pyvenv.cfg)" in err
+    assert f"--venv {folder}: not empty and not a venv lockkit made for linux-cpu " \
+        "(holds notes.txt); choose an empty or new folder" in err
     assert len([ln for ln in err.splitlines() if ln.startswith("lockkit: error")]) == 1
 
 
@@ -179,12 +180,12 @@ def test_the_venv_lockkit_runs_from_is_refused(tmp_path):
     from lockkit.sync import target
 
     with pytest.raises(UsageError, match="lockkit runs from this venv"):
-        target(Path(sys.prefix))
-    assert target(tmp_path / "new") == tmp_path / "new"  # absent: made by sync
+        target(Path(sys.prefix), "linux-cpu")
+    assert target(tmp_path / "new", "linux-cpu") == tmp_path / "new"  # absent: made by sync
     link = tmp_path / "link"
     link.symlink_to(Path(sys.prefix))
     with pytest.raises(UsageError, match="lockkit runs from this venv"):
-        target(link)
+        target(link, "linux-cpu")
 
 
 def test_verify_keep_venv_says_where_the_venv_is(small, capsys):

@@ -120,6 +120,7 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
     from lockkit.config import load_project
     from lockkit.fetch import Cache, default_cache_dir, http_client
     from lockkit.freshness import stale_warning
+    from lockkit.outdir import check
     from lockkit.platforms import load_platforms, select_platforms
 
     for folder in args.find_links:
@@ -128,7 +129,9 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
     platform, = select_platforms(load_platforms(project.root), [args.platform], False,
                                  project.platforms)
-    out = (args.out or project.root / "wheelhouse" / platform.name).absolute()
+    out = check(args.out or project.root / "wheelhouse" / platform.name, kind="wheelhouse",
+                platform=platform.name, project=project.root,
+                flag="--out" if args.out else None)  # before any download
     lock_path, items = wheelhouse.plan(project, platform,
                                        fallback_to_official=args.fallback_to_official)
     stale = stale_warning(project, platform)  # after plan: an unreadable lock is its error
@@ -307,12 +310,9 @@ def _wheelhouse_unpack(args: argparse.Namespace) -> int:
     if not args.archive.is_file():
         raise UsageError(f"{args.archive}: no such archive")
     name = args.archive.name.removesuffix(".tar").removesuffix(".wheelhouse")
-    out = (args.out or args.archive.parent / name).absolute()
-    if out.is_symlink() and not out.exists():
-        raise UsageError(f"--out {out}: a symlink to {os.readlink(out)}, which does not exist",
-                         hint="give a folder that exists and is empty, or a new path")
     lock = _committed(args.lock, None)
-    archive.unpack(args.archive, out, lock=lock)
+    out = archive.unpack(args.archive, args.out or args.archive.parent / name, lock=lock,
+                         flag="--out" if args.out else None)
     ui.say(f"unpacked {args.archive} -> {shown_path(out)}")
     ui.say(archive.install_hint(out))
     return 0

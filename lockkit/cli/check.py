@@ -20,6 +20,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from lockkit import verify
     from lockkit.cache import default_cache_dir
     from lockkit.config import load_project
+    from lockkit.outdir import check
     from lockkit.report import json as json_format
     from lockkit.report import terminal, write_folder
     from lockkit.report.junit import write_junit
@@ -36,6 +37,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
                          "to change (code, data, packages, system, result)")
     variant = ({"name": args.variant, "reason": args.reason,
                 "changes": sorted(set(args.changes))} if args.variant else None)
+    report_dir = (check(args.report_dir, kind="report", platform=platform.name,
+                        project=project.root, flag="--report-dir")
+                  if args.report_dir else None)  # before the run, not after it
 
     with ui.progress(f"verifying {platform.name}", total=len(verify.PLAN)) as advance:
         outcome = verify.verify(verify.Options(
@@ -49,7 +53,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             fetch=lock_fetcher(project, platform, args.cache_dir),
             on_step=lambda step: advance(1)))
     dossier = outcome.dossier
-    folder = (args.report_dir.absolute() if args.report_dir else
+    folder = (report_dir or
               new_report_folder(project.root / ".lockkit" / "reports" / platform.name,
                                 dossier.started.replace("-", "").replace(":", "")))
     write_folder(folder, dossier, outcome.attachments)

@@ -166,13 +166,15 @@ def _sync_parser(sub: Any) -> None:
                     "(from the wheelhouse, else the lock's URLs by hash), pip-check, "
                     "inventory. The new venv is built beside the old one and swapped in "
                     "only when every step passed; on a failure the old venv is untouched. "
-                    "A folder that is not a venv (no pyvenv.cfg) is never replaced. Exit 0 "
-                    "synced, 1 a step failed (nothing replaced), 2 bad input.")
+                    "Only a new or empty folder, or a venv lockkit made for the same "
+                    "platform, is written or replaced. Exit 0 synced, 1 a step failed "
+                    "(nothing replaced), 2 bad input.")
     syn.add_argument("--platform", metavar="NAME",
                      help="platform whose lock to install (default: the config's only "
                           "platform, else the best this machine runs that has a lock)")
     syn.add_argument("--venv", type=Path, metavar="DIR",
-                     help="venv to create or replace (default: <project>/.venv)")
+                     help="venv to create or replace: a new or empty folder, or a venv "
+                          "lockkit made for the platform (default: <project>/.venv)")
     syn.add_argument("--wheelhouse", type=Path, metavar="DIR",
                      help="install from this wheelhouse (default: <project>/wheelhouse/"
                           "<platform> if present, else fetch the lock's URLs by hash)")
@@ -218,7 +220,8 @@ def _verify_parsers(sub: Any) -> None:
                      help="skip GPU work: on a GPU platform the gpu and application "
                           "steps (result: incomplete); on a CPU platform nothing")
     ver.add_argument("--report-dir", type=Path, metavar="DIR",
-                     help="where the dossier goes (default: "
+                     help="where the dossier goes: a new or empty folder, or an earlier "
+                          "report of the platform (default: "
                           ".lockkit/reports/<platform>/<UTC time>, -2, -3... if taken)")
     ver.add_argument("--keep-venv", action="store_true",
                      help="keep the rebuilt venv in its temp folder (its path is printed; "
@@ -339,7 +342,9 @@ def _wheelhouse_parser(sub: Any) -> None:
     build.add_argument("--platform", required=True, metavar="NAME",
                        help="platform whose lock to use")
     build.add_argument("--out", type=Path, metavar="DIR",
-                       help="output folder (default: <project>/wheelhouse/<platform>)")
+                       help="output folder: a new or empty one, or a wheelhouse lockkit "
+                            "built for the platform, which is replaced (default: "
+                            "<project>/wheelhouse/<platform>)")
     build.add_argument("--find-links", action="append", type=Path, default=[], metavar="DIR",
                        help="folder of files to take by hash before downloading (repeatable)")
     # One download per core: over loopback each is CPU-bound (hashing, h11 under the GIL),
@@ -382,8 +387,10 @@ def _wheelhouse_parser(sub: Any) -> None:
                     "failure.")
     unpack.add_argument("archive", type=Path, metavar="FILE")
     unpack.add_argument("--out", type=Path, metavar="DIR",
-                        help="destination folder (default: the archive's name without "
-                             ".wheelhouse.tar, beside it)")
+                        help="destination folder: a new or empty one, or a wheelhouse "
+                             "lockkit wrote for the archive's platform, which is replaced "
+                             "(default: the archive's name without .wheelhouse.tar, beside "
+                             "it)")
     unpack.add_argument("--lock", type=Path, metavar="FILE",
                         help="also check every wheel by hash against this committed lock "
                              "(locks/pylock.<platform>.toml)")

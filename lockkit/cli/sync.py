@@ -27,7 +27,9 @@ def cmd_sync(args: argparse.Namespace) -> int:
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
     platform = pick_platform(project, args.platform, "sync")
     check_given_paths(args)
-    venv = sync.target(args.venv if args.venv is not None else project.root / ".venv")
+    venv = sync.target(args.venv if args.venv is not None else project.root / ".venv",
+                       platform.name, project=project.root,
+                       flag="--venv" if args.venv is not None else None)
     ui.say(f"sync: rebuilding {shown_path(venv)} for {platform.name} beside it "
            f"({venv.name}{sync.NEW}*)")
     done = sync.sync(sync.SyncOptions(venv=venv, verify=args.verify, check=Options(
