@@ -4,9 +4,10 @@ A loopback index (``_harness.FastIndex``) serves a synthetic project: torch on e
 shipped platform's PyTorch index (mirrored) and N tiny real wheels on the default index.
 Paired with their baselines in this run:
   - `lockkit compile --platform linux-cpu` <= 1.3x bare `uv pip compile` at 10 packages,
-    <= 1.05x at 200; the baseline is ``lockkit.resolve.uv_command``'s argv, the PyTorch
-    index given directly where lockkit puts its routing index, the current lock copied to
-    the output first (lockkit hands uv its lock as preferences too);
+    <= 1.05x at 200; the baseline is ``lockkit.resolve.uv_command``'s argv and
+    ``uv_environment``'s indexes, the PyTorch index given directly where lockkit puts its
+    routing index, the current lock copied to the output first (lockkit hands uv its lock
+    as preferences too);
   - `lockkit compile --all` <= 1.1x the same uv calls, one per platform, run at once on
     all cores.
 Both sides share one uv cache (the benchmark's own), warmed before timing.
@@ -44,7 +45,7 @@ def uv_calls(project: Path, out: Path, env: dict[str, str]) -> dict[str, UvCall]
     """The uv argv lockkit runs for each platform of *project* (lockkit.resolve)."""
     from lockkit.config import load_project
     from lockkit.platforms import load_platforms
-    from lockkit.resolve import Indexes, uv_bin, uv_command
+    from lockkit.resolve import Indexes, uv_bin, uv_command, uv_environment
 
     proj = load_project(project)
     calls = {}
@@ -52,8 +53,9 @@ def uv_calls(project: Path, out: Path, env: dict[str, str]) -> dict[str, UvCall]
         indexes = Indexes.for_platform(plat, proj.mirrors, proj.index_url)
         output = out / f"pylock.{name}.toml"
         argv = uv_command(uv_bin(), [project / "requirements.in"], plat,
-                          proj.python or plat.python, indexes, output, indexes.torch_effective)
+                          proj.python or plat.python, output)
         extra = {"MACOSX_DEPLOYMENT_TARGET": plat.macos_target} if plat.macos_target else {}
+        extra |= uv_environment(indexes, indexes.torch_effective, out)
         calls[name] = UvCall(argv, {**env, **extra}, proj.lock_path(name), output)
     return calls
 

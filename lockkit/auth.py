@@ -12,6 +12,9 @@ files later must find the credentials again. As pip and uv do, they are keyed by
    unreadable or malformed file counts as empty, as it does for pip.
 
 A secret lives only in memory: ``repr()`` names realms, never a user or a password.
+The one exception is :func:`uv_netrc`: uv, which resolves behind lockkit's routing index,
+needs the mirrors' credentials too, and gets them in a netrc file only its user can read,
+inside the compile's private temp folder, removed with it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lockkit.errors import ConfigError
 from lockkit.urls import expand
 
 if TYPE_CHECKING:
@@ -30,7 +34,7 @@ if TYPE_CHECKING:
 
     from lockkit.config import Project
 
-__all__ = ["Credentials", "netrc_path", "read_netrc", "realm", "user_info"]
+__all__ = ["Credentials", "netrc_path", "read_netrc", "realm", "user_info", "uv_netrc"]
 
 Pair = tuple[str, str]  # (username, password); a token alone is a username with no password
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -76,6 +80,54 @@ def read_netrc(path: Path) -> dict[str, Pair]:
     except (OSError, netrc.NetrcParseError, UnicodeDecodeError):
         return {}
     return {host: (login or "", password or "") for host, (login, _, password) in hosts.items()}
+
+
+def uv_netrc(mirrors: Iterable[str], folder: Path) -> Path | None:
+    """The netrc uv resolves with, written 0600 into *folder* (private to one compile).
+
+    The routing index's pages link the mirrors without user info (other processes must
+    never read a credential there), so uv finds them here, by host name: the user info of
+    the *mirrors* (``${VAR}``s filled in) first, then every entry of the user's own netrc,
+    which uv no longer reads once ``NETRC`` names this file. uv asks a host anonymously
+    and sends these on a 401, 403 or 404. None when no mirror carries credentials: uv
+    then reads the user's netrc itself.
+    """
+    entries: dict[str, Pair] = {}
+    for url in map(expand, mirrors):
+        pair, host = user_info(url), urllib.parse.urlsplit(url).hostname or ""
+        if pair is None:
+            continue
+        if entries.setdefault(host, pair) != pair:
+            raise ConfigError(f"[mirrors]: two mirrors on {host} carry different credentials; "
+                              "uv's netrc holds one login per host",
+                              hint="use one user and token for every mirror on that host")
+    if not entries:
+        return None
+    for host, pair in read_netrc(netrc_path()).items():
+        entries.setdefault(host, pair)
+    path = folder / "netrc"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(_netrc_text(entries))
+    return path
+
+
+def _netrc_text(entries: Mapping[str, Pair]) -> str:
+    """``machine HOST login USER password SECRET`` lines, ``default`` last (as netrc wants).
+    A netrc token ends at whitespace and quotes are read differently by each parser: a
+    value holding either cannot be handed on, and is refused by host name."""
+    lines = []
+    for host in sorted(entries, key=lambda h: (h == "default", h)):
+        login, password = entries[host]
+        if any(c.isspace() or c == '"' for c in host + login + password) or not host:
+            raise ConfigError(f"credentials for {host or 'a mirror'}: a user or token holding "
+                              "whitespace or a quote cannot be given to uv (netrc)")
+        words = ["default" if host == "default" else f"machine {host}"]
+        words += [f"login {login}"] if login else []
+        words += [f"password {password}"] if password else []
+        lines.append(" ".join(words))
+    return "\n".join(lines) + "\n"
 
 
 class Credentials:

@@ -24,7 +24,10 @@ mode ("pinned (either to a URL, filesystem path or using ==)") and require a loc
 URLs go through the project's ``[mirrors]`` (and ``--mirror``), as ``wheelhouse build``
 fetches through them, unless *official* is asked. A ``user:token@`` is never written; a
 ``${VAR}`` placeholder outside one is written as the placeholder (pip fills it from the
-environment when it reads the file: its "Using environment variables"), never its value.
+environment when it reads the file: its "Using environment variables"), never its value;
+one that stands for a whole URL (``https://${INDEX_URL}/...`` in the lock) is written in
+the requirements file as ``${INDEX_URL}/...`` (``lockkit.urls.requirement_form``), where
+pip and uv fill it in.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from lockkit.lockfile import dumps, read_lock
 from lockkit.platforms import Platform
 from lockkit.redact import conceal, strip_credentials
 from lockkit.targets import select
-from lockkit.urls import apply_mirrors
+from lockkit.urls import apply_mirrors, requirement_form
 
 __all__ = ["DEFAULT_NAME", "FORMATS", "Pinned", "Requirements", "check_pylock_name",
            "pylock_text", "requirements", "requirements_text"]
@@ -149,7 +152,8 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
                 raise ConfigError(f"{where}: the selected file has no URL to pin")
             if index and urls.covers(index) and not urls.covers(dist.url):
                 unmirrored.append(name)
-            pins.append(Pinned(name=name, version=str(package.version), url=urls(dist.url),
+            pins.append(Pinned(name=name, version=str(package.version),
+                               url=requirement_form(urls(dist.url)),
                                hashes=_hashes([_as_file(dist)], where)))
             continue
         files = [*entry.get("wheels", []), *([entry["sdist"]] if "sdist" in entry else [])]
@@ -157,7 +161,7 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
                            hashes=_hashes(files, where)))
     return Requirements(platform=platform, lock=path.relative_to(project.root).as_posix(),
                         lock_sha256=sha, python=_python(data, platform),
-                        index_url=urls(default) if default else None,
+                        index_url=requirement_form(urls(default)) if default else None,
                         pins=tuple(sorted(pins, key=lambda p: p.name)),
                         mirrored=bool(urls.mirrors), credentials_dropped=urls.dropped,
                         unmirrored=tuple(unmirrored))

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from lockkit.earlyuv import Early
 
 __all__ = ["Indexes", "Resolution", "ResolveOptions", "apply_mirrors", "expand", "resolve",
-           "unapply_mirrors", "uv_bin", "uv_version"]
+           "unapply_mirrors", "uv_bin", "uv_command", "uv_environment", "uv_version"]
 
 
 def uv_bin() -> str:
@@ -111,26 +111,43 @@ class Resolution:
 
 
 def uv_command(binary: str, requirements: list[Path], platform: Platform, python: str,
-               indexes: Indexes, output: Path, routing_url: str | None,
-               options: ResolveOptions | None = None,
+               output: Path, options: ResolveOptions | None = None,
                input_options: tuple[str, ...] = ()) -> list[str]:
-    """``input_options`` select from pyproject.toml inputs (``--extra``, ``--group``, ...)."""
+    """uv's command line: no index URL on it (``ps`` shows it to every user), they go
+    through :func:`uv_environment`. ``input_options`` select from pyproject.toml inputs
+    (``--extra``, ``--group``, ...)."""
     argv = [binary, "pip", "compile", "--no-config", "--quiet", "--format", "pylock.toml",
             "--generate-hashes", "--no-header", "--python-platform", platform.python_platform,
             "--python-version", python, "--index-strategy", "first-index", "-o", str(output),
             # An explicit interpreter (used only for sdist builds) spares uv its interpreter
             # discovery, which costs ~0.2 s per call through shims such as pyenv's.
             "--python", sys.executable]
-    if indexes.default_effective:
-        argv += ["--index-url", indexes.default_effective]
-    if routing_url:  # uv gives --extra-index-url priority over --index-url
-        argv += ["--extra-index-url", routing_url]
     options = options or ResolveOptions()
     for name in options.upgrade_packages:
         argv += ["--upgrade-package", name]
     if options.exclude_newer:
         argv += ["--exclude-newer", options.exclude_newer]
     return argv + list(input_options) + [str(r) for r in requirements]
+
+
+def uv_environment(indexes: Indexes, routing_url: str | None, folder: Path) -> dict[str, str]:
+    """The variables that give uv its indexes, added to its isolated environment: the
+    default index (``UV_DEFAULT_INDEX``, credentials and all) and the routing index ahead
+    of it (``UV_INDEX``: uv asks ``--index`` indexes before the default one). A process's
+    environment is readable by its own user only, unlike its command line. When a mirror
+    carries credentials, ``NETRC`` names the netrc :func:`lockkit.auth.uv_netrc` writes
+    into *folder* (the routing index's pages carry none)."""
+    from lockkit.auth import uv_netrc
+
+    env: dict[str, str] = {}
+    if indexes.default_effective:
+        env["UV_DEFAULT_INDEX"] = indexes.default_effective
+    if routing_url:
+        env["UV_INDEX"] = routing_url
+    netrc = uv_netrc(indexes.mirrors.table.values(), folder)
+    if netrc is not None:
+        env["NETRC"] = str(netrc)
+    return env
 
 
 def _explain(stderr: str) -> str:
@@ -198,14 +215,16 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
             out = Path(tmp) / "pylock.toml"
             if given is not None:
                 shutil.copyfile(given, out)  # uv prefers what its output file pins
-            argv = uv_command(binary, requirements, platform, python, indexes, out,
-                              routing.url if routing else None, options, input_options)
+            argv = uv_command(binary, requirements, platform, python, out, options,
+                              input_options)
+            env = _run.isolated_env(
+                {**extra, **uv_environment(indexes, routing.url if routing else None,
+                                           Path(tmp))})
             if routing is not None:
                 routing.prefetch(prefetch, then=meanwhile)
-                result = _run.call(argv, timeout=900, env=_run.isolated_env(extra))
+                result = _run.call(argv, timeout=900, env=env)
             else:
-                result = _run.call(argv, timeout=900, env=_run.isolated_env(extra),
-                                   on_start=_in_thread(meanwhile))
+                result = _run.call(argv, timeout=900, env=env, on_start=_in_thread(meanwhile))
             if result.returncode == 0:
                 _remember(platform, argv, out, requirements, extra, given, routing, indexes,
                           prefetch, watch)

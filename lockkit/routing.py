@@ -20,11 +20,32 @@ with uv 0.13.9), which is why the routing is done by the index and not by source
 
 Every page served is recorded with the files it listed: the family guard identifies a
 file by the page that listed it, and the lock writer finds each file's official URL there.
+
+The index is private to its compile. Any local account can connect to 127.0.0.1 and find
+the port in ``/proc/net/tcp``, so the index answers only under a random path prefix of
+256 bits made for this compile (``http://127.0.0.1:<port>/<prefix>/simple``); every other
+request gets the same bare 404. uv learns that URL from its environment
+(``lockkit.resolve.uv_environment``), which only its own user can read, never from its
+command line, which ``ps`` shows to everyone.
+
+Its pages carry no credentials either: a mirror's ``user:token@`` is stripped from every
+link, and uv finds the credentials for the mirror hosts in a netrc file that lockkit
+writes 0600 into the compile's private temp folder and names in ``NETRC`` for uv alone
+(``lockkit.auth.uv_netrc``); the folder is removed when the compile ends, however it ends.
+Why a netrc and not a proxy of the files through this index: uv keeps fetching metadata
+and files itself, with its own range requests, retries, authentication and cache, and
+this server stays a server of small pages, not of gigabyte wheels. The cost: a netrc
+holds one login per host name, so two mirrors on one host with different credentials are
+refused with a message (lockkit's own requests key credentials by scheme, host and
+port). A ``${VAR}`` in a mirror's *path* is part of the address, not user info: it stays
+in the links, which only the prefix's holder can read.
 """
 
 from __future__ import annotations
 
+import hmac
 import html
+import secrets
 import socket
 import threading
 import time
@@ -48,7 +69,7 @@ class Listed:
     """One file link of a PyTorch index page."""
 
     filename: str  # decoded: ``torch-2.5.1+cu126-...whl``
-    url: str       # effective, absolute, without fragment (may carry credentials)
+    url: str       # effective, absolute, without fragment, without credentials
     official: str  # the URL written to the lock: official host and layout
 
 
@@ -60,7 +81,7 @@ class Page:
     status: int | None = None  # the upstream HTTP status; None: unreachable
     error: str = ""
     files: dict[str, Listed] = field(default_factory=dict)
-    html: str = ""  # the page as served to uv: every link absolute and effective
+    html: str = ""  # the page as served to uv: every link absolute, effective, no user info
 
 
 def parse_links(text: str) -> list[dict[str, str]]:
@@ -114,16 +135,10 @@ def served_versions(text: str, name: str) -> list[Version]:
     return sorted(found, reverse=True)
 
 
-def _with_userinfo(url: str, page: str) -> str:
-    """A link to the page's own host gets the page's credentials (uv fetches it directly)."""
-    page_parts, parts = urllib.parse.urlsplit(page), urllib.parse.urlsplit(url)
-    if "@" not in page_parts.netloc or "@" in parts.netloc or origin(url) != origin(page):
-        return url
-    return urllib.parse.urlunsplit(parts._replace(netloc=page_parts.netloc))
-
-
 def resolve_href(href: str, official_page: str, effective_page: str, mirrors: Mirrors) -> str:
-    """The effective absolute URL of a link on a page fetched from *effective_page*.
+    """The effective absolute URL of a link on a page fetched from *effective_page*,
+    without user info: the page is served to uv, which finds a mirror's credentials in
+    the netrc lockkit gives it.
 
     A root-relative link on the real index means "on the official host"; a static mirror
     served under a path (``https://mirror/pytorch/``) copies the page unchanged, so the link
@@ -133,16 +148,18 @@ def resolve_href(href: str, official_page: str, effective_page: str, mirrors: Mi
     if href.startswith("/") and not href.startswith("//"):
         official = urllib.parse.urljoin(official_page, href)
         if mirrors.covers(official):
-            return mirrors.effective(official)
+            return strip_credentials(mirrors.effective(official))
     url = urllib.parse.urljoin(effective_page, href)
-    return _with_userinfo(mirrors.effective(url), effective_page)
+    return strip_credentials(mirrors.effective(url))
 
 
 class RoutingIndex:
     """A loopback PEP 503 index serving only the platform's torch-family pages.
 
     *fetch* is ``(url) -> (status, text)``; lockkit passes an httpx-based one, tests can
-    pass their own. Use as a context manager; ``url`` is what uv gets as its first index.
+    pass their own. Use as a context manager; ``url`` is what uv gets as its first index,
+    through its environment only: it holds the random prefix without which every request
+    is answered 404.
     """
 
     def __init__(self, *, family: tuple[str, ...], official_index: str, mirrors: Mirrors,
@@ -169,6 +186,8 @@ class RoutingIndex:
         self._loading: dict[str, threading.Event] = {}
         self._sock: socket.socket | None = listening
         self._closing = False
+        # 256 random bits, new for every compile: what makes the port useless to others
+        self._prefix = secrets.token_urlsafe(32)
 
     # -- pages -----------------------------------------------------------------------------
     def page(self, name: str) -> Page:
@@ -261,13 +280,16 @@ class RoutingIndex:
     @property
     def url(self) -> str:
         assert self._sock is not None, "RoutingIndex used outside its 'with' block"
-        return f"http://127.0.0.1:{self._sock.getsockname()[1]}/simple"
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}/{self._prefix}/simple"
 
     def answer(self, path: str) -> tuple[int, bytes]:
+        """The answer to a GET of *path*: a family page under the prefix, else 404 (the
+        same for a wrong prefix as for any other path: nothing tells a prober more)."""
         parts = [p for p in urllib.parse.unquote(path.split("?", 1)[0]).split("/") if p]
-        if len(parts) != 2 or parts[0] != "simple":
+        if len(parts) != 3 or parts[1] != "simple" or not hmac.compare_digest(
+                parts[0].encode("utf-8", "surrogateescape"), self._prefix.encode()):
             return 404, b"not found"
-        name = canonical_name(parts[1])
+        name = canonical_name(parts[2])
         if name not in self.family:
             return 404, b"not a torch-family package: ask the next index"
         with self._lock:

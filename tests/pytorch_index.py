@@ -22,6 +22,7 @@ or devpi are) whose hrefs are relative and point at the proxy itself.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.server
 import os
@@ -97,6 +98,11 @@ class _Obj:
         return f" data-dist-info-metadata={sha} data-core-metadata={sha}" if self.pep658 else ""
 
 
+def basic(user: str, password: str) -> str:
+    """The ``Authorization`` header of HTTP Basic for *user* and *password*."""
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
 def _pkg(name: str) -> str:
     """A project's identity as the generator compares it: the wheel-file spelling."""
     return name.lower().replace("-", "_")
@@ -150,6 +156,9 @@ class PyTorchIndex:
         self.base = base
         self.requests: list[str] = []
         self.authorizations: list[tuple[str, str]] = []  # (path, Authorization header)
+        # (user, password): every host then answers 401 to a request without that Basic
+        # header, as a private mirror does (index_server.IndexServer's auth)
+        self.auth: tuple[str, str] | None = None
         # Decoded file name -> faults served one per request, in order, then the real file
         # (as index_server.IndexServer.faults): "500", "404", "reset", "truncate", "wrong", "slow".
         self.faults: dict[str, list[str]] = {}
@@ -167,7 +176,14 @@ class PyTorchIndex:
 
             def do_GET(self, head: bool = False) -> None:
                 index.requests.append(self.path)
-                index.authorizations.append((self.path, self.headers.get("Authorization", "")))
+                header = self.headers.get("Authorization", "")
+                index.authorizations.append((self.path, header))
+                if index.auth is not None and header != basic(*index.auth):
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="lockkit-tests"')
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 code, body, ctype = index._answer(self.path)
                 reply(self, code, body, ctype, index.faults, index.stall, head)
 

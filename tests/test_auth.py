@@ -311,3 +311,62 @@ def test_a_wrong_token_in_the_index_path_is_never_shown(path_token, tmp_path, to
     assert "${LK_TOKEN}" in err
     for secret in (wrong, token):
         assert_nowhere(secret, root, tmp_path / "cache", printed=err)
+
+
+def test_a_whole_url_variable_as_index_url_is_read_back_installed_and_never_written(
+        indexes, tmp_path, capfd, monkeypatch):
+    """``index-url = "${INDEX_URL}"``: the lock holds ``https://${INDEX_URL}/...`` (a URL
+    uv and packaging parse, reaching no host), never the value. The next compile reads it
+    back (uv gets it as preferences), uv installs from it (a dry run: no stock installer
+    expands a variable in a pylock), lockkit's wheelhouse fetches through it, and the
+    export's requirements file installs for real with uv and pip, which fill it in."""
+    import subprocess
+    import sys
+
+    import uv
+
+    value = f"{indexes.url}/simple"
+    monkeypatch.setenv("INDEX_URL", value)
+    root = project_for(tmp_path / "proj", indexes, "${INDEX_URL}")
+    lock = root / "locks" / "pylock.linux-cpu.toml"
+    assert compile_(root) == 0
+    assert compile_(root) == 0  # uv read the lock back as its preferences
+    (root / "requirements.in").write_text("torch==2.5.1\nnumpy\njinja2\n")
+    assert compile_(root) == 0
+    text = lock.read_text()
+    assert "127.0.0.1" not in text  # neither the value nor the mirrors
+    numpy, = [p for p in tomllib.loads(text)["packages"] if p["name"] == "numpy"]
+    assert numpy["index"] == "https://${INDEX_URL}"
+    assert numpy["wheels"][0]["url"].startswith("https://${INDEX_URL}/numpy/numpy-2.1.0-")
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
+    env["PIP_CONFIG_FILE"] = os.devnull
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    venv = tmp_path / "venv"
+    run(uv.find_uv_bin(), "venv", "--no-config", "--quiet", "--python", sys.executable,
+        str(venv))
+    uv_pip = [uv.find_uv_bin(), "pip", "install", "--no-config", "--python",
+              str(venv / "bin" / "python"), "--cache-dir", str(tmp_path / "uv-cache")]
+    dry = run(*uv_pip, "--dry-run", "-r", str(lock))
+    assert "numpy==2.1.0" in dry.stderr and "jinja2==3.1.6" in dry.stderr
+
+    assert build(root, tmp_path / "cache") == 0  # lockkit fills it in
+    assert any("/simple/numpy/" in p for p in wheels_from(indexes.server))
+    exported = tmp_path / "requirements.txt"
+    assert main(["export", "--project", str(root), "--platform", "linux-cpu",
+                 "-o", str(exported)]) == 0
+    assert "--index-url ${INDEX_URL}\n" in exported.read_text()
+    run(*uv_pip, "--require-hashes", "-r", str(exported))
+    pip_venv = tmp_path / "pip-venv"
+    run(sys.executable, "-m", "venv", str(pip_venv))
+    run(str(pip_venv / "bin" / "python"), "-m", "pip", "install", "--isolated", "--quiet",
+        "--require-hashes", "-r", str(exported))
+    for python in (venv / "bin" / "python", pip_venv / "bin" / "python"):
+        got = run(str(python), "-c", "import jinja2, numpy; print(numpy.__version__)")
+        assert got.stdout.strip() == "2.1.0"
+    assert_nowhere(value, root, tmp_path / "cache", printed="".join(capfd.readouterr()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -36,11 +37,15 @@ STATIC = Mirrors({PT: "http://m.test/pytorch", R2: "http://m.test/r2"})
     (f"../../packages/ab/cd/{WHEEL}#sha256=00", "http://art.test/pt/cu126/simple/torch/",
      Mirrors({f"{PT}/whl/cu126": "http://art.test/pt/cu126/simple"}),
      f"http://art.test/pt/cu126/packages/ab/cd/{WHEEL}#sha256=00"),
-    # credentials of the page reach links on the same host only
+    # no link carries credentials: not the page's, not a mirror's, not the link's own
+    # (uv finds them in the netrc lockkit writes for it)
     (f"../../packages/{WHEEL}", "http://u:t@art.test/pt/cu126/simple/torch/", Mirrors(),
-     f"http://u:t@art.test/pt/cu126/packages/{WHEEL}"),
-    (f"http://art.test/x/{WHEEL}", "http://u:t@art.test/pt/cu126/simple/torch/", Mirrors(),
-     f"http://u:t@art.test/x/{WHEEL}"),
+     f"http://art.test/pt/cu126/packages/{WHEEL}"),
+    (f"http://u:t@art.test/x/{WHEEL}", "http://u:t@art.test/pt/cu126/simple/torch/", Mirrors(),
+     f"http://art.test/x/{WHEEL}"),
+    ("/whl/MarkupSafe-3.0.2-py3-none-any.whl", "http://u:t@m.test/pytorch/whl/cu126/torch/",
+     Mirrors({PT: "http://u:t@m.test/pytorch"}),
+     "http://m.test/pytorch/whl/MarkupSafe-3.0.2-py3-none-any.whl"),
     (f"http://other.test/x/{WHEEL}", "http://u:t@art.test/pt/cu126/simple/torch/", Mirrors(),
      f"http://other.test/x/{WHEEL}"),
 ])
@@ -73,7 +78,7 @@ def test_official_urls_of_a_rewriting_proxy_follow_the_official_layout():
     page = f'<a href="../../packages/ab/cd/{WHEEL}#sha256=ff">x</a>'
     routing = _routing(page, Mirrors({f"{PT}/whl/cu126": "http://u:t@art.test/pt/cu126/simple"}))
     listed = routing.page("torch").files["torch-2.5.1+cu126-cp311-cp311-linux_x86_64.whl"]
-    assert listed.url == f"http://u:t@art.test/pt/cu126/packages/ab/cd/{WHEEL}"
+    assert listed.url == f"http://art.test/pt/cu126/packages/ab/cd/{WHEEL}"
     assert listed.official == f"{R2}/whl/cu126/{WHEEL}"
     fetched = routing.fetched  # type: ignore[attr-defined]
     assert fetched == ["http://u:t@art.test/pt/cu126/simple/torch/"]
@@ -131,7 +136,7 @@ def test_a_prefetched_page_is_fetched_once_and_only_asked_pages_count():
                       mirrors=Mirrors({}), file_hosts=(), fetch=slow) as routing:
         routing.prefetch(["Torch", "numpy"], then=done.set)
         time.sleep(0.05)  # the prefetch is under way
-        code, body = routing.answer("/simple/torch/")
+        code, body = routing.answer(urllib.parse.urlsplit(routing.url).path + "/torch/")
         assert done.wait(5)
     assert code == 200 and b"torch-2.5.1%2Bcpu" in body
     assert calls == ["https://download.pytorch.org/whl/cpu/torch/"]  # once; numpy: not family
@@ -154,15 +159,17 @@ def test_the_routing_server_speaks_http_1_1_as_uv_needs():
 
     with RoutingIndex(family=("torch",), official_index="https://download.pytorch.org/whl/cpu",
                       mirrors=Mirrors({}), file_hosts=(), fetch=fetch) as routing:
-        port = int(routing.url.split(":")[2].split("/")[0])
+        parts = urllib.parse.urlsplit(routing.url)
+        port, simple = int(parts.port or 0), parts.path
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         answers = []
-        for path in ("/simple/numpy/", "/simple/torch/", "/simple/Torch/?x=1", "/elsewhere"):
+        for path in (f"{simple}/numpy/", f"{simple}/torch/", f"{simple}/Torch/?x=1",
+                     "/elsewhere"):
             conn.request("GET", path)
             resp = conn.getresponse()
             answers.append((resp.status, resp.getheader("Cache-Control"), resp.read()))
         sock = conn.sock
-        conn.request("POST", "/simple/torch/", body=b"x")
+        conn.request("POST", f"{simple}/torch/", body=b"x")
         refused = conn.getresponse()
         assert refused.status == 405 and refused.read() == b"only GET"
         assert conn.sock is sock  # one connection for all of them
@@ -171,8 +178,8 @@ def test_the_routing_server_speaks_http_1_1_as_uv_needs():
         assert answers[1][1] == "no-store"
         assert b"<html>" in answers[1][2]  # refused upstream: an empty page, uv stops here
 
-        for request in (b"GET /simple/numpy/ HTTP/1.0\r\n\r\n",
-                        b"GET /simple/numpy/ HTTP/1.1\r\nConnection: close\r\n\r\n"):
+        for request in (f"GET {simple}/numpy/ HTTP/1.0\r\n\r\n".encode(),
+                        f"GET {simple}/numpy/ HTTP/1.1\r\nConnection: close\r\n\r\n".encode()):
             with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
                 raw.sendall(request)
                 got = b""

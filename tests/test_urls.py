@@ -1,0 +1,58 @@
+"""lockkit.urls: the official, effective and printable forms of an index or file URL."""
+
+from __future__ import annotations
+
+import pytest
+
+from lockkit.urls import Mirrors, expand, requirement_form, unapply_mirrors
+
+WHEEL = "numpy-2.1.0-cp311-cp311-linux_x86_64.whl"
+
+
+@pytest.fixture
+def env(monkeypatch):
+    # distinct hosts: every value filled in is concealed wherever it shows up afterwards
+    monkeypatch.setenv("LK_WHOLE", "http://u:s3cret@creds.test:8080/private/simple")
+    monkeypatch.setenv("LK_BARE", "http://bare.test:8080/private/simple")
+    monkeypatch.setenv("LK_HOST", "host.test")
+
+
+@pytest.mark.parametrize("official,effective", [
+    # a variable holding a whole URL: written where the host goes, read back as its URL
+    ("https://${LK_BARE}", "http://bare.test:8080/private/simple"),
+    (f"https://${{LK_BARE}}/numpy/{WHEEL}", f"http://bare.test:8080/private/simple/numpy/{WHEEL}"),
+    ("https://${LK_WHOLE}/numpy/", "http://u:s3cret@creds.test:8080/private/simple/numpy/"),
+    # a variable holding a host name stays a host name
+    ("https://${LK_HOST}/simple", "https://host.test/simple"),
+    ("http://${LK_HOST}:81/${LK_HOST}/x", "http://host.test:81/host.test/x"),
+])
+def test_expand_reads_a_whole_url_placeholder_back_as_its_url(env, official, effective):
+    assert expand(official) == effective
+
+
+def test_the_official_form_of_a_whole_url_variable_is_a_url_without_its_value(env):
+    mirrors = Mirrors()
+    index = mirrors.effective("${LK_BARE}")  # as compile fills it in
+    assert mirrors.official("${LK_BARE}") == "https://${LK_BARE}"
+    assert mirrors.official(f"{index}/numpy/{WHEEL}") == f"https://${{LK_BARE}}/numpy/{WHEEL}"
+    assert expand(mirrors.official(f"{index}/numpy/{WHEEL}")) == f"{index}/numpy/{WHEEL}"
+    # credentials in the value: stripped first, so the host is written as it is
+    creds = expand("${LK_WHOLE}")
+    assert unapply_mirrors(f"{creds}/numpy/{WHEEL}", {}) == \
+        f"http://creds.test:8080/private/simple/numpy/{WHEEL}"
+
+
+def test_a_leading_placeholder_that_is_no_url_is_left_alone(monkeypatch):
+    monkeypatch.setenv("LK_SCHEME", "https")
+    assert unapply_mirrors("${LK_SCHEME}://scheme.test/simple", {}) == \
+        "${LK_SCHEME}://scheme.test/simple"
+
+
+@pytest.mark.parametrize("url,written", [
+    ("https://${INDEX_URL}", "${INDEX_URL}"),
+    (f"https://${{INDEX_URL}}/numpy/{WHEEL}", f"${{INDEX_URL}}/numpy/{WHEEL}"),
+    ("https://${HOST}.example/simple", "https://${HOST}.example/simple"),
+    ("https://idx.test/${TOKEN}/simple", "https://idx.test/${TOKEN}/simple"),
+])
+def test_requirement_form_gives_pip_and_uv_the_placeholder_they_fill_in(url, written):
+    assert requirement_form(url) == written
