@@ -27,13 +27,16 @@ import tarfile
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from packaging.utils import canonicalize_name
+
 from lockkit.common import temp_dir, temp_file
-from lockkit.errors import ArchiveError
+from lockkit.errors import ArchiveError, UsageError
 from lockkit.offline import install_hint
 from lockkit.outdir import check, swap
 from lockkit.trust import Selected, TrustError, check_folder
 
-__all__ = ["ArchiveError", "install_hint", "pack", "read_manifest", "top_folder", "unpack"]
+__all__ = ["ArchiveError", "check_against", "install_hint", "named_lock", "pack", "read_manifest",
+           "top_folder", "unpack"]
 
 MANIFEST = "manifest.json"
 SUMS = "SHA256SUMS"
@@ -41,6 +44,7 @@ _META_MAX = 64 << 20  # manifest.json and SHA256SUMS are read into memory
 _CHUNK = 1 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _PLATFORM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_LOCK_NAME = re.compile(r"pylock\.[A-Za-z0-9][A-Za-z0-9._-]*\.toml")
 
 
 def _unsafe(name: str) -> str | None:
@@ -139,16 +143,18 @@ def _sums(listed: dict[str, dict[str, Any]]) -> bytes:
 
 # -- pack ---------------------------------------------------------------------------------------
 
-def pack(folder: Path, out: Path, *, lock: list[Selected] | None = None) -> Path:
+def pack(folder: Path, out: Path, *, lock: Path | None = None,
+         project_dir: Path | None = None) -> Path:
     """Write *folder* as one reproducible tar at *out*; nothing is left at *out* on failure.
 
-    With *lock* (the committed lock's selection), the folder's wheels must also be that
-    lock's, by hash: a manifest only proves that the folder agrees with itself."""
+    With *lock* (the committed lock file; its platform's files from *project_dir*), the
+    folder must be that lock's wheelhouse (:func:`check_against`): a manifest only proves
+    that the folder agrees with itself. ``lockkit wheelhouse pack`` always gives one."""
     manifest, manifest_bytes = _folder_manifest(folder)
     listed = _listed(manifest)
     _check_folder(folder, listed)
     if lock is not None:
-        check_folder(folder, lock, manifest)
+        check_against(folder, manifest, lock, project_dir)
     top = top_folder(manifest, folder / MANIFEST)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = temp_file(out.parent, f".{out.name}.", ".tmp")
@@ -170,6 +176,90 @@ def pack(folder: Path, out: Path, *, lock: list[Selected] | None = None) -> Path
     finally:
         tmp.unlink(missing_ok=True)
     return out
+
+
+def named_lock(folder: Path, project_dir: Path) -> Path:
+    """The lock *folder*'s manifest names, in *project_dir*'s ``locks/``."""
+    name = _folder_manifest(folder)[0].get("lock")
+    if not isinstance(name, str) or not _LOCK_NAME.fullmatch(name):
+        raise ArchiveError(f"{folder / MANIFEST}: bad or missing 'lock' {name!r}",
+                           hint="rebuild the folder with 'lockkit wheelhouse build'")
+    lock = project_dir / "locks" / name
+    if not lock.is_file():
+        raise UsageError(f"{folder} was built from {name}, which {project_dir / 'locks'} "
+                         "does not hold", hint="pass the lock it was built from with --lock")
+    return lock
+
+
+def check_against(folder: Path, manifest: dict[str, Any], lock: Path,
+                  project_dir: Path | None) -> None:
+    """*folder* is the wheelhouse ``lockkit wheelhouse build`` writes from *lock*, every
+    file derived again: the manifest names that lock's sha256 and platform; its wheels are
+    the lock's selection, each hashed (:func:`lockkit.trust.check_folder`); its
+    ``pylock.toml``, ``requirements.txt`` and ``simple/`` pages are, byte for byte, what
+    those wheels and the lock give (:func:`lockkit.wheelhouse.texts_of`); it lists nothing
+    else but the SBOM and ``tools/`` (whose requirements pin exactly its wheels). A folder
+    whose files were edited to drop a wheel, add an index or an unhashed entry is refused,
+    naming each file."""
+    from lockkit import wheelhouse
+    from lockkit._compat import tomllib
+    from lockkit.trust import committed
+
+    raw = lock.read_bytes()
+    data = tomllib.loads(raw.decode("utf-8"))
+    sha = hashlib.sha256(raw).hexdigest()
+    platform = data.get("tool", {}).get("lockkit", {}).get("platform")
+    if manifest.get("lock_sha256") != sha or manifest.get("platform") != platform:
+        raise TrustError(f"{folder}: not built from {lock} (its manifest names sha256 "
+                         f"{str(manifest.get('lock_sha256'))[:12]} for "
+                         f"{manifest.get('platform')!r}; the lock is {sha[:12]} for "
+                         f"{platform!r})")
+    checked = check_folder(folder, committed(lock, project_dir), manifest)
+    listed = _listed(manifest)
+    problems, records = [], []
+    for c in checked:
+        entry = listed[c.path.name]  # check_folder found it listed (built) or at the top
+        if entry.get("kind") != "wheel" or entry["sha256"] != c.sha256 or \
+                entry.get("package") != c.package or entry.get("version") != c.version:
+            problems.append(f"{c.path.name}: its manifest entry is not the lock's")
+        records.append(wheelhouse.FileRecord(
+            path=c.path.name, size=entry["size"], sha256=c.sha256, package=c.package,
+            version=c.version, origin="", source="", built_from=entry.get("built_from")))
+    tools = {p: e for p, e in listed.items() if p.startswith("tools/")}
+    entries = {str(canonicalize_name(str(p.get("name")))): p for p in data.get("packages", [])}
+    texts = wheelhouse.texts_of(data, entries, records, platform=str(platform),
+                                lock=str(manifest.get("lock")), lock_sha256=sha,
+                                tools=bool(tools))
+    for rel, text in texts.items():
+        if rel not in listed or (folder / rel).read_bytes() != text.encode("utf-8"):
+            problems.append(f"{rel}: not what the lock and the wheels give")
+    known = {*texts, *(c.path.name for c in checked), *tools, "sbom.cdx.json"}
+    problems += [f"{p}: not a file of this lock's wheelhouse" for p in sorted(listed)
+                 if p not in known]
+    problems += _tools_problems(folder, tools)
+    if problems:
+        raise TrustError(f"{folder} is not the wheelhouse of {lock}: " + "; ".join(problems))
+
+
+def _tools_problems(folder: Path, tools: dict[str, dict[str, Any]]) -> list[str]:
+    """``tools/``: wheels by their plain names, and a requirements.txt whose lines (its
+    comments aside) pin exactly those wheels by their listed hashes."""
+    if not tools:
+        return []
+    from lockkit.trust import file_name_problem
+
+    wheels = {p: e for p, e in tools.items() if p != "tools/requirements.txt"}
+    problems = [f"{p}: not a wheel of tools/" for p, e in wheels.items()
+                if e.get("kind") != "tool" or file_name_problem(p.removeprefix("tools/"))
+                or not isinstance(e.get("package"), str)]
+    if "tools/requirements.txt" not in tools:
+        return [*problems, "tools/requirements.txt: missing"]
+    pins = sorted(f"{e.get('package')}=={e.get('version')} --hash=sha256:{e['sha256']}"
+                  for e in wheels.values())
+    lines = (folder / "tools" / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    if sorted(ln for ln in lines if not ln.startswith("#")) != pins:
+        problems.append("tools/requirements.txt: not the pins of the tools/ wheels")
+    return problems
 
 
 def _check_folder(folder: Path, listed: dict[str, dict[str, Any]]) -> None:

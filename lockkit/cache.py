@@ -1,25 +1,22 @@
 """The content-addressed download cache: one read-only copy per sha256, shared by every
 platform and project, filled only through a temp file and a rename, and never trusted:
-a hit is re-hashed unless its file is provably untouched since lockkit last hashed it.
+every blob is hashed again each time a build uses it.
 
-Layout (nothing else is ever made in it)::
+Layout (:data:`lockkit.cachelayout.FOLDERS`; nothing else is ever made in it)::
 
-    <root>/sha256/<first 2 hex>/<sha256>   one blob per file, mode 0444
+    <root>/sha256/<first 2 hex>/<sha256>   one blob per file, read-only
     <root>/partial/<random>.part           downloads under way, or left by dead runs
-    <root>/checked/<sha256>                the blob's stat when its hash was last checked
-    <root>/sbom/<key>.json                 rendered SBOMs, by the sha256 of their inputs
-    <root>/tools/<key>.json                tools/ resolutions and lockkit's own wheel
-    <root>/verify/                         verify's installs: wheels/<sha256>/<file>, uv/
+    <root>/memo/<kind>/<key>.json          what lockkit remembers (lockkit.memo)
+    <root>/verify/                         verify's installs, under a private cache only
 
-A *checked* stamp is git's index trick: the blob's device, inode, size and mtime when its
-bytes last hashed to its name. A write to the blob moves its mtime (a copy over it, an
-editor, a download tool), so a blob whose stat still equals its stamp holds the bytes that
-were hashed, and a warm build need not read gigabytes of wheels again; anything else (no
-stamp, another inode, another size or time) re-hashes. The ctime would also catch a
-writer who puts the mtime back with ``utime``, but every hard link made or removed moves
-it (each wheelhouse build and replacement does both), so it cannot be part of the stamp.
-Such a deliberate writer, who can already write the cache, is caught where the bytes are
-used: verify installs with ``--require-hashes``, ``pack`` hashes every member.
+The folder is made 0700 (:func:`lockkit.cachelayout.make_root`). Anything read back from
+it is checked as if it came from the network: a blob is opened without following a link
+(a FIFO, device or link in its place is removed, never read) and hashed through that
+descriptor on every hit, so a blob rewritten in place, its mtime put back or not, is
+evicted and fetched again. A wheel is hard-linked into a wheelhouse only when the linked
+inode is the one just hashed, this user's and writable by nobody else (no one but its
+owner or root can change its bytes after the hash); anything else is copied, and hashed
+as it is copied.
 """
 
 from __future__ import annotations
@@ -39,18 +36,20 @@ from typing import Any
 from lockkit import _run
 from lockkit.cachelayout import (
     FOLDERS,
+    LEGACY,
     PARTIAL_MAX_AGE,
     blob_path,
     default_cache_dir,
-    stat_key,
+    make_root,
     sweep_partials,
 )
-from lockkit.common import sha256_file, umask
-from lockkit.errors import ConfigError
+from lockkit.common import umask
+from lockkit.errors import ConfigError, HashMismatch
 from lockkit.lockfile import read_lock
+from lockkit.memo import open_regular, owned_and_closed
 
 __all__ = ["CHUNK", "Cache", "Entry", "Pruned", "Survey", "copy_hashing", "default_cache_dir",
-           "link_or_copy", "lock_references", "prune", "prune_uv", "survey"]
+           "lock_references", "prune", "prune_uv", "survey"]
 
 CHUNK = 1 << 20
 _PARTIAL_MAX_AGE = PARTIAL_MAX_AGE
@@ -62,84 +61,122 @@ class Cache:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.partial = root / "partial"
+        # sha256 -> (st_dev, st_ino) of the inode this run hashed to it: a blob hashed by
+        # get(), or a download written and hashed through new_partial()'s file
+        self._hashed: dict[str, tuple[int, int]] = {}
+        self._written: dict[Path, tuple[int, int]] = {}  # partial file -> its inode
 
     def path(self, sha256: str) -> Path:
         return blob_path(self.root, sha256)
 
     def get(self, sha256: str, size: int | None) -> Path | None:
-        """The blob for *sha256*, checked: the cache is shared by every project and
-        writable by its owner, so a hit is re-hashed unless its stamp proves it untouched.
-        A blob whose bytes no longer hash to its name is evicted (removed) and the caller
-        fetches it again."""
+        """The blob for *sha256*, hashed now (a cache is re-checked as the network is):
+        None when there is none, and a blob of another size or other bytes, or anything
+        but a regular file in its place, is evicted (removed) and the caller fetches it
+        again."""
         path = self.path(sha256)
+        opened = open_regular(path)
+        if opened is None:
+            if os.path.lexists(path):
+                self.evict(path)  # a link, FIFO, device or folder where a blob goes
+            return None
+        fd, st = opened
         try:
-            st = path.stat()
-        except FileNotFoundError:
-            return None
-        if size is not None and st.st_size != size:
+            good = (size is None or st.st_size == size) and _hash_fd(fd) == sha256
+            if good:
+                _read_only(fd, st)  # a blob from an older lockkit, or one made writable
+        finally:
+            os.close(fd)
+        if not good:
             self.evict(path)
             return None
-        if self._stamp(sha256) == stat_key(st):
-            return path  # hashed before, not written since
-        if sha256_file(path) != sha256:
-            self.evict(path)
-            return None
-        _read_only(path)  # a blob from an older lockkit, or one someone made writable
-        self.restamp(path)
+        self._hashed[sha256] = (st.st_dev, st.st_ino)
         return path
 
-    def _stamp(self, sha256: str) -> str | None:
-        try:
-            return (self.root / "checked" / sha256).read_text(encoding="ascii")
-        except (OSError, UnicodeDecodeError):
-            return None
-
-    def restamp(self, path: Path) -> None:
-        """Record *path*'s stat as checked: call right after its bytes were hashed to its
-        name (a download, a re-hash)."""
-        if path.parent.parent != self.root / "sha256":
-            return  # not a blob of this cache (a --find-links file, say)
-        stamps = self.root / "checked"
-        try:
-            stamps.mkdir(exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=stamps, prefix=".", suffix=".tmp")
-        except OSError:  # a cache of another user's: no stamp, it is re-hashed next time
-            return
-        try:
-            with os.fdopen(fd, "w", encoding="ascii") as out:
-                out.write(stat_key(path.stat()))
-            os.replace(tmp, stamps / path.name)
-        except OSError:
-            Path(tmp).unlink(missing_ok=True)
-
     def evict(self, path: Path) -> None:
-        (self.root / "checked" / path.name).unlink(missing_ok=True)
+        """Remove the name *path* (never following a link)."""
         try:
-            os.chmod(path, 0o644)  # Windows refuses to remove a read-only file
-            path.unlink()
-        except FileNotFoundError:
+            if os.name == "nt":
+                os.chmod(path, 0o644)  # Windows refuses to remove a read-only file
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)  # an empty folder in a blob's place; a full one stays
+            else:
+                path.unlink()
+        except OSError:
             pass
 
     def new_partial(self) -> tuple[Any, Path]:
-        self.partial.mkdir(parents=True, exist_ok=True)
+        """An open file for a download under way (its bytes are hashed by the writer)."""
+        make_root(self.root)
+        self.partial.mkdir(exist_ok=True)
         fd, name = tempfile.mkstemp(dir=self.partial, suffix=".part")
+        st = os.fstat(fd)
+        self._written[Path(name)] = (st.st_dev, st.st_ino)
         return os.fdopen(fd, "wb"), Path(name)
 
     def commit(self, partial: Path, sha256: str) -> Path:
+        """Give the partial file, whose bytes the caller hashed to *sha256* as it wrote
+        them, its name in the cache."""
         final = self.path(sha256)
         final.parent.mkdir(parents=True, exist_ok=True)
-        _read_only(partial)  # blobs are read-only from the moment they have their name
+        written = self._written.pop(partial, None)
+        opened = open_regular(partial)
+        if opened is not None:
+            _read_only(*opened)  # read-only from the moment it has its name
+            os.close(opened[0])
         try:
             os.replace(partial, final)  # same content under the same name: a race is harmless
         except PermissionError:  # Windows: a read-only file cannot be replaced
             self.evict(final)
             os.replace(partial, final)
-        self.restamp(final)  # its bytes were hashed on their way in
+        if written is not None:
+            self._hashed[sha256] = written
         return final
+
+    def place(self, blob: Path, dest: Path, sha256: str) -> None:
+        """Put the cache's *blob* for *sha256* at *dest*, as the bytes that hash to it.
+
+        A hard link, as uv links its cache into venvs (a warm build moves no bytes), when
+        the linked inode is the one this run hashed to *sha256* (:meth:`get`,
+        :meth:`commit`), this user's and writable by nobody else: then no one but its
+        owner or root can change its bytes after the hash. Otherwise (another user's blob
+        in a shared cache, links refused, another file system) a copy, hashed as it is
+        written; a copy that is not *sha256* is removed, the blob evicted, and the file
+        named in a :class:`HashMismatch`. A link has the blob's mode (0444 less the
+        umask); a copy gets ``0666 & ~umask``."""
+        hashed = self._hashed.get(sha256)
+        if hashed is not None and blob == self.path(sha256):
+            try:
+                os.link(blob, dest)
+            except OSError:
+                pass
+            else:
+                st = os.lstat(dest)
+                if (st.st_dev, st.st_ino) == hashed and stat.S_ISREG(st.st_mode) \
+                        and owned_and_closed(st):
+                    return
+                dest.unlink()
+        digest = copy_file(blob, dest)
+        if digest != sha256:
+            dest.unlink(missing_ok=True)
+            self.evict(blob)
+            raise HashMismatch(f"{dest.name}: the cache's copy changed while it was placed "
+                               f"(sha256 {digest}, expected {sha256}); it was removed from "
+                               "the cache", hint="run the build again: it fetches the file anew")
 
     def sweep(self) -> None:
         """Remove partial files left by runs that died long ago."""
         sweep_partials(self.root)
+
+
+def copy_file(src: Path, dest: Path) -> str:
+    """Copy the regular file *src* (never a link, FIFO or device) to the new file *dest*;
+    return the sha256 of what was written."""
+    opened = open_regular(src)
+    if opened is None:
+        raise FileNotFoundError(2, "not a regular file", str(src))
+    with os.fdopen(opened[0], "rb") as fin, dest.open("xb") as fout:
+        return copy_hashing(fin, fout, lambda n: None)
 
 
 def copy_hashing(src: Any, dst: Any, on_bytes: Callable[[int], None]) -> str:
@@ -151,54 +188,38 @@ def copy_hashing(src: Any, dst: Any, on_bytes: Callable[[int], None]) -> str:
     return digest.hexdigest()
 
 
-def link_or_copy(src: Path, dst: Path, sha256: str) -> str:
-    """Place the cache blob *src*, whose hash is *sha256*, at *dst*; return the sha256 of
-    the bytes now at *dst* (what a manifest may record).
-
-    A hard link, as uv links its cache into venvs: a warm rebuild is one ``link()`` per
-    wheel, not gigabytes of CUDA wheels copied (issue 16: within 3x of ``cp -al``). The
-    caller has just checked the blob (``Cache.get``, a download hashed as it streamed), so
-    *sha256* is returned. Where links are refused (another file system) the blob is
-    copied and hashed while copying, and the copy's own digest is returned.
-
-    A link shares the blob's inode. Blobs are 0444, so no one but root writes through a
-    linked wheel by accident; if root does (``cp x.whl wheelhouse/...``), the write
-    changes the blob's mtime, its stamp no longer holds, the next ``get``
-    re-hashes it and evicts it, and every user of a wheelhouse (``pack``, verify's install
-    with ``--require-hashes``) hashes what it takes.
-
-    Modes: a link has the blob's mode, ``0444 & ~umask`` (0444 under umask 022, 0440 under
-    027: readable by whom the umask allows, writable by no one); a copy gets
-    ``0666 & ~umask``.
-    """
-    try:
-        os.link(src, dst)
-        return sha256
-    except OSError:  # another file system, or links refused
-        pass
-    with src.open("rb") as fin, dst.open("xb") as fout:
-        return copy_hashing(fin, fout, lambda n: None)
+def _hash_fd(fd: int) -> str:
+    """The sha256 of the open file *fd* from its start (hashlib releases the GIL on these
+    blocks: a build hashes its blobs on several threads at once)."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    digest = hashlib.sha256()
+    while block := os.read(fd, CHUNK):
+        digest.update(block)
+    return digest.hexdigest()
 
 
-def _read_only(path: Path) -> None:
-    """Read-only for everyone, readable by whom the umask allows (see link_or_copy); a
-    chmod to the same mode is skipped."""
+def _read_only(fd: int, st: os.stat_result) -> None:
+    """Make the open blob read-only for everyone, readable by whom the umask allows (a
+    link into a wheelhouse shares this mode); only this user's own blobs, through their
+    descriptor (a name could be swapped for a link meanwhile), and only when it differs."""
     mode = 0o444 & ~umask()
+    if stat.S_IMODE(st.st_mode) == mode or (hasattr(os, "geteuid") and
+                                            st.st_uid != os.geteuid()):
+        return
     try:
-        if stat.S_IMODE(path.stat().st_mode) != mode:
-            os.chmod(path, mode)
-    except OSError:  # a blob another user committed: it is still re-hashed on every hit
+        os.fchmod(fd, mode)
+    except (OSError, AttributeError):  # Windows has no fchmod before 3.13
         pass
 
 
 # --- housekeeping: cache info / cache prune -----------------------------------------------
 
-_TOP = set(FOLDERS)  # the layout's folders
+_TOP = {*FOLDERS, *LEGACY}  # the layout's folders, and those older lockkits made
 _SHARD = re.compile(r"[0-9a-f]{2}")
 _BLOB = re.compile(r"[0-9a-f]{64}")
-_NOT_OURS_HINT = ("give --cache-dir the folder lockkit downloads into (it holds only sha256/, "
-                  "partial/, checked/, sbom/, tools/, plan/ and verify/), or leave it out for "
-                  "the default")
+_OURS = ", ".join(f"{f}/" for f in (*FOLDERS, *LEGACY))
+_NOT_OURS_HINT = (f"give --cache-dir the folder lockkit downloads into (it holds only {_OURS}), "
+                  "or leave it out for the default")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -246,8 +267,7 @@ def _scan(root: Path, folder: Path, is_dir: bool) -> list[os.DirEntry[str]]:
         entries = sorted(it, key=lambda e: e.name)
     other = sorted({e.name for e in entries} - _TOP) if folder == root else []
     if other:
-        raise _not_ours(root, f"it holds {other[0]!r}; lockkit's holds only sha256/, "
-                              "partial/, checked/, sbom/, tools/, plan/ and verify/")
+        raise _not_ours(root, f"it holds {other[0]!r}; lockkit's holds only {_OURS}")
     for e in entries:
         if e.is_symlink() or (e.is_dir(follow_symlinks=False) != is_dir) or \
                 not (is_dir or e.is_file(follow_symlinks=False)):
@@ -313,17 +333,10 @@ def prune(found: Survey, keep: set[str], *, dry_run: bool = False) -> Pruned:
     if not dry_run:
         for entry in gone:
             _remove(found.root, entry.path)
-            if entry.sha256:
-                (found.root / "checked" / entry.sha256).unlink(missing_ok=True)
-        for memo in [*(found.root / "sbom").glob("*.json"),  # made again when needed
-                     *(found.root / "tools").glob("*.json"),
-                     *(found.root / "plan").glob("*.json"),
-                     *(found.root / "launch").glob("*.memo"),
-                     *(found.root / "launch").glob("*.done")]:
-            memo.unlink(missing_ok=True)
-        shared = found.root / "verify"  # verify's wheel links and uv cache: made again
-        if shared.is_dir() and not shared.is_symlink():
-            shutil.rmtree(shared, ignore_errors=True)
+        for name in ("memo", "verify", *LEGACY):  # memos, verify's installs: made again
+            folder = found.root / name
+            if folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(folder, ignore_errors=True)
         for shard in {e.path.parent for e in gone if e.sha256}:
             try:
                 shard.rmdir()  # only when empty

@@ -1,24 +1,28 @@
-"""Where the download cache keeps things, and the check a warm build may trust.
+"""Where the download cache keeps things: its folder, its layout and how it is made.
 
-The part of :mod:`lockkit.cache` that a warm rebuild (:mod:`lockkit.buildmemo`) needs,
-importing nothing beyond ``os``: that rebuild must start, check and link in a few tens of
-milliseconds, and :mod:`lockkit.cache` brings dataclasses, tempfile and the housekeeping.
+The one list of the cache's folders (:data:`FOLDERS`) and of the folders older lockkits
+made there (:data:`LEGACY`: ``cache info`` accepts them, ``cache prune`` removes them),
+the default location, a blob's path, and :func:`make_root`, which creates the cache
+folder private to its user (0700) whatever the umask.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import time
 from pathlib import Path
 
-__all__ = ["FOLDERS", "PARTIAL_MAX_AGE", "blob_path", "default_cache_dir", "stamped",
-           "stat_key", "sweep_partials"]
+__all__ = ["FOLDERS", "LEGACY", "PARTIAL_MAX_AGE", "blob_path", "default_cache_dir",
+           "make_root", "sweep_partials"]
 
-# The layout's folders: blobs by sha256, downloads under way, the stamps of checked blobs,
-# and the memos (SBOM texts, tools/ plans, build plans, compile's uv launches) and
-# verify's shared files.
-FOLDERS = ("sha256", "partial", "checked", "sbom", "tools", "plan", "launch", "verify")
+# The layout's folders: blobs by sha256, downloads under way, the memo store
+# (lockkit.memo) and verify's shared files (only under a private cache).
+FOLDERS = ("sha256", "partial", "memo", "verify")
+# What older lockkits kept beside them and nothing reads now: blob stamps (checked/), the
+# SBOM, tools/ and build-plan memos, and the early compile's launch memos.
+LEGACY = ("checked", "sbom", "tools", "plan", "launch")
 PARTIAL_MAX_AGE = 24 * 3600  # partial downloads older than this are debris of dead runs
 
 
@@ -38,24 +42,24 @@ def blob_path(root: Path, sha256: str) -> Path:
     return root / "sha256" / sha256[:2] / sha256
 
 
-def stat_key(st: os.stat_result) -> str:
-    """What a stamp holds: the blob's device, inode, size and mtime (see lockkit.cache)."""
-    return f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns}\n"
-
-
-def stamped(root: Path, sha256: str, size: int | None) -> Path | None:
-    """The blob for *sha256* if its stamp proves it untouched since its bytes were hashed
-    (and it has *size*, when given); None otherwise, without reading the blob: the caller
-    then goes the long way (:meth:`lockkit.cache.Cache.get` re-hashes or evicts)."""
-    path = blob_path(root, sha256)
+def make_root(root: Path) -> None:
+    """Create the cache folder *root*, 0700 whatever the umask (its parents get the
+    umask's modes, as ``mkdir -p`` gives them). A folder that exists is left as it is: a
+    cache shared on purpose (group-writable) stays shared, and lockkit then remembers
+    nothing in it and re-checks every blob (:class:`lockkit.memo.MemoStore`)."""
     try:
-        st = path.stat()
-        if size is not None and st.st_size != size:
-            return None
-        with open(root / "checked" / sha256, encoding="ascii") as fh:
-            return path if fh.read() == stat_key(st) else None
-    except (OSError, UnicodeDecodeError):
-        return None
+        os.mkdir(root, 0o700)
+    except FileExistsError:
+        return
+    except FileNotFoundError:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(root, 0o700)
+        except FileExistsError:
+            return
+    st = os.lstat(root)  # mkdir's mode is masked by the umask (0o277 leaves 0500)
+    if stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) != 0o700:
+        os.chmod(root, 0o700)
 
 
 def sweep_partials(root: Path, max_age: float = PARTIAL_MAX_AGE) -> None:

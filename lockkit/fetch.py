@@ -1,8 +1,8 @@
 """Downloads identified by hash: a content-addressed cache, streaming checks, retries.
 
 A file is known by its sha256; a URL is only a place where it was found. Sources
-are tried in order — the cache, ``--find-links`` folders, then each URL — and the
-bytes land in the cache under their hash only after the hash matched, through a
+are tried in order — the cache (each hit hashed again), ``--find-links`` folders, then
+each URL — and the bytes land in the cache under their hash only after the hash matched, through a
 temp file and a rename, so an interrupted run, a crash or two builds sharing the
 cache never leave a partial file under a final name.
 """
@@ -20,12 +20,12 @@ from typing import Any
 
 from lockkit.auth import Credentials
 from lockkit.cache import CHUNK as _CHUNK
-from lockkit.cache import Cache, copy_hashing, default_cache_dir, link_or_copy
+from lockkit.cache import Cache, copy_hashing, default_cache_dir
 from lockkit.errors import FetchError, HashMismatch
 from lockkit.redact import redact
 
 __all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Stopped", "Want",
-           "default_cache_dir", "http_client", "link_or_copy"]
+           "default_cache_dir", "http_client"]
 
 _IDENTITY = {"Accept-Encoding": "identity"}  # the file's own bytes, as pip asks
 # The cap on a body whose size the lock does not give: larger than any wheel published

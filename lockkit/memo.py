@@ -30,7 +30,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORMAT", "LIMIT", "MemoStore", "code_digest", "private_folder", "read_regular"]
+__all__ = ["FORMAT", "LIMIT", "MemoStore", "code_digest", "open_regular", "owned_and_closed",
+           "private_folder", "read_regular"]
 
 FORMAT = 1
 LIMIT = 16 * 1024 * 1024  # no memo is this large; a larger file is not one of ours
@@ -55,6 +56,9 @@ def _owned_and_closed(st: os.stat_result) -> bool:
     return st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
+owned_and_closed = _owned_and_closed  # the rule, for a file the caller has already opened
+
+
 def private_folder(path: Path) -> bool:
     """*path* is a real folder (not a link) of this user's that nobody else can write."""
     try:
@@ -64,18 +68,36 @@ def private_folder(path: Path) -> bool:
     return stat.S_ISDIR(st.st_mode) and _owned_and_closed(st)
 
 
-def read_regular(path: Path, limit: int = LIMIT, *, private: bool = True) -> bytes | None:
-    """The bytes of *path* when it is a regular file (no link, FIFO or device is ever
-    opened for reading, let alone waited on), under *limit* bytes and, with *private*,
-    this user's and writable by nobody else; None otherwise."""
+def open_regular(path: Path) -> tuple[int, os.stat_result] | None:
+    """A read-only descriptor of *path* and its ``fstat``, when it is a regular file: it is
+    opened without following a link and without blocking (a FIFO or device is never
+    waited on), then checked; None otherwise. The caller closes the descriptor."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    flags |= getattr(os, "O_BINARY", 0)
     try:
         fd = os.open(path, flags)
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+    except OSError:
+        os.close(fd)
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return None
+    return fd, st
+
+
+def read_regular(path: Path, limit: int = LIMIT, *, private: bool = True) -> bytes | None:
+    """The bytes of *path* when it is a regular file (:func:`open_regular`), under *limit*
+    bytes and, with *private*, this user's and writable by nobody else; None otherwise."""
+    opened = open_regular(path)
+    if opened is None:
+        return None
+    fd, st = opened
+    try:
+        if st.st_size > limit:
             return None
         if private and not _owned_and_closed(st):
             return None

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lockkit import __version__
 from lockkit._compat import tomllib
 from lockkit.common import write_atomic
-from lockkit.errors import ConfigError, LockkitError
+from lockkit.errors import ConfigError
 from lockkit.redact import redact, strip_credentials
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; the import is deferred at run time
@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only; the import is deferred at r
     from cyclonedx.model.component import Component
 
 __all__ = ["FILENAME", "SCHEMA_VERSION", "File", "files_of_manifest", "refresh", "render",
-           "render_memo", "serial_number"]
+           "serial_number"]
 
 FILENAME = "sbom.cdx.json"
 SCHEMA_VERSION = "1.6"  # what CycloneDX consumers read today; 1.7 is newer than most
@@ -184,44 +184,6 @@ def render(files: Iterable[File], *, platform: str, lock: Mapping[str, Any],
     if _epoch() is None:
         data["metadata"].pop("timestamp", None)  # no wall clock in a reproducible file
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def render_memo(files: Iterable[File], *, platform: str, lock: Mapping[str, Any],
-                lock_sha256: str, memo: Path) -> str:
-    """:func:`render`, remembered in the folder *memo* (the download cache's ``sbom/``)
-    under the sha256 of everything the text depends on: the files, the platform, the lock,
-    SOURCE_DATE_EPOCH, and the lockkit and cyclonedx-python-lib versions. A warm rebuild
-    then imports no cyclonedx (about 80 ms); a memo that cannot be read or written is
-    only a miss."""
-    files = sorted(files, key=lambda f: f.path)
-    key = hashlib.sha256(json.dumps(
-        [[repr(f), dict(f.built_from or {})] for f in files]
-        + [platform, lock_sha256, os.environ.get("SOURCE_DATE_EPOCH", "").strip(),
-           __version__, _library_version()]).encode()).hexdigest()
-    try:
-        return (memo / f"{key}.json").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        pass
-    text = render(files, platform=platform, lock=lock, lock_sha256=lock_sha256)
-    try:
-        memo.mkdir(parents=True, exist_ok=True)
-        write_atomic(memo / f"{key}.json", text)
-    except (OSError, LockkitError):
-        pass
-    return text
-
-
-def _library_version() -> str:
-    """cyclonedx-python-lib's version from its dist-info folder's name, without importing
-    it (nor importlib.metadata); "" if it cannot be told."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("cyclonedx")
-    if spec is None or not spec.origin:
-        return ""
-    site = Path(spec.origin).parent.parent
-    names = sorted(p.name for p in site.glob("cyclonedx_python_lib-*.dist-info"))
-    return names[-1] if len(names) == 1 else ""
 
 
 def _epoch() -> datetime | None:

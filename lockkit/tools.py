@@ -29,12 +29,17 @@ lock's own files, so every sha256 is checked while the bytes stream in.
 
 The wheel is put in the download cache under its sha256 and placed like the others.
 
-**Remembered, so a warm build stays offline and fast.** The resolution is kept in the
-download cache (``tools/<key>.json``) under the sha256 of everything that decides it:
-lockkit's version and requirements, the target, the index (without credentials), mirrors
-and ``exclude-newer``; the wheel built from a source tree is kept under the digest of the
-tree's files. A second build of the same wheelhouse asks no index and builds nothing:
-every file comes from the cache by hash. ``lockkit cache prune`` forgets both.
+**Kept in the wheelhouse, not in the cache.** ``tools/requirements.txt`` names the
+*resolution key* it was made from: the sha256 of everything that decides the tools
+(lockkit's version and requirements, the target, the index without credentials, mirrors,
+``exclude-newer``, and the digest of the source tree or installed code lockkit's wheel is
+made from). A build into a folder whose ``tools/requirements.txt`` has the same key takes
+the pins (names, versions, sha256) from that file, the folder's own reviewable input,
+and asks no index and builds nothing: every file comes from the cache by hash, checked.
+The file is read back only when it and the manifest are regular files of this user's
+that nobody else can write, agree with each other, and every name passes the rule for a
+fresh name; anything else resolves again. Nothing about the tools is taken from the
+download cache alone (a shared cache's owner is not the user).
 
 ``tools/requirements.txt`` pins every tool with its hash. The wheelhouse's own
 ``requirements.txt`` and ``pylock.toml`` are the application's and do not list the tools;
@@ -49,6 +54,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import sys
 import tempfile
 import zipfile
@@ -60,20 +66,22 @@ from typing import Any
 from packaging.pylock import PackageWheel, Pylock, PylockValidationError
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
-from packaging.version import Version
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 
 from lockkit import __version__, _run
 from lockkit._compat import tomllib
 from lockkit._record import replace
-from lockkit.cache import Cache, copy_hashing, link_or_copy
-from lockkit.common import sha256_file, write_atomic
+from lockkit.cache import Cache, copy_hashing
+from lockkit.common import sha256_file
 from lockkit.config import Project
-from lockkit.errors import BuildError, HashMismatch, LockkitError
-from lockkit.fetch import Fetcher, Want
+from lockkit.errors import BuildError, LockkitError
+from lockkit.fetch import Fetcher, FetchError, Want
+from lockkit.memo import code_digest, read_regular
 from lockkit.platforms import Platform
 from lockkit.resolve import Indexes, ResolveOptions, resolve, uv_bin
 from lockkit.targets import select
+from lockkit.trust import file_name_problem, inside
 from lockkit.urls import Mirrors
 
 __all__ = ["FOLDER", "Tool", "Toolset", "own_wheel", "place", "prepare", "runtime_requirements",
@@ -105,6 +113,7 @@ class Toolset:
     platform: str
     python: str
     tools: tuple[Tool, ...]
+    key: str  # the resolution key (see the module), written in tools/requirements.txt
 
 
 def target_python(project: Project, platform: Platform, lock_path: Path) -> str:
@@ -137,55 +146,128 @@ def runtime_requirements() -> list[str]:
 
 
 def prepare(project: Project, platform: Platform, lock_path: Path,
-            fetcher: Fetcher) -> Toolset:
-    """Resolve, fetch and build every tool for *platform*: lockkit's wheel first."""
+            fetcher: Fetcher, *, kept: Path | None = None) -> Toolset:
+    """Resolve, fetch and build every tool for *platform*, lockkit's wheel first; or take
+    the pins of the wheelhouse *kept* (the folder this build replaces) when they were made
+    from the same inputs (see the module)."""
     python = target_python(project, platform, lock_path)
-    memo = fetcher.cache.root / FOLDER
-    key = _key(project, platform, python)
-    wants = _recall(memo / f"{key}.json")
-    if wants is None:
-        wants = _resolve(project, platform, python)
-        _remember(memo / f"{key}.json", wants)
-    deps = []
-    for package, version, want in wants:
-        got = fetcher.fetch(want)
-        deps.append(Tool(package=package, version=version, filename=want.filename,
-                         sha256=want.sha256, path=got.path, source=want.source))
-    return Toolset(platform=platform.name, python=python,
-                   tools=(own_wheel(fetcher.cache, project), *deps))
+    root = source_tree()
+    key = resolution_key(project, platform, python, root)
+    tools = _from_kept(kept, key, project, platform, fetcher) if kept is not None else None
+    if tools is None:
+        deps = []
+        for package, version, want in _resolve(project, platform, python):
+            got = fetcher.fetch(want)
+            deps.append(Tool(package=package, version=version, filename=want.filename,
+                             sha256=want.sha256, path=got.path, source=want.source))
+        tools = (own_wheel(fetcher.cache, project), *deps)
+    return Toolset(platform=platform.name, python=python, tools=tools, key=key)
 
 
-def _key(project: Project, platform: Platform, python: str) -> str:
+def resolution_key(project: Project, platform: Platform, python: str,
+                   root: Path | None) -> str:
+    """The sha256 of everything that decides ``tools/`` (see the module)."""
     from lockkit.redact import strip_credentials
 
     decides = [__version__, runtime_requirements(), platform.fingerprint, python,
                strip_credentials(project.index_url or ""),
                sorted((k, strip_credentials(v)) for k, v in project.mirrors.items()),
-               project.exclude_newer or ""]
+               project.exclude_newer or "",
+               _tree_digest(root) if root is not None else code_digest()]
     return hashlib.sha256(json.dumps(decides).encode()).hexdigest()
 
 
-def _recall(path: Path) -> list[tuple[str, str, Want]] | None:
-    """A remembered resolution (see the module), or None: a memo that cannot be read is
-    only a miss, and each file is still fetched and checked by its sha256."""
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
-        return [(r["package"], r["version"],
-                 Want(filename=r["filename"], sha256=r["sha256"], size=r["size"],
-                      urls=tuple(r["urls"]), source=r["source"])) for r in rows]
-    except (OSError, ValueError, KeyError, TypeError):
+_PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+) --hash=sha256:([0-9a-f]{64})")
+_KEY_LINE = "# resolution: "
+
+
+def _from_kept(folder: Path, key: str, project: Project, platform: Platform,
+               fetcher: Fetcher) -> tuple[Tool, ...] | None:
+    """The tools *folder*'s ``tools/requirements.txt`` pins, when it was made for *key*,
+    each fetched by hash (a cache hit is hashed again); None when the folder's pins do not
+    hold (the caller resolves again)."""
+    pins = _kept_pins(folder, key, platform.name)
+    if pins is None:
         return None
+    mirrors, tools = Mirrors(project.mirrors), []
+    for package, version, entry in pins:
+        name = entry["path"].removeprefix(f"{FOLDER}/")
+        source = str(entry.get("source"))  # an official URL (_kept_entry)
+        if package == "lockkit":  # lockkit's own wheel: made here, on no index
+            path = fetcher.cache.get(entry["sha256"], entry["size"])
+            if path is None:
+                return None  # built again, with the rest resolved again
+            source = _own_source(source_tree())
+        else:
+            want = Want(filename=name, sha256=entry["sha256"], size=entry["size"],
+                        urls=(mirrors.effective(source),), source=source)
+            try:
+                path = fetcher.fetch(want).path
+            except FetchError:
+                return None
+        tools.append(Tool(package=package, version=version, filename=name,
+                          sha256=entry["sha256"], path=path, source=source))
+    own = [t for t in tools if t.package == "lockkit"]
+    return (*own, *(t for t in tools if t.package != "lockkit")) if own else None
 
 
-def _remember(path: Path, wants: list[tuple[str, str, Want]]) -> None:
-    rows = [{"package": package, "version": version, "filename": w.filename,
-             "sha256": w.sha256, "size": w.size, "urls": [str(u) for u in w.urls],
-             "source": w.source} for package, version, w in wants]
+def _kept_pins(folder: Path, key: str,
+               platform: str) -> list[tuple[str, str, dict[str, Any]]] | None:
+    """(package, version, manifest entry) of every pin of *folder*'s tools, or None.
+
+    Read back as fresh data: both files regular, this user's and writable by nobody else
+    (:func:`lockkit.memo.read_regular`); the manifest of *platform*, listing
+    ``tools/requirements.txt`` with its sha256; the requirements of *key*, each pin a
+    wheel the manifest lists under ``tools/`` with the pin's hash, its name a wheel's of
+    that package and version, its source an official URL (lockkit's own wheel aside);
+    and every tool the manifest lists pinned."""
+    raw, reqs = read_regular(folder / "manifest.json"), read_regular(folder / FOLDER /
+                                                                     "requirements.txt")
+    if raw is None or reqs is None:
+        return None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(rows, indent=1, sort_keys=True) + "\n")
-    except (OSError, LockkitError):
-        pass
+        manifest = json.loads(raw)
+        files = {str(f["path"]): f for f in manifest["files"] if f.get("kind") == "tool"}
+        listed = files.pop(f"{FOLDER}/requirements.txt")["sha256"]
+        text = reqs.decode("utf-8")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    lines = text.splitlines()
+    if manifest.get("platform") != platform or listed != hashlib.sha256(reqs).hexdigest() \
+            or f"{_KEY_LINE}{key}" not in lines:
+        return None
+    by_sha = {f.get("sha256"): f for f in files.values()}
+    pins = []
+    for line in (ln for ln in lines if not ln.startswith("#")):
+        match = _PIN.fullmatch(line)
+        entry = by_sha.pop(match.group(3), None) if match else None
+        if match is None or entry is None or not _kept_entry(entry, *match.group(1, 2)):
+            return None
+        pins.append((str(canonicalize_name(match.group(1))), match.group(2), entry))
+    return pins if pins and not by_sha else None
+
+
+def _kept_entry(entry: dict[str, Any], package: str, version: str) -> bool:
+    """A manifest entry of a tool wheel, by the rules a fresh one follows."""
+    path, source, size = entry.get("path"), entry.get("source"), entry.get("size")
+    if not isinstance(path, str) or not isinstance(size, int) or \
+            not path.startswith(f"{FOLDER}/") or not path.endswith(".whl"):
+        return False
+    name = path.removeprefix(f"{FOLDER}/")
+    try:
+        parsed, parsed_version, _, _ = parse_wheel_filename(name)
+    except InvalidWheelFilename:
+        return False
+    from lockkit.redact import strip_credentials
+
+    official = canonicalize_name(package) == "lockkit" or (
+        isinstance(source, str) and source.startswith(("https://", "http://"))
+        and strip_credentials(source) == source)
+    try:
+        same = parsed == canonicalize_name(package) and parsed_version == Version(version)
+    except InvalidVersion:
+        return False
+    return file_name_problem(name) is None and official and same
 
 
 def _resolve(project: Project, platform: Platform, python: str) -> list[tuple[str, str, Want]]:
@@ -217,7 +299,7 @@ def _want(name: str, version: str, dist: Any, mirrors: Mirrors) -> tuple[str, st
                          "platform (tools/ carries wheels only)", hint="pass --no-tools")
     filename = dist.name or dist.url.rsplit("/", 1)[-1]
     sha = (dist.hashes or {}).get("sha256")
-    if not sha or "/" in filename or filename.startswith("."):
+    if not sha or file_name_problem(filename):
         raise BuildError(f"{name} {version}: no sha256 or an unsafe file name ({filename!r})")
     want = Want(filename=filename, sha256=sha, size=dist.size, urls=(dist.url,),
                 source=mirrors.official(dist.url))
@@ -229,31 +311,24 @@ def _want(name: str, version: str, dist: Any, mirrors: Mirrors) -> tuple[str, st
 def own_wheel(cache: Cache, project: Project | None = None) -> Tool:
     """lockkit's wheel, built from the running lockkit (see the module), into *cache*."""
     root = source_tree()
-    memo = cache.root / FOLDER / f"own-{_tree_digest(root)}.json" if root is not None else None
-    known = _recall_own(cache, memo) if memo is not None else None
-    if known is not None:
-        return known
     with tempfile.TemporaryDirectory(prefix="lockkit-own-") as tmp:
         if root is not None:
             wheel = _build_from_source(root, Path(tmp), project)
-            how = "built by lockkit from its source tree (uv build)"
         else:
             wheel = rebuild_installed(Path(tmp))
-            how = "rebuilt by lockkit from its installed files (RECORD)"
         out, partial = cache.new_partial()
         with out, wheel.open("rb") as src:
             sha = copy_hashing(src, out, lambda n: None)
         path = cache.commit(partial, sha)
-    tool = Tool(package="lockkit", version=__version__, filename=wheel.name, sha256=sha,
-                path=path, source=f"lockkit {__version__}, {how}")
-    if memo is not None:
-        try:
-            memo.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(memo, json.dumps({"filename": tool.filename, "sha256": sha,
-                                           "source": tool.source}) + "\n")
-        except (OSError, LockkitError):
-            pass
-    return tool
+    return Tool(package="lockkit", version=__version__, filename=wheel.name, sha256=sha,
+                path=path, source=_own_source(root))
+
+
+def _own_source(root: Path | None) -> str:
+    """How lockkit's own wheel was made, as the manifest says it."""
+    how = ("built by lockkit from its source tree (uv build)" if root is not None
+           else "rebuilt by lockkit from its installed files (RECORD)")
+    return f"lockkit {__version__}, {how}"
 
 
 def _tree_digest(root: Path) -> str:
@@ -268,19 +343,6 @@ def _tree_digest(root: Path) -> str:
             digest.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0".encode())
             digest.update(data)
     return digest.hexdigest()
-
-
-def _recall_own(cache: Cache, memo: Path) -> Tool | None:
-    """lockkit's wheel built before from the same tree, still in the cache (checked)."""
-    try:
-        known = json.loads(memo.read_text(encoding="utf-8"))
-        path = cache.get(known["sha256"], None)
-        if path is None:
-            return None
-        return Tool(package="lockkit", version=__version__, filename=known["filename"],
-                    sha256=known["sha256"], path=path, source=known["source"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def source_tree() -> Path | None:
@@ -372,19 +434,17 @@ def _distribution() -> metadata.Distribution:
 
 # --- into the wheelhouse ------------------------------------------------------------------
 
-def place(stage: Path, toolset: Toolset) -> list[dict[str, Any]]:
+def place(stage: Path, toolset: Toolset, cache: Cache) -> list[dict[str, Any]]:
     """Put the tools in ``<stage>/tools/`` with a hash-pinned requirements.txt; return their
     manifest entries (kind "tool")."""
     folder = stage / FOLDER
     folder.mkdir()
     entries = []
     for tool in sorted(toolset.tools, key=lambda t: t.package):
-        placed = link_or_copy(tool.path, folder / tool.filename, tool.sha256)
-        if placed != tool.sha256:
-            raise HashMismatch(f"{tool.filename}: the cache copy changed while it was placed",
-                               hint="run the build again: the cache re-checks and re-fetches")
+        dest = inside(folder, tool.filename)
+        cache.place(tool.path, dest, tool.sha256)
         entries.append({"path": f"{FOLDER}/{tool.filename}", "kind": "tool",
-                        "size": (folder / tool.filename).stat().st_size, "sha256": placed,
+                        "size": dest.stat().st_size, "sha256": tool.sha256,
                         "package": tool.package, "version": tool.version,
                         "source": tool.source})
     reqs = folder / "requirements.txt"
@@ -400,7 +460,8 @@ def _requirements(toolset: Toolset) -> str:
              "# on the offline machine, any pip:",
              "#   python -m venv v && v/bin/pip install --no-index --find-links <this folder> "
              "--require-hashes -r requirements.txt",
-             "#   v/bin/lockkit verify --wheelhouse <the wheelhouse> --project <project>"]
+             "#   v/bin/lockkit verify --wheelhouse <the wheelhouse> --project <project>",
+             f"{_KEY_LINE}{toolset.key}"]
     lines += [f"{t.package}=={t.version} --hash=sha256:{t.sha256}"
               for t in sorted(toolset.tools, key=lambda t: t.package)]
     return "\n".join(lines) + "\n"

@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from packaging.pylock import PackageSdist, PackageWheel
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 
 from lockkit.common import sha256_file
 from lockkit.errors import TrustError, UsageError
@@ -26,8 +32,8 @@ from lockkit.lockfile import read_lock
 from lockkit.platforms import Platform, load_platforms
 from lockkit.targets import select
 
-__all__ = ["Checked", "Selected", "TrustError", "check_folder", "committed", "requirements",
-           "selection"]
+__all__ = ["Checked", "Selected", "TrustError", "check_folder", "committed",
+           "file_name_problem", "inside", "requirements", "selection"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +55,33 @@ class Checked:
     version: str
     path: Path
     sha256: str
+
+
+def file_name_problem(name: str) -> str | None:
+    """Why *name* cannot be a file of a wheelhouse, or None: it must be a plain name (no
+    separator, no leading dot) of a valid wheel or sdist. One rule for every name, the
+    lock's, a tool's, or one read back from a wheelhouse or a memo."""
+    if not name or any(c in name for c in "/\\\0:") or any(ord(c) < 32 for c in name):
+        return "not a plain file name"
+    if name.startswith("."):
+        return "a hidden file name"
+    try:
+        if name.endswith(".whl"):
+            parse_wheel_filename(name)
+        else:
+            parse_sdist_filename(name)
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        return "not a wheel or sdist file name"
+    return None
+
+
+def inside(folder: Path, name: str) -> Path:
+    """``folder / name``, checked to stay in *folder* once resolved (nothing in the way is
+    a link elsewhere); a name that leaves it is a TrustError."""
+    dest = folder / name
+    if file_name_problem(name) or dest.resolve().parent != folder.resolve():
+        raise TrustError(f"{name!r}: not a file name inside {folder}")
+    return dest
 
 
 def selection(lock_path: Path, platform: Platform) -> list[Selected]:

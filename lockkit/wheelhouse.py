@@ -38,10 +38,11 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from lockkit import __version__, _run, sbom
 from lockkit._compat import tomllib
+from lockkit.cache import copy_file
 from lockkit.common import sha256_file, temp_dir
 from lockkit.config import Project
 from lockkit.errors import BuildError, ConfigError
-from lockkit.fetch import Cache, Fetcher, FetchError, Got, HashMismatch, PageRef, Want, link_or_copy
+from lockkit.fetch import Cache, Fetcher, FetchError, Got, HashMismatch, PageRef, Want
 from lockkit.lockfile import dumps, read_lock
 from lockkit.offline import requirements_header
 from lockkit.outdir import STAGE as _STAGE
@@ -50,13 +51,14 @@ from lockkit.outdir import sweep_stale as _sweep_stale
 from lockkit.platforms import Platform
 from lockkit.redact import redact
 from lockkit.targets import select
+from lockkit.trust import file_name_problem, inside
 from lockkit.urls import Mirrors, expand
 from lockkit.wheelzip import normalize_wheel, source_epoch
 
 if TYPE_CHECKING:
     from lockkit.tools import Toolset
 
-__all__ = ["BuildError", "BuildResult", "FileRecord", "Item", "build", "plan"]
+__all__ = ["BuildError", "BuildResult", "FileRecord", "Item", "build", "plan", "texts_of"]
 
 _GRACE = 0.5  # seconds an interrupted build waits for its cut-off downloads to unwind
 _FALLBACK_HINT = ("the official host is tried after a failed mirror only with "
@@ -95,7 +97,6 @@ class BuildResult:
     downloaded_bytes: int
     from_cache: int
     lock_sha256: str = ""
-    texts: tuple[tuple[str, str], ...] = ()  # every file but the wheels: path, text
 
 
 def plan(project: Project, platform: Platform, *,
@@ -127,8 +128,9 @@ def _item(project: Project, name: str, version: str, dist: PackageWheel | Packag
           entry: dict[str, Any], fallback_to_official: bool = False) -> Item:
     url = dist.url or ""
     filename = dist.name or urllib.parse.unquote(url.rsplit("/", 1)[-1])
-    if not filename or "/" in filename or "\\" in filename or filename.startswith("."):
-        raise BuildError(f"{name}: unsafe file name {filename!r} in the lock")
+    problem = file_name_problem(filename)
+    if problem:
+        raise BuildError(f"{name}: unsafe file name {filename!r} in the lock: {problem}")
     sha = (dist.hashes or {}).get("sha256")
     if not sha:
         raise BuildError(f"{name}: {filename} has no sha256 in the lock")
@@ -169,31 +171,20 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
             on_file(got)
         return got
 
-    # Cache hits here, in order and on this thread (a stamp check each); threads, and the
-    # HTTP client, only for what must be fetched. The client is built before the workers
-    # start, so none waits on another's httpx import.
-    hits = {i: Got(want=item.want, path=path, origin="cache", downloaded=0)
-            for i, item in enumerate(items)
-            if (path := cache.get(item.want.sha256, item.want.size)) is not None}
-    for got in hits.values():
-        if on_file:
-            on_file(got)
-    # The largest first: the last file to finish is then a small one, not a torch wheel
-    # started late while the other threads sit idle.
-    missing = sorted((i for i in range(len(items)) if i not in hits),
-                     key=lambda i: -(items[i].want.size or 0))
-    if missing and hasattr(client, "open"):
-        client.open()
-    fetched = _fetch_all(fetcher, one, [items[i] for i in missing], jobs) if missing else []
-    hits.update(zip(missing, fetched, strict=True))
-    gots = [hits[i] for i in range(len(items))]
+    # Every file on the threads, the largest first (the last to finish is then a small
+    # one, not a torch wheel started late): a cache hit is hashed again there (hashlib
+    # releases the GIL), a miss fetched; the HTTP client is built by the first miss.
+    order = sorted(range(len(items)), key=lambda i: -(items[i].want.size or 0))
+    fetched = _fetch_all(fetcher, one, [items[i] for i in order], jobs) if items else []
+    got_of = dict(zip(order, fetched, strict=True))
+    gots = [got_of[i] for i in range(len(items))]
     kit = None
     if with_tools:
         from lockkit import tools  # ~50 ms of imports a build without tools/ never pays
 
-        kit = tools.prepare(project, platform, lock_path, fetcher)
+        kit = tools.prepare(project, platform, lock_path, fetcher, kept=out)
     return _assemble(project, platform, out, lock_path, list(zip(items, gots, strict=True)),
-                     kit, memo=cache.root / "sbom")
+                     kit, cache=cache)
 
 
 def _fetch_one(fetcher: Fetcher, item: Item) -> Got:
@@ -253,15 +244,15 @@ def _worker(todo: queue.SimpleQueue[tuple[Item, Future[Got]] | None],
 
 
 def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
-              fetched: list[tuple[Item, Got]], kit: Toolset | None = None,
-              memo: Path | None = None) -> BuildResult:
+              fetched: list[tuple[Item, Got]], kit: Toolset | None = None, *,
+              cache: Cache) -> BuildResult:
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = temp_dir(out.parent, f".{out.name}.{_STAGE}")
     try:
-        records = [_place(project, stage, item, got) for item, got in fetched]
+        records = [_place(project, stage, item, got, cache) for item, got in fetched]
         records.sort(key=lambda r: r.path)
-        extra = _place_tools(stage, kit) if kit else []  # tools/: not the lock's files
-        lock_sha, texts = _write_meta(stage, platform, lock_path, fetched, records, extra, memo)
+        extra = _place_tools(stage, kit, cache) if kit else []  # tools/: not the lock's files
+        lock_sha = _write_meta(stage, platform, lock_path, fetched, records, extra)
         _swap(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
@@ -269,27 +260,23 @@ def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
     return BuildResult(folder=out, platform=platform.name, files=tuple(records),
                        downloaded_bytes=sum(g.downloaded for _, g in fetched),
                        from_cache=sum(g.origin == "cache" for _, g in fetched),
-                       lock_sha256=lock_sha, texts=tuple(texts.items()))
+                       lock_sha256=lock_sha)
 
 
-def _place_tools(stage: Path, kit: Toolset) -> list[dict[str, Any]]:
+def _place_tools(stage: Path, kit: Toolset, cache: Cache) -> list[dict[str, Any]]:
     from lockkit import tools
 
-    return tools.place(stage, kit)
+    return tools.place(stage, kit, cache)
 
 
-def _place(project: Project, stage: Path, item: Item, got: Got) -> FileRecord:
+def _place(project: Project, stage: Path, item: Item, got: Got, cache: Cache) -> FileRecord:
     base: dict[str, Any] = dict(package=item.package, version=item.version, origin=got.origin,
                                 source=redact(item.want.source))
-    if item.kind == "wheel":  # the manifest records the bytes placed, not the lock's claim
-        dest = stage / item.want.filename
-        placed = link_or_copy(got.path, dest, item.want.sha256)
-        if placed != item.want.sha256:
-            raise HashMismatch(f"{item.want.filename}: the cache copy changed while it was "
-                               f"placed (sha256 {placed}, the lock says {item.want.sha256})",
-                               hint="run the build again: the cache re-checks and re-fetches")
-        return FileRecord(path=item.want.filename, size=dest.stat().st_size, sha256=placed,
-                          **base)
+    if item.kind == "wheel":  # the bytes placed hash to the lock's sha256 (Cache.place)
+        dest = inside(stage, item.want.filename)
+        cache.place(got.path, dest, item.want.sha256)
+        return FileRecord(path=item.want.filename, size=dest.stat().st_size,
+                          sha256=item.want.sha256, **base)
     wheel = _build_sdist(project, item, got.path, stage)
     return FileRecord(path=wheel.name, size=wheel.stat().st_size, sha256=sha256_file(wheel),
                       built_from={"sdist": item.want.filename, "sha256": item.want.sha256},
@@ -301,8 +288,10 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
     epoch = source_epoch(item.entry)
     env = _run.isolated_env({"SOURCE_DATE_EPOCH": str(epoch), "PYTHONHASHSEED": "0"})
     with tempfile.TemporaryDirectory(prefix="lockkit-sdist-") as tmp:
-        src = Path(tmp) / item.want.filename
-        shutil.copyfile(sdist, src)
+        src = inside(Path(tmp), item.want.filename)
+        if copy_file(sdist, src) != item.want.sha256:  # the cache's blob, hashed as copied
+            raise HashMismatch(f"{item.want.filename}: the cache's copy changed before it "
+                               "was built", hint="run the build again")
         from lockkit.resolve import uv_bin
 
         argv = [uv_bin(), "build", "--wheel", "--no-config", "--quiet", "--python",
@@ -326,22 +315,17 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
 
 def _write_meta(stage: Path, platform: Platform, lock_path: Path,
                 fetched: list[tuple[Item, Got]], records: list[FileRecord],
-                extra: list[dict[str, Any]] | None = None, memo: Path | None = None
-                ) -> tuple[str, dict[str, str]]:
-    """Write every file but the wheels; return the lock's sha256 and what was written."""
+                extra: list[dict[str, Any]] | None = None) -> str:
+    """Write every file but the wheels; return the lock's sha256."""
     raw = lock_path.read_bytes()  # once: the lock's tables and its sha256 from the same bytes
     data, lock_sha = tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
-    of = {"lock": lock_path.name, "sha256": lock_sha}
-    by_pkg = {r.package: r for r in records}
     entries = {item.package: item.entry for item, _ in fetched}
-    texts = {"pylock.toml": dumps(_local_lock(data, entries, by_pkg, of)),
-             "requirements.txt": _requirements(platform, records, tools=bool(extra)),
-             **_simple_tree(records)}
+    texts = texts_of(data, entries, records, platform=platform.name, lock=lock_path.name,
+                     lock_sha256=lock_sha, tools=bool(extra))
     described = [sbom.File.of(r, entries[r.package]) for r in records]
     described += [_tool_file(e) for e in extra or [] if "package" in e]
-    kw: dict[str, Any] = dict(platform=platform.name, lock=data, lock_sha256=lock_sha)
-    texts[sbom.FILENAME] = (sbom.render_memo(described, memo=memo, **kw) if memo
-                            else sbom.render(described, **kw))
+    texts[sbom.FILENAME] = sbom.render(described, platform=platform.name, lock=data,
+                                       lock_sha256=lock_sha)
     for rel, text in texts.items():
         _text(stage / rel, text)
     listed = {e["path"] for e in extra or []}
@@ -354,9 +338,22 @@ def _write_meta(stage: Path, platform: Platform, lock_path: Path,
                 "lock": lock_path.name, "lock_sha256": lock_sha,
                 "lockkit_version": __version__,
                 "files": sorted(files, key=lambda f: f["path"])}
-    texts["manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
-    _text(stage / "manifest.json", texts["manifest.json"])
-    return lock_sha, texts
+    _text(stage / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return lock_sha
+
+
+def texts_of(data: dict[str, Any], entries: dict[str, dict[str, Any]],
+             records: list[FileRecord], *, platform: str, lock: str, lock_sha256: str,
+             tools: bool) -> dict[str, str]:
+    """What a wheelhouse of *records* (its wheels) holds besides them, the SBOM and the
+    manifest, by path: ``pylock.toml``, ``requirements.txt`` and the ``simple/`` pages, all
+    derived from the source lock (*data*, *entries*: its package tables by name) and the
+    wheels alone. ``build`` writes them; ``pack`` derives them again to check a folder."""
+    by_pkg = {r.package: r for r in records}
+    of = {"lock": lock, "sha256": lock_sha256}
+    return {"pylock.toml": dumps(_local_lock(data, entries, by_pkg, of)),
+            "requirements.txt": _requirements(platform, records, tools=tools),
+            **_simple_tree(records)}
 
 
 def _tool_file(entry: dict[str, Any]) -> sbom.File:
@@ -395,8 +392,8 @@ def _local_lock(data: dict[str, Any], entries: dict[str, dict[str, Any]],
             "packages": packages, "tool": {"lockkit": tool}}
 
 
-def _requirements(platform: Platform, records: list[FileRecord], tools: bool = False) -> str:
-    lines = requirements_header(platform.name, tools)
+def _requirements(platform: str, records: list[FileRecord], tools: bool = False) -> str:
+    lines = requirements_header(platform, tools)
     lines += [f"{r.package}=={r.version} --hash=sha256:{r.sha256}"
               for r in sorted(records, key=lambda r: r.package)]
     return "\n".join(lines) + "\n"

@@ -253,62 +253,41 @@ def test_a_project_that_is_not_a_folder_is_a_usage_error(filled, tmp_path, capsy
     assert err.splitlines()[0] == f"lockkit: error: --project {tmp_path / 'nowhere'}: not a folder"
 
 
-# --- checked stamps: a hit is re-hashed unless its blob is provably untouched ---------------
+# --- memos and the folders older lockkits made ------------------------------------------------
 
-def test_a_stamped_hit_is_not_hashed_again(tmp_path, monkeypatch):
-    from lockkit import cache as cache_mod
+def test_info_says_memos_are_on_in_a_private_cache_and_counts_them(filled, project, capsys):
+    from lockkit.memo import MemoStore
 
-    blob = commit(tmp_path / "c", b"wheel bytes")
-    sha = blob.name
-    assert (tmp_path / "c" / "checked" / sha).is_file()  # hashed on its way in
-    monkeypatch.setattr(cache_mod, "sha256_file", lambda p: pytest.fail("hashed again"))
-    assert Cache(tmp_path / "c").get(sha, len(b"wheel bytes")) == blob
-
-
-def test_a_rewritten_blob_is_rehashed_and_evicted(tmp_path):
-    """The owner (or root) can write a 0444 blob: the write moves its mtime, the stamp no
-    longer holds, and the bytes are hashed (same size, other bytes: evicted)."""
-    blob = commit(tmp_path / "c", b"wheel bytes")
-    st = blob.stat()
-    time.sleep(0.01)
-    os.chmod(blob, 0o644)
-    blob.write_bytes(b"evil bytes!")  # same size
-    assert blob.stat().st_mtime_ns != st.st_mtime_ns
-    assert Cache(tmp_path / "c").get(blob.name, len(b"wheel bytes")) is None
-    assert not blob.exists() and not (tmp_path / "c" / "checked" / blob.name).exists()
+    store = MemoStore(filled)
+    assert store.put("compile", store.key("compile", "x"), {"lock": "abc"})
+    code, out, _ = cache_cli(capsys, "info", "--cache-dir", str(filled), "--project",
+                             str(project))
+    assert code == 0
+    line = next(ln for ln in out.splitlines() if ln.startswith("memos"))
+    assert line.startswith("memos       on: the cache is private to you; 1 in memo/")
+    code, out, _ = cache_cli(capsys, "info", "--cache-dir", str(filled), "--json")
+    assert json.loads(out)["memos"]["on"] is True and json.loads(out)["memos"]["files"] == 1
 
 
-def test_links_made_and_removed_keep_the_stamp(tmp_path, monkeypatch):
-    """Every build links blobs and every replaced wheelhouse unlinks them: that moves the
-    inode's ctime, not its mtime, and a warm build still hashes nothing."""
-    from lockkit import cache as cache_mod
-    from lockkit.cache import link_or_copy
-
-    blob = commit(tmp_path / "c", b"wheel bytes")
-    assert link_or_copy(blob, tmp_path / "placed.whl", blob.name) == blob.name
-    (tmp_path / "placed.whl").unlink()
-    monkeypatch.setattr(cache_mod, "sha256_file", lambda p: pytest.fail("hashed again"))
-    assert Cache(tmp_path / "c").get(blob.name, None) == blob
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes")
+def test_info_says_memos_are_off_in_a_group_writable_cache(filled, project, capsys):
+    os.chmod(filled, 0o770)
+    code, out, _ = cache_cli(capsys, "info", "--cache-dir", str(filled), "--project",
+                             str(project))
+    assert code == 0
+    assert f"memos       off: {filled} is writable by group; every blob is re-hashed" in out
+    code, out, _ = cache_cli(capsys, "info", "--cache-dir", str(filled), "--json")
+    assert json.loads(out)["memos"]["on"] is False
 
 
-def test_a_link_keeps_the_stamp_valid(tmp_path, monkeypatch):
-    from lockkit import cache as cache_mod
-    from lockkit.cache import link_or_copy
-
-    blob = commit(tmp_path / "c", b"wheel bytes")
-    assert link_or_copy(blob, tmp_path / "placed.whl", blob.name) == blob.name
-    assert (tmp_path / "placed.whl").stat().st_ino == blob.stat().st_ino  # a hard link
-    monkeypatch.setattr(cache_mod, "sha256_file", lambda p: pytest.fail("hashed again"))
-    assert Cache(tmp_path / "c").get(blob.name, None) == blob
-
-
-def test_a_warm_rebuild_renders_no_sbom(project, tmp_path, monkeypatch):
-    """The SBOM of the same inputs is the cache's memo: a second build imports no
-    cyclonedx, and writes the same bytes."""
-    cache = tmp_path / "cache"
-    build(project, cache)
-    first = (cache.parent / "wh-linux-cpu" / "sbom.cdx.json").read_bytes()
-    assert list((cache / "sbom").glob("*.json"))
-    monkeypatch.setitem(sys.modules, "cyclonedx", None)  # an import now raises
-    build(project, cache)
-    assert (cache.parent / "wh-linux-cpu" / "sbom.cdx.json").read_bytes() == first
+@pytest.mark.parametrize("legacy", ["checked", "sbom", "tools", "plan", "launch"])
+def test_folders_of_older_lockkits_are_accepted_and_pruned(project, filled, capsys, legacy):
+    (filled / legacy).mkdir()
+    (filled / legacy / "old.json").write_text("{}")
+    code, _, _ = cache_cli(capsys, "info", "--cache-dir", str(filled), "--project",
+                           str(project))
+    assert code == 0
+    code, _, _ = cache_cli(capsys, "prune", "--cache-dir", str(filled), "--project",
+                           str(project))
+    assert code == 0 and not (filled / legacy).exists()
+    assert len(blobs(filled)) == CPU_FILES  # the lock's blobs stay

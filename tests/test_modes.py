@@ -33,7 +33,7 @@ def mask(request):
 
 def expected(path: Path, mask: int) -> int:
     """0777/0666 less the umask; a wheel hard-linked from the cache has the blob's mode,
-    read-only (0444 less the umask: see cache.link_or_copy)."""
+    read-only (0444 less the umask: see cache.Cache.place)."""
     st = path.lstat()
     if stat.S_ISDIR(st.st_mode):
         return 0o777 & ~mask

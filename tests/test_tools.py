@@ -204,8 +204,9 @@ def test_lockkit_wheel_is_reproducible_and_complete(built, tmp_path):
 @pytest.mark.network
 def test_pack_and_unpack_carry_the_tools(built, tmp_path):
     root, wheelhouse, _, _ = built
-    lock = trust.committed(root / "locks" / f"pylock.{PLATFORM}.toml", root)
-    tar = archive.pack(wheelhouse, tmp_path / "wh.tar", lock=lock)
+    lock_file = root / "locks" / f"pylock.{PLATFORM}.toml"
+    lock = trust.committed(lock_file, root)
+    tar = archive.pack(wheelhouse, tmp_path / "wh.tar", lock=lock_file, project_dir=root)
     out = archive.unpack(tar, tmp_path / "out", lock=lock)
     for entry in tools_entries(wheelhouse):
         assert (out / entry).read_bytes() == (wheelhouse / entry).read_bytes()
@@ -317,23 +318,30 @@ def test_an_installed_lockkit_rebuilds_its_wheel(built, machine):
 
 
 @pytest.mark.network
-def test_a_second_build_asks_no_index_and_builds_nothing(built, tmp_path):
-    """The tools' resolution and lockkit's own wheel are remembered in the cache: a second
-    build into a new folder sends no request to either index and gives the same tools/,
-    every file from the cache by hash."""
+def test_a_rebuild_of_the_folder_takes_its_pins_and_asks_no_index(built, tmp_path):
+    """The tools' resolution is kept in the wheelhouse's own tools/requirements.txt, under
+    its resolution key: a build into the same folder sends no request
+    to either index and builds nothing (every file by hash; lockkit's own wheel is the one
+    the first build put in the cache); a build into a new folder resolves again. Nothing
+    of the tools is kept in the download cache."""
     root, wheelhouse, server, pt = built
     cache = tmp_path / "cache"
+    argv = ["wheelhouse", "build", "--project", str(root), "--platform", PLATFORM,
+            "--cache-dir", str(cache)]
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("LOCKKIT_NO_TOOLS", raising=False)
-        assert main(["wheelhouse", "build", "--project", str(root), "--platform", PLATFORM,
-                     "--cache-dir", str(cache), "--out", str(tmp_path / "first")]) == 0
-        assert list((cache / "tools").glob("*.json"))
+        assert main([*argv, "--out", str(tmp_path / "first")]) == 0
+        assert not (cache / "tools").exists() and not (cache / "memo" / "tools").exists()
+        reqs = (tmp_path / "first" / "tools" / "requirements.txt").read_text()
+        assert "# resolution: " in reqs
         asked = len(server.requests), len(pt.requests)
-        assert main(["wheelhouse", "build", "--project", str(root), "--platform", PLATFORM,
-                     "--cache-dir", str(cache), "--out", str(tmp_path / "again")]) == 0
-    assert (len(server.requests), len(pt.requests)) == asked
+        assert main([*argv, "--out", str(tmp_path / "first")]) == 0
+        assert (len(server.requests), len(pt.requests)) == asked
+        assert main([*argv, "--out", str(tmp_path / "again")]) == 0
+        assert len(server.requests) > asked[0]  # a new folder: resolved again
     names = sorted(os.listdir(tmp_path / "again" / "tools"))
     assert names == sorted(os.listdir(wheelhouse / "tools"))
     for name in names:
         assert tools_sha(tmp_path / "again" / "tools" / name) == \
             tools_sha(wheelhouse / "tools" / name)
+    assert (tmp_path / "first" / "tools" / "requirements.txt").read_text() == reqs

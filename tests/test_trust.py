@@ -14,6 +14,7 @@ from conftest import lockkit
 from index_server import build_wheel
 
 from lockkit._compat import tomllib
+from lockkit.archive import pack as pack_folder
 from lockkit.cli import main
 from lockkit.fetch import Cache
 
@@ -104,8 +105,11 @@ def test_forged_wheelhouse_through_pack_and_unpack(copy_of, tmp_path, capsys):
     folder = project / "wheelhouse" / PLATFORM
     numpy = trojan_numpy(folder, tmp_path)
     archive = tmp_path / "forged.wheelhouse.tar"
+    capsys.readouterr()
     assert main(["wheelhouse", "pack", "--project", str(project), "--platform", PLATFORM,
-                 "-o", str(archive)]) == 0  # the manifest alone cannot tell
+                 "-o", str(archive)]) == 1  # pack checks against the lock the manifest names
+    assert numpy in capsys.readouterr().err.splitlines()[0] and not archive.exists()
+    pack_folder(folder, archive)  # the archive a forger's own tool writes (no lock)
     unpacked = tmp_path / "unpacked"
     assert main(["wheelhouse", "unpack", str(archive), "--out", str(unpacked)]) == 0
     code, doc = verify(project, "--wheelhouse", str(unpacked))

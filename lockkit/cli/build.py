@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -113,8 +112,6 @@ def cmd_wheelhouse(args: argparse.Namespace) -> int:
 
 
 def _wheelhouse_build(args: argparse.Namespace) -> int:
-    if args.no_tools and _wheelhouse_warm(args):
-        return 0
     from lockkit import wheelhouse
     from lockkit.auth import Credentials
     from lockkit.config import load_project
@@ -160,97 +157,10 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
                                    _where(r.origin) + (" (built from sdist)" if r.built_from
                                                        else "")) for r in result.files],
              result.downloaded_bytes, result.from_cache)
-    if stale is None and not with_tools and all(r.built_from is None for r in result.files):
-        _remember(args, project, platform.name, lock_path, cache.root, result)
     if with_tools:
         ui.say(f"{platform.name}: tools/ has lockkit and its dependencies "
                f"({len(list((out / 'tools').glob('*.whl')))} wheels) for the offline machine")
     return 0
-
-
-# The flags of 'wheelhouse build' whose values the warm rebuild reads or that change
-# nothing it writes, each as argparse gives it: attribute, type, repeatable. Any other
-# argv (another flag, an abbreviation, --flag=value, a value starting with '-', --help)
-# goes through argparse, which then tries the memo itself.
-_WARM_FLAGS: dict[str, tuple[str, Any, bool]] = {
-    "--platform": ("platform", str, False), "--project": ("project", Path, False),
-    "--out": ("out", Path, False), "--cache-dir": ("cache_dir", Path, False),
-    "--index-url": ("index_url", str, False), "--find-links": ("find_links", Path, True),
-    "--mirror": ("mirror", str, True)}
-
-
-def wheelhouse_build_warm(argv: list[str]) -> bool:
-    """``wheelhouse build`` from the build memo before argparse is imported, for an argv of
-    the plain flags :data:`_WARM_FLAGS` names (and ``--no-tools``,
-    ``--fallback-to-official``); False when it is not such an argv or the memo does not
-    hold: the command then runs as always."""
-    import types
-
-    args = types.SimpleNamespace(project=None, out=None, cache_dir=None, index_url=None,
-                                 platform=None, find_links=[], mirror=[],
-                                 no_tools=os.environ.get("LOCKKIT_NO_TOOLS", "")
-                                 not in ("", "0"))
-    flags = iter(argv)
-    for flag in flags:
-        if flag in ("--no-tools", "--fallback-to-official"):
-            args.no_tools |= flag == "--no-tools"
-            continue
-        value = next(flags, None)
-        if flag not in _WARM_FLAGS or value is None or value.startswith("-"):
-            return False
-        name, kind, repeat = _WARM_FLAGS[flag]
-        if repeat:
-            getattr(args, name).append(kind(value))
-        else:
-            setattr(args, name, kind(value))
-    return args.platform is not None and args.no_tools and _wheelhouse_warm(args)
-
-
-def _wheelhouse_warm(args: argparse.Namespace | Any) -> bool:
-    """The rebuild from the cache's memo of an earlier build (``lockkit.buildmemo``), which
-    imports none of the full build's modules; False when the memo does not hold."""
-    from lockkit import buildmemo
-    from lockkit.cachelayout import default_cache_dir
-
-    done = buildmemo.warm(project=args.project, platform=args.platform, out=args.out,
-                        cache=(args.cache_dir or default_cache_dir()).absolute(),
-                        find_links=args.find_links, flags=_memo_flags(args))
-    if done is None:
-        return False
-    _printed(args.platform, done.folder,
-             [(pkg, version, name, _size(size), "cache") for pkg, version, name, size
-              in done.files], 0, len(done.files))
-    return True
-
-
-def _memo_flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The flags that change what a build writes: the memo is kept and taken with them."""
-    return {"mirror": list(args.mirror), "index_url": args.index_url}
-
-
-def _remember(args: argparse.Namespace, project: Any, platform: str, lock: Path,
-              cache: Path, result: Any) -> None:
-    """Keep what a build of a fresh lock wrote, for :func:`_wheelhouse_warm`; the inputs are
-    the files the lock's freshness was judged from."""
-    from lockkit import buildmemo
-    from lockkit._compat import tomllib
-
-    try:
-        tool = tomllib.loads(lock.read_text(encoding="utf-8"))["tool"]["lockkit"]
-        labels = list(tool.get("inputs", {}).get("requirements", {}))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return
-    inputs = {project.root / entry for entry in project.requirements}
-    inputs |= {project.root / _LABEL_SECTION.sub("", label) for label in labels}
-    buildmemo.remember(cache, root=project.root, lock=lock, lock_sha256=result.lock_sha256,
-                     platform=platform, config=project.config_file, inputs=inputs,
-                     flags=_memo_flags(args),
-                     wheels=[(r.path, r.sha256, r.size, r.package, r.version)
-                             for r in result.files], texts=dict(result.texts))
-
-
-# a requirement label names its file, then maybe a table: "pyproject.toml[project.dependencies]"
-_LABEL_SECTION = re.compile(r"\[(?:project\.|dependency-groups\.)[^\]]*\]$")
 
 
 def _printed(platform: str, out: Path, rows: list[tuple[str, str, str, str, str]],
@@ -279,7 +189,11 @@ def _wheelhouse_pack(args: argparse.Namespace) -> int:
     root = args.project.absolute()
     folder = wheelhouse_folder(args.folder, root, args.platform)
     out = (args.output or root / "wheelhouse" / f"{args.platform}.wheelhouse.tar").absolute()
-    archive.pack(folder, out, lock=_committed(args.lock, root))
+    if args.lock is not None and not args.lock.is_file():
+        raise UsageError(f"--lock {args.lock}: no such file")
+    # the folder is checked against the lock it was built from, every file derived again
+    lock = args.lock.absolute() if args.lock else archive.named_lock(folder, root)
+    archive.pack(folder, out, lock=lock, project_dir=root)
     ui.say(f"{args.platform}: packed {shown_path(folder)} -> {shown_path(out)} "
            f"({_size(out.stat().st_size)})")
     return 0

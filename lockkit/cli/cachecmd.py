@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,11 +62,13 @@ def _info(args: argparse.Namespace) -> int:
     used = _count([b for b in found.blobs if b.sha256 in keep])
     unused = _count([b for b in found.blobs if b.sha256 not in keep])
     parts, stale = _count(found.partials), _count([p for p in found.partials if p.stale])
+    memos, why, memo_files = _memos(found.root)
     if args.json:
         print(json.dumps({
             "cache_dir": str(found.root), "exists": found.exists, **_count(found.blobs),
             "referenced": used, "unreferenced": unused,
             "partial": {**parts, "stale_files": stale["files"], "stale_bytes": stale["bytes"]},
+            "memos": {"on": memos, "why": why, **memo_files},
             "projects": [str(r) for r in roots], "locks": [str(p) for p in locks]}, indent=2))
         return 0
     where = "" if found.exists else " (does not exist yet)"
@@ -76,8 +80,49 @@ def _info(args: argparse.Namespace) -> int:
           + (": 'lockkit cache prune' removes them" if unused["files"] else ""))
     print(f"partial     {parts['files']}, {_size(parts['bytes'])} "
           f"({stale['files']} older than a day)")
+    print(f"memos       {'on' if memos else 'off'}: {why}; {memo_files['files']} in memo/, "
+          f"{_size(memo_files['bytes'])}")
     ui.say(_UV_NOTE)
     return 0
+
+
+def _memos(root: Path) -> tuple[bool, str, dict[str, int]]:
+    """Whether lockkit remembers anything in the cache at *root* (the memo store's one
+    rule, :class:`lockkit.memo.MemoStore`), why, and the files in its memo folder."""
+    from lockkit.memo import MemoStore
+
+    store = MemoStore(root)
+    files, size = 0, 0
+    for folder, _, names in os.walk(store.root):  # never follows a link
+        for name in names:
+            try:
+                files, size = files + 1, size + os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                pass
+    count = {"files": files, "bytes": size}
+    if store.trusted:
+        return True, "the cache is private to you", count
+    if not os.path.lexists(root):
+        return True, "the cache will be made private to you (0700)", count
+    problem = next(p for p in (_problem(root), _problem(store.root)) if p)
+    return False, f"{problem}; every blob is re-hashed", count
+
+
+def _problem(path: Path) -> str | None:
+    """What keeps *path* from being private to this user (as the memo store judges it)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{path} cannot be read: {exc.strerror}"
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        return f"{path} is not a folder"
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return f"{path} belongs to another user"
+    if st.st_mode & stat.S_IWGRP:
+        return f"{path} is writable by group"
+    return f"{path} is writable by others" if st.st_mode & stat.S_IWOTH else None
 
 
 def _prune(args: argparse.Namespace) -> int:

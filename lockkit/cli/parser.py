@@ -369,7 +369,8 @@ def _wheelhouse_parser(sub: Any) -> None:
         description="Pack wheelhouse/<platform>/ into one tar with one top folder, "
                     "<platform>-wheelhouse/ (manifest.json and SHA256SUMS first, then sorted "
                     "members, fixed times, owners and modes): the same folder gives the "
-                    "same bytes.")
+                    "same bytes. The folder must be the wheelhouse of the lock it was built "
+                    "from: every wheel hashed against it, every other file derived again.")
     pack.add_argument("--platform", required=True, metavar="NAME")
     pack.add_argument("--project", type=Path, default=Path("."), metavar="DIR")
     pack.add_argument("--from", dest="folder", type=Path, metavar="DIR",
@@ -377,7 +378,8 @@ def _wheelhouse_parser(sub: Any) -> None:
     pack.add_argument("-o", "--output", type=Path, metavar="FILE",
                       help="archive (default: <project>/wheelhouse/<platform>.wheelhouse.tar)")
     pack.add_argument("--lock", type=Path, metavar="FILE",
-                      help="also check every wheel by hash against this committed lock")
+                      help="the committed lock the folder was built from (default: the "
+                           "one its manifest names, in <project>/locks)")
     _wheelhouse_sbom_parser(whsub)
     unpack = whsub.add_parser(
         "unpack", help="check and extract a wheelhouse archive",

@@ -37,8 +37,9 @@ class Options:
     variant: dict[str, Any] | None = None  # {"name", "reason", "changes": [layers]}
     fetch: Callable[[Path], Path] | None = None  # builds a wheelhouse from the lock's URLs
     on_step: Callable[[Step], None] | None = None
-    # lockkit's download cache: with uv, installs go through <cache>/verify (see
-    # rebuild.install_step); None: a uv cache of the run's own, removed with it
+    # lockkit's download cache: with uv, installs go through <cache>/verify when that cache
+    # is private to the user (rebuild.shared_root); None, or a cache other users can
+    # write: a uv cache and bytecode of the run's own, in its temp folder, removed with it
     cache_root: Path | None = None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,14 +21,17 @@ from packaging.version import InvalidVersion, Version
 
 from lockkit import _run, trust
 from lockkit._compat import tomllib
+from lockkit.cachelayout import make_root
 from lockkit.common import arch_family, host_arch, host_os, last_error_line, sha256_file
 from lockkit.errors import LockkitError
+from lockkit.memo import MemoStore, private_folder
 from lockkit.report.model import Inventory, PackageRow
 from lockkit.resolve import uv_bin
 from lockkit.steps import Step, StepFailed
 from lockkit.verify.context import Run
 
-__all__ = ["check_step", "host_step", "install_step", "inventory_step", "venv_step"]
+__all__ = ["check_step", "host_step", "install_step", "inventory_step", "shared_root",
+           "venv_step"]
 
 _INSTALL_TIMEOUT = 1800
 
@@ -144,14 +148,16 @@ def _shared_venv(run: Run) -> Path | None:
     every run, and uv linking the same unpacked files from its cache (install_step), the
     ``.pyc`` files in ``<cache>/verify/pyc`` (``pycache_prefix``) stay valid: CPython checks
     each against its source's path, mtime and size, and recompiles any other. One run holds
-    the folder at a time (``flock``); another run, ``--keep-venv``, pip or a cache-less
-    run takes a temp folder as before."""
+    the folder at a time (``flock``); another run, ``--keep-venv``, pip, a cache-less run
+    or one whose cache is not private (:func:`shared_root`) takes a temp folder."""
     opts = run.opts
-    if opts.cache_root is None or opts.keep_venv or opts.installer != "uv" or os.name != "posix":
+    if opts.keep_venv or opts.installer != "uv" or os.name != "posix":
+        return None
+    root = shared_root(opts.cache_root)
+    if root is None:
         return None
     import fcntl
 
-    root = opts.cache_root / _SHARED
     folder = root / "venvs" / opts.platform.name
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
@@ -195,16 +201,15 @@ def install_step(run: Run, step: Step) -> None:
     run.expected = {c.package: c.version for c in checked}
     reqs = run.work / "install" / "requirements.txt"  # hashes of the lock, checked just now
     reqs.parent.mkdir(exist_ok=True)
-    shared = opts.installer == "uv" and opts.cache_root is not None
+    shared = shared_root(opts.cache_root) if opts.installer == "uv" else None
     reqs.write_text(trust.requirements(checked), encoding="utf-8")
     step.detail["checked"] = (f"{len(checked)} wheel(s) hashed and matched against "
                               f"{lock.name}; the installer enforces the same hashes")
     assert run.python is not None
     uv_cache = None
-    if shared and opts.cache_root is not None:
-        uv_cache = opts.cache_root / _SHARED / "uv"
-        links = [a for d in _by_hash(checked, opts.cache_root / _SHARED)
-                 for a in ("--find-links", str(d))]
+    if shared is not None:
+        uv_cache = shared / "uv"
+        links = [a for d in _by_hash(checked, shared) for a in ("--find-links", str(d))]
         argv = [uv_bin(), "pip", "install", "--no-config", "--offline", "--no-index",
                 "--quiet", "--python", str(run.python), *links, "--require-hashes",
                 "-r", str(reqs)]
@@ -225,7 +230,31 @@ def install_step(run: Run, step: Step) -> None:
         raise StepFailed(f"{opts.installer} install failed: {_why(result)}")
 
 
-_SHARED = "verify"  # <cache>/verify: wheels/<sha256>/<file> and uv's cache
+_SHARED = "verify"  # <cache>/verify: wheels/<sha256>/<file>, uv's cache, venvs/, pyc/
+
+
+def shared_root(cache_root: Path | None) -> Path | None:
+    """``<cache>/verify``, where verify's installs are kept between runs, made private
+    (0700) to this user, when the cache folder is private to this user (the memo store's
+    rule, :class:`lockkit.memo.MemoStore`); else None, and a run keeps its uv cache,
+    bytecode and venv in its own temp folder, removed after it. uv trusts what its cache
+    holds and CPython the ``.pyc`` files of a bytecode prefix: in a folder another user
+    can write, either runs their code as the user who runs verify."""
+    if cache_root is None:
+        return None
+    root = cache_root / _SHARED
+    try:
+        make_root(cache_root)
+        if not MemoStore(cache_root).trusted:
+            return None
+        make_root(root)
+        if not private_folder(root):
+            return None
+        if stat.S_IMODE(os.lstat(root).st_mode) & 0o077:  # made by an older lockkit
+            os.chmod(root, 0o700)
+    except OSError:
+        return None
+    return root
 
 
 def _by_hash(checked: list[trust.Checked], shared: Path) -> list[Path]:
