@@ -233,3 +233,57 @@ def test_platforms_json_into_a_closed_pipe_is_quiet():
         os.close(write)
     assert r.returncode == 1
     assert r.stderr == ""
+
+
+# --- closed standard streams, deep includes ------------------------------------------------
+
+def _with_closed(stream: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    """lockkit run as a shell runs ``lockkit ... >&-`` (stream "1") or ``2>&-`` ("2")."""
+    return subprocess.run(["sh", "-c", f'exec "$@" {stream}>&-', "sh", sys.executable, "-m",
+                           "lockkit", *argv], capture_output=stream != "1", text=True,
+                          stdout=subprocess.DEVNULL if stream == "1" else None,
+                          stderr=subprocess.PIPE if stream == "1" else None, timeout=300)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a POSIX shell closes the stream")
+def test_commands_with_stdout_closed_do_their_work_and_exit_as_usual(project):
+    lock = project / "locks" / "pylock.linux-cpu.toml"
+    run = _with_closed("1", "compile", "--platform", "linux-cpu", "--project", str(project))
+    assert (run.returncode, run.stderr) == (0, "")
+    assert "[tool.lockkit]" in lock.read_text()
+    for argv in (["compile", "--check", "--platform", "linux-cpu"], ["platforms", "--json"]):
+        run = _with_closed("1", *argv, "--project", str(project))
+        assert "Traceback" not in run.stderr
+        assert run.returncode == 0, run.stderr
+    (project / "requirements.in").write_text("torch==2.5.1\n")  # the lock is now stale
+    run = _with_closed("1", "compile", "--check", "--platform", "linux-cpu", "--project",
+                       str(project))
+    assert run.returncode == 1 and one_line(run.stderr, results=True).endswith("(stale)")
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a POSIX shell closes the stream")
+def test_commands_with_stderr_closed_exit_as_usual_and_keep_stdout_for_results(project):
+    """What would go to stderr is dropped: not printed on stdout, not written into a file
+    that took stderr's number, and never a traceback (exit 1) instead of the usual code."""
+    lock = project / "locks" / "pylock.linux-cpu.toml"
+    run = _with_closed("2", "compile", "--platform", "linux-cpu", "--project", str(project))
+    assert run.returncode == 0
+    assert run.stdout.splitlines()[0] == "lockkit compile"
+    from lockkit._compat import tomllib
+
+    assert tomllib.loads(lock.read_text())["tool"]["lockkit"]["platform"] == "linux-cpu"
+    config = project / "lockkit.toml"
+    config.write_text("python = 3.11\n" + config.read_text())
+    run = _with_closed("2", "compile", "--platform", "linux-cpu", "--project", str(project))
+    assert (run.returncode, run.stdout) == (2, "")
+
+
+def test_a_chain_of_a_thousand_includes_is_one_line_exit_2(project, capsys):
+    for i in range(1000):
+        (project / f"r{i}.txt").write_text(f"-r r{i + 1}.txt\n")
+    (project / "r1000.txt").write_text("numpy\n")
+    (project / "requirements.in").write_text("torch==2.5.1\n-r r0.txt\n")
+    assert main(["compile", "--platform", "linux-cpu", "--project", str(project)]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert f"{project / 'requirements.in'}" in line and "more than 100 files deep" in line
+    assert not (project / "locks").exists()
