@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from lockkit._record import record
-from lockkit.common import last_error_line
+from lockkit.common import interrupt_held, last_error_line
 from lockkit.errors import CommandError
 from lockkit.redact import redact
 
@@ -100,7 +100,7 @@ def call(argv: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | 
     start = time.perf_counter()
     shown_cwd = os.fspath(cwd) if cwd is not None else None
     try:
-        with _InterruptHeld() as held:
+        with interrupt_held() as held:
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, env=dict(env) if env is not None else isolated_env(),
@@ -171,34 +171,6 @@ def ending() -> Any:
     one that starts inside the block too. For the main thread's way out of a Ctrl-C while
     worker threads wait for their commands: it then waits for the workers inside it."""
     return _running.ending()
-
-
-class _InterruptHeld:
-    """In the main thread, a Ctrl-C that arrives while a command starts is held (the
-    started process would otherwise be lost, running on in its own session) and raised by
-    :meth:`reraise` once the caller can kill it. Elsewhere, and where SIGINT is not
-    Python's usual KeyboardInterrupt, nothing changes."""
-
-    def __init__(self) -> None:
-        self.caught = False
-        self._old: Any = None
-
-    def __enter__(self) -> _InterruptHeld:
-        if threading.current_thread() is threading.main_thread() and \
-                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            self._old = signal.signal(signal.SIGINT, self._hold)
-        return self
-
-    def _hold(self, signum: int, frame: object) -> None:
-        self.caught = True
-
-    def __exit__(self, *exc: object) -> None:
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
-
-    def reraise(self) -> None:
-        if self.caught:
-            raise KeyboardInterrupt
 
 
 def finish(proc: subprocess.Popen[bytes], argv: tuple[str, ...], start: float, *,

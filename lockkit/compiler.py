@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockkit import __version__, _run
 from lockkit.cachelayout import default_cache_dir
-from lockkit.common import write_atomic
+from lockkit.common import temp_folder, write_atomic
 from lockkit.config import Project, normalized_inputs, resolver_inputs
 from lockkit.errors import ConfigError, LockkitError, ResolutionError
 from lockkit.freshness import (
@@ -75,7 +74,7 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
                              upgrade_packages=upgrade_packages,
                              exclude_newer=project.exclude_newer)
     pages: dict[str, tuple[int, str]] = {}  # on a failure: what the PyTorch index served
-    with tempfile.TemporaryDirectory(prefix="lockkit-inputs-") as tmp:
+    with temp_folder("lockkit-inputs-") as tmp:
         reqs, input_options = resolver_inputs(project, Path(tmp))
         try:
             resolution = resolve(reqs, platform, python, indexes, binary=uv,

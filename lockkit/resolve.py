@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -23,6 +22,7 @@ from typing import Any
 from lockkit import _run
 from lockkit._compat import tomllib
 from lockkit._record import field, record
+from lockkit.common import temp_folder
 from lockkit.errors import IndexError_, ResolutionError
 from lockkit.platforms import Platform
 from lockkit.redact import redact
@@ -167,7 +167,7 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
                 family=platform.torch_packages, official_index=platform.torch_index,
                 mirrors=indexes.mirrors, file_hosts=platform.torch_file_hosts,
                 fetch=fetch_page))
-        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="lockkit-"))
+        tmp = stack.enter_context(temp_folder("lockkit-"))
         out = Path(tmp) / "pylock.toml"
         if given is not None:
             shutil.copyfile(given, out)  # uv prefers what its output file pins

@@ -287,3 +287,27 @@ def test_a_chain_of_a_thousand_includes_is_one_line_exit_2(project, capsys):
     line = one_line(capsys.readouterr().err)
     assert f"{project / 'requirements.in'}" in line and "more than 100 files deep" in line
     assert not (project / "locks").exists()
+
+
+# --- the start: argparse answers, the interpreter ends as usual -------------------------------
+
+def test_version_and_help_are_argparses_answers_with_exit_0(capsys):
+    from lockkit import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"lockkit {__version__}\n"
+    assert main(["--help"]) == 0
+    assert "compile" in capsys.readouterr().out
+    assert main(["compile", "--help"]) == 0
+    assert "--upgrade-package" in capsys.readouterr().out
+
+
+def test_a_profiler_sees_the_whole_run(tmp_path):
+    """lockkit ends through the interpreter's usual exit (no os._exit), so a tool that
+    writes its results at exit, as cProfile does, gets them written."""
+    out = tmp_path / "version.prof"
+    run = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "lockkit",
+                          "--version"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("lockkit ")
+    assert out.is_file() and out.stat().st_size > 0

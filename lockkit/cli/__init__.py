@@ -34,8 +34,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _open_standard_streams()
         return _main(sys.argv[1:] if argv is None else argv)
-    except KeyboardInterrupt:  # before the command's own handler was reached, or in it
+    except KeyboardInterrupt:
         return _interrupted()
+    except RuntimeError as exc:
+        # Python 3.11 wraps an exception raised while a class body's descriptors are set
+        # up (a module being imported) in RuntimeError: gh-77757, no longer from 3.12
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            return _interrupted()
+        raise
 
 
 def run() -> None:
@@ -51,8 +57,7 @@ def _main(argv: list[str]) -> int:
     try:
         from lockkit.cli.parser import build_parser, check_ranges
 
-        # flags of the command named first only; "--help" or an unknown word: all of them
-        parser = build_parser(argv[0] if argv and argv[0] in _COMMANDS else None)
+        parser = build_parser(_flags_of(argv))
         try:
             args = parser.parse_args(argv)
         except SystemExit as done:  # --help, --version: argparse has printed the answer
@@ -77,6 +82,14 @@ def _main(argv: list[str]) -> int:
     except OSError as exc:  # a full disk, a read-only folder: the file and the reason
         _fail(_os_error(exc), WriteError.default_hint)
         return WriteError.exit_code
+
+
+def _flags_of(argv: list[str]) -> str | None:
+    """Whose flags the parser builds: the command named first; none ("") for a bare
+    ``--version``; every command's (None) for ``--help`` or a word that is no command."""
+    if argv and argv[0] in _COMMANDS:
+        return argv[0]
+    return "" if argv == ["--version"] else None
 
 
 def _open_standard_streams() -> None:
