@@ -23,9 +23,8 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
 
 from lockkit._record import record
 from lockkit.common import interrupt_held, last_error_line
@@ -143,7 +142,7 @@ class _Running:
             self._procs.add(proc)
             ending = self._ending > 0
         if ending:
-            _signal_group(proc, signal.SIGKILL)
+            _kill_now(proc)
 
     def discard(self, proc: subprocess.Popen[bytes]) -> None:
         with self._lock:
@@ -156,7 +155,7 @@ class _Running:
             procs = list(self._procs)
         try:
             for proc in procs:
-                _signal_group(proc, signal.SIGKILL)
+                _kill_now(proc)
             yield
         finally:
             with self._lock:
@@ -166,11 +165,22 @@ class _Running:
 _running = _Running()
 
 
-def ending() -> Any:
+def ending() -> AbstractContextManager[None]:
     """A context: every command :func:`call` runs now is killed with its group, and every
     one that starts inside the block too. For the main thread's way out of a Ctrl-C while
     worker threads wait for their commands: it then waits for the workers inside it."""
     return _running.ending()
+
+
+def _kill_now(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL to *proc*'s group (Windows: to *proc*); its waiting thread reaps it."""
+    if os.name == "nt":
+        try:
+            proc.kill()
+        except OSError:
+            pass
+    else:
+        _signal_group(proc, signal.SIGKILL)
 
 
 def finish(proc: subprocess.Popen[bytes], argv: tuple[str, ...], start: float, *,
