@@ -204,11 +204,9 @@ def bench_env(work: Path) -> dict[str, str]:
     """The environment of both sides: no pip/uv configuration of this machine, and a uv
     cache of the benchmark's own (lockkit passes UV_CACHE_DIR on to uv; both sides share
     it, so neither is the one that warms it)."""
-    hidden = ("PIP_", "UV_", "PYTHON", "VIRTUAL_ENV", "CONDA_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(hidden)}
-    env.update(PIP_CONFIG_FILE=os.devnull, PIP_NO_INPUT="1", PYTHONNOUSERSITE="1",
-               UV_CACHE_DIR=str(work / "uv-cache"))
-    return env
+    from lockkit._run import isolated_env  # lockkit's one definition, for both sides
+
+    return isolated_env({"UV_CACHE_DIR": str(work / "uv-cache")})
 
 
 @contextmanager

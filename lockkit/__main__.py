@@ -1,3 +1,6 @@
-from lockkit.cli import run
+try:
+    from lockkit.cli import run
+except KeyboardInterrupt:  # Ctrl-C while Python loads lockkit: nothing is made yet
+    raise SystemExit(130) from None
 
 run()

@@ -7,6 +7,12 @@ application that started children of its own leaves none running. A timeout is i
 outcome (``timed_out``, no return code), never a return code that could also be a signal.
 :func:`check` raises :class:`~lockkit.errors.CommandError`, carrying stderr, instead of
 returning a failure.
+
+Ctrl-C reaches lockkit's main thread only, and a command in its own session does not get
+the terminal's SIGINT at all. So a command started by the main thread is killed, group
+and all, wherever the interrupt lands (a Ctrl-C during its start is held until it can be
+killed); commands started by worker threads are killed by :func:`ending`, which the
+code that runs the workers enters on its way out.
 """
 
 from __future__ import annotations
@@ -14,16 +20,18 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from lockkit._record import record
-from lockkit.common import last_error_line
+from lockkit.common import interrupt_held, last_error_line
 from lockkit.errors import CommandError
 from lockkit.redact import redact
 
-__all__ = ["Recorder", "Result", "call", "check", "finish", "isolated_env", "outcome"]
+__all__ = ["Recorder", "Result", "call", "check", "ending", "finish", "isolated_env", "outcome"]
 
 # Variables that change how pip/uv behave behind the user's back. A rebuild must
 # not depend on them, so every installer call drops them.
@@ -91,26 +99,88 @@ def call(argv: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | 
     start = time.perf_counter()
     shown_cwd = os.fspath(cwd) if cwd is not None else None
     try:
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=dict(env) if env is not None else isolated_env(), cwd=shown_cwd,
-            start_new_session=os.name != "nt")
+        with interrupt_held() as held:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env=dict(env) if env is not None else isolated_env(),
+                cwd=shown_cwd, start_new_session=os.name != "nt")
+            _running.add(proc)
     except OSError as exc:
+        held.reraise()
         result = Result(argv=argv, returncode=127, stdout="",
                         stderr=f"cannot run {argv[0]}: {exc.strerror or exc}",
                         duration=time.perf_counter() - start, timeout=timeout, cwd=shown_cwd)
     else:
-        if on_start is not None:
-            try:
+        try:
+            held.reraise()
+            if on_start is not None:
                 on_start()
-            except BaseException:
-                _kill_group(proc)
-                raise
-        result = finish(proc, argv, start, timeout=timeout, cwd=shown_cwd,
-                        stacks_on_timeout=stacks_on_timeout)
+        except BaseException:
+            _kill_group(proc)
+            _running.discard(proc)
+            raise
+        try:
+            result = finish(proc, argv, start, timeout=timeout, cwd=shown_cwd,
+                            stacks_on_timeout=stacks_on_timeout)
+        finally:
+            _running.discard(proc)
     if record is not None:
         record(result)
     return result
+
+
+class _Running:
+    """The commands :func:`call` is waiting for, in any thread (a lock guards the set)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen[bytes]] = set()
+        self._ending = 0  # > 0 inside ending(): a command that starts is killed at once
+
+    def add(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._procs.add(proc)
+            ending = self._ending > 0
+        if ending:
+            _kill_now(proc)
+
+    def discard(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._procs.discard(proc)
+
+    @contextmanager
+    def ending(self) -> Iterator[None]:
+        with self._lock:
+            self._ending += 1
+            procs = list(self._procs)
+        try:
+            for proc in procs:
+                _kill_now(proc)
+            yield
+        finally:
+            with self._lock:
+                self._ending -= 1
+
+
+_running = _Running()
+
+
+def ending() -> AbstractContextManager[None]:
+    """A context: every command :func:`call` runs now is killed with its group, and every
+    one that starts inside the block too. For the main thread's way out of a Ctrl-C while
+    worker threads wait for their commands: it then waits for the workers inside it."""
+    return _running.ending()
+
+
+def _kill_now(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL to *proc*'s group (Windows: to *proc*); its waiting thread reaps it."""
+    if os.name == "nt":
+        try:
+            proc.kill()
+        except OSError:
+            pass
+    else:
+        _signal_group(proc, signal.SIGKILL)
 
 
 def finish(proc: subprocess.Popen[bytes], argv: tuple[str, ...], start: float, *,

@@ -16,8 +16,8 @@ from lockkit.errors import ConfigError, WriteError
 from lockkit.redact import redact
 
 __all__ = ["ARCH_FAMILY", "OS_OF_SYS_PLATFORM", "SYS_PLATFORM_OF_OS", "arch_family", "dir_mode",
-           "file_mode", "host_arch", "host_os", "last_error_line", "sha256_file", "temp_dir",
-           "temp_file", "umask", "write_atomic"]
+           "file_mode", "host_arch", "host_os", "interrupt_held", "last_error_line", "sha256_file",
+           "temp_dir", "temp_file", "temp_folder", "umask", "write_atomic"]
 
 # sys.platform -> lockkit's OS name, and back.
 OS_OF_SYS_PLATFORM = {"linux": "linux", "darwin": "macos", "win32": "windows"}
@@ -155,3 +155,46 @@ def last_error_line(text: str, *, limit: int = 300) -> str:
     errors = [ln for ln in lines if _ERROR_LINE.match(ln)]
     line = errors[0] if errors else (lines[-1] if lines else "no output")
     return redact(line[:limit])
+
+
+class interrupt_held:  # noqa: N801 - used as a context manager, named as one
+    """Ctrl-C held over a step that must not be cut in two: between making something (a
+    child process, a temp folder) and arranging for it to be removed. An interrupt that
+    arrives meanwhile is only noted; :meth:`reraise` raises it once the caller can clean
+    up. Python runs signal handlers in the main thread only, so elsewhere (and where
+    SIGINT is not Python's usual KeyboardInterrupt) nothing changes."""
+
+    def __init__(self) -> None:
+        self.caught = False
+        self._old: object = None
+
+    def __enter__(self) -> interrupt_held:
+        import signal
+
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._old = signal.signal(signal.SIGINT, self._note)
+        return self
+
+    def _note(self, signum: int, frame: object) -> None:
+        self.caught = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self._old is not None:
+            import signal
+
+            signal.signal(signal.SIGINT, self._old)  # type: ignore[arg-type]
+
+    def reraise(self) -> None:
+        if self.caught:
+            raise KeyboardInterrupt
+
+
+def temp_folder(prefix: str) -> tempfile.TemporaryDirectory[str]:
+    """A :class:`tempfile.TemporaryDirectory` in TMPDIR, removed when its ``with`` block
+    ends (or at exit); made with Ctrl-C held, so that no interrupt falls between the
+    folder's creation and its removal being arranged."""
+    with interrupt_held() as held:
+        folder = tempfile.TemporaryDirectory(prefix=prefix)
+    held.reraise()  # the folder's finalizer removes it
+    return folder

@@ -1,29 +1,36 @@
-"""compile: constraints + platform -> locks/pylock.<platform>.toml (and --check)."""
+"""compile: constraints + platform -> locks/pylock.<platform>.toml (and --check).
+
+Same inputs, same lock: when every input of the lock writer (uv's output, the lock's
+metadata, the inputs record, the platform, the indexes and mirrors, the sdists allowed,
+the files the routing index listed, and lockkit's own code through the memo key) is what
+made the lock on disk, that lock is kept as it is, without being rebuilt. What is
+remembered (:mod:`lockkit.memo`, kind ``compile``) is only the lock's sha256 and its
+package count, and it is used only when the lock on disk has that sha256.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import re
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lockkit import __version__, earlyuv
-from lockkit.common import write_atomic
+from lockkit import __version__, _run
+from lockkit.cachelayout import default_cache_dir
+from lockkit.common import temp_folder, write_atomic
 from lockkit.config import Project, normalized_inputs, resolver_inputs
 from lockkit.errors import ConfigError, LockkitError, ResolutionError
 from lockkit.freshness import (
     LOCK_FORMAT,
     Outcome,
     check_platforms,
-    files_digest,
     fingerprint,
     inputs_record,
     lock_python,
     packages_digest_of_read,
-    seal,
 )
+from lockkit.memo import MemoStore
 from lockkit.pages import Http as _Http
 from lockkit.platforms import Platform
 from lockkit.redact import redact
@@ -44,19 +51,6 @@ def _asked_names(requirements: dict[str, list[str]]) -> list[str]:
             if not r.startswith("-") and (m := _NAME.match(r))]
 
 
-def _watch(project: Project, platform: Platform, record: dict[str, Any]) -> tuple[Path, ...]:
-    """Every file the compile reads (the config, the platform folders, the inputs and
-    their includes, as :func:`lockkit.freshness.files_digest` names them): no early uv
-    after one changes (it may point uv elsewhere), and no result taken from the memo."""
-    from lockkit.freshness import input_files
-
-    folders = {project.root / "platforms"}
-    if platform.source:
-        folders.add(Path(platform.source).parent)
-    return (project.root / "lockkit.toml", project.root / "pyproject.toml", *sorted(folders),
-            *sorted(input_files(project, record["requirements"])))
-
-
 def _imports_for_after_uv() -> None:
     """What compile needs once uv is done (tomli_w, packaging.pylock: ~30 ms), imported
     while uv resolves."""
@@ -66,7 +60,10 @@ def _imports_for_after_uv() -> None:
 def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
                 http: _Http, upgrade: bool = False,
                 upgrade_packages: tuple[str, ...] = (),
-                requirements: dict[str, list[str]] | None = None) -> Outcome:
+                requirements: dict[str, list[str]] | None = None,
+                memos: MemoStore | None = None) -> Outcome:
+    """One platform's lock; *memos* remembers which lock the same inputs made (None: the
+    user's cache)."""
     python = lock_python(project, platform)
     if requirements is None:
         requirements = normalized_inputs(project)
@@ -77,17 +74,14 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
                              upgrade_packages=upgrade_packages,
                              exclude_newer=project.exclude_newer)
     pages: dict[str, tuple[int, str]] = {}  # on a failure: what the PyTorch index served
-    with tempfile.TemporaryDirectory(prefix="lockkit-inputs-") as tmp:
+    with temp_folder("lockkit-inputs-") as tmp:
         reqs, input_options = resolver_inputs(project, Path(tmp))
         try:
             resolution = resolve(reqs, platform, python, indexes, binary=uv,
                                  fetch_page=http.page, options=options,
                                  input_options=input_options,
                                  prefetch=tuple(_asked_names(requirements)),
-                                 meanwhile=_imports_for_after_uv,
-                                 early=earlyuv.take(platform.name),
-                                 watch=_watch(project, platform, record),
-                                 pages_out=pages)
+                                 meanwhile=_imports_for_after_uv, pages_out=pages)
         except ResolutionError:
             _no_such_torch(platform, requirements, pages)
             raise
@@ -99,20 +93,14 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
         "lock-format": LOCK_FORMAT, "inputs-fingerprint": fingerprint(record),
         "lockkit-version": __version__, "uv-version": uv_ver,
     }
-    digest = files_digest(project, platform, python, record["requirements"])
     path = project.lock_path(platform.name)
-    # Everything the lock is made of (below) from uv's output: when all of it is what it
-    # was last time and the lock on disk is what was written then, it is that lock again.
-    key = _result_key(resolution.text, meta, record, digest, platform, indexes,
-                      project.allow_sdist, routing)
-    known = earlyuv.known_result(key)
-    shown = path.relative_to(project.root).as_posix()
-    if known is not None and existing is not None and \
-            hashlib.sha256(existing.encode()).hexdigest() == known[0]:
-        earlyuv.remember_result(platform.name, resolution.text, routing, path, existing,
-                                known[1], shown)
+    memos = memos if memos is not None else MemoStore(default_cache_dir())
+    key = _memo_key(resolution.text, meta, record, platform, indexes, project.allow_sdist,
+                    routing)
+    packages = _known_lock(memos, key, existing)
+    if packages is not None:
         return Outcome(platform=platform.name, path=path, status="unchanged",
-                       packages=known[1])
+                       packages=packages)
     from lockkit.lockfile import build_lock, check_guards, dumps
 
     doc = resolution.doc
@@ -128,14 +116,10 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
     # numbers, uv's dates) reads back from TOML as it is here (tests/test_compile.py)
     lock["tool"]["lockkit"]["packages-digest"] = packages_digest_of_read(lock["packages"])
     lock["tool"]["lockkit"]["inputs"] = record
-    if digest:
-        lock["tool"]["lockkit"]["input-files-digest"] = digest
-    text = seal(dumps(lock))
+    text = dumps(lock)
     if not hashed:
-        earlyuv.keep_result(key, hashlib.sha256(text.encode()).hexdigest(),
-                            len(lock["packages"]))
-        earlyuv.remember_result(platform.name, resolution.text, routing, path, text,
-                                len(lock["packages"]), shown)
+        memos.put("compile", key, {"lock-sha256": _sha256(text),
+                                   "packages": len(lock["packages"])})
     if existing == text:
         return Outcome(platform=platform.name, path=path, status="unchanged",
                        packages=len(lock["packages"]))
@@ -144,23 +128,35 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
                    packages=len(lock["packages"]))
 
 
-def _result_key(uv_output: str, meta: dict[str, Any], record: dict[str, Any],
-                digest: str | None, platform: Platform, indexes: Indexes,
-                allow_sdist: tuple[str, ...], routing: Any) -> str:
-    """The sha256 of every input of the lock writer and its guards: uv's output, the
+def _memo_key(uv_output: str, meta: dict[str, Any], record: dict[str, Any],
+              platform: Platform, indexes: Indexes, allow_sdist: tuple[str, ...],
+              routing: Any) -> str:
+    """The memo key of every input of the lock writer and its guards: uv's output, the
     lock's metadata (platform and inputs fingerprints, versions), the inputs record, the
-    input files' digest, the platform, the indexes and mirrors, the sdists allowed, and
-    each file the routing index listed with its official URL."""
-    import json
-
+    platform, the indexes and mirrors as used, the sdists allowed, and each file the
+    routing index listed with its official URL (lockkit's code digest is in every key)."""
     listed = {name: sorted((f.filename, f.url, f.official) for f in page.files.values())
               for name, page in (routing.pages.items() if routing else ())}
-    blob = json.dumps([uv_output, meta, record, digest, platform.to_dict(), platform.name,
-                       indexes.torch_official, indexes.torch_effective,
-                       indexes.default_effective, indexes.default_official,
-                       indexes.mirrors.table, sorted(allow_sdist), listed],
-                      sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return MemoStore.key("compile", uv_output, meta, record, platform.to_dict(),
+                         platform.name, indexes.torch_official, indexes.torch_effective,
+                         indexes.default_effective, indexes.default_official,
+                         indexes.mirrors.table, sorted(allow_sdist), listed)
+
+
+def _known_lock(memos: MemoStore, key: str, existing: str | None) -> int | None:
+    """The package count of the lock on disk when the memo of *key* names its sha256
+    (the same inputs made that very lock); None otherwise."""
+    if existing is None:
+        return None
+    known = memos.get("compile", key)
+    if not isinstance(known, dict) or known.get("lock-sha256") != _sha256(existing):
+        return None
+    packages = known.get("packages")
+    return packages if isinstance(packages, int) and packages >= 0 else None
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _no_such_torch(platform: Platform, requirements: dict[str, list[str]],
@@ -202,12 +198,13 @@ def _requirement(text: str) -> Requirement | None:
 
 
 def _existing_lock(path: Path) -> str | None:
-    """The current lock's text (uv reads it for preferred versions), checked before uv runs."""
+    """The current lock's text, byte for byte (no newline translation: the memo compares
+    its sha256), checked before uv runs (uv reads it for preferred versions)."""
     if path.is_dir():
         raise ConfigError(f"{path}: is a folder, where the lock is to be written",
                           hint="move the folder away")
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         return None
     except UnicodeDecodeError as exc:
@@ -228,10 +225,12 @@ def compile_platforms(project: Project, platforms: list[Platform],
     uv = uv_bin()
     uv_ver = uv_version(uv)
 
+    memos = MemoStore(default_cache_dir())
+
     def run(platform: Platform) -> Outcome:
         try:
             outcome = compile_one(project, platform, uv, uv_ver, http, upgrade, upgrade_packages,
-                                  requirements)
+                                  requirements, memos)
         except LockkitError as exc:
             outcome = Outcome(platform=platform.name, path=project.lock_path(platform.name),
                               status="failed", error=exc)
@@ -246,7 +245,16 @@ def compile_platforms(project: Project, platforms: list[Platform],
             return [run(platform) for platform in platforms]
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
             return list(pool.map(run, platforms))
+        except BaseException:
+            # Ctrl-C reaches this thread only: the workers' uv runs are killed, and any
+            # they would start, so that the workers (and their temp folders) end now
+            with _run.ending():
+                pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        finally:
+            pool.shutdown(wait=True)
     finally:
         http.close()

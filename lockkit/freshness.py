@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +29,8 @@ from lockkit.errors import LockkitError
 from lockkit.platforms import Platform
 from lockkit.redact import redact, strip_credentials
 
-__all__ = ["LOCK_FORMAT", "Outcome", "Verdict", "check", "check_platforms", "files_digest",
-           "fingerprint", "inputs_record", "lock_python",
-           "packages_digest_of_read", "seal", "stale_warning"]
+__all__ = ["LOCK_FORMAT", "Outcome", "Verdict", "check", "check_platforms", "fingerprint",
+           "inputs_record", "lock_python", "packages_digest_of_read", "stale_warning"]
 
 LOCK_FORMAT = 1  # bump when what lockkit writes changes in a way old locks must be redone for
 
@@ -75,44 +73,6 @@ def _options(project: Project, platform: Platform, python: str) -> dict[str, Any
     }
 
 
-def files_digest(project: Project, platform: Platform, python: str,
-                 labels: Iterable[str], read: dict[Path, bytes] | None = None) -> str | None:
-    """The sha256 of the bytes of every file the inputs were read from, and the options.
-
-    The gate's quick path: when these bytes are what ``compile`` read, the normalised
-    inputs are too, and ``--check`` need not parse a requirement (nor import packaging).
-    The files are the config file, the configured inputs and every file the recorded
-    labels name (the includes); any difference, a comment included, only sends the check
-    down the full path, which says whether it matters. None if a file cannot be read.
-    *read* keeps the bytes of the files read for one command (every lock has the same)."""
-    files = input_files(project, labels)
-    digest = hashlib.sha256(json.dumps(_options(project, platform, python),
-                                       sort_keys=True).encode())
-    read = {} if read is None else read
-    for path in sorted(files):
-        try:
-            data = read[path] if path in read else read.setdefault(path, path.read_bytes())
-        except OSError:
-            return None
-        digest.update(f"\0{path.relative_to(project.root).as_posix()}\0{len(data)}\0".encode()
-                      if path.is_relative_to(project.root) else f"\0{path}\0".encode())
-        digest.update(data)
-    return "sha256:" + digest.hexdigest()
-
-
-def input_files(project: Project, labels: Iterable[str]) -> set[Path]:
-    """The config file, the configured inputs and every file the recorded *labels* name."""
-    files = {project.root / entry for entry in project.requirements}
-    files |= {project.root / _LABEL_SECTION.sub("", label) for label in labels}
-    if project.config_file is not None:
-        files.add(project.config_file)
-    return files
-
-
-# "pyproject.toml[project.dependencies]", "x/pyproject.toml[dependency-groups.dev]"
-_LABEL_SECTION = re.compile(r"\[(?:project\.|dependency-groups\.)[^\]]*\]$")
-
-
 def fingerprint(record: dict[str, Any]) -> str:
     blob = json.dumps(record, sort_keys=True).encode()
     return "sha256:" + hashlib.sha256(blob).hexdigest()
@@ -132,69 +92,20 @@ def lock_python(project: Project, platform: Platform) -> str:
 
 
 def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome]:
-    """Each lock's state: fresh, stale (naming the change), modified or missing.
-
-    A lock whose input files are byte for byte what compile read is fresh at once; the
-    inputs are parsed and normalised only for the others (once for all of them)."""
+    """Each lock's state: fresh, stale (naming the change), modified or missing. Every
+    lock is read and its packages digest taken, and the inputs are normalised (once for
+    all of them): no part of a lock, which anyone can edit, vouches for the rest."""
     requirements: dict[str, list[str]] | None = None
-    read: dict[Path, bytes] = {}
     outcomes = []
     for platform in platforms:
         path = project.lock_path(platform.name)
-        python = lock_python(project, platform)
-        verdict = _quick_check(project, platform, python, path, read)
-        if verdict is None:
-            requirements = requirements or normalized_inputs(project)
-            verdict = check(path, inputs_record(project, platform, python, requirements),
-                            platform)
+        requirements = requirements or normalized_inputs(project)
+        current = inputs_record(project, platform, lock_python(project, platform),
+                                requirements)
+        verdict = check(path, current, platform)
         outcomes.append(Outcome(platform=platform.name, path=path, status=verdict.status,
                                 detail=verdict.detail))
     return outcomes
-
-
-_SEAL = "# lockkit seal: sha256:"
-_TOOL = b"\n[tool.lockkit]\n"
-
-
-def seal(text: str) -> str:
-    """*text* (a lock as compile writes it) with a last comment line holding the sha256 of
-    every line above: a lock whose seal holds is byte for byte what compile wrote, so the
-    gate needs not parse its packages to know they were not edited."""
-    return f"{text}{_SEAL}{hashlib.sha256(text.encode()).hexdigest()}\n"
-
-
-def _sealed_tool(raw: bytes) -> dict[str, Any] | None:
-    """The ``[tool.lockkit]`` table of a lock whose seal holds (only that part is parsed:
-    tomli_w writes it last), else None."""
-    cut = raw.rfind(b"\n" + _SEAL.encode()) + 1
-    body, trailer = raw[:cut], raw[cut + len(_SEAL):]
-    if cut == 0 or trailer.rstrip(b"\n").decode("ascii", "replace") != \
-            hashlib.sha256(body).hexdigest():
-        return None
-    start = body.rfind(_TOOL)
-    try:
-        part = tomllib.loads(body[start:].decode("utf-8")) if start >= 0 else {}
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
-    tool = part.get("tool", {}).get("lockkit")
-    return tool if isinstance(tool, dict) else None
-
-
-def _quick_check(project: Project, platform: Platform, python: str, path: Path,
-                 read: dict[Path, bytes]) -> Verdict | None:
-    """*fresh* when the lock's seal holds (nothing in it was edited) and its recorded
-    files digest still does (no input file changed), else None: the full check decides."""
-    try:
-        tool = _sealed_tool(path.read_bytes())
-    except OSError:
-        return None
-    if tool is None:
-        return None
-    recorded, labels = tool.get("input-files-digest"), tool.get("inputs", {}).get("requirements")
-    if isinstance(recorded, str) and isinstance(labels, dict) and \
-            recorded == files_digest(project, platform, python, labels, read):
-        return Verdict(status="fresh")
-    return None
 
 
 def check(path: Path, current: dict[str, Any], platform: Platform | None = None) -> Verdict:

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from lockkit.config import Project
 
 def canonical_name(name: str) -> str:
-    """:func:`lockkit.reqfile.canonical_name`, imported on first use: reading a config (the
-    gate's quick path) needs no requirement-file parser."""
+    """:func:`lockkit.reqfile.canonical_name`, imported on first use: reading a config
+    needs no requirement-file parser."""
     from lockkit.reqfile import canonical_name as canonical
 
     return canonical(name)
@@ -73,7 +73,7 @@ def normalized_inputs(project: Project) -> dict[str, list[str]]:
     ``-r <label>``). So a comment changes nothing, and a changed requirement, include,
     extra or group changes its label's list. Raises ConfigError for any bad input.
     """
-    from lockkit.reqfile import Include, read_tree  # the gate's quick path needs neither
+    from lockkit.reqfile import Include, read_tree
 
     found: dict[str, list[str]] = {}
     for entry in project.requirements:

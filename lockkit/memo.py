@@ -30,8 +30,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORMAT", "LIMIT", "MemoStore", "code_digest", "open_regular", "owned_and_closed",
-           "private_folder", "read_regular"]
+__all__ = ["FORMAT", "LIMIT", "MemoStore", "code_digest", "make_private_folder", "open_regular",
+           "owned_and_closed", "private_folder", "read_regular"]
 
 FORMAT = 1
 LIMIT = 16 * 1024 * 1024  # no memo is this large; a larger file is not one of ours
@@ -66,6 +66,20 @@ def private_folder(path: Path) -> bool:
     except OSError:
         return False
     return stat.S_ISDIR(st.st_mode) and _owned_and_closed(st)
+
+
+def make_private_folder(path: Path) -> bool:
+    """Create the folder *path* (missing parents too) 0700 whatever the umask; False when
+    it cannot be made. A folder already there is left as it is (a shared cache stays
+    shared, and is then not trusted)."""
+    if os.path.lexists(path):
+        return os.path.isdir(path)
+    try:
+        os.makedirs(path, 0o700)
+        os.chmod(path, 0o700)  # what a restrictive umask took away (0500 under 0277)
+    except OSError:
+        return os.path.isdir(path)
+    return True
 
 
 def open_regular(path: Path) -> tuple[int, os.stat_result] | None:
@@ -156,8 +170,10 @@ class MemoStore:
 
     def put(self, kind: str, key: str, value: Any) -> bool:
         """Remember *value* (atomically, 0600); False when the cache is not private to this
-        user or cannot be written (the next run then does the work again)."""
+        user or cannot be written (the next run then does the work again). A cache folder
+        that does not exist yet is made, 0700."""
         path = self._path(kind, key)
+        make_private_folder(self.cache_root)
         if not self.trusted:
             return False
         try:

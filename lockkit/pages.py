@@ -1,6 +1,6 @@
 """compile's HTTP side: the PyTorch index pages the routing index serves, and the hashes
-of files whose page gave none (:class:`Http`). Imports nothing heavy: a compile may build
-it before uv starts (``lockkit.earlyuv``)."""
+of files whose page gave none (:class:`Http`). Imports nothing heavy: a compile builds it
+before uv starts, and the routing index answers uv's first question from its pages."""
 
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from lockkit._record import record
 from lockkit.errors import ConfigError
 
-__all__ = ["Include", "RequirementFile", "canonical_name", "flatten", "logical_lines",
-           "normalize_requirement", "read_file", "read_tree"]
+__all__ = ["MAX_DEPTH", "Include", "RequirementFile", "canonical_name", "flatten",
+           "logical_lines", "normalize_requirement", "read_file", "read_tree"]
 
 _SEPARATORS = re.compile(r"[-_.]+")
 
@@ -257,16 +257,56 @@ def read_file(path: Path) -> RequirementFile:
 _parsed: dict[tuple[Path, str], RequirementFile] = {}  # (path, text) -> the file as parsed
 
 
-def read_tree(path: Path, *, _seen: set[Path] | None = None) -> list[RequirementFile]:
+# How deep ``-r``/``-c`` includes may nest: far beyond any real project, and far below
+# anything that could exhaust memory or a parser's stack.
+MAX_DEPTH = 100
+
+
+class _Walk:
+    """A depth-first walk of include chains, without recursion: the files open along the
+    current chain (each with its entries still to read), each file entered once (by
+    *seen*'s key), and at most :data:`MAX_DEPTH` deep."""
+
+    def __init__(self) -> None:
+        self.chain: list[tuple[RequirementFile, Iterator[str | Include], bool]] = []
+        self.seen: set[tuple[Path, bool]] = set()
+
+    def enter(self, path: Path, constraint: bool = False) -> RequirementFile | None:
+        """Read *path* and open it on the chain; None when already entered."""
+        if (path, constraint) in self.seen:
+            return None
+        if len(self.chain) >= MAX_DEPTH:
+            raise ConfigError(
+                f"{self.chain[-1][0].path}: includes {path.name}, which is more than "
+                f"{MAX_DEPTH} files deep in a chain of -r/-c includes starting at "
+                f"{self.chain[0][0].path}", hint="include the files from fewer levels")
+        self.seen.add((path, constraint))
+        found = read_file(path)
+        self.chain.append((found, iter(found.entries), constraint))
+        return found
+
+    def entries(self) -> Iterator[tuple[str | Include, bool]]:
+        """The open files' entries in reading order (an include before the entries after
+        it), each with whether it only constrains; the caller enters includes it follows."""
+        while self.chain:
+            _, pending, constraint = self.chain[-1]
+            entry = next(pending, None)
+            if entry is None:
+                self.chain.pop()
+            else:
+                yield entry, constraint
+
+
+def read_tree(path: Path) -> list[RequirementFile]:
     """A file and, depth first, every file it includes (each once)."""
-    seen = _seen if _seen is not None else set()
-    path = path.resolve()
-    if path in seen:
-        return []
-    seen.add(path)
-    found = [read_file(path)]
-    for include in found[0].includes:
-        found += read_tree(include.path, _seen=seen)
+    walk = _Walk()
+    first = walk.enter(path.resolve())
+    found = [first] if first is not None else []
+    for entry, _ in walk.entries():
+        if isinstance(entry, Include):
+            included = walk.enter(entry.path.resolve())
+            if included is not None:
+                found.append(included)
     return found
 
 
@@ -278,19 +318,12 @@ def flatten(paths: list[Path]) -> tuple[list[str], list[str]]:
     in pip, whatever a ``-c`` reaches, at any depth, only constrains.
     """
     out: tuple[list[str], list[str]] = ([], [])
-    seen: set[tuple[Path, bool]] = set()
+    walk = _Walk()  # one for all the paths: a file reached twice is read once
     for path in paths:
-        _flatten(path.resolve(), False, out, seen)
+        walk.enter(path.resolve())
+        for entry, constraint in walk.entries():
+            if isinstance(entry, Include):
+                walk.enter(entry.path, constraint or entry.kind == "-c")
+            elif not entry.startswith("-"):  # the other options change nothing in the resolution
+                out[constraint].append(entry.split(" --hash=")[0])
     return out
-
-
-def _flatten(path: Path, constraint: bool, out: tuple[list[str], list[str]],
-             seen: set[tuple[Path, bool]]) -> None:
-    if (path, constraint) in seen:
-        return
-    seen.add((path, constraint))
-    for entry in read_file(path).entries:
-        if isinstance(entry, Include):
-            _flatten(entry.path, constraint or entry.kind == "-c", out, seen)
-        elif not entry.startswith("-"):  # the options left change nothing in the resolution
-            out[constraint].append(entry.split(" --hash=")[0])

@@ -13,24 +13,21 @@ from __future__ import annotations
 import re
 import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lockkit import _run
 from lockkit._compat import tomllib
 from lockkit._record import field, record
+from lockkit.common import temp_folder
 from lockkit.errors import IndexError_, ResolutionError
 from lockkit.platforms import Platform
 from lockkit.redact import redact
 from lockkit.routing import RoutingIndex
 from lockkit.urls import Mirrors, apply_mirrors, expand, unapply_mirrors
-
-if TYPE_CHECKING:
-    from lockkit.earlyuv import Early
 
 __all__ = ["Indexes", "Resolution", "ResolveOptions", "apply_mirrors", "expand", "resolve",
            "unapply_mirrors", "uv_bin", "uv_command", "uv_environment", "uv_version"]
@@ -163,19 +160,15 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
             input_options: tuple[str, ...] = (),
             prefetch: tuple[str, ...] = (),
             meanwhile: Callable[[], None] | None = None,
-            early: Early | None = None, watch: tuple[Path, ...] = (),
             pages_out: dict[str, tuple[int, str]] | None = None) -> Resolution:
     """Run uv (behind the routing index when the platform has a PyTorch index).
 
     Overlapping uv's own time: the routing index fetches the family pages among
     *prefetch* (the names the inputs ask for) before uv asks for them, then *meanwhile*
     runs in that thread (or in a thread of its own once uv has started, without a routing
-    index): what the caller needs only after uv, such as imports.
-
-    *early* is a uv that ``lockkit.earlyuv`` started from a memo of an earlier compile:
-    taken when it is this very run, else killed; a successful run of a command that
-    wants one leaves the memo for the next. *pages_out* gets the PyTorch index pages
-    the routing index fetched when uv fails (what "no such torch" is explained by)."""
+    index): what the caller needs only after uv, such as imports. *pages_out* gets the
+    PyTorch index pages the routing index fetched when uv fails (what "no such torch" is
+    explained by)."""
     options = options or ResolveOptions()
     binary = binary or uv_bin()
     extra = {"MACOSX_DEPLOYMENT_TARGET": platform.macos_target} if platform.macos_target else {}
@@ -184,50 +177,25 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
     if platform.torch_index and fetch_page is None:
         raise ValueError("a platform with a PyTorch index needs fetch_page")
     with ExitStack() as stack:
-        argv = _taken(early, requirements, platform, python, indexes, binary, options,
-                      input_options, extra, given) if early is not None else None
-        if early is not None and argv is not None:  # the uv started early is this one
-            stack.callback(early.discard)
-            routing, out = early.routing, early.out
-            if routing is not None:
-                routing.prefetch(prefetch, then=meanwhile)
-            elif meanwhile is not None:
-                threading.Thread(target=meanwhile, name="lockkit-meanwhile", daemon=True).start()
-            if early.collected is not None:  # awaited already (earlyuv.finished_unchanged)
-                code, stdout, stderr = early.collected
-                result = _run.Result(argv=tuple(argv), returncode=code,
-                                     stdout=stdout.decode("utf-8", "replace"),
-                                     stderr=stderr.decode("utf-8", "replace"),
-                                     timeout=900)
-            else:
-                result = _run.finish(early.proc, tuple(argv), early.start, timeout=900)
+        routing = None
+        if platform.torch_index:
+            assert fetch_page is not None
+            routing = stack.enter_context(RoutingIndex(
+                family=platform.torch_packages, official_index=platform.torch_index,
+                mirrors=indexes.mirrors, file_hosts=platform.torch_file_hosts,
+                fetch=fetch_page))
+        tmp = stack.enter_context(temp_folder("lockkit-"))
+        out = Path(tmp) / "pylock.toml"
+        if given is not None:
+            shutil.copyfile(given, out)  # uv prefers what its output file pins
+        argv = uv_command(binary, requirements, platform, python, out, options, input_options)
+        env = _run.isolated_env(
+            {**extra, **uv_environment(indexes, routing.url if routing else None, Path(tmp))})
+        if routing is not None:
+            routing.prefetch(prefetch, then=meanwhile)
+            result = _run.call(argv, timeout=900, env=env)
         else:
-            if early is not None:
-                early.discard()
-            routing = None
-            if platform.torch_index:
-                assert fetch_page is not None
-                routing = stack.enter_context(RoutingIndex(
-                    family=platform.torch_packages, official_index=platform.torch_index,
-                    mirrors=indexes.mirrors, file_hosts=platform.torch_file_hosts,
-                    fetch=fetch_page))
-            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="lockkit-"))
-            out = Path(tmp) / "pylock.toml"
-            if given is not None:
-                shutil.copyfile(given, out)  # uv prefers what its output file pins
-            argv = uv_command(binary, requirements, platform, python, out, options,
-                              input_options)
-            env = _run.isolated_env(
-                {**extra, **uv_environment(indexes, routing.url if routing else None,
-                                           Path(tmp))})
-            if routing is not None:
-                routing.prefetch(prefetch, then=meanwhile)
-                result = _run.call(argv, timeout=900, env=env)
-            else:
-                result = _run.call(argv, timeout=900, env=env, on_start=_in_thread(meanwhile))
-            if result.returncode == 0:
-                _remember(platform, argv, out, requirements, extra, given, routing, indexes,
-                          prefetch, watch)
+            result = _run.call(argv, timeout=900, env=env, on_start=_in_thread(meanwhile))
         if result.returncode != 0:
             if routing is not None and pages_out is not None:  # for "no such torch"
                 pages_out.update({f"{routing.effective_index}/{name}/": (page.status or 0,
@@ -235,62 +203,6 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
                                   for name, page in routing.pages.items()})
             _raise_for(result.stderr, platform, indexes, routing)
         return Resolution(text=out.read_text(encoding="utf-8"), routing=routing)
-
-
-def _taken(early: Early, requirements: list[Path], platform: Platform, python: str,
-           indexes: Indexes, binary: str, options: ResolveOptions,
-           input_options: tuple[str, ...], extra: dict[str, str],
-           given: Path | None) -> list[str] | None:
-    """The argv of the uv started early (``lockkit.earlyuv``) when it is exactly the run
-    this resolution would start: the same argv (its temp paths aside), requirement files,
-    extra environment, preferences and routing index; else None."""
-    folder = _inputs_folder(requirements)
-    if early.platform != platform.name or early.extra != extra or folder is None:
-        return None
-    try:
-        files = {p.name: p.read_text(encoding="utf-8") for p in folder.iterdir()}
-        now = given.read_bytes() if given is not None else None
-    except OSError:
-        return None
-    same_preferences = (early.preferences[1] is None if given is None
-                        else early.preferences == (str(given), now))
-    if files != early.files or not same_preferences:
-        return None
-    routing = early.routing
-    if (routing is None) != (platform.torch_index is None):
-        return None
-    if routing is not None and routing.spec != (
-            tuple(platform.torch_packages), platform.torch_index, indexes.mirrors.table,
-            tuple(platform.torch_file_hosts)):
-        return None
-    argv = uv_command(binary, [early.folder / r.name for r in requirements], platform, python,
-                      indexes, early.out, routing.url if routing else None, options,
-                      input_options)
-    return argv if argv == early.argv else None
-
-
-def _inputs_folder(requirements: list[Path]) -> Path | None:
-    """The one folder lockkit wrote every requirement file into, or None (no files, or a
-    pyproject.toml of the project's own): only such inputs are remembered and compared."""
-    folder = requirements[0].parent if requirements else None
-    return folder if all(r.parent == folder for r in requirements) else None
-
-
-def _remember(platform: Platform, argv: list[str], out: Path, requirements: list[Path],
-              extra: dict[str, str], given: Path | None, routing: RoutingIndex | None,
-              indexes: Indexes, prefetch: tuple[str, ...], watch: tuple[Path, ...]) -> None:
-    from lockkit import earlyuv
-
-    folder = _inputs_folder(requirements)
-    if not earlyuv.wanted(platform.name) or folder is None:
-        return
-    spec = None
-    if routing is not None:
-        family, official, mirrors, file_hosts = routing.spec
-        spec = {"url": routing.url, "family": list(family), "official": official,
-                "mirrors": mirrors, "file_hosts": list(file_hosts), "prefetch": list(prefetch),
-                "index_url": indexes.default_effective}
-    earlyuv.remember(platform.name, argv, out, folder, extra, given, spec, watch)
 
 
 def _in_thread(work: Callable[[], None] | None) -> Callable[[], None] | None:

@@ -163,10 +163,7 @@ class RoutingIndex:
     """
 
     def __init__(self, *, family: tuple[str, ...], official_index: str, mirrors: Mirrors,
-                 file_hosts: tuple[str, ...], fetch: Callable[[str], tuple[int, str]],
-                 listening: socket.socket | None = None) -> None:
-        """*listening*: a socket already listening on 127.0.0.1 (uv may have been started
-        with its port before this module was imported, ``lockkit.earlyuv``)."""
+                 file_hosts: tuple[str, ...], fetch: Callable[[str], tuple[int, str]]) -> None:
         self.family = {canonical_name(n) for n in family}
         self.spec = (tuple(family), official_index, mirrors.table, tuple(file_hosts))
         self.official_index = official_index.rstrip("/")
@@ -184,7 +181,7 @@ class RoutingIndex:
         self.answered = 0  # requests answered, and when the last one was
         self.last_answer = 0.0
         self._loading: dict[str, threading.Event] = {}
-        self._sock: socket.socket | None = listening
+        self._sock: socket.socket | None = None
         self._closing = False
         # 256 random bits, new for every compile: what makes the port useless to others
         self._prefix = secrets.token_urlsafe(32)

@@ -233,3 +233,81 @@ def test_platforms_json_into_a_closed_pipe_is_quiet():
         os.close(write)
     assert r.returncode == 1
     assert r.stderr == ""
+
+
+# --- closed standard streams, deep includes ------------------------------------------------
+
+def _with_closed(stream: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    """lockkit run as a shell runs ``lockkit ... >&-`` (stream "1") or ``2>&-`` ("2")."""
+    return subprocess.run(["sh", "-c", f'exec "$@" {stream}>&-', "sh", sys.executable, "-m",
+                           "lockkit", *argv], capture_output=stream != "1", text=True,
+                          stdout=subprocess.DEVNULL if stream == "1" else None,
+                          stderr=subprocess.PIPE if stream == "1" else None, timeout=300)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a POSIX shell closes the stream")
+def test_commands_with_stdout_closed_do_their_work_and_exit_as_usual(project):
+    lock = project / "locks" / "pylock.linux-cpu.toml"
+    run = _with_closed("1", "compile", "--platform", "linux-cpu", "--project", str(project))
+    assert (run.returncode, run.stderr) == (0, "")
+    assert "[tool.lockkit]" in lock.read_text()
+    for argv in (["compile", "--check", "--platform", "linux-cpu"], ["platforms", "--json"]):
+        run = _with_closed("1", *argv, "--project", str(project))
+        assert "Traceback" not in run.stderr
+        assert run.returncode == 0, run.stderr
+    (project / "requirements.in").write_text("torch==2.5.1\n")  # the lock is now stale
+    run = _with_closed("1", "compile", "--check", "--platform", "linux-cpu", "--project",
+                       str(project))
+    assert run.returncode == 1 and one_line(run.stderr, results=True).endswith("(stale)")
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a POSIX shell closes the stream")
+def test_commands_with_stderr_closed_exit_as_usual_and_keep_stdout_for_results(project):
+    """What would go to stderr is dropped: not printed on stdout, not written into a file
+    that took stderr's number, and never a traceback (exit 1) instead of the usual code."""
+    lock = project / "locks" / "pylock.linux-cpu.toml"
+    run = _with_closed("2", "compile", "--platform", "linux-cpu", "--project", str(project))
+    assert run.returncode == 0
+    assert run.stdout.splitlines()[0] == "lockkit compile"
+    from lockkit._compat import tomllib
+
+    assert tomllib.loads(lock.read_text())["tool"]["lockkit"]["platform"] == "linux-cpu"
+    config = project / "lockkit.toml"
+    config.write_text("python = 3.11\n" + config.read_text())
+    run = _with_closed("2", "compile", "--platform", "linux-cpu", "--project", str(project))
+    assert (run.returncode, run.stdout) == (2, "")
+
+
+def test_a_chain_of_a_thousand_includes_is_one_line_exit_2(project, capsys):
+    for i in range(1000):
+        (project / f"r{i}.txt").write_text(f"-r r{i + 1}.txt\n")
+    (project / "r1000.txt").write_text("numpy\n")
+    (project / "requirements.in").write_text("torch==2.5.1\n-r r0.txt\n")
+    assert main(["compile", "--platform", "linux-cpu", "--project", str(project)]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert f"{project / 'requirements.in'}" in line and "more than 100 files deep" in line
+    assert not (project / "locks").exists()
+
+
+# --- the start: argparse answers, the interpreter ends as usual -------------------------------
+
+def test_version_and_help_are_argparses_answers_with_exit_0(capsys):
+    from lockkit import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"lockkit {__version__}\n"
+    assert main(["--help"]) == 0
+    assert "compile" in capsys.readouterr().out
+    assert main(["compile", "--help"]) == 0
+    assert "--upgrade-package" in capsys.readouterr().out
+
+
+def test_a_profiler_sees_the_whole_run(tmp_path):
+    """lockkit ends through the interpreter's usual exit (no os._exit), so a tool that
+    writes its results at exit, as cProfile does, gets them written."""
+    out = tmp_path / "version.prof"
+    run = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "lockkit",
+                          "--version"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("lockkit ")
+    assert out.is_file() and out.stat().st_size > 0

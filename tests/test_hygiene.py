@@ -344,3 +344,80 @@ def test_a_server_that_compresses_anyway_is_decoded_before_hashing(tmp_path):
     finally:
         server.shutdown()
     assert got.path.read_bytes() == body
+
+
+# --- Ctrl-C during a compile ---------------------------------------------------------------
+
+def _processes(where: str) -> dict[int, tuple[int, int, str]]:
+    """Every process (pid -> ppid, process group, command line) whose command line holds
+    *where*, or all with ``where=""``: read from /proc, as ps would."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat_line = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+                "utf-8", "replace")
+        except OSError:
+            continue
+        fields = stat_line[stat_line.rfind(")") + 2:].split()  # state ppid pgrp ...
+        if where in cmdline:
+            found[int(entry.name)] = (int(fields[1]), int(fields[2]), cmdline)
+    return found
+
+
+def _wait_for(condition, what: str, proc: subprocess.Popen, limit: float = 60):
+    deadline = time.monotonic() + limit
+    while not (found := condition()):
+        assert proc.poll() is None, f"lockkit ended before {what}: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"no {what} within {limit}s"
+        time.sleep(0.005)
+    return found
+
+
+@posix_only
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="no /proc to list processes")
+@pytest.mark.parametrize("when", ["temp-folder", "uv-running", "uv-running-two-platforms"])
+def test_ctrl_c_during_a_compile_leaves_no_uv_no_temp_folder_and_exits_130(project, indexes,
+                                                                           tmp_path, when):
+    """SIGINT to lockkit alone (uv runs in a session of its own, so the terminal's Ctrl-C
+    never reaches it): as soon as the compile's first temp folder exists, or while uv
+    waits on a default index that accepts connections and never answers. Exit 130, one
+    line, no uv process left in uv's group, nothing left in TMPDIR."""
+    import socket
+
+    silent = socket.create_server(("127.0.0.1", 0))  # accepted by the kernel, never read
+    (project / "lockkit.toml").write_text(indexes.config().replace(
+        f"{indexes.url}/simple", f"http://127.0.0.1:{silent.getsockname()[1]}/simple"))
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    platforms = ["--platform", "linux-cpu"] + (
+        ["--platform", "linux-cu126", "--jobs", "2"] if when.endswith("two-platforms") else [])
+    argv = [sys.executable, "-m", "lockkit", "compile", "--project", str(project), *platforms]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp)})
+    try:
+        if when == "temp-folder":
+            _wait_for(lambda: list(tmp.iterdir()), "temp folder", proc)
+            uvs: dict[int, tuple[int, int, str]] = {}
+        else:
+            count = 2 if when.endswith("two-platforms") else 1
+            uvs = _wait_for(lambda: (lambda f: f if len(f) >= count else {})(
+                {pid: info for pid, info in _processes(str(tmp)).items()
+                 if info[0] == proc.pid and " pip compile " in info[2]}), "uv", proc)
+            time.sleep(0.3)  # uv has asked the silent index by now
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        silent.close()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines() == ["lockkit: interrupted; nothing was left half-written"]
+    groups = {pid for pid in uvs}  # each uv leads its own group (start_new_session)
+    assert all(pid not in groups and pgrp not in groups
+               for pid, (_, pgrp, _) in _processes("").items()), "a uv process is left"
+    assert not _processes(str(tmp)), "a process still uses the compile's temp folder"
+    assert list(tmp.iterdir()) == []
+    assert not (project / "locks").exists()

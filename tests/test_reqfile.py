@@ -48,3 +48,26 @@ def test_every_other_line_is_left_to_packaging(spec):
     else:
         if "@" not in spec:
             assert normalize_requirement(spec) == expected
+
+
+def test_includes_nest_up_to_the_limit_and_no_deeper(tmp_path):
+    """An explicit depth, walked without recursion: MAX_DEPTH files in a chain are read
+    (in order, each once), one more is a ConfigError naming the file that includes it."""
+    from lockkit.errors import ConfigError
+    from lockkit.reqfile import MAX_DEPTH, flatten, read_tree
+
+    for i in range(MAX_DEPTH):
+        (tmp_path / f"r{i}.txt").write_text(f"-c c.txt\npkg{i}\n-r r{i + 1}.txt\n")
+    (tmp_path / f"r{MAX_DEPTH - 1}.txt").write_text(f"-c c.txt\npkg{MAX_DEPTH - 1}\n")
+    (tmp_path / "c.txt").write_text("pkg0<2\n")
+    files = read_tree(tmp_path / "r0.txt")
+    assert [f.path.name for f in files] == \
+        ["r0.txt", "c.txt"] + [f"r{i}.txt" for i in range(1, MAX_DEPTH)]
+    assert flatten([tmp_path / "r0.txt"]) == ([f"pkg{i}" for i in range(MAX_DEPTH)],
+                                              ["pkg0<2"])
+    (tmp_path / f"r{MAX_DEPTH - 1}.txt").write_text(f"-r r{MAX_DEPTH}.txt\n")
+    (tmp_path / f"r{MAX_DEPTH}.txt").write_text("last\n")
+    for walk in (read_tree, lambda p: flatten([p])):
+        with pytest.raises(ConfigError, match=f"r{MAX_DEPTH - 1}.txt: includes "
+                                              f"r{MAX_DEPTH}.txt, which is more than"):
+            walk(tmp_path / "r0.txt")

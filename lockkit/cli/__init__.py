@@ -6,20 +6,19 @@
 - :mod:`~lockkit.cli.sync`: sync;
 - :mod:`~lockkit.cli.common`: what verify and sync share (the platform, path checks, the fetcher).
 
-A command's module is imported only when that command runs. A warm ``wheelhouse
-build`` (``build.wheelhouse_build_warm``) is read before argparse is imported, and the
-modules it runs (this package, ``build``, ``lockkit.ui``, ``lockkit.errors``,
-``lockkit.buildmemo``; ``parser`` too) leave ``typing`` unimported, 2 ms of a 25 ms run:
-they write ``TYPE_CHECKING = False`` and import ``typing`` under it (mypy reads any name
-``TYPE_CHECKING`` as true), their annotations being strings.
+Every command starts the same way: argparse reads the arguments (``--version`` and
+``--help`` are its answers), then the command's module is imported and runs. Start-up
+stays cheap by doing less: the parser builds the flags of the command named first only,
+and a command's module (with what it imports) is imported only when that command runs.
+The modules every command imports (``parser``, ``lockkit.errors``, ``lockkit.ui``) leave
+``typing`` unimported (~2 ms): they write ``TYPE_CHECKING = False`` and import ``typing``
+under it (mypy reads any name ``TYPE_CHECKING`` as true), their annotations being strings.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-
-from lockkit import __version__
 
 __all__ = ["main", "run"]
 
@@ -32,80 +31,44 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; every failure ends as one line (and a hint) and an exit status:
     0 done, 1 a failure (a check, the network, a file that cannot be written), 2 bad input
     (flags, config, platform files, requirement files, locks), 130 interrupted."""
-    args_in = sys.argv[1:] if argv is None else argv
-    if args_in == ["--version"]:  # the cheapest answer: no argparse, no pathlib, no lockkit
-        print(f"lockkit {__version__}")
-        return 0
-    return _main(args_in)
+    try:
+        _open_standard_streams()
+        return _main(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:
+        return _interrupted()
+    except RuntimeError as exc:
+        # Python 3.11 wraps an exception raised while a class body's descriptors are set
+        # up (a module being imported) in RuntimeError: gh-77757, no longer from 3.12
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            return _interrupted()
+        raise
 
 
 def run() -> None:
-    """The console script and ``python -m lockkit``: :func:`main`, then an exit without
-    the interpreter's teardown of every module (measured: ~10 ms of a 160 ms compile once
-    ssl, email and the like are imported). Output is flushed and atexit's functions run
-    first; with a non-daemon thread still running, or output that cannot be flushed, the
-    exit is the usual one."""
-    code = main()
-    import atexit
-
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        sys.exit(code)
-    threading = sys.modules.get("threading")
-    if threading is not None and any(t.is_alive() and not t.daemon
-                                     and t is not threading.main_thread()
-                                     for t in threading.enumerate()):
-        sys.exit(code)
-    atexit._run_exitfuncs()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-    os._exit(code)
+    """The console script and ``python -m lockkit``."""
+    sys.exit(main())
 
 
 def _main(argv: list[str]) -> int:
-    if argv[:1] == ["compile"]:  # the uv of an earlier identical compile, first of all
-        from lockkit import earlyuv
-
-        earlyuv.launch(argv[1:])
     import importlib
 
-    from lockkit import ui
-    from lockkit.errors import INTERRUPTED, LockkitError, WriteError
+    from lockkit.errors import LockkitError, WriteError
 
     try:
-        if argv[:2] == ["wheelhouse", "build"]:  # a warm rebuild needs no argparse (4 ms)
-            from lockkit.cli.build import wheelhouse_build_warm
-
-            if wheelhouse_build_warm(argv[2:]):
-                sys.stdout.flush()
-                return 0
-        if argv[:1] == ["compile"]:
-            from lockkit import earlyuv
-
-            done = earlyuv.finished_unchanged()
-            if done is not None:  # the last compile again: its lock, as it is
-                platform, packages, shown = done
-                ui.print_table("lockkit compile", ("platform", "status", "packages", "lock"),
-                               [(platform, "unchanged", packages or "", shown)],
-                               stream=sys.stdout)
-                sys.stdout.flush()
-                return 0
         from lockkit.cli.parser import build_parser, check_ranges
 
-        # flags of the command named first only; "--help" or an unknown word: all of them
-        parser = build_parser(argv[0] if argv and argv[0] in _COMMANDS else None)
-        args = parser.parse_args(argv)
+        parser = build_parser(_flags_of(argv))
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as done:  # --help, --version: argparse has printed the answer
+            sys.stdout.flush()
+            return done.code if isinstance(done.code, int) else 0
         if not args.command:
             parser.print_help(sys.stderr)
             return 2
         check_ranges(args)
         module = importlib.import_module(f"lockkit.cli.{_COMMANDS[args.command]}")
-        code = getattr(module, f"cmd_{args.command}")(args)
+        code: int = getattr(module, f"cmd_{args.command}")(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
     except LockkitError as exc:
@@ -119,13 +82,45 @@ def _main(argv: list[str]) -> int:
     except OSError as exc:  # a full disk, a read-only folder: the file and the reason
         _fail(_os_error(exc), WriteError.default_hint)
         return WriteError.exit_code
-    except KeyboardInterrupt:
+
+
+def _flags_of(argv: list[str]) -> str | None:
+    """Whose flags the parser builds: the command named first; none ("") for a bare
+    ``--version``; every command's (None) for ``--help`` or a word that is no command."""
+    if argv and argv[0] in _COMMANDS:
+        return argv[0]
+    return "" if argv == ["--version"] else None
+
+
+def _open_standard_streams() -> None:
+    """A closed stdin, stdout or stderr (``lockkit ... >&-``, ``2>&-``) is opened on the
+    null device: what the command would write there is dropped and its exit status is
+    the usual one. The number stays taken, so no file lockkit opens gets it (a child
+    process would write its output into that file)."""
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        if getattr(sys, name) is None:  # Python leaves None for a stream closed at start
+            setattr(sys, name, open(fd, mode, closefd=False, encoding="utf-8",  # noqa: SIM115
+                                    errors="replace"))
+
+
+def _interrupted() -> int:
+    from lockkit import ui
+    from lockkit.errors import INTERRUPTED
+
+    try:
         ui.say("lockkit: interrupted; nothing was left half-written")
-        return INTERRUPTED
-    finally:
-        early = sys.modules.get("lockkit.earlyuv")
-        if early is not None:
-            early.discard()  # a uv started early and not taken (a failure, another path)
+    except (OSError, ValueError):
+        pass
+    return INTERRUPTED
 
 
 def _os_error(exc: OSError) -> str:

@@ -6,7 +6,6 @@ Results (tables, JSON) go to stdout, status to stderr.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
