@@ -3,7 +3,8 @@
 A loopback index (``_harness.FastIndex``) serves a synthetic project: torch on every
 shipped platform's PyTorch index (mirrored) and N tiny real wheels on the default index.
 The baseline is ``lockkit.resolve.uv_command``'s argv and ``uv_environment``'s indexes,
-the PyTorch index given directly where lockkit puts its routing index. Paired with their baselines in this run:
+the PyTorch index given directly where lockkit puts its routing index. Paired with
+their baselines in this run:
   - a first compile (`lockkit compile --platform linux-cpu`, no lock yet) <= 1.3x bare
     `uv pip compile` at 10 packages (uv without an output file to prefer);
   - an unchanged recompile (the lock there, the inputs and the index unchanged) <= 1.5x
