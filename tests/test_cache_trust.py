@@ -619,7 +619,9 @@ def test_tools_pins_kept_in_the_folder_are_read_back_only_when_they_hold(tools_p
         assert len(server.requests) == asked and contents(out / "tools") == first
         manifest = json.loads((out / "manifest.json").read_text())
         tool = next(f for f in manifest["files"] if f.get("package") == "lockkit")
-        tool["path"] = "tools/../../planted.pth"
+        # a planted entry beside the real one: the folder still holds only what its
+        # manifest lists (the --out rule takes it), and the pins are not read back
+        manifest["files"].append({**tool, "path": "tools/../../planted.pth"})
         (out / "manifest.json").unlink()
         (out / "manifest.json").write_text(json.dumps(manifest))
         assert build(root, cache, out) == 0  # the manifest's name is refused: resolved again
