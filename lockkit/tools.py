@@ -358,9 +358,11 @@ def source_tree() -> Path | None:
 def _build_from_source(root: Path, tmp: Path, project: Project | None) -> Path:
     argv = [uv_bin(), "build", "--wheel", "--no-config", "--quiet", "--python", sys.executable,
             "--out-dir", str(tmp / "dist"), str(root)]
+    extra = {"SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH", _EPOCH)}
     if project is not None and project.index_url:  # the build backend from the same index
-        argv[3:3] = ["--default-index", Mirrors(project.mirrors).effective(project.index_url)]
-    env = _run.isolated_env({"SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH", _EPOCH)})
+        # in uv's environment, never its argv: the URL may hold credentials (``ps``)
+        extra["UV_DEFAULT_INDEX"] = Mirrors(project.mirrors).effective(project.index_url)
+    env = _run.isolated_env(extra)
     result = _run.call(argv, timeout=600, env=env)
     wheels = sorted((tmp / "dist").glob("lockkit-*.whl"))
     if result.returncode != 0 or len(wheels) != 1:

@@ -286,7 +286,11 @@ def _place(project: Project, stage: Path, item: Item, got: Got, cache: Cache) ->
 def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path:
     """A pure-Python wheel from an sdist, the same bytes each time (``wheelzip``)."""
     epoch = source_epoch(item.entry)
-    env = _run.isolated_env({"SOURCE_DATE_EPOCH": str(epoch), "PYTHONHASHSEED": "0"})
+    extra = {"SOURCE_DATE_EPOCH": str(epoch), "PYTHONHASHSEED": "0"}
+    if project.index_url:  # the build backend from the project's index, as tools/ does;
+        # in uv's environment, never its argv: the URL may hold credentials (``ps``)
+        extra["UV_DEFAULT_INDEX"] = Mirrors(project.mirrors).effective(project.index_url)
+    env = _run.isolated_env(extra)
     with tempfile.TemporaryDirectory(prefix="lockkit-sdist-") as tmp:
         src = inside(Path(tmp), item.want.filename)
         if copy_file(sdist, src) != item.want.sha256:  # the cache's blob, hashed as copied
@@ -296,8 +300,6 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
 
         argv = [uv_bin(), "build", "--wheel", "--no-config", "--quiet", "--python",
                 sys.executable, "--out-dir", str(Path(tmp) / "dist"), str(src)]
-        if project.index_url:
-            argv[3:3] = ["--default-index", expand(project.index_url)]
         result = _run.call(argv, timeout=900, env=env)
         wheels = sorted((Path(tmp) / "dist").glob("*.whl"))
         if result.returncode != 0 or not wheels:
