@@ -207,7 +207,9 @@ def _fetch_all(fetcher: Fetcher, one: Callable[[Item], Got], items: list[Item],
     are dropped, the fetcher cuts open downloads off and removes their partial files, and
     the exception propagates. The workers are daemon threads (a ThreadPoolExecutor's are joined
     at exit, which made Ctrl-C wait for a stalled server's timeout); a worker still
-    blocked finds the stop flag when it wakes and lands nothing.
+    blocked finds the stop flag when it wakes and lands nothing. One still connecting,
+    or waiting for headers or an index page, has no response to cut off: the grace
+    bounds the wait for it, and nothing at exit waits for it (tests/test_hygiene.py).
     """
     todo: queue.SimpleQueue[tuple[Item, Future[Got]] | None] = queue.SimpleQueue()
     futures: list[Future[Got]] = []
@@ -216,10 +218,10 @@ def _fetch_all(fetcher: Fetcher, one: Callable[[Item], Got], items: list[Item],
         todo.put((item, futures[-1]))
     workers = [threading.Thread(target=_worker, args=(todo, one, fetcher), daemon=True,
                                 name=f"lockkit-fetch-{i}") for i in range(max(1, jobs))]
-    for worker in workers:
-        todo.put(None)
-        worker.start()
-    try:
+    try:  # a Ctrl-C while the workers start stops the ones started, too
+        for worker in workers:
+            todo.put(None)
+            worker.start()
         return [f.result() for f in futures]
     except BaseException:
         fetcher.stop()
@@ -227,7 +229,8 @@ def _fetch_all(fetcher: Fetcher, one: Callable[[Item], Got], items: list[Item],
             f.cancel()
         deadline = time.monotonic() + _GRACE  # cut-off downloads end in milliseconds
         for worker in workers:
-            worker.join(max(0.0, deadline - time.monotonic()))
+            if worker.is_alive():  # not one that never started
+                worker.join(max(0.0, deadline - time.monotonic()))
         raise
 
 

@@ -207,13 +207,20 @@ def test_interrupted_build_leaves_nothing_final_and_resumes(project, indexes, tm
     compiled(project, indexes)
     cache, out = tmp_path / "cache", tmp_path / "wh"
     seen: list[str] = []
+    handled = threading.Event()
 
     def stop_after_first(got) -> None:
         seen.append(got.want.filename)
-        raise KeyboardInterrupt
+        if len(seen) == 1:
+            raise KeyboardInterrupt
+        # The worker took the next file before the waiting thread ran (a busy machine):
+        # it is held here until the interrupt was handled, as a real Ctrl-C (raised in
+        # the waiting thread itself) would have stopped it.
+        handled.wait(10)
 
     with pytest.raises(KeyboardInterrupt):
         build_lib(project, cache, out, jobs=1, on_file=stop_after_first)
+    handled.set()
     assert not out.exists() and leftovers(tmp_path, "wh") == []
     assert list((cache / "partial").glob("*")) == []
     kept = [p for p in (cache / "sha256").rglob("*") if p.is_file()]
