@@ -21,6 +21,7 @@ from conftest import OFFICIAL
 from silent_server import Silent, dead_port
 
 from lockkit.cli import main
+from lockkit.errors import IndexError_
 from lockkit.platforms import load_platforms
 
 UNRESOLVABLE = "http://nonexistent.invalid/whl"
@@ -151,3 +152,63 @@ def test_a_timeout_that_is_not_a_positive_number_is_a_usage_error(tmp_path, valu
     assert main(["compile", "--project", str(tmp_path), "--timeout", value]) == 2
     err = capsys.readouterr().err
     assert "--timeout " in err and "must be a number of seconds above 0" in err
+
+
+# --- resolve() with a stand-in for uv: what it is told, and how it ends ---------------------
+
+_UV = """#!{python}
+import os, sys, time, urllib.error, urllib.request
+index = os.environ["UV_INDEX"]  # the routing index, as uv gets it
+open({started!r}, "w").write(str(os.getpid()))
+if {mode!r} == "ask":  # as uv does: ask for torch, then retry the 502 for a long while
+    try:
+        urllib.request.build_opener(urllib.request.ProxyHandler({{}})).open(index + "/torch/")
+    except urllib.error.HTTPError:
+        pass
+    time.sleep(120)
+print("error: Failed to fetch: `" + index + "/torch/`", file=sys.stderr)
+print("  Caused by: operation timed out", file=sys.stderr)
+sys.exit(2)
+"""
+
+
+def _resolve_with(tmp_path: Path, mode: str, fetch) -> tuple[BaseException, float]:
+    import sys
+
+    from lockkit.resolve import Indexes, resolve
+
+    uv = tmp_path / "uv"
+    uv.write_text(_UV.format(python=sys.executable, started=str(tmp_path / "started"),
+                             mode=mode))
+    uv.chmod(0o755)
+    (tmp_path / "requirements.in").write_text("torch\n")
+    platform = load_platforms()["linux-cu128"]
+    indexes = Indexes.for_platform(platform, {OFFICIAL: "http://mirror.invalid/whl"}, None)
+    start = time.monotonic()
+    with pytest.raises(IndexError_) as err:
+        resolve([tmp_path / "requirements.in"], platform, "3.11", indexes, binary=str(uv),
+                fetch_page=fetch, prefetch=("torch",))
+    return err.value, time.monotonic() - start
+
+
+def test_uv_is_stopped_as_soon_as_the_page_it_asked_for_fails(tmp_path):
+    """A stand-in for uv asks the routing index for torch, then would wait 120 s (uv
+    retries the 502): it is killed as the page fails, and the error is lockkit's."""
+    def fetch(url: str) -> tuple[int, str]:
+        raise IndexError_(f"cannot fetch {url}: no answer within 30 s")
+
+    error, took = _resolve_with(tmp_path, "ask", fetch)
+    assert (tmp_path / "started").is_file()
+    assert str(error) == (
+        f"linux-cu128: the PyTorch index {OFFICIAL}/cu128 is unreachable through the mirror "
+        "http://mirror.invalid/whl/cu128 (cannot fetch http://mirror.invalid/whl/cu128/"
+        "torch/: no answer within 30 s)")
+    assert took < 60, f"{took:.1f} s"  # the stand-in's own end: 120 s
+
+
+def test_uvs_own_error_names_the_pytorch_index_not_the_routing_index(tmp_path):
+    """uv knows the PyTorch index only as the routing index's loopback URL (with its
+    private prefix): lockkit's error shows the official index in its place."""
+    error, _ = _resolve_with(tmp_path, "fail", lambda url: (200, ""))
+    assert "127.0.0.1" not in str(error)
+    assert f"Failed to fetch: `{OFFICIAL}/cu128/torch/`" in str(error)
