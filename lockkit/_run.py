@@ -12,7 +12,8 @@ Ctrl-C reaches lockkit's main thread only, and a command in its own session does
 the terminal's SIGINT at all. So a command started by the main thread is killed, group
 and all, wherever the interrupt lands (a Ctrl-C during its start is held until it can be
 killed); commands started by worker threads are killed by :func:`ending`, which the
-code that runs the workers enters on its way out.
+code that runs the workers enters on its way out. A caller that learns elsewhere that a
+command's work cannot succeed ends that one command with a :class:`Stop`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from lockkit.common import interrupt_held, last_error_line
 from lockkit.errors import CommandError
 from lockkit.redact import redact
 
-__all__ = ["Recorder", "Result", "call", "check", "ending", "finish", "isolated_env", "outcome"]
+__all__ = ["Recorder", "Result", "Stop", "call", "check", "ending", "finish", "isolated_env",
+           "outcome"]
 
 # Variables that change how pip/uv behave behind the user's back. A rebuild must
 # not depend on them, so every installer call drops them.
@@ -81,9 +83,37 @@ def isolated_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+class Stop:
+    """Ends one :func:`call` from another thread: :meth:`set` kills the command's process
+    group at once (or as soon as it starts, when set before), and the call returns as for
+    any killed command (a negative return code). compile sets one when the routing index
+    cannot fetch a page uv waits for: uv's own retries of it could only fail, slowly."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._set = False
+
+    def set(self) -> None:
+        with self._lock:
+            self._set = True
+            if self._proc is not None and self._proc.returncode is None:
+                _kill_now(self._proc)
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def _attach(self, proc: subprocess.Popen[bytes] | None) -> None:
+        with self._lock:
+            self._proc = proc
+            if proc is not None and self._set:
+                _kill_now(proc)
+
+
 def call(argv: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | None = None,
          cwd: str | os.PathLike[str] | None = None, record: Recorder | None = None,
-         stacks_on_timeout: bool = False, on_start: Callable[[], None] | None = None) -> Result:
+         stacks_on_timeout: bool = False, on_start: Callable[[], None] | None = None,
+         stop: Stop | None = None) -> Result:
     """Run *argv* (default environment: :func:`isolated_env`); never raises for how the
     command ended. A command that cannot start at all is ``returncode`` 127 with the reason
     in stderr, as a shell reports it. *record* sees every result.
@@ -94,7 +124,8 @@ def call(argv: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | 
     before dying; then the group is killed as usual. The stacks end up in ``stderr``.
 
     *on_start* runs once the command has started, before its output is awaited: work
-    that can overlap the command's own (compile imports its lock writer while uv runs)."""
+    that can overlap the command's own (compile imports its lock writer while uv runs).
+    *stop* ends the command early from another thread (see :class:`Stop`)."""
     argv = tuple(str(a) for a in argv)
     start = time.perf_counter()
     shown_cwd = os.fspath(cwd) if cwd is not None else None
@@ -105,6 +136,8 @@ def call(argv: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | 
                 stderr=subprocess.PIPE, env=dict(env) if env is not None else isolated_env(),
                 cwd=shown_cwd, start_new_session=os.name != "nt")
             _running.add(proc)
+            if stop is not None:
+                stop._attach(proc)
     except OSError as exc:
         held.reraise()
         result = Result(argv=argv, returncode=127, stdout="",
@@ -112,18 +145,19 @@ def call(argv: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | 
                         duration=time.perf_counter() - start, timeout=timeout, cwd=shown_cwd)
     else:
         try:
-            held.reraise()
-            if on_start is not None:
-                on_start()
-        except BaseException:
-            _kill_group(proc)
-            _running.discard(proc)
-            raise
-        try:
+            try:
+                held.reraise()
+                if on_start is not None:
+                    on_start()
+            except BaseException:
+                _kill_group(proc)
+                raise
             result = finish(proc, argv, start, timeout=timeout, cwd=shown_cwd,
                             stacks_on_timeout=stacks_on_timeout)
         finally:
             _running.discard(proc)
+            if stop is not None:
+                stop._attach(None)
     if record is not None:
         record(result)
     return result

@@ -31,6 +31,7 @@ from lockkit.freshness import (
     packages_digest_of_read,
 )
 from lockkit.memo import MemoStore
+from lockkit.pages import TIMEOUT
 from lockkit.pages import Http as _Http
 from lockkit.platforms import Platform
 from lockkit.redact import redact
@@ -81,7 +82,8 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
                                  fetch_page=http.page, options=options,
                                  input_options=input_options,
                                  prefetch=tuple(_asked_names(requirements)),
-                                 meanwhile=_imports_for_after_uv, pages_out=pages)
+                                 meanwhile=_imports_for_after_uv, pages_out=pages,
+                                 timeout=http.timeout)
         except ResolutionError:
             _no_such_torch(platform, requirements, pages)
             raise
@@ -217,8 +219,15 @@ def _existing_lock(path: Path) -> str | None:
 def compile_platforms(project: Project, platforms: list[Platform],
                       on_done: Callable[[Outcome], None] | None = None,
                       jobs: int = 4, upgrade: bool = False,
-                      upgrade_packages: tuple[str, ...] = ()) -> list[Outcome]:
-    """Resolve several platforms concurrently; one failure does not stop the others."""
+                      upgrade_packages: tuple[str, ...] = (), timeout: float = TIMEOUT,
+                      on_start: Callable[[Platform], None] | None = None) -> list[Outcome]:
+    """Resolve several platforms concurrently; one failure does not stop the others.
+
+    The platforms share one :class:`~lockkit.pages.Http`, and with it the hosts that
+    failed in this run: an unreachable PyTorch index (or mirror) is paid for once, not
+    once per platform that uses it. *timeout*: seconds an index may take to connect or
+    answer (lockkit's page fetches and uv's own requests). *on_start* is told of each
+    platform as its work begins."""
     requirements = normalized_inputs(project)  # bad input fails before any work starts
     for platform in platforms:
         _existing_lock(project.lock_path(platform.name))
@@ -228,6 +237,8 @@ def compile_platforms(project: Project, platforms: list[Platform],
     memos = MemoStore(default_cache_dir())
 
     def run(platform: Platform) -> Outcome:
+        if on_start:
+            on_start(platform)
         try:
             outcome = compile_one(project, platform, uv, uv_ver, http, upgrade, upgrade_packages,
                                   requirements, memos)
@@ -238,7 +249,7 @@ def compile_platforms(project: Project, platforms: list[Platform],
             on_done(outcome)
         return outcome
 
-    http = _Http(project)
+    http = _Http(project, timeout=timeout)
     try:
         workers = max(1, min(jobs, len(platforms)))
         if workers == 1:  # no pool: concurrent.futures costs ~3 ms before uv starts

@@ -5,6 +5,7 @@ before uv starts, and the routing index answers uv's first question from its pag
 from __future__ import annotations
 
 import hashlib
+import socket
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,9 @@ if TYPE_CHECKING:
     from lockkit.auth import Credentials
     from lockkit.config import Project
 
-__all__ = ["Http"]
+__all__ = ["TIMEOUT", "Http"]
+
+TIMEOUT = 30.0  # seconds: compile --timeout's default (connect, and each read)
 
 
 class Http:
@@ -33,16 +36,25 @@ class Http:
     origin only, gzip accepted. Hashing a file (rare: the page had no hash) uses httpx.
     Requests go with the project's credentials by host (``lockkit.auth``): a page or file
     URL without user info of its own may still be on a host that needs them.
+
+    Failing fast: *timeout* bounds the connection and each read (seconds without an
+    answer). A host that cannot be resolved, refuses, or does not answer in time is not
+    asked again: not in this fetch (retries are for a 5xx or a connection broken mid-way)
+    and not for the rest of this run, which shares this object (``compile --all``: 16
+    platforms on 7 index URLs pay for an unreachable host once). What is remembered is
+    only that the host failed, in this process's memory, never on disk.
     """
 
     def __init__(self, project: Project | None = None, attempts: int = 3,
-                 backoff: float = 0.5, credentials: Credentials | None = None) -> None:
+                 backoff: float = 0.5, credentials: Credentials | None = None,
+                 timeout: float = TIMEOUT) -> None:
         from lockkit.auth import Credentials
 
         self._client: Any = None
         self._opener: Any = None
         self._lock = threading.Lock()
-        self.attempts, self.backoff = attempts, backoff
+        self.attempts, self.backoff, self.timeout = attempts, backoff, timeout
+        self.failed: dict[str, str] = {}  # origin -> why it failed, in this run
         if credentials is None:
             credentials = Credentials.for_project(project) if project else Credentials()
         self.credentials = credentials
@@ -52,7 +64,7 @@ class Http:
 
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client(timeout=60, follow_redirects=True,
+                self._client = httpx.Client(timeout=self.timeout, follow_redirects=True,
                                             headers={"User-Agent": f"lockkit/{__version__}"})
         return self._client
 
@@ -70,7 +82,14 @@ class Http:
         import urllib.request
 
         from lockkit.redact import strip_credentials
+        from lockkit.urls import origin
 
+        host = origin(url)
+        with self._lock:
+            known = self.failed.get(host)
+        if known is not None:
+            raise IndexError_(f"cannot fetch {redact(url)}: not asked again, its host failed "
+                              f"earlier in this run: {known}")
         pair = self.credentials.lookup(url)
         for attempt in range(self.attempts):
             last = attempt + 1 == self.attempts
@@ -81,16 +100,18 @@ class Http:
                 token = base64.b64encode(f"{pair[0]}:{pair[1]}".encode()).decode()
                 request.add_unredirected_header("Authorization", f"Basic {token}")
             try:
-                with self._open().open(request, timeout=60) as resp:
+                with self._open().open(request, timeout=self.timeout) as resp:
                     return resp.status, _text(resp.headers, resp.read())
             except urllib.error.HTTPError as err:
                 if err.code < 500 or last:
                     return err.code, _text(err.headers, err.read())
             except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
-                if last:
-                    reason = getattr(exc, "reason", None) or exc
-                    raise IndexError_(f"cannot fetch {redact(url)}: {redact(str(reason))}"
-                                      ) from exc
+                reason = getattr(exc, "reason", None) or exc
+                if last or _unreachable(reason):
+                    why = self._why(reason, url)
+                    with self._lock:
+                        self.failed.setdefault(host, why)
+                    raise IndexError_(f"cannot fetch {redact(url)}: {why}") from exc
             time.sleep(self.backoff * 2 ** attempt)
         raise AssertionError("unreachable")
 
@@ -110,6 +131,26 @@ class Http:
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
+
+    def _why(self, reason: object, url: str) -> str:
+        if isinstance(reason, TimeoutError):
+            return f"no answer within {self.timeout:g} s"
+        if isinstance(reason, socket.gaierror):
+            import urllib.parse
+
+            host = urllib.parse.urlsplit(url).hostname or ""
+            return f"cannot resolve the host name {redact(host)}: {reason.strerror}"
+        return redact(str(reason)) or type(reason).__name__
+
+
+def _unreachable(reason: object) -> bool:
+    """A failure that a retry within seconds would only repeat: the name does not resolve,
+    the host refuses or does not answer in time, its certificate is not trusted. (A 5xx,
+    or a connection reset mid-exchange, is retried.)"""
+    import ssl
+
+    return isinstance(reason, (socket.gaierror, ConnectionRefusedError, TimeoutError,
+                               ssl.SSLCertVerificationError))
 
 
 def _page_opener() -> Any:

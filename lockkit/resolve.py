@@ -24,10 +24,11 @@ from lockkit._compat import tomllib
 from lockkit._record import field, record
 from lockkit.common import temp_folder
 from lockkit.errors import IndexError_, ResolutionError
+from lockkit.pages import TIMEOUT
 from lockkit.platforms import Platform
 from lockkit.redact import redact
-from lockkit.routing import RoutingIndex
-from lockkit.urls import Mirrors, apply_mirrors, expand, unapply_mirrors
+from lockkit.routing import Page, RoutingIndex
+from lockkit.urls import Mirrors, apply_mirrors, expand, printable, unapply_mirrors
 
 __all__ = ["Indexes", "Resolution", "ResolveOptions", "apply_mirrors", "expand", "resolve",
            "unapply_mirrors", "uv_bin", "uv_command", "uv_environment", "uv_version"]
@@ -127,16 +128,22 @@ def uv_command(binary: str, requirements: list[Path], platform: Platform, python
     return argv + list(input_options) + [str(r) for r in requirements]
 
 
-def uv_environment(indexes: Indexes, routing_url: str | None, folder: Path) -> dict[str, str]:
+def uv_environment(indexes: Indexes, routing_url: str | None, folder: Path,
+                   timeout: float = TIMEOUT) -> dict[str, str]:
     """The variables that give uv its indexes, added to its isolated environment: the
     default index (``UV_DEFAULT_INDEX``, credentials and all) and the routing index ahead
     of it (``UV_INDEX``: uv asks ``--index`` indexes before the default one). A process's
     environment is readable by its own user only, unlike its command line. When a mirror
     carries credentials, ``NETRC`` names the netrc :func:`lockkit.auth.uv_netrc` writes
-    into *folder* (the routing index's pages carry none)."""
+    into *folder* (the routing index's pages carry none).
+
+    *timeout* (compile ``--timeout``) bounds uv's own reads, as it bounds lockkit's page
+    fetches, and its connections when shorter than uv's default of 10 s."""
     from lockkit.auth import uv_netrc
 
-    env: dict[str, str] = {}
+    env: dict[str, str] = {"UV_HTTP_TIMEOUT": f"{timeout:g}"}
+    if timeout < _UV_CONNECT_TIMEOUT:
+        env["UV_HTTP_CONNECT_TIMEOUT"] = f"{timeout:g}"
     if indexes.default_effective:
         env["UV_DEFAULT_INDEX"] = indexes.default_effective
     if routing_url:
@@ -145,6 +152,9 @@ def uv_environment(indexes: Indexes, routing_url: str | None, folder: Path) -> d
     if netrc is not None:
         env["NETRC"] = str(netrc)
     return env
+
+
+_UV_CONNECT_TIMEOUT = 10.0  # uv's own default (UV_HTTP_CONNECT_TIMEOUT), in seconds
 
 
 def _explain(stderr: str) -> str:
@@ -160,7 +170,8 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
             input_options: tuple[str, ...] = (),
             prefetch: tuple[str, ...] = (),
             meanwhile: Callable[[], None] | None = None,
-            pages_out: dict[str, tuple[int, str]] | None = None) -> Resolution:
+            pages_out: dict[str, tuple[int, str]] | None = None,
+            timeout: float = TIMEOUT) -> Resolution:
     """Run uv (behind the routing index when the platform has a PyTorch index).
 
     Overlapping uv's own time: the routing index fetches the family pages among
@@ -168,7 +179,10 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
     runs in that thread (or in a thread of its own once uv has started, without a routing
     index): what the caller needs only after uv, such as imports. *pages_out* gets the
     PyTorch index pages the routing index fetched when uv fails (what "no such torch" is
-    explained by)."""
+    explained by). *timeout*: see :func:`uv_environment`.
+
+    A family page uv asks for that cannot be fetched stops uv at once (``_run.Stop``):
+    the error names the PyTorch index and its mirror, not the routing index uv saw."""
     options = options or ResolveOptions()
     binary = binary or uv_bin()
     extra = {"MACOSX_DEPLOYMENT_TARGET": platform.macos_target} if platform.macos_target else {}
@@ -176,6 +190,7 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
              and not options.upgrade else None)
     if platform.torch_index and fetch_page is None:
         raise ValueError("a platform with a PyTorch index needs fetch_page")
+    stop = _run.Stop()
     with ExitStack() as stack:
         routing = None
         if platform.torch_index:
@@ -183,19 +198,21 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
             routing = stack.enter_context(RoutingIndex(
                 family=platform.torch_packages, official_index=platform.torch_index,
                 mirrors=indexes.mirrors, file_hosts=platform.torch_file_hosts,
-                fetch=fetch_page))
+                fetch=fetch_page, on_failure=lambda page: stop.set()))
         tmp = stack.enter_context(temp_folder("lockkit-"))
         out = Path(tmp) / "pylock.toml"
         if given is not None:
             shutil.copyfile(given, out)  # uv prefers what its output file pins
         argv = uv_command(binary, requirements, platform, python, out, options, input_options)
-        env = _run.isolated_env(
-            {**extra, **uv_environment(indexes, routing.url if routing else None, Path(tmp))})
+        env = _run.isolated_env({**extra, **uv_environment(
+            indexes, routing.url if routing else None, Path(tmp), timeout)})
         if routing is not None:
             routing.prefetch(prefetch, then=meanwhile)
-            result = _run.call(argv, timeout=900, env=env)
+            result = _run.call(argv, timeout=900, env=env, stop=stop)
         else:
             result = _run.call(argv, timeout=900, env=env, on_start=_in_thread(meanwhile))
+        if routing is not None and routing.failed is not None:  # uv was stopped for it
+            raise _unreachable_error(platform, indexes, routing.failed)
         if result.returncode != 0:
             if routing is not None and pages_out is not None:  # for "no such torch"
                 pages_out.update({f"{routing.effective_index}/{name}/": (page.status or 0,
@@ -211,15 +228,29 @@ def _in_thread(work: Callable[[], None] | None) -> Callable[[], None] | None:
     return lambda: threading.Thread(target=work, name="lockkit-meanwhile", daemon=True).start()
 
 
+def _unreachable_error(platform: Platform, indexes: Indexes, page: Page) -> IndexError_:
+    """The PyTorch index (official URL) and the mirror it was asked through, in printable
+    form: never the routing index's loopback address, which is all uv saw."""
+    official = printable(indexes.torch_official or "")
+    effective = indexes.torch_effective or ""
+    via = (f" through the mirror {printable(effective)}"
+           if effective and indexes.mirrors.covers(indexes.torch_official or "") else "")
+    return IndexError_(f"{platform.name}: the PyTorch index {official} is unreachable{via} "
+                       f"({page.error})",
+                       hint="check the [mirrors] table or --mirror, and the network "
+                            "(--timeout S: how long an index may take to answer)")
+
+
 def _raise_for(stderr: str, platform: Platform, indexes: Indexes,
                routing: RoutingIndex | None) -> None:
+    if routing is not None:  # uv names the routing index where the PyTorch index is meant
+        stderr = stderr.replace(routing.url, routing.official_index)
     why = _explain(stderr)
     torch = redact(indexes.torch_official or "")
     asked = [p for name, p in routing.pages.items() if name in routing.asked] if routing else []
     for page in asked:  # a page only prefetched is not what uv failed on
         if page.status is None:
-            raise IndexError_(f"{platform.name}: the PyTorch index {torch} is unreachable "
-                              f"({page.error})", hint="check --mirror, or the network")
+            raise _unreachable_error(platform, indexes, page)
         if page.status == 401:
             raise IndexError_(
                 f"{platform.name}: the PyTorch index {torch} refused access ({page.status}); "

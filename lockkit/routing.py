@@ -156,14 +156,20 @@ def resolve_href(href: str, official_page: str, effective_page: str, mirrors: Mi
 class RoutingIndex:
     """A loopback PEP 503 index serving only the platform's torch-family pages.
 
-    *fetch* is ``(url) -> (status, text)``; lockkit passes an httpx-based one, tests can
-    pass their own. Use as a context manager; ``url`` is what uv gets as its first index,
-    through its environment only: it holds the random prefix without which every request
-    is answered 404.
+    *fetch* is ``(url) -> (status, text)``; lockkit passes :meth:`lockkit.pages.Http.page`,
+    tests can pass their own. Use as a context manager; ``url`` is what uv gets as its first
+    index, through its environment only: it holds the random prefix without which every
+    request is answered 404.
+
+    A page uv asks for that could not be fetched (the index or its mirror unreachable) is
+    recorded as :attr:`failed` and reported to *on_failure* before uv gets its 502: uv
+    would retry the 502 for seconds and then name this loopback address, so the caller
+    stops uv at once and names the index instead.
     """
 
     def __init__(self, *, family: tuple[str, ...], official_index: str, mirrors: Mirrors,
-                 file_hosts: tuple[str, ...], fetch: Callable[[str], tuple[int, str]]) -> None:
+                 file_hosts: tuple[str, ...], fetch: Callable[[str], tuple[int, str]],
+                 on_failure: Callable[[Page], None] | None = None) -> None:
         self.family = {canonical_name(n) for n in family}
         self.spec = (tuple(family), official_index, mirrors.table, tuple(file_hosts))
         self.official_index = official_index.rstrip("/")
@@ -175,6 +181,8 @@ class RoutingIndex:
         mirror_hosts = mirrors.hosts() | {origin(self.effective_index)}
         self.private_hosts = mirror_hosts - self.official_hosts
         self._fetch = fetch
+        self._on_failure = on_failure
+        self.failed: Page | None = None  # the first page uv asked for that was unreachable
         self._lock = threading.Lock()
         self.pages: dict[str, Page] = {}
         self.asked: set[str] = set()  # the family names uv asked for (not only prefetched)
@@ -293,6 +301,11 @@ class RoutingIndex:
             self.asked.add(name)
         page = self.page(name)
         if page.status is None:
+            with self._lock:
+                first = self.failed is None
+                self.failed = self.failed or page
+            if first and self._on_failure is not None:
+                self._on_failure(page)
             return 502, f"the PyTorch index is unreachable: {page.error}".encode()
         # Not served (403/404) or refused (401): an empty page, so uv stops here instead
         # of looking for the name on the default index.

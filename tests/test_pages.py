@@ -12,10 +12,12 @@ import base64
 import gzip
 import http.server
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from silent_server import Silent, dead_port
 
 from lockkit.config import load_project
 from lockkit.errors import IndexError_
@@ -125,6 +127,53 @@ def test_a_dead_host_is_an_error_naming_the_url_without_credentials(tmp_path):
         http.page("http://me:s3cret@127.0.0.1:9/whl/cpu/torch/")
     assert "127.0.0.1:9/whl/cpu/torch/" in str(dead.value)
     assert "s3cret" not in str(dead.value)
+
+
+def test_a_mirror_that_never_answers_times_out_once_and_is_not_asked_again(servers, tmp_path):
+    """--timeout bounds the wait; a timeout is not retried (three of them would triple it),
+    and the host is not asked again in this run: other pages on it fail at once, naming
+    why. Another host is still asked."""
+    home, _ = servers
+    http = _Http(load_project(_project(tmp_path)), backoff=30, timeout=0.5)
+    with Silent() as silent:
+        start = time.monotonic()
+        with pytest.raises(IndexError_, match=r"no answer within 0\.5 s"):
+            http.page(f"{silent.url}/whl/cpu/torch/")
+        with pytest.raises(IndexError_, match="not asked again") as again:
+            http.page(f"{silent.url}/whl/cu128/torch/")
+        assert time.monotonic() - start < 15  # one retry would have slept 30 s
+        assert silent.accepted == 1
+    assert "no answer within 0.5 s" in str(again.value)
+    assert http.page(f"{home.url}/simple/torch/") == (200, PAGE)
+
+
+@pytest.mark.parametrize("host", ["nonexistent.invalid", "127.0.0.1:{dead}"])
+def test_an_unresolvable_or_refusing_host_fails_at_once_without_retries(tmp_path, host):
+    """A name that does not resolve, a port that refuses: a retry within seconds would
+    only repeat the answer (the retries, 30 s of back-off here, are for 5xx and resets)."""
+    host = host.format(dead=dead_port())
+    http = _Http(load_project(_project(tmp_path)), backoff=30, timeout=5)
+    start = time.monotonic()
+    with pytest.raises(IndexError_) as err:
+        http.page(f"http://{host}/whl/cpu/torch/")
+    assert time.monotonic() - start < 15
+    if host == "nonexistent.invalid":
+        assert "cannot resolve the host name nonexistent.invalid" in str(err.value)
+    assert set(http.failed) == {f"http://{host}"}
+
+
+def test_a_host_that_hangs_up_mid_request_is_retried(tmp_path):
+    """A connection closed before the answer (a restarting proxy) is worth the retries."""
+    http = _Http(load_project(_project(tmp_path)), backoff=0.01, timeout=5)
+    with Silent(hang_up=True) as server, pytest.raises(IndexError_):
+        http.page(f"{server.url}/whl/cpu/torch/")
+    assert server.accepted == 3
+
+
+def _project(tmp_path: Path) -> Path:
+    (tmp_path / "requirements.in").write_text("torch\n")
+    (tmp_path / "lockkit.toml").write_text("")
+    return tmp_path
 
 
 @pytest.fixture

@@ -143,6 +143,30 @@ def test_a_prefetched_page_is_fetched_once_and_only_asked_pages_count():
     assert routing.asked == {"torch"} and set(routing.pages) == {"torch"}
 
 
+def test_an_unreachable_page_uv_asks_for_is_reported_once_and_a_prefetched_one_not():
+    """The caller stops uv when a page uv waits for cannot be fetched: *on_failure* hears of
+    the first such page, once, before uv gets its 502; a page only prefetched (uv may
+    never ask for it) is not reported."""
+    from lockkit.errors import IndexError_
+
+    def dead(url: str) -> tuple[int, str]:
+        raise IndexError_(f"cannot fetch {url}: no answer within 2 s")
+
+    heard: list[str] = []
+    with RoutingIndex(family=("torch", "triton"), official_index=f"{PT}/whl/cu128",
+                      mirrors=STATIC, file_hosts=(), fetch=dead,
+                      on_failure=lambda page: heard.append(page.name)) as routing:
+        routing.prefetch(["torch", "triton"], wait=True)
+        assert heard == [] and routing.failed is None
+        prefix = urllib.parse.urlsplit(routing.url).path
+        assert routing.answer(f"{prefix}/triton/")[0] == 502
+        assert routing.answer(f"{prefix}/torch/")[0] == 502
+        assert routing.answer(f"{prefix}/triton/")[0] == 502  # uv's retry
+    assert heard == ["triton"] and routing.failed is routing.pages["triton"]
+    assert routing.failed.error == "cannot fetch http://m.test/pytorch/whl/cu128/triton/: " \
+        "no answer within 2 s"
+
+
 def test_the_routing_server_speaks_http_1_1_as_uv_needs():
     """lockkit's own loopback server: kept-alive GETs answered in order on one connection
     (http.client, as a client library sends them), HTTP/1.0 and ``Connection: close``

@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +53,64 @@ def test_output_that_is_not_utf8_is_kept_not_fatal():
     result = _run.call([sys.executable, "-c",
                         "import sys; sys.stdout.buffer.write(b'caf\\xe9\\n')"])
     assert result.ok and result.stdout == "caf\ufffd\n"
+
+
+
+@pytest.mark.skipif(os.name == "nt", reason="process groups are POSIX")
+def test_a_stop_set_from_another_thread_kills_the_command_and_its_group_at_once(tmp_path):
+    """compile's routing index stops uv this way when a page uv waits for cannot be had:
+    the call returns as a killed command (SIGKILL), long before the command's own end,
+    and a grandchild in its group goes with it."""
+    pidfile = tmp_path / "grandchild.pid"
+    spawn = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', "
+             "'import time; time.sleep(60)']); open(sys.argv[1], 'w').write(str(p.pid)); "
+             "time.sleep(60)")
+    stop = _run.Stop()
+
+    def stop_once_started() -> None:
+        _pid_in(pidfile)
+        stop.set()
+
+    threading.Thread(target=stop_once_started, daemon=True).start()
+    start = time.monotonic()
+    result = _run.call([sys.executable, "-c", spawn, str(pidfile)], timeout=60, stop=stop)
+    assert result.returncode == -signal.SIGKILL and stop.is_set()
+    assert time.monotonic() - start < 30  # the command's own end: 60 s
+    assert _gone(_pid_in(pidfile))
+
+
+def test_a_stop_set_before_the_start_kills_the_command_as_it_starts():
+    stop = _run.Stop()
+    stop.set()
+    result = _run.call([sys.executable, "-c", "import time; time.sleep(60)"], timeout=60,
+                       stop=stop)
+    assert result.returncode is not None and result.returncode < 0
+    assert result.duration < 30
+
+
+def test_a_stop_set_after_the_end_touches_nothing():
+    stop = _run.Stop()
+    result = _run.call([sys.executable, "-c", "print('done')"], stop=stop)
+    stop.set()  # no process is attached any more: nothing is signalled
+    assert result.ok and result.stdout == "done\n"
+
+
+def _pid_in(path: Path) -> int:
+    deadline = time.monotonic() + 30
+    while not path.is_file() or not path.read_text().strip():
+        assert time.monotonic() < deadline, "the child never wrote its grandchild's pid"
+        time.sleep(0.02)
+    return int(path.read_text())
+
+
+def _gone(pid: int, within: float = 10.0) -> bool:
+    """*pid* ended (a killed grandchild is init's to reap: a zombie counts as gone)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False

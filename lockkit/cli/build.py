@@ -86,11 +86,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
         return 0
     from lockkit.compiler import compile_platforms
 
+    phase = None if ui.interactive() else (lambda p: ui.say(f"{p.name}: resolving..."))
     with ui.progress("resolving " + ", ".join(p.name for p in selected),
                      total=len(selected)) as advance:
         outcomes = compile_platforms(project, selected, jobs=args.jobs,
                                      on_done=lambda o: advance(1), upgrade=args.upgrade,
-                                     upgrade_packages=tuple(args.upgrade_package))
+                                     upgrade_packages=tuple(args.upgrade_package),
+                                     timeout=args.timeout, on_start=phase)
     ui.print_table("lockkit compile", ("platform", "status", "packages", "lock"),
                    [(o.platform, o.status, o.packages or "", o.path.relative_to(project.root))
                     for o in outcomes], stream=sys.stdout)

@@ -149,6 +149,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                            "resolve as of that day (overrides exclude-newer in lockkit.toml)")
     comp.add_argument("--jobs", type=int, default=jobs,
                       help=f"platforms resolved at once (default {jobs}: the core count)")
+    comp.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                      help="seconds an index may take to connect or answer before it counts "
+                           "as unreachable (default 30)")
     _project_args(comp)
     _wheelhouse_parser(sub)
     _verify_parsers(sub)
