@@ -14,7 +14,8 @@ else, under :data:`LIMIT` bytes. Anything else, a memo of another format or one 
 does not parse included, is a miss. What a memo says is then checked by its caller as
 fresh data: file names by the same rules as a fresh name, hashes against the lock.
 
-Writes are atomic (a temp file in the same folder, fsync, rename) and private (0600).
+Writes are atomic (a temp file in the same folder, then a rename) and private (0600);
+they are not synced to disk, since a memo a crash cut short does not parse: a miss.
 A memo that cannot be written costs only the next run's shortcut.
 """
 
@@ -187,9 +188,7 @@ class MemoStore:
             fd, tmp = tempfile.mkstemp(prefix=".memo-", suffix=".tmp", dir=path.parent)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    fh.write(text)
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                    fh.write(text)  # no fsync: a memo a crash truncates is a miss, not a lie
                 os.replace(tmp, path)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
