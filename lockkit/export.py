@@ -47,7 +47,7 @@ from packaging.utils import canonicalize_name
 
 from lockkit.config import Project
 from lockkit.errors import ConfigError, UsageError
-from lockkit.lockfile import dumps, read_lock
+from lockkit.lockfile import dumps, python_of, read_lock
 from lockkit.platforms import Platform
 from lockkit.redact import conceal, strip_credentials
 from lockkit.targets import select
@@ -143,7 +143,8 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
     torch_index = (platform.torch_index or "").rstrip("/")
     default = _default_index(entries, torch_index)
     pins, unmirrored = [], []
-    for package, dist in select(pylock, platform, path, ConfigError):
+    python = python_of(data, path)
+    for package, dist in select(pylock, platform, python, path, ConfigError):
         name = canonicalize_name(package.name)
         entry, where = entries[name], f"{path}: packages.{name}"
         index = str(entry.get("index") or "").rstrip("/") or None
@@ -160,16 +161,11 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
         pins.append(Pinned(name=name, version=str(package.version),
                            hashes=_hashes(files, where)))
     return Requirements(platform=platform, lock=path.relative_to(project.root).as_posix(),
-                        lock_sha256=sha, python=_python(data, platform),
+                        lock_sha256=sha, python=python,
                         index_url=requirement_form(urls(default)) if default else None,
                         pins=tuple(sorted(pins, key=lambda p: p.name)),
                         mirrored=bool(urls.mirrors), credentials_dropped=urls.dropped,
                         unmirrored=tuple(unmirrored))
-
-
-def _python(data: dict[str, Any], platform: Platform) -> str:
-    said = data.get("tool", {}).get("lockkit", {}).get("python")
-    return said if isinstance(said, str) and said else platform.python
 
 
 def _as_file(dist: Any) -> dict[str, Any]:

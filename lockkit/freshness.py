@@ -135,7 +135,7 @@ def stale_warning(project: Project, platform: Platform) -> str | None:
     it is fresh (or missing: they say so themselves), else what changed since compile."""
     path = project.lock_path(platform.name)
     try:
-        record = inputs_record(project, platform, project.python or platform.python,
+        record = inputs_record(project, platform, lock_python(project, platform),
                                normalized_inputs(project))
     except LockkitError as exc:
         return f"{path.name}: its freshness could not be checked ({exc})"

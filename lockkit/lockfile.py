@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # compile's types; reading a lock (wheelhouse, verify) needs 
     from lockkit.resolve import Indexes
     from lockkit.routing import RoutingIndex
 
-__all__ = ["build_lock", "check_guards", "cuda_majors", "dumps", "read_lock"]
+__all__ = ["build_lock", "check_guards", "cuda_majors", "dumps", "python_of", "read_lock"]
 
 Hasher = Callable[[str], str]  # effective URL -> sha256 hex
 
@@ -220,3 +220,33 @@ def read_lock(path: Path) -> tuple[dict[str, Any], Pylock]:
         return data, Pylock.from_dict(data)
     except PylockValidationError as exc:
         raise ConfigError(f"{path}: invalid PEP 751 lock: {exc}") from exc
+
+
+_REQUIRES_PYTHON = re.compile(r"==\s*(\d+\.\d+)\.\*")
+
+
+def python_of(data: Mapping[str, Any], where: Path | str) -> str:
+    """The Python version (``"3.12"``) the lock *data* was resolved for: the one every
+    command that selects its files, builds a venv from it or resolves tools for it uses,
+    never the platform's default (the project's ``python`` may differ from it).
+
+    compile writes it twice: ``[tool.lockkit] python`` and ``requires-python =
+    "==3.12.*"``. Either alone is enough; two that disagree (an edited lock) are refused,
+    naming both, as is a lock that says neither."""
+    tool = data.get("tool")
+    meta = tool.get("lockkit") if isinstance(tool, Mapping) else None
+    said = meta.get("python") if isinstance(meta, Mapping) else None
+    requires = data.get("requires-python")
+    found = _REQUIRES_PYTHON.fullmatch(requires.strip()) if isinstance(requires, str) else None
+    if said is not None and not (isinstance(said, str) and re.fullmatch(r"\d+\.\d+", said)):
+        raise ConfigError(f"{where}: tool.lockkit.python: expected a version such as "
+                          f"\"3.12\", got {said!r}", hint="compile the lock again")
+    if said and found and found[1] != said:
+        raise ConfigError(f"{where}: tool.lockkit.python is {said!r} but requires-python is "
+                          f"{requires!r}: the lock was edited", hint="compile the lock again")
+    if said:
+        return str(said)
+    if found:
+        return found[1]
+    raise ConfigError(f"{where}: the lock names no Python version (no tool.lockkit.python, "
+                      f"requires-python {requires!r})", hint="compile the lock again")

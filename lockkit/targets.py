@@ -1,7 +1,9 @@
 """The marker environment and wheel tags of a platform, for selecting from its lock.
 
 The target is described by the platform file, not by this machine: a wheelhouse
-for ``linux-cu126`` is built on a Mac just as well.
+for ``linux-cu126`` is built on a Mac just as well. Its Python is the lock's own
+(:func:`lockkit.lockfile.python_of`), never the platform's default: a project's
+``python = "3.12"`` makes a 3.12 lock on a platform whose default is 3.11.
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ _ENV = {  # os -> (os_name, sys_platform, platform_system)
 _DEFAULT_GLIBC = 28  # uv's x86_64-unknown-linux-gnu means manylinux_2_28
 
 
-def environment(platform: Platform) -> Environment:
+def environment(platform: Platform, python: str) -> Environment:
+    """The markers of *platform* with Python *python* (``"3.12"``)."""
     os_name, sys_platform, system = _ENV[platform.os]
     return {
         "os_name": os_name, "sys_platform": sys_platform, "platform_system": system,
         "platform_machine": platform.arch, "platform_release": "", "platform_version": "",
-        "python_version": platform.python, "python_full_version": f"{platform.python}.0",
-        "implementation_name": "cpython", "implementation_version": f"{platform.python}.0",
+        "python_version": python, "python_full_version": f"{python}.0",
+        "implementation_name": "cpython", "implementation_version": f"{python}.0",
         "platform_python_implementation": "CPython",
     }
 
@@ -52,21 +55,24 @@ def _platform_tags(platform: Platform) -> list[str]:
     return many + [f"{v}_{arch}" for k, v in legacy.items() if k <= glibc] + [f"linux_{arch}"]
 
 
-def wheel_tags(platform: Platform) -> list[_tags.Tag]:
-    """Tags in preference order, as an interpreter of the target would list them."""
-    version = tuple(int(x) for x in platform.python.split(".")[:2])
+def wheel_tags(platform: Platform, python: str) -> list[_tags.Tag]:
+    """Tags in preference order, as a Python *python* interpreter of the target would
+    list them."""
+    version = tuple(int(x) for x in python.split(".")[:2])
     plats = _platform_tags(platform)
     interpreter = f"cp{version[0]}{version[1]}"
     return [*_tags.cpython_tags(version, platforms=plats),
             *_tags.compatible_tags(version, interpreter=interpreter, platforms=plats)]
 
 
-def select(pylock: Pylock, platform: Platform, lock_path: Path,
+def select(pylock: Pylock, platform: Platform, python: str, lock_path: Path,
            error: type[LockkitError]) -> list[tuple[Package, Any]]:
-    """What *pylock* installs on *platform*, as an interpreter of the target would choose;
-    a lock with nothing for it raises *error*, naming the lock."""
+    """What *pylock* installs on *platform*, as a Python *python* interpreter of the
+    target would choose (*python*: the lock's own, :func:`lockkit.lockfile.python_of`); a
+    lock with nothing for it raises *error*, naming the lock."""
     try:
-        return list(pylock.select(environment=environment(platform),
-                                  tags=wheel_tags(platform)))
+        return list(pylock.select(environment=environment(platform, python),
+                                  tags=wheel_tags(platform, python)))
     except PylockSelectError as exc:
-        raise error(f"{lock_path}: nothing installable for {platform.name}: {exc}") from exc
+        raise error(f"{lock_path}: nothing installable for {platform.name} with Python "
+                    f"{python}: {exc}") from exc

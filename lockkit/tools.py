@@ -77,6 +77,7 @@ from lockkit.common import sha256_file
 from lockkit.config import Project
 from lockkit.errors import BuildError, LockkitError
 from lockkit.fetch import Fetcher, FetchError, Want
+from lockkit.lockfile import python_of, read_lock
 from lockkit.memo import code_digest, read_regular
 from lockkit.platforms import Platform
 from lockkit.resolve import Indexes, ResolveOptions, resolve, uv_bin
@@ -116,15 +117,10 @@ class Toolset:
     key: str  # the resolution key (see the module), written in tools/requirements.txt
 
 
-def target_python(project: Project, platform: Platform, lock_path: Path) -> str:
-    """The Python version the lock was compiled for (compile's choice when it says none)."""
-    try:
-        meta = tomllib.loads(lock_path.read_text(encoding="utf-8"))["tool"]["lockkit"]
-        if isinstance(meta.get("python"), str) and meta["python"]:
-            return str(meta["python"])
-    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError):
-        pass
-    return project.python or platform.python
+def target_python(lock_path: Path) -> str:
+    """The Python version the lock was compiled for (:func:`lockkit.lockfile.python_of`):
+    the offline machine runs lockkit with the interpreter it rebuilds the lock with."""
+    return python_of(read_lock(lock_path)[0], lock_path)
 
 
 def skip_reason(python: str) -> str | None:
@@ -150,7 +146,7 @@ def prepare(project: Project, platform: Platform, lock_path: Path,
     """Resolve, fetch and build every tool for *platform*, lockkit's wheel first; or take
     the pins of the wheelhouse *kept* (the folder this build replaces) when they were made
     from the same inputs (see the module)."""
-    python = target_python(project, platform, lock_path)
+    python = target_python(lock_path)
     root = source_tree()
     key = resolution_key(project, platform, python, root)
     tools = _from_kept(kept, key, project, platform, fetcher) if kept is not None else None
@@ -286,7 +282,7 @@ def _resolve(project: Project, platform: Platform, python: str) -> list[tuple[st
                              hint="check index-url / --mirror, or pass --no-tools") from None
     where = Path(f"lockkit's dependencies for {platform.name}")
     try:
-        chosen = select(Pylock.from_dict(doc), platform, where, BuildError)
+        chosen = select(Pylock.from_dict(doc), platform, python, where, BuildError)
     except PylockValidationError as exc:
         raise BuildError(f"{where}: uv wrote an invalid resolution: {exc}") from None
     return [_want(str(package.name), str(package.version), dist, Mirrors(project.mirrors))

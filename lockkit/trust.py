@@ -28,7 +28,7 @@ from packaging.utils import (
 
 from lockkit.common import sha256_file
 from lockkit.errors import TrustError, UsageError
-from lockkit.lockfile import read_lock
+from lockkit.lockfile import python_of, read_lock
 from lockkit.platforms import Platform, load_platforms
 from lockkit.targets import select
 
@@ -86,8 +86,8 @@ def inside(folder: Path, name: str) -> Path:
 
 def selection(lock_path: Path, platform: Platform) -> list[Selected]:
     """The files *lock_path* selects for *platform*, with the lock's sha256 of each."""
-    _, pylock = read_lock(lock_path)
-    chosen = select(pylock, platform, lock_path, TrustError)
+    data, pylock = read_lock(lock_path)
+    chosen = select(pylock, platform, python_of(data, lock_path), lock_path, TrustError)
     out = []
     for package, dist in chosen:
         name = canonicalize_name(package.name)

@@ -43,7 +43,7 @@ from lockkit.common import sha256_file, temp_dir
 from lockkit.config import Project
 from lockkit.errors import BuildError, ConfigError
 from lockkit.fetch import Cache, Fetcher, FetchError, Got, HashMismatch, PageRef, Want
-from lockkit.lockfile import dumps, read_lock
+from lockkit.lockfile import dumps, python_of, read_lock
 from lockkit.offline import requirements_header
 from lockkit.outdir import STAGE as _STAGE
 from lockkit.outdir import swap as _swap
@@ -113,7 +113,7 @@ def plan(project: Project, platform: Platform, *,
         raise ConfigError(f"{lock_path}: lock is for platform {meta['platform']!r}, "
                           f"not {platform.name!r}")
     entries = {canonicalize_name(p["name"]): p for p in data.get("packages", [])}
-    chosen = select(pylock, platform, lock_path, BuildError)
+    chosen = select(pylock, platform, python_of(data, lock_path), lock_path, BuildError)
     items = []
     for package, dist in chosen:
         name = canonicalize_name(package.name)

@@ -21,6 +21,7 @@ from packaging.pylock import Pylock  # noqa: E402
 from pytorch_index import PyTorchIndex  # noqa: E402
 
 from lockkit.cli import main  # noqa: E402
+from lockkit.lockfile import python_of  # noqa: E402
 from lockkit.platforms import load_platforms  # noqa: E402
 from lockkit.targets import environment, wheel_tags  # noqa: E402
 
@@ -220,9 +221,9 @@ def torch_venv(tmp_path_factory, real_torch_wheels) -> Path:
 
 def assert_conforms(lock: dict, platform: str, project: Path | None = None) -> None:
     """PEP 751 as packaging enforces it, selectable for the platform; every file named."""
-    plat = load_platforms(project)[platform]
-    chosen = list(Pylock.from_dict(lock).select(environment=environment(plat),
-                                                tags=wheel_tags(plat)))
+    plat, python = load_platforms(project)[platform], python_of(lock, platform)
+    chosen = list(Pylock.from_dict(lock).select(environment=environment(plat, python),
+                                                tags=wheel_tags(plat, python)))
     assert {p.name for p, _ in chosen} == {p["name"] for p in lock["packages"]}
     for package in lock["packages"]:
         for f in package.get("wheels", []) + ([package["sdist"]] if "sdist" in package else []):

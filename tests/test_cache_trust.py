@@ -580,7 +580,7 @@ def test_planted_tools_memos_in_a_shared_cache_pin_nothing_planted(tools_project
     files = plants(cache, lock, root)
     project = load_project(root)
     platform = load_platforms(project.root)[PLATFORM]
-    python = tools.target_python(project, platform, lock)
+    python = tools.target_python(lock)
     from lockkit.redact import strip_credentials
 
     old_key = hashlib.sha256(json.dumps(  # the name an older lockkit read its memo under

@@ -135,7 +135,7 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
     stale = stale_warning(project, platform)  # after plan: an unreadable lock is its error
     if stale:
         ui.say(f"warning: {stale}")
-    with_tools = _tools_wanted(args, project, platform, lock_path)
+    with_tools = _tools_wanted(args, platform, lock_path)
     total = sum(i.want.size or 0 for i in items) or None
     cache = Cache((args.cache_dir or default_cache_dir()).absolute())
     try:
@@ -172,13 +172,13 @@ def _printed(platform: str, out: Path, rows: list[tuple[str, str, str, str, str]
            f"from cache -> {shown_path(out)}")
 
 
-def _tools_wanted(args: argparse.Namespace, project: Any, platform: Any, lock: Path) -> bool:
+def _tools_wanted(args: argparse.Namespace, platform: Any, lock: Path) -> bool:
     """tools/ unless --no-tools, or the lock's Python is one lockkit cannot run on (a note)."""
     if args.no_tools:
         return False
     from lockkit import tools
 
-    reason = tools.skip_reason(tools.target_python(project, platform, lock))
+    reason = tools.skip_reason(tools.target_python(lock))
     if reason:
         ui.say(f"{platform.name}: no tools/ in this wheelhouse: {reason}")
     return reason is None

@@ -11,7 +11,7 @@ import json
 import os
 import shutil
 import stat
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from lockkit._compat import tomllib
 from lockkit.cachelayout import make_root
 from lockkit.common import arch_family, host_arch, host_os, last_error_line, sha256_file
 from lockkit.errors import LockkitError
+from lockkit.lockfile import python_of, read_lock
 from lockkit.memo import MemoStore, private_folder
 from lockkit.report.model import Inventory, PackageRow
 from lockkit.resolve import uv_bin
@@ -45,12 +46,8 @@ def host_step(run: Run, step: Step) -> None:
     if here_os != plat.os or here_arch != arch_family(plat.arch):
         raise StepFailed(f"this machine is {here_os}/{here_arch}; platform {plat.name} is "
                          f"{plat.os}/{plat.arch}: verify it on a {plat.os}/{plat.arch} machine")
-    python = run.opts.python or _find_python(run, plat.python)
-    facts = _interpreter_facts(run, python)
+    python, facts = find_interpreter(run, lock_python(run))
     step.detail["interpreter"] = run.found["python"] = facts
-    if facts["version"] != plat.python:
-        raise StepFailed(f"{python} is Python {facts['version']}; the lock is for "
-                         f"{plat.python}: pass --python with a {plat.python} interpreter")
     run.interpreter = python
     wheelhouse = wheelhouse_folder(run)
     if wheelhouse is not None:
@@ -62,15 +59,60 @@ def host_step(run: Run, step: Step) -> None:
                              f"({facts['platform']}): {', '.join(bad[:3])}")
 
 
-def _find_python(run: Run, version: str) -> Path:
-    if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
-        return Path(sys.executable)
-    found = run.call("host", [uv_bin(), "python", "find", "--no-config", "--offline",
-                              "--no-python-downloads", version], timeout=60)
-    if found.returncode != 0 or not found.stdout.strip():
-        raise StepFailed(f"no Python {version} interpreter found on this machine: pass "
-                         f"--python PATH")
-    return Path(found.stdout.strip())
+def lock_python(run: Run) -> str:
+    """The Python version of the committed lock (:func:`lockkit.lockfile.python_of`): the
+    project's ``python``, or the platform's default when it names none."""
+    lock = run.opts.project.lock_path(run.opts.platform.name)
+    try:
+        return python_of(read_lock(lock)[0], lock)
+    except LockkitError as exc:
+        raise StepFailed(str(exc)) from None
+
+
+def find_interpreter(run: Run, version: str) -> tuple[Path, dict[str, Any]]:
+    """An interpreter of Python *version* (the lock's) and its facts, for verify and sync.
+
+    ``--python``, which must be that version; else the one ``uv python find`` names (uv's
+    own discovery: its managed installs, PATH, the Windows registry; ``--system``: never
+    the interpreter of a virtual environment, such as the project's ``.venv`` that sync
+    replaces); else the first ``python<version>`` on PATH that runs and says it is that
+    version, an activated venv's included (``uv venv`` and ``python -m venv`` both make
+    the new venv from its base interpreter). A pyenv shim of a version not selected
+    fails to run and is passed by. None found: one line naming the version, the lock and
+    how to give one (``--python PATH``)."""
+    lock = run.opts.project.lock_path(run.opts.platform.name).name
+    given = run.opts.python
+    if given is not None:
+        facts = _interpreter_facts(run, given)
+        if facts["version"] != version:
+            raise StepFailed(f"--python {given} is Python {facts['version']}; {lock} is for "
+                             f"Python {version}: pass --python with a Python {version} "
+                             "interpreter")
+        return given, facts
+    for candidate in _candidates(run, version):
+        try:
+            facts = _interpreter_facts(run, candidate)
+        except StepFailed:
+            continue
+        if facts["version"] == version:
+            return candidate, facts
+    raise StepFailed(f"no Python {version} interpreter found ({lock} is for Python {version}; "
+                     f"'uv python find {version}' and python{version} on PATH found none): "
+                     f"pass --python PATH to a Python {version} interpreter, or install one "
+                     f"('uv python install {version}')")
+
+
+def _candidates(run: Run, version: str) -> Iterator[Path]:
+    found = run.call("host", [uv_bin(), "python", "find", "--system", "--no-config",
+                              "--offline", "--no-python-downloads", version], timeout=60,
+                     env=_run.isolated_env())
+    if found.ok and found.stdout.strip():
+        yield Path(found.stdout.strip())
+    name = f"python{version}{'.exe' if os.name == 'nt' else ''}"
+    for folder in filter(None, os.environ.get("PATH", "").split(os.pathsep)):
+        path = Path(folder) / name
+        if path.is_file() and os.access(path, os.X_OK):
+            yield path
 
 
 _FACTS = ("import json, platform, sys, sysconfig; print(json.dumps({'version': "
