@@ -131,7 +131,8 @@ def cmd_ci(args: argparse.Namespace) -> int:
     repo, rel = ci.locate_project(args.project, Path.cwd())
     project = load_project(repo / rel)
     known = load_platforms(project.root)
-    selected = select_platforms(known, args.platform, args.all, project.platforms)
+    selected = select_platforms(known, args.platform, args.all, project.platforms,
+                                project.config_file)
     runners = ci.validate_runners(project.runners, known,
                                   where=f"{project.config_file}: [ci.runners]")
     lockkit = (ci.pin_files(project.ci_lockkit, repo, f"{project.config_file}: [ci] lockkit")
