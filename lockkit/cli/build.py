@@ -91,7 +91,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
                      total=len(selected)) as advance:
         outcomes = compile_platforms(project, selected, jobs=args.jobs,
                                      on_done=lambda o: advance(1), upgrade=args.upgrade,
-                                     upgrade_packages=tuple(args.upgrade_package))
+                                     upgrade_packages=tuple(args.upgrade_package),
+                                     force=args.force,
+                                     on_warning=lambda m: ui.say(f"warning: {m}"))
     ui.print_table("lockkit compile", ("platform", "status", "packages", "lock"),
                    [(o.platform, o.status, o.packages or "", o.path.relative_to(project.root))
                     for o in outcomes], stream=sys.stdout)
