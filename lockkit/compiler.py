@@ -199,6 +199,75 @@ def _requirement(text: str) -> Requirement | None:
     return req
 
 
+def _refuse_edited(project: Project, platforms: list[Platform],
+                   requirements: dict[str, list[str]]) -> None:
+    """uv prefers the existing lock's versions: a lock ``compile --check`` reports
+    *modified* (its packages edited after lockkit wrote it, or not lockkit's) would hand
+    an unchecked edit to the next lock, so it is refused, every such lock in one line."""
+    from lockkit.freshness import check
+
+    edited = []
+    for platform in platforms:
+        path = project.lock_path(platform.name)
+        verdict = check(path, inputs_record(project, platform, lock_python(project, platform),
+                                            requirements), platform)
+        if verdict.status == "modified":
+            edited.append(f"{path}: modified ({verdict.detail})")
+    if edited:
+        whose = "its" if len(edited) == 1 else "their"
+        raise ConfigError("; ".join(edited) + f": compile will not take {whose} versions as "
+                          "preferences", hint="pass --upgrade to resolve afresh, or --force "
+                                              "to keep the edited versions as preferences")
+
+
+def input_warnings(platforms: list[Platform], requirements: dict[str, list[str]]) -> list[str]:
+    """What the inputs (:func:`lockkit.config.normalized_inputs`) seem not to mean: a
+    requirement file that names no requirement (its part of the lock is empty), and a
+    name one slip away from a torch-family package of the *platforms* (``torchh``,
+    ``torch-vision``), which would be locked as written, from the default index."""
+    family = sorted({name for p in platforms for name in p.torch_packages})
+    said = []
+    for label, reqs in requirements.items():
+        if not label.endswith("]") and not [r for r in reqs
+                                            if not r.startswith("-") or r.startswith("-r ")]:
+            said.append(f"{label} names no requirement: nothing from it is locked")
+        for name in dict.fromkeys(_asked_names({label: reqs})):
+            meant = _slip_of(name, family)
+            if meant:
+                said.append(f"{label}: {name!r} is not a PyTorch package; did you mean "
+                            f"{meant!r}? ({name!r} is locked as written, from the default "
+                            "index)")
+    return said
+
+
+def _slip_of(name: str, family: list[str]) -> str | None:
+    """The family name *name* is a slip of: the same but for '-'/'_' (``torch-vision``),
+    a letter doubled, dropped or changed, or two swapped (``torchh``, ``torchvison``).
+    A letter added is not a slip (``torchx``, ``torchrl`` are other projects)."""
+    if name in family:
+        return None
+    typed = name.replace("-", "")
+    for meant in family:
+        bare = meant.replace("-", "")
+        if typed == bare or _one_slip(typed, bare):
+            return meant
+    return None
+
+
+def _one_slip(typed: str, meant: str) -> bool:
+    if len(typed) == len(meant) + 1:  # a letter doubled
+        return any(typed[i] == typed[i - 1] and typed[:i] + typed[i + 1:] == meant
+                   for i in range(1, len(typed)))
+    if len(typed) == len(meant) - 1:  # a letter dropped
+        return any(meant[:i] + meant[i + 1:] == typed for i in range(len(meant)))
+    if len(typed) != len(meant):
+        return False
+    diff = [i for i, (a, b) in enumerate(zip(typed, meant, strict=True)) if a != b]
+    return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                              and typed[diff[0]] == meant[diff[1]]
+                              and typed[diff[1]] == meant[diff[0]])
+
+
 def _existing_lock(path: Path) -> str | None:
     """The current lock's text, byte for byte (no newline translation: the memo compares
     its sha256), checked before uv runs (uv reads it for preferred versions)."""
@@ -220,8 +289,14 @@ def compile_platforms(project: Project, platforms: list[Platform],
                       on_done: Callable[[Outcome], None] | None = None,
                       jobs: int = 4, upgrade: bool = False,
                       upgrade_packages: tuple[str, ...] = (), timeout: float = TIMEOUT,
-                      on_start: Callable[[Platform], None] | None = None) -> list[Outcome]:
+                      on_start: Callable[[Platform], None] | None = None,
+                      force: bool = False,
+                      on_warning: Callable[[str], None] | None = None) -> list[Outcome]:
     """Resolve several platforms concurrently; one failure does not stop the others.
+
+    Before any work: the inputs are read, a lock edited by hand is refused as preferences
+    (unless *upgrade*, which takes none, or *force*), and what the inputs seem not to
+    mean is said through *on_warning* (:func:`input_warnings`).
 
     The platforms share one :class:`~lockkit.pages.Http`, and with it the hosts that
     failed in this run: an unreachable PyTorch index (or mirror) is paid for once, not
@@ -231,6 +306,11 @@ def compile_platforms(project: Project, platforms: list[Platform],
     requirements = normalized_inputs(project)  # bad input fails before any work starts
     for platform in platforms:
         _existing_lock(project.lock_path(platform.name))
+    if not (upgrade or force):
+        _refuse_edited(project, platforms, requirements)
+    for warning in input_warnings(platforms, requirements):
+        if on_warning is not None:
+            on_warning(warning)
     uv = uv_bin()
     uv_ver = uv_version(uv)
 

@@ -32,6 +32,8 @@ from lockkit.inputs import (
     read_requirements,
     resolver_inputs,
 )
+from lockkit.redact import redact
+from lockkit.urls import is_index_url
 
 if TYPE_CHECKING:  # the [verify.*] modules are imported when a [verify] table is read
     from lockkit.appconfig import ApplicationConfig
@@ -43,6 +45,9 @@ __all__ = ["Project", "find_project", "is_pyproject", "load_project", "normalize
            "read_requirements", "resolver_inputs"]
 
 _LISTS = ("requirements", "platforms", "allow-sdist", "extras", "groups")  # lists of strings
+# the lists that also take one string, and may not be empty: what each names
+_ONE_OR_MORE = {"requirements": "requirement file or pyproject.toml", "platforms": "platform"}
+_INDEX_URL_EXPECTED = "expected an http(s):// URL or a ${VAR} holding one"
 _TABLES = {"verify": ("[verify]", {"embedding", "extensions", "resume", "application",
                                      "reason"}),
            "ci": ("[ci]", {"runners", "lockkit"})}
@@ -131,7 +136,11 @@ def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
     path, data = _read_table(root)
     options = _from_file(root, path, data)
     options["mirrors"] = {**options.get("mirrors", {}), **_mirror_flags(mirrors or [])}
-    if index_url:
+    if index_url is not None:
+        if not is_index_url(index_url):
+            raise UsageError(f"--index-url {redact(index_url)!r}: {_INDEX_URL_EXPECTED}",
+                             hint="e.g. --index-url https://pypi.internal/simple or "
+                                  "--index-url '${INDEX_URL}'")
         options["index_url"] = index_url
     if exclude_newer is not None:
         flag = Checker(None)
@@ -150,14 +159,17 @@ def _from_file(root: Path, path: Path | None, data: Any) -> dict[str, Any]:
     c.unknown(data, _KEYS)
     options: dict[str, Any] = {}
     for key in _LISTS:
-        value = c.strings(data, key, one=key == "requirements")
+        value = c.strings(data, key, one=key in _ONE_OR_MORE)
         if value is not None:
             options[key.replace("-", "_")] = value
-    if data.get("requirements") in ([], ""):
-        c.fail("requirements", "empty; name at least one requirement file or pyproject.toml")
+    for key, what in _ONE_OR_MORE.items():
+        if data.get(key) in ([], ""):
+            c.fail(key, f"empty; name at least one {what}")
     _check_selects(c, options)
     options["python"] = c.string(data, "python", 'a version string such as "3.11"', _PYTHON)
     options["index_url"] = c.string(data, "index-url", "a URL string")
+    if options["index_url"] is not None and not is_index_url(options["index_url"]):
+        c.fail("index-url", f"{_INDEX_URL_EXPECTED}, got {options['index_url']!r}")
     options["mirrors"] = _mirror_table(c, data.get("mirrors", {}))
     if "exclude-newer" in data:
         options["exclude_newer"] = _rfc3339(c, "exclude-newer", data["exclude-newer"])

@@ -36,6 +36,7 @@ __all__ = [
     "StaleLockError",
     "TrustError",
     "UsageError",
+    "VerifyError",
     "WriteError",
     "exit_code_table",
 ]
@@ -56,14 +57,20 @@ class LockkitError(Exception):
     @property
     def advice(self) -> str | None:
         """The hint line shown under the error: the raise site's, else the class's."""
-        return self.hint or self.default_hint
+        return self.advice_for("lockkit")
+
+    def advice_for(self, command: str) -> str | None:
+        """:attr:`advice` with the command that failed (``lockkit wheelhouse build``) in
+        place of ``{command}``: a hint names the real command, never a placeholder."""
+        advice = self.hint or self.default_hint
+        return advice.replace("{command}", command) if advice else None
 
 
 class UsageError(LockkitError, ValueError):
     """Bad flags or arguments."""
 
     exit_code = 2
-    default_hint = "run 'lockkit COMMAND --help' for the flags and the values they take"
+    default_hint = "run '{command} --help' for the flags and the values they take"
 
 
 class ConfigError(LockkitError, ValueError):
@@ -156,6 +163,13 @@ class ArchiveError(LockkitError):
     default_hint = "pack a folder that 'lockkit wheelhouse build' wrote, and unpack what it packed"
 
 
+class VerifyError(LockkitError):
+    """``verify`` ran, and a step failed or the result is incomplete (the dossier says
+    which)."""
+
+    default_hint = "the dossier (dossier.md) holds every step's result and output"
+
+
 class BuildError(LockkitError):
     """The lock cannot be turned into a wheelhouse for its platform."""
 
@@ -174,6 +188,7 @@ def exit_code_table() -> str:
             ("---",) * 4, ("0", "", "done (verify: passed)", "")]
     for cls in sorted(_classes(), key=lambda c: c.exit_code):
         doc = " ".join((cls.__doc__ or "").split()).replace("``", "`")
-        rows.append((str(cls.exit_code), f"`{cls.__name__}`", doc, cls.default_hint or ""))
+        hint = (cls.default_hint or "").replace("{command}", "lockkit <command>")
+        rows.append((str(cls.exit_code), f"`{cls.__name__}`", doc, hint))
     rows.append((str(INTERRUPTED), "", "interrupted (Ctrl-C); nothing is left half-written", ""))
     return "".join(f"| {' | '.join(row)} |\n".replace("|  |", "| |") for row in rows)

@@ -228,5 +228,8 @@ def choose(platforms: dict[str, Platform], available: set[str], what: str,
         return picked
     _, out = rank([p for n, p in platforms.items() if n in available], host, aliases=True)
     why = "; ".join(f"{r.platform.name}: {r.reason}" for r in out) or f"no {what} found"
+    found = sorted(n for n in platforms if n in available)
     raise UsageError(f"--platform: required: no platform with a {what} runs on this machine "
-                     f"({why})", hint="pass --platform NAME, or see 'lockkit platforms --host'")
+                     f"({why})",
+                     hint=(f"name the one to use: {', '.join(found)}; " if found
+                           else "") + "'lockkit platforms --host' says what runs here")

@@ -75,6 +75,7 @@ def normalized_inputs(project: Project) -> dict[str, list[str]]:
     """
     from lockkit.reqfile import Include, read_tree
 
+    _check_present(project)
     found: dict[str, list[str]] = {}
     for entry in project.requirements:
         if is_pyproject(entry):
@@ -85,6 +86,26 @@ def normalized_inputs(project: Project) -> dict[str, list[str]]:
                 f"{e.kind} {_label(project, e.path)}" if isinstance(e, Include) else e
                 for e in f.entries)
     return found
+
+
+START_HINT = ("to start a project here, write requirements.in (one requirement a line, e.g. "
+              "torch) and lockkit.toml (platforms = [\"linux-cpu\"]), then run 'lockkit "
+              "compile'")
+
+
+def _check_present(project: Project) -> None:
+    """Each input exists: in a folder with neither a config nor the default input, say
+    how to start a project; else name the missing input by the config key naming it."""
+    missing = [e for e in project.requirements if not (project.root / e).is_file()]
+    if not missing:
+        return
+    if project.config_file is None:
+        raise ConfigError(f"{project.root}: no lockkit.toml and no {missing[0]}: nothing to "
+                          "lock here", hint=START_HINT)
+    raise ConfigError(f"{project.config_file}: requirements: "
+                      + ", ".join(repr(e) for e in missing)
+                      + f": not found in {project.root}",
+                      hint="create it, or name the project's inputs in requirements")
 
 
 def resolver_inputs(project: Project, workdir: Path) -> tuple[list[Path], tuple[str, ...]]:

@@ -10,6 +10,7 @@ first line, ``Invalid requirement: 'lock-version = "1.0"'``. uv reads it too.
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 
@@ -32,12 +33,24 @@ def install_hint(folder: Path) -> str:
     ]
     if (folder / "tools").is_dir():
         tools = q(str(folder / "tools"))
-        lines += ["lockkit itself, to verify here with no network (any pip):",
+        platform = _platform_of(folder)
+        lines += ["lockkit itself, to verify here with no network (any pip), in the "
+                  "project's folder:",
                   f"  python -m venv lk && lk/bin/pip install --no-index --find-links {tools} "
                   "lockkit",
-                  f"  lk/bin/lockkit verify --wheelhouse {here} --platform <platform> "
-                  "--project <project>"]
+                  f"  lk/bin/lockkit verify --wheelhouse {here}"
+                  + (f" --platform {q(platform)}" if platform else "")]
     return "\n".join(lines)
+
+
+def _platform_of(folder: Path) -> str | None:
+    """The platform the wheelhouse's manifest.json names (None: it names none)."""
+    try:
+        data = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    platform = data.get("platform") if isinstance(data, dict) else None
+    return platform if isinstance(platform, str) and platform else None
 
 
 def requirements_header(platform: str, tools: bool = False) -> list[str]:

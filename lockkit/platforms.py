@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,8 @@ from lockkit._compat import tomllib
 from lockkit._record import asdict, record, replace
 from lockkit.errors import PlatformError
 
-__all__ = ["Backend", "Platform", "load_platforms", "markdown_table", "select_platforms",
-           "shipped_dir"]
+__all__ = ["Backend", "Platform", "closest_platform", "load_platforms", "markdown_table",
+           "select_platforms", "shipped_dir", "unknown_platform"]
 
 KINDS = ("cpu", "cuda", "rocm", "xpu", "mps")
 DEVICES = ("cpu", "cuda", "xpu", "mps")
@@ -307,14 +307,43 @@ def markdown_table(platforms: dict[str, Platform]) -> str:
 
 
 def select_platforms(known: dict[str, Platform], names: Sequence[str], all_: bool,
-                     configured: Sequence[str]) -> list[Platform]:
+                     configured: Sequence[str], source: Path | str | None = None
+                     ) -> list[Platform]:
     """The platforms a command works on: every known one (``--all``), the named ones
-    (``--platform``), else the project's configured list; an unknown name is exit 2."""
-    wanted = list(known) if all_ else (list(names) or list(configured))
-    unknown = [n for n in wanted if n not in known]
+    (``--platform``), else the project's configured list, whose unknown names are traced
+    to *source* (the config file) by key path. An unknown name is exit 2, with the known
+    name it most likely means."""
+    if all_:
+        return list(known.values())
+    traced = not names and source is not None
+    wanted = list(names) or list(configured)
+    unknown = [unknown_platform(n, known, f"platforms[{i}]: " if traced else "")
+               for i, n in enumerate(wanted) if n not in known]
     if unknown:
-        raise PlatformError(f"unknown platform {', '.join(unknown)}; known: {', '.join(known)}")
+        raise PlatformError((f"{source}: " if traced else "") + "; ".join(unknown))
     return [known[n] for n in dict.fromkeys(wanted)]
+
+
+def unknown_platform(name: str, known: Iterable[str], where: str = "") -> str:
+    """``unknown platform 'linux-cpuu'; did you mean 'linux-cpu'?`` (or the known names,
+    when none is close), after *where* (``lockkit.toml: platforms[0]: ``)."""
+    known = list(known)
+    close = closest_platform(name, known)
+    tail = f"did you mean {close!r}?" if close else f"known: {', '.join(known)}"
+    return f"{where}unknown platform {name!r}; {tail}"
+
+
+def closest_platform(name: str, known: Iterable[str]) -> str | None:
+    """The known platform *name* most likely means: names compared lowercased and with
+    '_' read as '-' (``macos_arm64`` is ``macos-arm64``), then by difflib's ratio."""
+    import difflib
+
+    def folded(text: str) -> str:
+        return text.lower().replace("_", "-")
+
+    by_fold = {folded(k): k for k in known}
+    close = difflib.get_close_matches(folded(name), list(by_fold), n=1)
+    return by_fold[close[0]] if close else None
 
 
 _ONE_SPEC = (r"(?:(?:==|!=)\s*\d+(?:\.\d+)*(?:\.\*)?|(?:<=|>=|<|>)\s*\d+(?:\.\d+)*"

@@ -142,13 +142,75 @@ def normalize_requirement(spec: str) -> str:
     except InvalidRequirement as exc:
         if "@" not in spec and ("/" in spec or "\\" in spec or spec.endswith(_ARCHIVE)):
             raise ValueError(f"{spec!r} is a local path; {_FROM_INDEXES}") from None
-        raise ValueError(f"malformed requirement {spec!r}: "
-                         f"{str(exc).splitlines()[0]}") from None
+        raise ValueError(f"{spec!r}: {_in_words(spec, str(exc).splitlines()[0])}") from None
     if req.url:
         raise ValueError(f"{spec!r} is {_url_kind(req.url)}; {_FROM_INDEXES}")
     req.name = canonical_name(req.name)
     req.extras = {canonical_name(e) for e in req.extras}
     return str(req)
+
+
+# A requirement's parts as a user writes them: a name, extras, version clauses, a marker.
+_PARTS = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*([^;@]*?)\s*(;.*)?")
+_OPERATOR = re.compile(r"===|==|!=|>=|<=|~=|>|<|=")
+
+
+def _in_words(spec: str, parser_says: str) -> str:
+    """Why packaging refused *spec*, in lockkit's words for the usual mistakes (a version
+    missing or not a version, a lone '=', no operator); else packaging's own words."""
+    if "[" in spec and "]" not in spec.split("[", 1)[1]:
+        return "'[' opens a list of extras that no ']' closes"
+    parts = _PARTS.fullmatch(spec)
+    if parts is None:
+        return f"not a valid requirement ({parser_says})"
+    name, clauses, marker = parts[1], parts[3], parts[4]
+    for clause in (c.strip() for c in clauses.split(",")) if clauses else ():
+        problem = _clause_problem(clause)
+        if problem:
+            return problem
+        if not _OPERATOR.match(clause):
+            return (f"{clause!r} after {name!r} is not a version clause (a name has no "
+                    "spaces; a version follows an operator such as '>=')")
+    if marker is not None:
+        if not marker[1:].strip():
+            return "nothing follows ';', where an environment marker was expected"
+        return f"the environment marker {marker[1:].strip()!r} is not valid ({parser_says})"
+    return f"not a valid requirement ({parser_says})"
+
+
+def _clause_problem(clause: str) -> str | None:
+    """What is wrong with one version clause (``>=2.1``), or None if packaging takes it."""
+    from packaging.specifiers import InvalidSpecifier, Specifier
+    from packaging.version import InvalidVersion, Version
+
+    if not clause:
+        return "a version clause is missing between commas"
+    op = _OPERATOR.match(clause)
+    if op is None:
+        return (f"{clause!r} has no operator; write e.g. '=={clause}'" if clause[0].isdigit()
+                else None)
+    version = clause[op.end():].strip()
+    if op[0] == "=":
+        return f"'=' is not an operator; write '=={version}'"
+    if not version:
+        return f"a version is missing after {op[0]!r}"
+    if re.search(r"\s|[=<>!~]", version):
+        return f"{clause!r}: separate version clauses with ','"
+    try:
+        Specifier(clause)
+        return None
+    except InvalidSpecifier:
+        pass
+    try:
+        Version(version.removesuffix(".*"))
+    except InvalidVersion:
+        return f"{version!r} is not a version"
+    for tail, what in ((".*", "'.*'"), ("+", "a local version ('+label')")):
+        if tail in version:
+            return f"{what} is allowed after '==' and '!=' only, not after {op[0]!r}"
+    if op[0] == "~=":
+        return f"'~=' needs a version of two parts or more, e.g. '~={version}.0'"
+    return f"{op[0]!r} does not take {version!r}"
 
 
 def _bare_kind(spec: str) -> str | None:
@@ -219,7 +281,7 @@ def _option(line: str, folder: Path) -> str | Include:
 
 def _read_text(path: Path) -> str:
     if not path.is_file():
-        raise ConfigError(f"{path}: constraint file not found")
+        raise ConfigError(f"{path}: requirement file not found")
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:

@@ -30,8 +30,8 @@ from collections.abc import Mapping
 
 from lockkit.redact import conceal, redact, remember, strip_credentials
 
-__all__ = ["Mirrors", "apply_mirrors", "expand", "origin", "printable", "requirement_form",
-           "unapply_mirrors"]
+__all__ = ["Mirrors", "apply_mirrors", "expand", "is_index_url", "origin", "printable",
+           "requirement_form", "unapply_mirrors"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _LEADING = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}(?=[/?#]|$)")
@@ -61,6 +61,19 @@ def _whole_url(text: str) -> re.Match[str] | None:
     """The placeholder *text* starts with, when the variable holds a whole URL."""
     m = _LEADING.match(text)
     return m if m and "://" in os.environ.get(m.group(1), "") else None
+
+
+def is_index_url(text: str) -> bool:
+    """Whether *text* can name an index: an ``http(s)://host...`` URL (``${VAR}``s inside
+    it allowed), or a placeholder for a whole URL, alone or before a path
+    (``${INDEX_URL}``, ``${MIRROR}/simple``)."""
+    if _LEADING.match(text):
+        return True
+    try:
+        parts = urllib.parse.urlsplit(text)
+    except ValueError:  # http://[not-an-address
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc.rsplit("@", 1)[-1])
 
 
 def requirement_form(url: str) -> str:

@@ -377,3 +377,17 @@ def test_unpack_refuses_control_characters_in_member_names(tmp_path: Path, name:
     files = {**FILES, name: b"forged"}
     archive = craft(tmp_path / "bad.tar", meta(files) + body(files))
     assert_refused(archive, tmp_path, "a control character or line break in the path")
+
+
+def test_unpack_prints_the_install_commands_for_the_manifests_platform(tmp_path, capsys):
+    """Before: ``lockkit verify ... --platform <platform> --project <project>``, though the
+    manifest names the platform."""
+    from lockkit.cli import main
+
+    files = {**FILES, "tools/lockkit-1.0-py3-none-any.whl": b"PK\x03\x04 lockkit"}
+    archive = craft(tmp_path / "from-the-usb-stick.tar", meta(files) + body(files))
+    dest = tmp_path / "wh"
+    assert main(["wheelhouse", "unpack", str(archive), "--out", str(dest)]) == 0
+    err = capsys.readouterr().err
+    assert f"  lk/bin/lockkit verify --wheelhouse {dest} --platform linux-cpu\n" in err
+    assert "<" not in err

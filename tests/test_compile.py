@@ -333,10 +333,11 @@ def test_sdist_only_package_is_refused_unless_allowed(project, indexes, capsys):
 @pytest.mark.parametrize(
     "setup,expected",
     [
-        (lambda p: None, "unknown platform nope; known: linux-cpu"),
-        (lambda p: (p / "requirements.in").unlink(), "constraint file not found"),
+        (lambda p: None, "unknown platform 'nope'; known: linux-cpu"),
+        (lambda p: (p / "requirements.in").unlink(), "requirements: 'requirements.in': not found"),
         (lambda p: (p / "requirements.in").write_text("torch\nthis is not ===valid\n"),
-         "requirements.in:2: malformed requirement"),
+         "requirements.in:2: 'this is not ===valid': 'is not ===valid' after 'this' is not a "
+         "version clause"),
         (lambda p: (p / "lockkit.toml").write_text("platfroms = []\n"),
          "unknown key 'platfroms' (did you mean 'platforms'?)"),
     ],
@@ -556,3 +557,93 @@ def test_an_edited_lock_with_a_recomputed_seal_is_modified(project, capsys):
     capsys.readouterr()
     code, line = check_line(project, capsys)
     assert code == 1 and line.startswith("linux-cpu: modified"), line
+
+
+# --- accepted without a word, before issue 24 ---------------------------------------------------
+
+@pytest.mark.parametrize("argv,flags", [
+    (["--all", "--platform", "linux-cpu"], "--all and --platform"),
+    (["--check", "--upgrade"], "--check and --upgrade"),
+    (["--check", "--upgrade-package", "numpy"], "--check and --upgrade-package"),
+    (["--check", "--force"], "--check and --force"),
+])
+def test_flags_that_contradict_each_other_are_refused_naming_both(tmp_path, capsys, argv, flags):
+    """Before: --all --platform X compiled all 18 platforms; --check ignored --upgrade."""
+    (tmp_path / "lockkit.toml").write_text('platforms = ["linux-cpu"]\n')
+    (tmp_path / "requirements.in").write_text("torch\n")
+    assert compile_(tmp_path, *argv) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"lockkit: error: {flags} cannot be given together: "
+        + ("--all is every known platform" if "--all" in flags else "--check writes nothing, so "
+           + ("no lock is taken as preferences" if "force" in flags else "nothing is upgraded")),
+        "hint: see 'lockkit compile --help'"]
+    assert not (tmp_path / "locks").exists()
+
+
+def test_ci_github_refuses_all_with_platform_too(tmp_path, capsys):
+    assert main(["ci", "github", "--all", "--platform", "linux-cpu",
+                 "--project", str(tmp_path)]) == 2
+    assert "--all and --platform cannot be given together" in capsys.readouterr().err
+
+
+def test_an_empty_requirements_file_is_a_warning_naming_it(project, capsys):
+    """Before: an empty lock, and not a word."""
+    (project / "requirements.in").write_text("# nothing yet\n\n")
+    assert compile_(project, "--platform", "linux-cpu") == 0
+    err = capsys.readouterr().err
+    assert "warning: requirements.in names no requirement: nothing from it is locked" in err
+    assert lock_of(project, "linux-cpu")["packages"] == []
+    (project / "requirements.in").write_text("numpy\n")
+    assert compile_(project, "--platform", "linux-cpu") == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_lock_edited_by_hand_is_no_preference_without_upgrade_or_force(project, capsys):
+    """Before: a lock --check reports modified was taken as preferences on recompile."""
+    assert compile_(project, "--platform", "linux-cpu") == 0
+    capsys.readouterr()
+    _edit_lock(project, 'version = "2.1.0"', 'version = "2.0.0"')
+    path = project / "locks" / "pylock.linux-cpu.toml"
+    edited = path.read_bytes()
+    assert compile_(project, "--platform", "linux-cpu") == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"lockkit: error: {path}: modified (its packages table was edited after lockkit wrote "
+        "it): compile will not take its versions as preferences",
+        "hint: pass --upgrade to resolve afresh, or --force to keep the edited versions as "
+        "preferences"]
+    assert path.read_bytes() == edited  # refused before any work
+    assert compile_(project, "--platform", "linux-cpu", "--force") == 0
+    assert pkgs(lock_of(project, "linux-cpu"))["numpy"]["version"] == "2.1.0"  # 2.0.0: none
+    _edit_lock(project, 'version = "2.1.0"', 'version = "2.0.0"')
+    assert compile_(project, "--platform", "linux-cpu", "--upgrade") == 0
+    assert check_line(project, capsys)[1].startswith("linux-cpu: fresh")
+
+
+@pytest.mark.parametrize("typed,meant", [("torchh", "torch"), ("torch-vision", "torchvision"),
+                                         ("torch_audio", "torchaudio"),
+                                         ("torchvison", "torchvision")])
+def test_a_near_miss_of_a_torch_family_name_is_a_warning_naming_the_name(project, indexes,
+                                                                         capsys, typed, meant):
+    """Before: the near miss was locked from the default index without a word. It still
+    is (a warning, not an error): the name may be the one meant."""
+    indexes.default.add(typed, "1.0")
+    (project / "requirements.in").write_text(f"torch==2.5.1\n{typed}\n")
+    assert compile_(project, "--platform", "linux-cpu") == 0
+    name = typed.replace("_", "-")
+    assert (f"warning: requirements.in: {name!r} is not a PyTorch package; did you mean "
+            f"{meant!r}? ({name!r} is locked as written, from the default index)"
+            ) in capsys.readouterr().err
+    assert pkgs(lock_of(project, "linux-cpu"))[name]["index"] == f"{indexes.url}/simple"
+
+
+def test_names_that_only_start_like_a_torch_family_name_are_no_near_miss():
+    from lockkit.compiler import input_warnings
+    from lockkit.platforms import load_platforms
+
+    platforms = list(load_platforms().values())
+    names = ["torchx", "torchrl", "torchdata", "torchao", "torchmetrics", "pytorch-triton",
+             "torch", "torchvision", "triton", "numpy"]
+    assert input_warnings(platforms, {"requirements.in": names}) == []
+    assert input_warnings(platforms, {"requirements.in": ["torchh==1.0 --hash=sha256:00"]}) == [
+        "requirements.in: 'torchh' is not a PyTorch package; did you mean 'torch'? ('torchh' "
+        "is locked as written, from the default index)"]

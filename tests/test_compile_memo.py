@@ -165,11 +165,12 @@ def test_a_planted_compile_memo_counts_only_in_a_private_cache(project, cache, c
     doc["value"]["lock-sha256"] = hashlib.sha256(edited).hexdigest()
     path.write_text(json.dumps(doc))
     lock_of(project).write_bytes(edited)
-    assert compile_("--project", str(project)) == 0
+    # --force: an edited lock is refused as preferences without it (the memo is the test)
+    assert compile_("--project", str(project), "--force") == 0
     assert status(capsys) == "unchanged" and lock_of(project).read_bytes() == edited
     os.chmod(cache, 0o770)
     try:
-        assert compile_("--project", str(project)) == 0
+        assert compile_("--project", str(project), "--force") == 0
     finally:
         os.chmod(cache, 0o700)
     assert status(capsys) == "written"

@@ -125,7 +125,9 @@ def test_dynamic_dependencies_is_exit_2(project, indexes, capsys):
     ('name = "app"\ndependencies = []\n', "project.version: missing"),
     ('version = "1"\ndependencies = []\n', "project.name: missing"),
     ('name = "app"\nversion = "1"\ndependencies = ["-e ."]\n', ("project.dependencies[0]: "
-                                                                "malformed requirement '-e .'")),
+                                                                "'-e .': not a valid requirement")),
+    ('name = "app"\nversion = "1"\ndependencies = ["torch>="]\n',
+     "project.dependencies[0]: 'torch>=': a version is missing after '>='"),
     ('name = "app"\nversion = "1"\ndependencies = ["lib @ file:///lib"]\n',
      "project.dependencies[0]: 'lib @ file:///lib' is a local path; lockkit locks"),
 ])
@@ -153,7 +155,8 @@ def test_continuation_lines_are_joined(project, capsys):
     # an error in a joined line names its first physical line
     (project / "requirements.in").write_text("torch\nnumpy \\\n  >=2 \\\n  ===x\n")
     assert compile_(project) == 2
-    assert "requirements.in:2: malformed requirement 'numpy >=2 ===x'" in one_error_line(capsys)
+    assert ("requirements.in:2: 'numpy >=2 ===x': '>=2 ===x': separate version clauses with "
+            "','") in one_error_line(capsys)
 
 
 def test_hash_options_are_accepted(project, indexes):
@@ -308,8 +311,9 @@ def test_defaults_come_from_the_project_dataclass(tmp_path):
 
 
 def test_every_problem_of_the_file_is_reported_in_one_line_with_its_key(tmp_path, capsys):
-    config = _write_config(tmp_path, 'python = 3.11\nci = "x"\nplatforms = "linux-cpu"\n'
-                                     'index-url = 3\nexclude-newer = "soon"\nbogus = 1\n'
+    config = _write_config(tmp_path, 'python = 3.11\nci = "x"\nplatforms = 3\n'
+                                     'index-url = "notaurl"\nexclude-newer = "soon"\n'
+                                     'bogus = 1\n'
                                      '[verify.embedding]\ndim = "16"\n')
     assert main(["compile", "--project", str(tmp_path)]) == 2
     err = capsys.readouterr().err
@@ -318,8 +322,8 @@ def test_every_problem_of_the_file_is_reported_in_one_line_with_its_key(tmp_path
     assert line.startswith(f"lockkit: error: {config}: ")
     for expected in ('python: expected a version string such as "3.11", got 3.11',
                      "ci: expected a table ([ci]), got 'x'",
-                     "platforms: expected a list of strings, got 'linux-cpu'",
-                     "index-url: expected a URL string, got 3",
+                     "platforms: expected a string or a list of strings, got 3",
+                     "index-url: expected an http(s):// URL",
                      "exclude-newer: 'soon' is not an RFC 3339 date",
                      "unknown key 'bogus'",
                      "verify.embedding.dim: expected an integer",
@@ -432,3 +436,69 @@ def test_a_credential_in_a_bad_value_is_not_echoed(tmp_path):
         load_project(tmp_path)
     assert "index-url: expected a URL string" in str(err.value)
     assert "s3cret" not in str(err.value)
+
+
+# --- one line for each mistake (issue 24) -------------------------------------------------------
+
+def test_platforms_take_one_string_as_requirements_do(tmp_path, capsys):
+    _write_config(tmp_path, 'platforms = "linux-cu126"\nrequirements = "reqs.in"\n')
+    project = load_project(tmp_path)
+    assert (project.platforms, project.requirements) == (("linux-cu126",), ("reqs.in",))
+    for empty in ('platforms = ""\n', "platforms = []\n"):
+        config = _write_config(tmp_path, empty)
+        assert main(["compile", "--project", str(tmp_path)]) == 2
+        assert one_error_line(capsys) == (f"lockkit: error: {config}: platforms: empty; name "
+                                          "at least one platform")
+
+
+@pytest.mark.parametrize("value", ["notaurl", "ftp://127.0.0.1/simple", "http://", "",
+                                   "127.0.0.1:9/simple", "${NOT_A_WHOLE_URL}simple"])
+def test_an_index_url_that_is_no_http_url_is_a_usage_error_naming_the_flag(tmp_path, capsys,
+                                                                           value):
+    """Before: exit 1, "requests was not found", after uv had been asked."""
+    (tmp_path / "requirements.in").write_text("requests\n")
+    assert main(["compile", "--project", str(tmp_path), "--index-url", value]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == (f"lockkit: error: --index-url {value!r}: expected an http(s):// URL "
+                        "or a ${VAR} holding one"), lines
+    assert lines[1].startswith("hint: e.g. --index-url https://") and len(lines) == 2
+    assert not (tmp_path / "locks").exists()
+    config = _write_config(tmp_path, f"index-url = {value!r}\n")
+    with pytest.raises(ConfigError, match=rf"^{config}: index-url: expected an http\(s\)://"):
+        load_project(tmp_path)
+
+
+@pytest.mark.parametrize("value", ["http://127.0.0.1:9/simple", "HTTPS://u:${T}@127.0.0.1/s",
+                                   "${INDEX_URL}", "${MIRROR}/simple"])
+def test_an_http_url_or_a_whole_url_placeholder_is_an_index_url(tmp_path, value):
+    assert load_project(tmp_path, index_url=value).index_url == value
+    _write_config(tmp_path, f"index-url = {value!r}\n")
+    assert load_project(tmp_path).index_url == value
+
+
+def test_a_credential_in_a_bad_index_url_flag_is_not_echoed(tmp_path, capsys):
+    assert main(["compile", "--project", str(tmp_path), "--index-url",
+                 "ftp://user:s3cret@127.0.0.1/simple"]) == 2
+    assert "s3cret" not in capsys.readouterr().err
+
+
+def test_an_empty_folder_is_answered_with_how_to_start(tmp_path, capsys, monkeypatch):
+    """Before: "requirements.in: constraint file not found", and no way to start."""
+    (tmp_path / ".git").mkdir()  # discovery stops here: nothing above the test's folder counts
+    monkeypatch.chdir(tmp_path)
+    assert main(["compile"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == (f"lockkit: error: {tmp_path}: no lockkit.toml and no requirements.in: "
+                        "nothing to lock here")
+    assert lines[1].startswith("hint: to start a project here, write requirements.in")
+    assert 'lockkit.toml (platforms = ["linux-cpu"])' in lines[1] and len(lines) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".git"]  # nothing written
+
+
+def test_a_missing_input_is_traced_to_the_key_that_names_it(tmp_path, capsys):
+    config = _write_config(tmp_path, 'requirements = ["requirements.in", "extra.in"]\n')
+    (tmp_path / "requirements.in").write_text("torch\n")
+    assert main(["compile", "--project", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"lockkit: error: {config}: requirements: 'extra.in': not found in {tmp_path}",
+        "hint: create it, or name the project's inputs in requirements"]

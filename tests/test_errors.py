@@ -120,3 +120,29 @@ def test_a_large_output_into_head_ends_without_a_traceback(tmp_path, json_flag):
                        capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
     assert r.stdout.strip() in ("[", "lockkit platforms")
     assert r.stderr == ""
+
+
+@pytest.mark.parametrize("argv,command", [
+    (["compile", "--project", "{missing}"], "lockkit compile"),
+    (["wheelhouse", "build", "--platform", "linux-cpu", "--project", "{missing}"],
+     "lockkit wheelhouse build"),
+    (["export", "--platform", "linux-cpu", "--project", "{missing}"], "lockkit export"),
+])
+def test_a_usage_hint_names_the_real_command(tmp_path, capsys, argv, command):
+    """Before: "run 'lockkit COMMAND --help' ..." whatever the command."""
+    argv = [a.format(missing=tmp_path / "missing") for a in argv]
+    code = main(argv)
+    lines = capsys.readouterr().err.splitlines()
+    assert code == 2 and lines[-1] == (f"hint: run '{command} --help' for the flags and the "
+                                       "values they take"), lines
+
+
+def test_no_hint_holds_a_placeholder_for_the_command():
+    for cls in _all_error_classes():
+        advice = cls("x").advice_for("lockkit verify")
+        assert not advice or ("COMMAND" not in advice and "{" not in advice
+                              and "<" not in advice), (cls, advice)
+    assert errors.UsageError("x").advice_for("lockkit verify") == (
+        "run 'lockkit verify --help' for the flags and the values they take")
+    assert errors.UsageError("x").advice == (
+        "run 'lockkit --help' for the flags and the values they take")

@@ -213,7 +213,7 @@ def test_missing_lock_is_one_line_exit_2(project, capsys):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["--platform", "linux-nope"], "unknown platform linux-nope"),
+    (["--platform", "linux-nope"], "unknown platform 'linux-nope'"),
     (["--platform", "linux-cpu", "--format", "pylock", "-o", "locked.toml"],
      "a PEP 751 lock must be named pylock.toml or pylock.<name>.toml"),
     (["--platform", "linux-cpu", "--format", "wheel"], "invalid choice: 'wheel'"),

@@ -281,3 +281,45 @@ def test_the_quick_specifier_check_agrees_with_packaging(text):
     assert _valid_specifier(text) is valid
     if _PLAIN_SPECIFIERS.fullmatch(text):
         assert valid
+
+
+# --- an unknown platform: the name meant, and where it was written (issue 24) -------------------
+
+def _one_line(capsys) -> str:
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0].startswith("lockkit: error: ") and len(lines) <= 2, lines  # and a hint
+    return lines[0]
+
+
+@pytest.mark.parametrize("typed,meant", [("linux-cpuu", "linux-cpu"),
+                                         ("macos_arm64", "macos-arm64"),
+                                         ("Linux_CU128", "linux-cu128")])
+def test_an_unknown_platform_flag_gets_the_known_name_it_most_likely_means(tmp_path, capsys,
+                                                                           typed, meant):
+    (tmp_path / "requirements.in").write_text("torch\n")
+    assert main(["compile", "--project", str(tmp_path), "--platform", typed]) == 2
+    assert _one_line(capsys) == (f"lockkit: error: unknown platform {typed!r}; did you mean "
+                                 f"{meant!r}?")
+    assert not (tmp_path / "locks").exists()
+
+
+def test_an_unknown_platform_in_lockkit_toml_is_traced_to_the_file_and_key(tmp_path, capsys):
+    config = tmp_path / "lockkit.toml"
+    config.write_text('platforms = ["linux-cpu", "linux-cpuu", "macos_arm64"]\n')
+    (tmp_path / "requirements.in").write_text("torch\n")
+    assert main(["compile", "--project", str(tmp_path)]) == 2
+    assert _one_line(capsys) == (
+        f"lockkit: error: {config}: platforms[1]: unknown platform 'linux-cpuu'; did you mean "
+        "'linux-cpu'?; platforms[2]: unknown platform 'macos_arm64'; did you mean "
+        "'macos-arm64'?")
+    # verify and sync take the config's only platform: the same trace
+    config.write_text('platforms = "linux-cpuu"\n')
+    assert main(["verify", "--project", str(tmp_path)]) == 2
+    assert f"{config}: platforms[0]: unknown platform 'linux-cpuu'" in _one_line(capsys)
+
+
+def test_a_name_far_from_every_platform_lists_the_known_ones(tmp_path, capsys):
+    assert main(["compile", "--project", str(tmp_path), "--platform", "zzz"]) == 2
+    line = _one_line(capsys)
+    assert "unknown platform 'zzz'; known: " in line and "linux-cpu" in line
+    assert "did you mean" not in line

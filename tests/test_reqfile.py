@@ -71,3 +71,31 @@ def test_includes_nest_up_to_the_limit_and_no_deeper(tmp_path):
         with pytest.raises(ConfigError, match=f"r{MAX_DEPTH - 1}.txt: includes "
                                               f"r{MAX_DEPTH}.txt, which is more than"):
             walk(tmp_path / "r0.txt")
+
+
+# --- a refused line explained in lockkit's words (issue 24) -------------------------------------
+
+@pytest.mark.parametrize("line,why", [
+    ("torch>=", "a version is missing after '>='"),
+    ("numpy==banana", "'banana' is not a version"),
+    ("torch>=2,<", "a version is missing after '<'"),
+    ("torch=2.5", "'=' is not an operator; write '==2.5'"),
+    ("torch 2.5", "'2.5' has no operator; write e.g. '==2.5'"),
+    ("numpy >=2 <3", "'>=2 <3': separate version clauses with ','"),
+    ("torch>=2.*", "'.*' is allowed after '==' and '!=' only, not after '>='"),
+    ("torch>=2.5+cpu", "a local version ('+label') is allowed after '==' and '!=' only"),
+    ("torch~=2", "'~=' needs a version of two parts or more, e.g. '~=2.0'"),
+    ("torch[cuda>=2", "'[' opens a list of extras that no ']' closes"),
+    ("torch ;", "nothing follows ';', where an environment marker was expected"),
+    ("my package", "'package' after 'my' is not a version clause"),
+], ids=lambda v: v if "'" not in v else None)
+def test_a_bad_requirement_line_is_explained_naming_file_and_line(tmp_path, capsys, line, why):
+    """Before: packaging's "Expected semicolon (after name with no version specifier)"."""
+    from lockkit.cli import main
+
+    reqs = tmp_path / "requirements.in"
+    reqs.write_text(f"# the project\nrequests\n{line}\n")
+    assert main(["compile", "--project", str(tmp_path)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"lockkit: error: {reqs}:3: {line!r}: {why}")
+    assert "Expected" not in lines[0]

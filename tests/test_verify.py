@@ -211,6 +211,17 @@ def test_a_hanging_probe_fails_its_step_with_a_timeout(fake_project):
     assert statuses(doc)["gpu"] == statuses(doc)["application"] == "not-run"
 
 
+def test_a_verify_that_does_not_pass_ends_as_every_failure_does(fake_project, capsys):
+    """Before: ``lockkit: verify incomplete: ...``, unlike every other failure."""
+    root = fake_project("linux-cu126", local="cu126", cuda="12.6", devices=0)
+    capsys.readouterr()
+    assert main(["verify", "--project", str(root), "--platform", "linux-cu126",
+                 "--report-dir", str(root / "report"), "--no-gpu"]) == 1
+    last, hint = capsys.readouterr().err.strip().splitlines()[-2:]
+    assert last.startswith("lockkit: error: verify incomplete: "), last
+    assert hint == f"hint: every step's result and output: {root / 'report' / 'dossier.md'}"
+
+
 def test_verify_json_prints_the_dossier_document(fake_project):
     """`verify --json` prints dossier.json's document on stdout (no table); status lines
     stay on stderr; the document loads back into the model unchanged."""

@@ -294,7 +294,7 @@ def test_credentials_are_used_but_never_written(project, indexes, tmp_path, caps
 
 def test_unknown_platform_and_missing_lock_are_usage_errors(project, tmp_path, capsys):
     assert main(["wheelhouse", "build", "--project", str(project), "--platform", "nope"]) == 2
-    assert "unknown platform nope" in capsys.readouterr().err
+    assert "unknown platform 'nope'" in capsys.readouterr().err
     assert build_cli(project, tmp_path / "cache") != 0
     err = capsys.readouterr().err
     assert "pylock.linux-cpu.toml" in err

@@ -54,8 +54,9 @@ def _main(argv: list[str]) -> int:
 
     from lockkit.errors import LockkitError, WriteError
 
+    command = "lockkit"  # what a hint tells to run --help on, once the command is known
     try:
-        from lockkit.cli.parser import build_parser, check_ranges
+        from lockkit.cli.parser import build_parser, check_ranges, command_of
 
         parser = build_parser(_flags_of(argv))
         try:
@@ -66,13 +67,14 @@ def _main(argv: list[str]) -> int:
         if not args.command:
             parser.print_help(sys.stderr)
             return 2
+        command = command_of(args)
         check_ranges(args)
         module = importlib.import_module(f"lockkit.cli.{_COMMANDS[args.command]}")
         code: int = getattr(module, f"cmd_{args.command}")(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
     except LockkitError as exc:
-        _fail(str(exc), exc.advice)
+        _fail(str(exc), exc.advice_for(command))
         return exc.exit_code
     except BrokenPipeError:
         # The reader went away (``lockkit platforms --json | head -1``): nothing to say, and

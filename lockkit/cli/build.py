@@ -66,12 +66,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url,
                            exclude_newer=args.exclude_newer)
     selected = select_platforms(load_platforms(project.root), args.platform, args.all,
-                                project.platforms)
+                                project.platforms, project.config_file)
     if args.check:
         if project.config_file is None:
             raise UsageError(f"--check: no lockkit.toml (or [tool.lockkit] in pyproject.toml) "
                              f"in {project.root}",
-                             hint="run it in the project folder, or pass --project DIR")
+                             hint="run it in the project's folder, or name that folder "
+                                  "with --project")
         from lockkit.freshness import check_platforms  # the gate imports no resolver
 
         outcomes = check_platforms(project, selected)
@@ -92,7 +93,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
         outcomes = compile_platforms(project, selected, jobs=args.jobs,
                                      on_done=lambda o: advance(1), upgrade=args.upgrade,
                                      upgrade_packages=tuple(args.upgrade_package),
-                                     timeout=args.timeout, on_start=phase)
+                                     timeout=args.timeout, on_start=phase,
+                                     force=args.force,
+                                     on_warning=lambda m: ui.say(f"warning: {m}"))
     ui.print_table("lockkit compile", ("platform", "status", "packages", "lock"),
                    [(o.platform, o.status, o.packages or "", o.path.relative_to(project.root))
                     for o in outcomes], stream=sys.stdout)

@@ -11,7 +11,7 @@ from pathlib import Path
 from lockkit import ui
 from lockkit.cli.build import shown_path
 from lockkit.cli.common import check_given_paths, lock_fetcher, pick_platform
-from lockkit.errors import UsageError
+from lockkit.errors import UsageError, VerifyError
 
 __all__ = ["cmd_ci", "cmd_diagnose", "cmd_diff", "cmd_verify", "new_report_folder"]
 
@@ -69,10 +69,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
                "'lockkit sync' builds a venv to work in)")
     ui.say(f"dossier: {shown_path(folder / 'dossier.json')} "
            "(and dossier.md, installed-after.txt)")
-    if dossier.result != "passed":
-        ui.say(f"lockkit: verify {dossier.result}: "
-               f"{dossier.first_error or dossier.why_incomplete}")
-        return 1
+    if dossier.result != "passed":  # ends as every failure does: "lockkit: error: ..."
+        raise VerifyError(f"verify {dossier.result}: "
+                          f"{dossier.first_error or dossier.why_incomplete}",
+                          hint=f"every step's result and output: "
+                               f"{shown_path(folder / 'dossier.md')}")
     return 0
 
 
@@ -131,7 +132,8 @@ def cmd_ci(args: argparse.Namespace) -> int:
     repo, rel = ci.locate_project(args.project, Path.cwd())
     project = load_project(repo / rel)
     known = load_platforms(project.root)
-    selected = select_platforms(known, args.platform, args.all, project.platforms)
+    selected = select_platforms(known, args.platform, args.all, project.platforms,
+                                project.config_file)
     runners = ci.validate_runners(project.runners, known,
                                   where=f"{project.config_file}: [ci.runners]")
     lockkit = (ci.pin_files(project.ci_lockkit, repo, f"{project.config_file}: [ci] lockkit")

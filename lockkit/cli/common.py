@@ -26,14 +26,15 @@ def pick_platform(project: Project, name: str | None, command: str) -> Platform:
     from lockkit.platforms import load_platforms, select_platforms
 
     known = load_platforms(project.root)
-    name = name or (project.platforms[0] if len(project.platforms) == 1 else None)
-    if name is None:
+    if name is None and len(project.platforms) != 1:
         from lockkit.host import choose
 
         picked = choose(known, {n for n in known if project.lock_path(n).is_file()}, "lock")
         name = picked.platform.name
         ui.say(f"{command}: picked {name} for this machine ({picked.reason})")
-    platform, = select_platforms(known, [name], False, project.platforms)
+    # without a name, the config's only platform: an unknown one is traced to the file
+    platform, = select_platforms(known, [name] if name else [], False, project.platforms,
+                                 project.config_file)
     if not project.lock_path(platform.name).is_file():
         raise UsageError(f"{project.lock_path(platform.name)}: no lock",
                          hint=f"run 'lockkit compile --platform {platform.name}'")

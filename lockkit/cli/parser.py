@@ -15,7 +15,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see lock
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["build_parser", "check_ranges"]
+__all__ = ["build_parser", "check_ranges", "command_of"]
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -66,10 +66,31 @@ _RANGES: tuple[tuple[str, str, Any, str], ...] = (
 
 
 def check_ranges(args: argparse.Namespace) -> None:
+    """Each numeric flag in its range, and no two flags that exclude each other."""
     for attr, flag, ok, must in _RANGES:
         value = getattr(args, attr, None)
         if value is not None and not ok(value):
             raise UsageError(f"{flag} {value}: must be {must}")
+    for first, second, why in _EXCLUSIVE:
+        if getattr(args, first, None) and getattr(args, second, None):
+            flags = tuple("--" + a.replace("_", "-") for a in (first, second))
+            raise UsageError(f"{flags[0]} and {flags[1]} cannot be given together: {why}",
+                             hint=f"see '{command_of(args)} --help'")
+
+
+# Flags that contradict each other: (attribute, attribute, why), checked on any command.
+_EXCLUSIVE: tuple[tuple[str, str, str], ...] = (
+    ("all", "platform", "--all is every known platform"),
+    ("check", "upgrade", "--check writes nothing, so nothing is upgraded"),
+    ("check", "upgrade_package", "--check writes nothing, so nothing is upgraded"),
+    ("check", "force", "--check writes nothing, so no lock is taken as preferences"),
+)
+
+
+def command_of(args: argparse.Namespace) -> str:
+    """The command as typed, up to its action: ``lockkit wheelhouse build``."""
+    action = getattr(args, f"{args.command}_command", None)
+    return " ".join(filter(None, ("lockkit", args.command, action)))
 
 
 def _project_args(p: argparse.ArgumentParser) -> None:
@@ -144,6 +165,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     comp.add_argument("--upgrade-package", action="append", default=[], metavar="NAME",
                       help="let NAME move to its newest allowed version; every other package "
                            "keeps the version the existing lock pins (repeatable)")
+    comp.add_argument("--force", action="store_true",
+                      help="take a lock edited by hand ('compile --check': modified) as "
+                           "preferences; without it (or --upgrade) such a lock is refused")
     comp.add_argument("--exclude-newer", metavar="DATE",
                       help="ignore files uploaded after DATE (RFC 3339, e.g. 2024-10-01): "
                            "resolve as of that day (overrides exclude-newer in lockkit.toml)")
