@@ -205,7 +205,8 @@ def test_recompile_is_byte_identical_and_check_gate(project, capsys):
 
 def check_line(project: Path, capsys) -> tuple[int, str]:
     code = main(["compile", "--project", str(project), "--platform", "linux-cpu", "--check"])
-    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("linux-cpu:")]
+    lines = [ln for ln in capsys.readouterr().err.splitlines()
+             if ln.startswith("linux-cpu:") and not ln.endswith(": resolving...")]
     return code, lines[0] if lines else ""
 
 
