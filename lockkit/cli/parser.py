@@ -279,10 +279,10 @@ def _verify_parsers(sub: Any) -> None:
                     "([ci.runners] in lockkit.toml overrides the defaults), each building the "
                     "wheelhouse, running 'lockkit verify --junit' and uploading the dossier. "
                     "Only platforms with a committed lock get a job (the others are named on "
-                    "stderr). CI installs the lockkit that [ci] lockkit names (default: this "
-                    "version, lockkit==X.Y.Z, from the default index; pin a source you "
-                    "control); actions are pinned to commits; caches are keyed by each "
-                    "lock's hash.")
+                    "stderr); outside a git repository it refuses. CI installs the lockkit that "
+                    "[ci] lockkit names (default: this lockkit's own wheel, written to "
+                    ".lockkit/ci/ and installed by its sha256); actions are pinned to "
+                    "commits; caches are keyed by each lock's hash.")
     gh.add_argument("--platform", action="append", default=[], metavar="NAME",
                     help="platform to verify (repeatable; default: the config's list)")
     gh.add_argument("--all", action="store_true", help="every known platform")
