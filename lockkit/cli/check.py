@@ -91,7 +91,7 @@ def new_report_folder(parent: Path, stamp: str) -> Path:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from lockkit.diagnose import default_python, diagnose
+    from lockkit.diagnose import default_python, diagnose, no_torch
     from lockkit.report import json as json_format
     from lockkit.report import terminal
 
@@ -109,6 +109,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     else:
         terminal.steps_table(dossier)
         terminal.diagnose_facts(dossier)
+    if no_torch(dossier):
+        ui.say(f"lockkit: no torch in {shown_path(python)}; give --python PATH "
+               "(an interpreter with torch)")
     return 0 if dossier.result == "passed" else 1
 
 

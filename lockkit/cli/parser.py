@@ -252,8 +252,8 @@ def _verify_parsers(sub: Any) -> None:
         description="Run the system and GPU steps of verify on an existing interpreter: "
                     "an interpretable answer to 'is this environment's GPU stack right?'.")
     diag.add_argument("--python", type=Path, metavar="PATH",
-                      help="interpreter to probe (default: the active venv's, else "
-                           "python on PATH)")
+                      help="interpreter to probe (default: the active venv's, else the "
+                           "project's .venv, else python3 on PATH other than lockkit's own)")
     diag.add_argument("--expect", choices=("cpu", "cuda", "rocm", "mps"),
                       help="backend the torch build must have (default: the one it reports)")
     diag.add_argument("--json", action="store_true", help="print the report as JSON")
