@@ -11,15 +11,20 @@ under a key holding the platform lock's hash.
 load (:func:`lockkit.configcheck.lockkit_requirement`): ``lockkit==1.2.3`` (with
 ``--hash=sha256:...`` options to check the download), a wheel committed to the repository
 (hashed here, when the workflow is written, and checked by pip in CI), an https URL
-(``#sha256=`` checked by pip) or a VCS URL at a full commit. Without the key the workflow
-pins the running version, ``lockkit==<__version__>``, from the default index, and says so
-twice: a comment in the file and a warning from ``ci github``. No URL or path replaces
-it because lockkit knows no source that is the user's own (an invented URL is no more
-trustworthy; a missing path fails in CI). The pin refuses any other release, but whoever
-holds the name on the default index decides what that version is: hence the warning.
-With hashes, lockkit alone is installed first in pip's hash-checking mode
-(``--require-hashes --no-deps``; pip reads ``--hash`` only from a requirements file,
-which the step writes), then its dependencies by name.
+(``#sha256=`` checked by pip) or a VCS URL at a full commit. Without the key ``ci github``
+writes lockkit's own wheel into the project, ``.lockkit/ci/lockkit-<version>-py3-none-any.whl``,
+made as ``tools/`` makes it (:func:`lockkit.tools.own_wheel`: the same bytes from run to
+run), and the workflow installs that file by its sha256. Never by name from an index:
+no project of that name on the default index is known to be lockkit's, and whoever
+published it first would run code in every user's CI. With hashes, lockkit alone is
+installed first in pip's hash-checking mode (``--require-hashes --no-deps``; pip reads
+``--hash`` only from a requirements file, which the step writes), then its dependencies
+by name; a committed file is never looked up on an index.
+
+**Only committed files reach CI**: the locks and a ``[ci] lockkit`` wheel must be
+tracked by git (:func:`split_by_lock`, :func:`pin_files`), so outside a git repository,
+or where git cannot say, ``ci github`` refuses rather than write a workflow for files CI
+may never see.
 
 **Hardening** (zizmor's audits): read-only ``permissions``, ``persist-credentials: false``,
 actions pinned to commits (:data:`ACTIONS`), no ``${{ }}`` in a ``run:`` but the matrix
@@ -36,22 +41,29 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lockkit import __version__, _run
-from lockkit.common import arch_family, sha256_file, write_atomic
+from lockkit import _run
+from lockkit.common import arch_family, sha256_file, temp_file, write_atomic
 from lockkit.configcheck import LockkitRequirement, Runner, runner_labels
-from lockkit.errors import ConfigError, UsageError
+from lockkit.errors import BuildError, ConfigError, UsageError, WriteError
 from lockkit.platforms import Platform
 
-__all__ = ["ACTIONS", "DEFAULT_OUTPUT", "LockkitRequirement", "Runner", "default_lockkit",
+if TYPE_CHECKING:
+    from lockkit.config import Project
+    from lockkit.tools import Tool
+
+__all__ = ["ACTIONS", "DEFAULT_OUTPUT", "OWN_WHEEL_DIR", "LockkitRequirement", "Runner",
            "default_runner", "github_workflow", "locate_project", "pin_files",
-           "split_by_lock", "validate_runners", "write_workflow"]
+           "own_lockkit", "split_by_lock", "validate_runners", "write_own_wheel",
+           "write_workflow"]
 
 DEFAULT_OUTPUT = Path(".github/workflows/lockkit.yml")
+OWN_WHEEL_DIR = ".lockkit/ci"  # in the project: lockkit's own wheel, without [ci] lockkit
 REPORT_DIR = "lockkit-report"
 TOOL_PYTHON = "3.12"  # the Python the locks job runs lockkit with (it only resolves)
 CACHES = {"LOCKKIT_CACHE_DIR": "${{ runner.temp }}/lockkit-cache",  # outside the checkout:
@@ -196,20 +208,56 @@ def _uses(action: str) -> str:
     return "{}@{} # {}".format(action, *ACTIONS[action])
 
 
-def default_lockkit() -> LockkitRequirement:
-    """What CI installs without ``[ci] lockkit``: the running version (see the docstring)."""
-    return LockkitRequirement(requirement=f"lockkit=={__version__}")
+def own_lockkit(project: str, config: Project) -> tuple[LockkitRequirement, Tool]:
+    """The default without ``[ci] lockkit``: lockkit's own wheel, as a committed-file
+    requirement at ``<project>/.lockkit/ci/`` with its sha256, and the wheel in the
+    cache (:func:`write_own_wheel` puts it there once the workflow's text is made).
+
+    The wheel is :func:`lockkit.tools.own_wheel`'s, the one ``tools/`` carries: built
+    from the running lockkit, the same bytes every run."""
+    from lockkit.cache import Cache, default_cache_dir
+    from lockkit.tools import own_wheel
+
+    tool = own_wheel(Cache(default_cache_dir()), config)
+    where = (PurePosixPath(_posix(project)) / OWN_WHEEL_DIR / tool.filename).as_posix()
+    return LockkitRequirement(requirement=where, hashes=(f"sha256:{tool.sha256}",),
+                              source="path"), tool
+
+
+def write_own_wheel(tool: Tool, dest: Path) -> None:
+    """Copy lockkit's wheel out of the cache to *dest*: hashed as it is written, the
+    user's file mode, renamed into place; a blob that is not *tool*'s is refused."""
+    from lockkit.cache import copy_hashing
+
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = temp_file(dest.parent, f".{dest.name}.")
+    except OSError as exc:
+        raise WriteError(f"{dest}: cannot write: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as out, tool.path.open("rb") as src:
+            sha = copy_hashing(src, out, lambda n: None)
+            out.flush()
+            os.fsync(out.fileno())
+        if sha != tool.sha256:  # the cache's blob changed under us
+            raise BuildError(f"{tool.path}: lockkit's own wheel changed in the cache "
+                             f"(sha256 {sha}, built as {tool.sha256})", hint="run it again")
+        os.replace(tmp, dest)
+    except OSError as exc:
+        raise WriteError(f"{dest}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def pin_files(req: LockkitRequirement, repo: Path,
               where: str = "[ci] lockkit") -> LockkitRequirement:
     """*req* with a committed file's sha256 added; a ConfigError when the file is not in
-    *repo* or its hash is not one the config gives."""
+    *repo*'s git index or its hash is not one the config gives."""
     if req.source != "path":
         return req
     path = repo / req.requirement
-    tracked = _committed(repo, [_posix(req.requirement)]) if (repo / ".git").exists() else None
-    if not path.is_file() or (tracked is not None and _posix(req.requirement) not in tracked):
+    tracked = _committed(repo, [_posix(req.requirement)])
+    if not path.is_file() or _posix(req.requirement) not in tracked:
         raise ConfigError(f"{where}: {req.requirement}: no such file committed to the "
                           f"repository ({repo})", hint="commit it, or pin lockkit otherwise")
     digest = f"sha256:{sha256_file(path)}"
@@ -218,7 +266,7 @@ def pin_files(req: LockkitRequirement, repo: Path,
     return LockkitRequirement(requirement=req.requirement, hashes=(digest,), source="path")
 
 
-def _where_from(req: LockkitRequirement, default: bool) -> list[str]:
+def _where_from(req: LockkitRequirement, own: bool) -> list[str]:
     """The generated file's comment on where lockkit comes from."""
     where = {"index": "the default package index (or the runner's pip configuration)",
              "path": "a file committed to this repository", "url": "that URL",
@@ -227,9 +275,11 @@ def _where_from(req: LockkitRequirement, default: bool) -> list[str]:
              else "the commit pins its content" if req.source == "vcs"
              else "nothing checks its content")
     lines = [f"# lockkit comes from {where}:", f"#   {req.requirement} ({check})."]
-    if default:
-        lines += ["# This is the default: the name on the default index is not known to be",
-                  "# lockkit's. Set [ci] lockkit in lockkit.toml to a source you control."]
+    if own:
+        lines += ["# This is the default: lockkit's own wheel, written there by `lockkit ci",
+                  "# github` and installed by its sha256 (pip --require-hashes), never by name",
+                  "# from an index. Commit it with this file; [ci] lockkit in lockkit.toml",
+                  "# names another source."]
     return lines
 
 
@@ -288,22 +338,22 @@ def _lockkit_step(name: str, command: str, indent: str = "      ") -> list[str]:
 
 def github_workflow(platforms: list[Platform], *, project: str = ".",
                     runners: Mapping[str, Runner] | None = None, python: str | None = None,
-                    lockkit: LockkitRequirement | None = None) -> str:
+                    lockkit: LockkitRequirement, own: bool = False) -> str:
     """The workflow's text, byte-identical for the same arguments.
 
     *runners* (``[ci.runners]``) replaces :func:`default_runner` per platform name;
     *python* (the project's ``python``) replaces every platform's own version; *lockkit*
-    (``[ci] lockkit``, its committed file already hashed by :func:`pin_files`) replaces
-    :func:`default_lockkit`. *platforms* should be those with a committed lock
-    (:func:`split_by_lock`).
+    is ``[ci] lockkit`` (its committed file already hashed by :func:`pin_files`) or, with
+    *own*, lockkit's own wheel (:func:`own_lockkit`), which the header says.
+    *platforms* should be those with a committed lock (:func:`split_by_lock`).
     """
-    proj, req = _project_arg(project), lockkit or default_lockkit()
+    proj, req = _project_arg(project), lockkit
     plat, caches = "${{ matrix.platform }}", list(CACHES.values())
     all_locks = _lock_path(project, "*")
     lines = [
         "# Generated by `lockkit ci github`: regenerate it after changing the platforms,",
         "# their locks or [ci] in lockkit.toml rather than editing it by hand.",
-        *_where_from(req, lockkit is None),
+        *_where_from(req, own),
         "name: lockkit", "", "on: [push, pull_request, workflow_dispatch]", "",
         "permissions:", "  contents: read", "",
         "# A run: line holds no ${{ }} but the matrix values below, written by lockkit;",
@@ -360,14 +410,19 @@ def _repo_root(folder: Path) -> Path | None:
 def locate_project(project: Path, cwd: Path) -> tuple[Path, str]:
     """The repository root and the project's path relative to it (posix).
 
-    *project* may be absolute or relative to *cwd*; outside any repository the current
-    folder stands for the root (the workflow is written before ``git init``). A project
-    outside the root is a UsageError.
+    *project* may be absolute or relative to *cwd*. Outside any git repository it is a
+    UsageError: CI sees only committed files, and without git no lock can be shown to be
+    committed. A project outside the root is a UsageError too.
     """
     folder = (cwd / project).resolve()
     if not folder.is_dir():
         raise UsageError(f"--project {project}: not a folder")
-    root = _repo_root(folder) or cwd.resolve()
+    root = _repo_root(folder) or _repo_root(cwd.resolve())
+    if root is None:
+        raise UsageError(f"{folder}: not in a git repository, so no lock can be shown to be "
+                         "committed (CI sees only committed files)",
+                         hint="git init, then git add locks/ lockkit.toml, and run "
+                              "'lockkit ci github' again")
     try:
         rel = folder.relative_to(root)
     except ValueError:
@@ -376,24 +431,27 @@ def locate_project(project: Path, cwd: Path) -> tuple[Path, str]:
     return root, rel.as_posix()
 
 
-def _committed(root: Path, paths: Sequence[str]) -> set[str] | None:
-    """Which of *paths* (relative to *root*) git tracks; None when git cannot say."""
+def _committed(root: Path, paths: Sequence[str]) -> set[str]:
+    """Which of *paths* (relative to *root*) git tracks (in its index: added counts); a
+    UsageError when git cannot say (not installed, a broken repository)."""
     result = _run.call(["git", "ls-files", "-z", "--", *paths], cwd=root, timeout=60)
-    return set(result.stdout.split("\0")) - {""} if result.ok else None
+    if not result.ok:
+        raise UsageError(f"{root}: git cannot list the committed files, so no lock can be "
+                         f"shown to be committed: {_run.outcome(result)}",
+                         hint="check that git works in this repository (git status)")
+    return set(result.stdout.split("\0")) - {""}
 
 
 def split_by_lock(platforms: Sequence[Platform], root: Path, project: str
                   ) -> tuple[list[Platform], list[tuple[str, str]]]:
-    """The platforms whose lock is committed, and (name, why) for each left out.
-
-    Outside a git repository a lock on disk counts (it will be committed with the rest).
-    """
+    """The platforms whose lock is committed (tracked by git), and (name, why) for each
+    left out."""
     locks = {p.name: _lock_path(project, p.name) for p in platforms}
-    tracked = _committed(root, list(locks.values())) if (root / ".git").exists() else None
+    tracked = _committed(root, list(locks.values()))
     left: dict[str, str] = {}
     for name, lock in locks.items():
         if not (root / lock).is_file():
             left[name] = f"no lock ({lock}; run 'lockkit compile --platform {name}')"
-        elif tracked is not None and lock not in tracked:
+        elif lock not in tracked:
             left[name] = f"{lock} is not committed (git add it)"
     return [p for p in platforms if p.name not in left], list(left.items())

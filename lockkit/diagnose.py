@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import shutil
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,27 +16,66 @@ from lockkit.redact import redact
 from lockkit.report.model import CommandRecord, Dossier
 from lockkit.steps import Step, Steps, overall
 
-__all__ = ["default_python", "diagnose"]
+__all__ = ["default_python", "diagnose", "no_torch"]
 
 PLAN: list[tuple[str, tuple[str, ...]]] = [("system", ()), ("gpu", ("system",))]
 _DEVICE = {"cpu": "cpu", "cuda": "cuda", "rocm": "cuda", "mps": "mps"}  # ROCm answers torch.cuda
 
 
-def default_python(env: Mapping[str, str] | None = None) -> tuple[Path, str]:
-    """The interpreter a user means without ``--python``, and where it came from: the
-    active venv's, else ``python`` on PATH. Never lockkit's own (it has no torch)."""
+def default_python(env: Mapping[str, str] | None = None,
+                   cwd: Path | None = None) -> tuple[Path, str]:
+    """The interpreter a user means without ``--python``, and where it came from.
+
+    The active venv's (``VIRTUAL_ENV``), else the project's ``.venv`` (the project found
+    from *cwd*, else *cwd* itself: where ``uv venv`` and ``lockkit sync`` put it), else
+    ``python3`` or ``python`` on PATH, skipping lockkit's own interpreter: lockkit's venv
+    is often on PATH, and it has no torch."""
+    from lockkit.config import find_project
+
     env = os.environ if env is None else env
+    cwd = Path.cwd() if cwd is None else cwd
     venv = env.get("VIRTUAL_ENV")
     if venv:
-        python = Path(venv) / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+        python = _venv_python(Path(venv))
         if python.exists():
             return python, f"the active venv, VIRTUAL_ENV={venv}"
-    for name in ("python", "python3"):
-        found = shutil.which(name, path=env.get("PATH"))
-        if found:
+    project = find_project(cwd) or cwd
+    python = _venv_python(project / ".venv")
+    if python.exists():
+        return python, f"the project's venv, {project / '.venv'}"
+    own = Path(sys.executable).absolute().parent
+    skipped = False
+    for name in ("python3", "python"):
+        for folder in (env.get("PATH") or "").split(os.pathsep):
+            found = shutil.which(name, path=folder) if folder else None
+            if found is None:
+                continue
+            if _same_folder(Path(found).absolute().parent, own):
+                skipped = True  # lockkit's own venv on PATH
+                continue
             return Path(found), f"'{name}' on PATH"
-    raise UsageError("no interpreter to diagnose: no active venv (VIRTUAL_ENV) and no "
-                     "python on PATH", hint="pass --python PATH")
+    raise UsageError("no interpreter to diagnose: no active venv (VIRTUAL_ENV), no .venv in "
+                     f"{project}, and no python on PATH"
+                     + (" but lockkit's own, which has no torch" if skipped else ""),
+                     hint="give --python PATH (an interpreter with torch)")
+
+
+def _venv_python(venv: Path) -> Path:
+    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a == b or os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def no_torch(dossier: Dossier) -> bool:
+    """Whether the probed interpreter has no torch at all (not a broken one)."""
+    torch = dossier.system.torch if dossier.system is not None else None
+    return torch is not None and not torch.version and \
+        "No module named 'torch'" in (torch.error or "")
 
 
 def diagnose(python: Path | None = None, expect: str | None = None, *, source: str = "",

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,13 @@ def platforms(tmp_path):
     return load_platforms(tmp_path)
 
 
+# a committed wheel, hashed: what the pure-text tests install unless they name another
+OWN = ci.LockkitRequirement(requirement=".lockkit/ci/lockkit-1.0-py3-none-any.whl",
+                            hashes=(f"sha256:{'a' * 64}",), source="path")
+
+
 def _workflow(platforms, names=WANT, **kwargs):
+    kwargs.setdefault("lockkit", OWN)
     text = ci.github_workflow([platforms[n] for n in names], **kwargs)
     return text, yaml.safe_load(text)
 
@@ -48,7 +55,7 @@ def _runs(job: dict) -> list[str]:
 
 
 def _locks(root, *names: str) -> None:
-    """Lock files on disk (outside a git repository a lock on disk counts as committed)."""
+    """Lock files on disk (git-added by the callers that need them committed)."""
     (root / "locks").mkdir(parents=True, exist_ok=True)
     for name in names:
         (root / "locks" / f"pylock.{name}.toml").write_text('lock-version = "1.0"\n')
@@ -135,16 +142,16 @@ def test_awkward_project_paths_survive_yaml(platforms, project):
 @pytest.mark.parametrize("project", ["/proj", "C:\\work", "it's", "$HOME/x"])
 def test_unsafe_project_paths_are_refused(platforms, project):
     with pytest.raises(ValueError, match="project"):
-        ci.github_workflow([platforms["linux-cpu"]], project=project)
+        ci.github_workflow([platforms["linux-cpu"]], project=project, lockkit=OWN)
 
 
 def test_bad_platform_lists_and_runners_are_refused(platforms):
     with pytest.raises(ValueError, match="at least one"):
-        ci.github_workflow([])
+        ci.github_workflow([], lockkit=OWN)
     with pytest.raises(ValueError, match="named twice: linux-cpu"):
-        ci.github_workflow([platforms["linux-cpu"]] * 2)
+        ci.github_workflow([platforms["linux-cpu"]] * 2, lockkit=OWN)
     with pytest.raises(ValueError, match="linux-cpu"):
-        ci.github_workflow([platforms["linux-cpu"]], runners={"linux-cpu": []})
+        ci.github_workflow([platforms["linux-cpu"]], runners={"linux-cpu": []}, lockkit=OWN)
 
 
 def test_validate_runners_names_each_bad_key(platforms):
@@ -245,21 +252,69 @@ def test_the_install_step_installs_exactly_the_configured_requirement(platforms,
     assert "This is the default" not in text
 
 
-def test_the_default_pins_the_running_version_and_says_so(tmp_path, monkeypatch, capsys):
-    _, doc = _workflow(load_platforms(tmp_path), ["linux-cpu"])
-    assert {s["env"]["LOCKKIT_REQUIREMENT"] for s in _installs(doc)} == \
-        {f"lockkit=={lockkit.__version__}"}
+def _own_wheel(repo: Path, sub: str = ".") -> Path:
+    (wheel,) = (repo / sub / ".lockkit" / "ci").glob("lockkit-*.whl")
+    return wheel
+
+
+def test_the_default_is_lockkits_own_wheel_installed_by_its_hash(tmp_path, monkeypatch,
+                                                                  capsys):
     repo = _repo(tmp_path, 'platforms = ["linux-cpu"]\n')
     assert _cli(repo, monkeypatch) == 0
-    text, _ = _written(repo)
-    assert "# This is the default: the name on the default index is not known" in text
+    wheel = _own_wheel(repo)
+    assert wheel.name == f"lockkit-{lockkit.__version__}-py3-none-any.whl"
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "lockkit/ci.py" in names and "lockkit/_platforms/linux-cpu.toml" in names
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    text, doc = _written(repo)
+    for step in _installs(doc):  # by path and sha256, never a name an index could serve
+        assert step["env"] == {"LOCKKIT_REQUIREMENT": f".lockkit/ci/{wheel.name}",
+                               "LOCKKIT_HASHES": f"sha256:{digest}"}
+    assert f"#   .lockkit/ci/{wheel.name} (pip checks its hash)." in text
+    assert "installed by its sha256 (pip --require-hashes), never by name" in text
+    assert "lockkit==" not in text
     err = capsys.readouterr().err
-    assert f"warning: CI installs lockkit=={lockkit.__version__} from the default index" in err
+    assert f"wrote .lockkit/ci/{wheel.name} (sha256:{digest}): CI installs lockkit" in err
+    assert "warning" not in err
+    assert wheel.stat().st_mode & 0o777 == 0o666 & ~_umask()
+    # [ci] lockkit replaces it
     (repo / "lockkit.toml").write_text('platforms = ["linux-cpu"]\n[ci]\nlockkit = "lockkit==9"\n')
     assert _cli(repo, monkeypatch) == 0
-    assert "warning" not in capsys.readouterr().err
     assert {s["env"]["LOCKKIT_REQUIREMENT"] for s in _installs(_written(repo)[1])} == \
         {"lockkit==9"}
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_two_runs_write_the_same_wheel_bytes_and_workflow(tmp_path, monkeypatch):
+    repo = _repo(tmp_path, 'platforms = ["linux-cpu"]\n', sub="apps/emb")
+    assert _cli(repo, monkeypatch, "--project", "apps/emb") == 0
+    first, flow = _own_wheel(repo, "apps/emb").read_bytes(), _written(repo)[0]
+    _own_wheel(repo, "apps/emb").unlink()
+    assert _cli(repo, monkeypatch, "--project", "apps/emb") == 0
+    assert _own_wheel(repo, "apps/emb").read_bytes() == first
+    assert _written(repo)[0] == flow
+    assert f"LOCKKIT_REQUIREMENT: apps/emb/.lockkit/ci/lockkit-{lockkit.__version__}" in flow
+
+
+def test_outside_a_git_repository_nothing_is_written(tmp_path, monkeypatch, capsys):
+    """Outside git, as inside, CI would see only committed locks: refused, exit 2."""
+    from lockkit.cli import main
+
+    (tmp_path / "lockkit.toml").write_text('platforms = ["linux-cpu"]\n')
+    _locks(tmp_path, "linux-cpu")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    assert main(["ci", "github"]) == 2
+    err = capsys.readouterr().err
+    assert f"lockkit: error: {tmp_path}: not in a git repository, so no lock can be shown " \
+           "to be committed" in err
+    assert "hint: git init, then git add locks/" in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lockkit.toml", "locks"]
 
 
 def test_platforms_without_a_committed_lock_are_left_out_and_named(tmp_path, monkeypatch,
@@ -417,6 +472,41 @@ def test_the_install_step_checks_the_hash_then_installs_the_dependencies(tmp_pat
                 assert "lockkit's hash did not match" in result.stderr
 
 
+def test_the_default_install_step_never_installs_a_lockkit_an_index_serves(tmp_path,
+                                                                            monkeypatch):
+    """The generated step, run by a fresh venv's Python with an index serving another
+    lockkit (this very version and a newer one, each with a module the real one lacks):
+    the committed wheel is installed, or the step fails; the served one never is."""
+    repo = _repo(tmp_path, 'platforms = ["linux-cpu"]\n')
+    assert _cli(repo, monkeypatch) == 0
+    wheel = _own_wheel(repo)
+    good = wheel.read_bytes()
+    step = _installs(_written(repo)[1])[-1]
+    server = IndexServer(tmp_path / "index")
+    simple = server.index("/simple")
+    for version in (lockkit.__version__, "99.0"):
+        simple.add("lockkit", version, files={"lockkit/squatted.py": "raise SystemExit(9)\n"})
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    env = {**step["env"], "PIP_INDEX_URL": f"{server.url}/simple"}
+    with server:
+        wheel.write_bytes(good + b"\0")  # not the committed bytes: pip refuses it
+        tampered = _install(step["run"], env, repo, venv)
+        assert tampered.returncode != 0
+        assert "lockkit's hash did not match" in tampered.stderr
+        assert not [n for n in _installed(venv) if n.startswith("lockkit==")]
+        wheel.write_bytes(good)
+        result = _install(step["run"], env, repo, venv)
+    installed = [n for n in _installed(venv) if n.startswith("lockkit==")]
+    assert installed == [f"lockkit=={lockkit.__version__}"], result.stderr
+    site = next((venv / "lib").glob("python*/site-packages"))
+    assert (site / "lockkit" / "ci.py").is_file()
+    assert not (site / "lockkit" / "squatted.py").exists()
+    assert not [p for p, _ in server.requests if "/lockkit" in p]  # never even asked
+    # lockkit's real dependencies are not on this index: the second pip call fails on them
+    assert result.returncode == 0 or "(from lockkit)" in result.stderr, result.stderr
+
+
 # --- JUnit ----------------------------------------------------------------------------------
 
 SECRET = "https://user:tok@host/x"
@@ -502,6 +592,8 @@ def test_cli_writes_the_workflow_and_junit_flag_exists(tmp_path, monkeypatch):
     (tmp_path / "lockkit.toml").write_text(
         'platforms = ["linux-cpu", "linux-rocm6"]\n[ci.runners]\nlinux-rocm6 = "mi300"\n')
     _locks(tmp_path, "linux-cpu", "linux-rocm6")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "locks")
     monkeypatch.chdir(tmp_path)
     assert main(["ci", "github"]) == 0
     flow = yaml.safe_load((tmp_path / ".github" / "workflows" / "lockkit.yml").read_text())
@@ -518,11 +610,12 @@ def test_library_errors_are_config_or_usage_errors(platforms):
     from lockkit.errors import UsageError
 
     with pytest.raises(UsageError, match="--project '/proj': must be relative"):
-        ci.github_workflow([platforms["linux-cpu"]], project="/proj")
+        ci.github_workflow([platforms["linux-cpu"]], project="/proj", lockkit=OWN)
     with pytest.raises(UsageError, match="platforms: at least one is needed"):
-        ci.github_workflow([])
+        ci.github_workflow([], lockkit=OWN)
     with pytest.raises(ConfigError, match=r"\[ci.runners\].linux-cpu: expected a label"):
-        ci.github_workflow([platforms["linux-cpu"]], runners={"linux-cpu": [" "]})
+        ci.github_workflow([platforms["linux-cpu"]], runners={"linux-cpu": [" "]},
+                           lockkit=OWN)
 
 
 def _cli_ci(tmp_path, monkeypatch, config: str) -> tuple[int, str]:
@@ -530,6 +623,8 @@ def _cli_ci(tmp_path, monkeypatch, config: str) -> tuple[int, str]:
 
     (tmp_path / "lockkit.toml").write_text(config)
     _locks(tmp_path, "linux-cpu")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "locks")
     monkeypatch.chdir(tmp_path)
     return main(["ci", "github"]), str(tmp_path / "lockkit.toml")
 

@@ -92,7 +92,7 @@ def new_report_folder(parent: Path, stamp: str) -> Path:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from lockkit.diagnose import default_python, diagnose
+    from lockkit.diagnose import default_python, diagnose, no_torch
     from lockkit.report import json as json_format
     from lockkit.report import terminal
 
@@ -110,6 +110,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     else:
         terminal.steps_table(dossier)
         terminal.diagnose_facts(dossier)
+    if no_torch(dossier):
+        ui.say(f"lockkit: no torch in {shown_path(python)}; give --python PATH "
+               "(an interpreter with torch)")
     return 0 if dossier.result == "passed" else 1
 
 
@@ -144,14 +147,16 @@ def cmd_ci(args: argparse.Namespace) -> int:
     if not kept:
         raise UsageError("no platform has a committed lock, so the workflow would verify "
                          "nothing", hint="run 'lockkit compile', then commit locks/")
-    if lockkit is None:
-        ui.say(f"warning: CI installs {ci.default_lockkit().requirement} from the "
-               "default index, where the name is not known to be lockkit's; set [ci] lockkit "
-               "in lockkit.toml to a source you control (a committed wheel, a URL with "
-               "#sha256=, a commit, or a version with --hash)")
+    own = None
+    if lockkit is None:  # lockkit's own wheel, installed by its hash: no name to squat
+        lockkit, own = ci.own_lockkit(rel, project)
     text = ci.github_workflow(kept, project=rel, runners=runners, python=project.python,
-                              lockkit=lockkit)
+                              lockkit=lockkit, own=own is not None)
     out = args.output or repo / ci.DEFAULT_OUTPUT
+    if own is not None:
+        ci.write_own_wheel(own, repo / lockkit.requirement)
+        ui.say(f"wrote {shown_path(repo / lockkit.requirement)} ({lockkit.hashes[0]}): CI "
+               "installs lockkit from this file by its hash; commit it with the workflow")
     ci.write_workflow(text, out)
     ui.say(f"wrote {shown_path(out)}: verify on {', '.join(p.name for p in kept)}")
     return 0

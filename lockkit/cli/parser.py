@@ -276,8 +276,8 @@ def _verify_parsers(sub: Any) -> None:
         description="Run the system and GPU steps of verify on an existing interpreter: "
                     "an interpretable answer to 'is this environment's GPU stack right?'.")
     diag.add_argument("--python", type=Path, metavar="PATH",
-                      help="interpreter to probe (default: the active venv's, else "
-                           "python on PATH)")
+                      help="interpreter to probe (default: the active venv's, else the "
+                           "project's .venv, else python3 on PATH other than lockkit's own)")
     diag.add_argument("--expect", choices=("cpu", "cuda", "rocm", "mps"),
                       help="backend the torch build must have (default: the one it reports)")
     diag.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -303,10 +303,10 @@ def _verify_parsers(sub: Any) -> None:
                     "([ci.runners] in lockkit.toml overrides the defaults), each building the "
                     "wheelhouse, running 'lockkit verify --junit' and uploading the dossier. "
                     "Only platforms with a committed lock get a job (the others are named on "
-                    "stderr). CI installs the lockkit that [ci] lockkit names (default: this "
-                    "version, lockkit==X.Y.Z, from the default index; pin a source you "
-                    "control); actions are pinned to commits; caches are keyed by each "
-                    "lock's hash.")
+                    "stderr); outside a git repository it refuses. CI installs the lockkit that "
+                    "[ci] lockkit names (default: this lockkit's own wheel, written to "
+                    ".lockkit/ci/ and installed by its sha256); actions are pinned to "
+                    "commits; caches are keyed by each lock's hash.")
     gh.add_argument("--platform", action="append", default=[], metavar="NAME",
                     help="platform to verify (repeatable; default: the config's list)")
     gh.add_argument("--all", action="store_true", help="every known platform")
