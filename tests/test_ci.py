@@ -257,6 +257,7 @@ def _own_wheel(repo: Path, sub: str = ".") -> Path:
     return wheel
 
 
+@pytest.mark.network  # uv builds lockkit's own wheel: hatchling from the default index
 def test_the_default_is_lockkits_own_wheel_installed_by_its_hash(tmp_path, monkeypatch,
                                                                   capsys):
     repo = _repo(tmp_path, 'platforms = ["linux-cpu"]\n')
@@ -290,6 +291,7 @@ def _umask() -> int:
     return mask
 
 
+@pytest.mark.network  # uv builds lockkit's own wheel: hatchling from the default index
 def test_two_runs_write_the_same_wheel_bytes_and_workflow(tmp_path, monkeypatch):
     repo = _repo(tmp_path, 'platforms = ["linux-cpu"]\n', sub="apps/emb")
     assert _cli(repo, monkeypatch, "--project", "apps/emb") == 0
@@ -317,6 +319,7 @@ def test_outside_a_git_repository_nothing_is_written(tmp_path, monkeypatch, caps
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lockkit.toml", "locks"]
 
 
+@pytest.mark.network  # uv builds lockkit's own wheel: hatchling from the default index
 def test_platforms_without_a_committed_lock_are_left_out_and_named(tmp_path, monkeypatch,
                                                                    capsys):
     repo = _repo(tmp_path, 'platforms = ["linux-cpu", "macos-arm64", "windows-cpu"]\n')
@@ -361,6 +364,7 @@ def test_caches_are_keyed_by_each_platforms_lock(platforms):
     assert gate["with"]["key"] == "lockkit-locks-${{ hashFiles('apps/emb/locks/pylock.*.toml') }}"
 
 
+@pytest.mark.network  # uv builds lockkit's own wheel: hatchling from the default index
 def test_an_absolute_project_inside_the_repository_is_made_relative(tmp_path, monkeypatch):
     repo = _repo(tmp_path, 'platforms = ["linux-cpu"]\n', sub="apps/emb")
     assert _cli(repo, monkeypatch, "--project", str(repo / "apps" / "emb")) == 0
@@ -447,6 +451,7 @@ def _installed(venv: Path) -> set[str]:
     return {f"{p['name']}=={p['version']}" for p in json.loads(out)}
 
 
+@pytest.mark.network  # pip installs lockkit's dependencies from the default index
 def test_the_install_step_checks_the_hash_then_installs_the_dependencies(tmp_path, platforms):
     server = IndexServer(tmp_path / "index")
     simple = server.index("/simple")
@@ -472,6 +477,7 @@ def test_the_install_step_checks_the_hash_then_installs_the_dependencies(tmp_pat
                 assert "lockkit's hash did not match" in result.stderr
 
 
+@pytest.mark.network  # uv builds lockkit's own wheel: hatchling from the default index
 def test_the_default_install_step_never_installs_a_lockkit_an_index_serves(tmp_path,
                                                                             monkeypatch):
     """The generated step, run by a fresh venv's Python with an index serving another
