@@ -17,15 +17,14 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-__all__ = ["cmd_compile", "cmd_platforms", "cmd_wheelhouse", "shown_path", "wheelhouse_folder"]
+__all__ = ["cmd_compile", "cmd_platforms", "cmd_wheelhouse", "project_root", "shown_path",
+           "wheelhouse_folder"]
 
 
 def cmd_platforms(args: argparse.Namespace) -> int:
     from lockkit.platforms import load_platforms, markdown_table
 
-    if not args.project.is_dir():
-        raise UsageError(f"--project {args.project}: not a folder")
-    platforms = load_platforms(args.project.resolve())
+    platforms = load_platforms(project_root(args.project))
     if args.host:
         return _platforms_host(platforms, args.json)
     if args.json:
@@ -187,7 +186,7 @@ def _tools_wanted(args: argparse.Namespace, project: Any, platform: Any, lock: P
 def _wheelhouse_pack(args: argparse.Namespace) -> int:
     from lockkit import archive
 
-    root = args.project.absolute()
+    root = project_root(args.project)
     folder = wheelhouse_folder(args.folder, root, args.platform)
     out = (args.output or root / "wheelhouse" / f"{args.platform}.wheelhouse.tar").absolute()
     if args.lock is not None and not args.lock.is_file():
@@ -198,6 +197,15 @@ def _wheelhouse_pack(args: argparse.Namespace) -> int:
     ui.say(f"{args.platform}: packed {shown_path(folder)} -> {shown_path(out)} "
            f"({_size(out.stat().st_size)})")
     return 0
+
+
+def project_root(given: Path | None) -> Path:
+    """``--project``, else the folder every command finds (:func:`lockkit.config.load_project`:
+    the nearest lockkit.toml or [tool.lockkit] upward), so pack and sbom work from the same
+    sub-folder build did."""
+    from lockkit.config import load_project
+
+    return load_project(given).root
 
 
 def wheelhouse_folder(folder: Path | None, root: Path, platform: str) -> Path:
@@ -226,7 +234,9 @@ def _wheelhouse_unpack(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.archive}: no such archive")
     name = args.archive.name.removesuffix(".tar").removesuffix(".wheelhouse")
     lock = _committed(args.lock, None)
-    out = archive.unpack(args.archive, args.out or args.archive.parent / name, lock=lock,
+    # into the current folder, as 'tar xf' extracts (never beside the archive: that may be
+    # the source project, whose wheelhouse/<platform> is its own)
+    out = archive.unpack(args.archive, args.out or Path.cwd() / name, lock=lock,
                          flag="--out" if args.out else None)
     ui.say(f"unpacked {args.archive} -> {shown_path(out)}")
     ui.say(archive.install_hint(out))
