@@ -101,7 +101,9 @@ class Transfer:
             self._bar.advance(self._files, 1)
 
     def moved(self, n: int) -> None:
-        if self._bar is not None:
+        """*n* more bytes; a bar only ever moves forward (a negative *n* is a caller's bug,
+        shown as a speed below zero)."""
+        if self._bar is not None and n > 0:
             self._bar.advance(self._data, n)
 
 
