@@ -377,3 +377,13 @@ def test_unpack_refuses_control_characters_in_member_names(tmp_path: Path, name:
     files = {**FILES, name: b"forged"}
     archive = craft(tmp_path / "bad.tar", meta(files) + body(files))
     assert_refused(archive, tmp_path, "a control character or line break in the path")
+
+
+def test_pack_and_unpack_report_every_file_byte_for_a_progress_bar(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path / "wh")
+    packed: list[int] = []
+    archive = pack(folder, tmp_path / "wh.tar", on_bytes=packed.append)
+    assert min(packed) > 0 and sum(packed) == sum(len(b) for b in FILES.values())
+    unpacked: list[int] = []
+    unpack(archive, tmp_path / "restored", on_bytes=unpacked.append)
+    assert min(unpacked) > 0 and sum(unpacked) == sum(packed)

@@ -569,3 +569,20 @@ def test_unpack_extracts_into_the_current_folder_as_tar_xf_does(built, project, 
     assert main(["wheelhouse", "unpack", str(archive)]) == 0, capsys.readouterr().err
     assert (elsewhere / "linux-cpu" / "manifest.json").is_file()
     assert {p: p.read_bytes() for p in built.rglob("*") if p.is_file()} == before
+
+
+def test_off_a_terminal_build_pack_and_unpack_print_one_line_per_phase(project, tmp_path):
+    """Piped (a CI log), long work says what it is doing, as pip does, on stderr."""
+    from conftest import lockkit
+
+    compiled(project)
+    base = ("--project", str(project), "--platform", "linux-cpu")
+    run = lockkit("wheelhouse", "build", *base, "--cache-dir", str(tmp_path / "cache"))
+    assert run.returncode == 0, run.stderr
+    assert "linux-cpu: fetching 3 files" in run.stderr and "\r" not in run.stderr
+    run = lockkit("wheelhouse", "pack", *base)
+    assert run.returncode == 0 and "linux-cpu: packing " in run.stderr, run.stderr
+    archive = project / "wheelhouse" / "linux-cpu.wheelhouse.tar"
+    run = lockkit("wheelhouse", "unpack", str(archive), "--out", str(tmp_path / "off"))
+    assert run.returncode == 0 and "linux-cpu: unpacking " in run.stderr, run.stderr
+    assert run.stdout == ""  # status on stderr, never on stdout

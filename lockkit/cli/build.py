@@ -137,10 +137,12 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
     with_tools = _tools_wanted(args, project, platform, lock_path)
     total = sum(i.want.size or 0 for i in items) or None
     cache = Cache((args.cache_dir or default_cache_dir()).absolute())
+    phase = f"{platform.name}: fetching {len(items)} files" + (
+        f" ({_size(total)})..." if total else "...")
     try:
         with http_client(connections=args.jobs, timeout=args.timeout,
                          credentials=Credentials.for_project(project)) as client, \
-                ui.transfer(f"{platform.name}: files", len(items), total) as shown:
+                ui.transfer(f"{platform.name}: files", len(items), total, phase) as shown:
             result = wheelhouse.build(
                 project, platform, out, client=client, cache=cache,
                 find_links=tuple(p.absolute() for p in args.find_links), jobs=args.jobs,
@@ -193,7 +195,10 @@ def _wheelhouse_pack(args: argparse.Namespace) -> int:
         raise UsageError(f"--lock {args.lock}: no such file")
     # the folder is checked against the lock it was built from, every file derived again
     lock = args.lock.absolute() if args.lock else archive.named_lock(folder, root)
-    archive.pack(folder, out, lock=lock, project_dir=root)
+    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    with ui.progress(f"{args.platform}: packing", size, bytes_=True,
+                     phase=f"{args.platform}: packing {_size(size)}...") as advance:
+        archive.pack(folder, out, lock=lock, project_dir=root, on_bytes=advance)
     ui.say(f"{args.platform}: packed {shown_path(folder)} -> {shown_path(out)} "
            f"({_size(out.stat().st_size)})")
     return 0
@@ -236,8 +241,11 @@ def _wheelhouse_unpack(args: argparse.Namespace) -> int:
     lock = _committed(args.lock, None)
     # into the current folder, as 'tar xf' extracts (never beside the archive: that may be
     # the source project, whose wheelhouse/<platform> is its own)
-    out = archive.unpack(args.archive, args.out or Path.cwd() / name, lock=lock,
-                         flag="--out" if args.out else None)
+    size = args.archive.stat().st_size
+    with ui.progress(f"{name}: unpacking", size, bytes_=True,
+                     phase=f"{name}: unpacking {_size(size)}...") as advance:
+        out = archive.unpack(args.archive, args.out or Path.cwd() / name, lock=lock,
+                             flag="--out" if args.out else None, on_bytes=advance)
     ui.say(f"unpacked {args.archive} -> {shown_path(out)}")
     ui.say(archive.install_hint(out))
     return 0
