@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import tarfile
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
@@ -144,12 +145,14 @@ def _sums(listed: dict[str, dict[str, Any]]) -> bytes:
 # -- pack ---------------------------------------------------------------------------------------
 
 def pack(folder: Path, out: Path, *, lock: Path | None = None,
-         project_dir: Path | None = None) -> Path:
+         project_dir: Path | None = None,
+         on_bytes: Callable[[int], None] | None = None) -> Path:
     """Write *folder* as one reproducible tar at *out*; nothing is left at *out* on failure.
 
     With *lock* (the committed lock file; its platform's files from *project_dir*), the
     folder must be that lock's wheelhouse (:func:`check_against`): a manifest only proves
-    that the folder agrees with itself. ``lockkit wheelhouse pack`` always gives one."""
+    that the folder agrees with itself. ``lockkit wheelhouse pack`` always gives one.
+    *on_bytes* hears of each file's bytes as they are written (a progress bar)."""
     manifest, manifest_bytes = _folder_manifest(folder)
     listed = _listed(manifest)
     _check_folder(folder, listed)
@@ -169,7 +172,7 @@ def pack(folder: Path, out: Path, *, lock: Path | None = None,
                     for sub in sorted(_folders([path]) - made):  # parents before children
                         tar.addfile(_info(f"{top}/{sub}", 0, tarfile.DIRTYPE))
                         made.add(sub)
-                    _add_file(tar, folder, listed[path], top)
+                    _add_file(tar, folder, listed[path], top, on_bytes or _ignore)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, out)
@@ -300,22 +303,30 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(_info(name, len(data)), io.BytesIO(data))
 
 
-class _Hashing:
-    """A reader that hashes what tarfile copies, so each file is read once."""
+def _ignore(n: int) -> None:
+    pass
 
-    def __init__(self, fh: IO[bytes]) -> None:
-        self.fh, self.digest = fh, hashlib.sha256()
+
+class _Hashing:
+    """A reader that hashes what tarfile copies, so each file is read once, and reports
+    each block's size (progress)."""
+
+    def __init__(self, fh: IO[bytes], on_bytes: Callable[[int], None]) -> None:
+        self.fh, self.digest, self.on_bytes = fh, hashlib.sha256(), on_bytes
 
     def read(self, n: int = -1) -> bytes:
         block = self.fh.read(n)
         self.digest.update(block)
+        if block:
+            self.on_bytes(len(block))
         return block
 
 
-def _add_file(tar: tarfile.TarFile, folder: Path, entry: dict[str, Any], top: str) -> None:
+def _add_file(tar: tarfile.TarFile, folder: Path, entry: dict[str, Any], top: str,
+              on_bytes: Callable[[int], None]) -> None:
     path = entry["path"]
     with (folder / path).open("rb") as fh:
-        reader = _Hashing(fh)
+        reader = _Hashing(fh, on_bytes)
         try:
             tar.addfile(_info(f"{top}/{path}", entry["size"]), reader)
         except OSError as exc:  # the file shrank after it was checked
@@ -329,7 +340,7 @@ def _add_file(tar: tarfile.TarFile, folder: Path, entry: dict[str, Any], top: st
 # -- unpack -------------------------------------------------------------------------------------
 
 def unpack(archive: Path, out: Path, *, lock: list[Selected] | None = None,
-           flag: str | None = None) -> Path:
+           flag: str | None = None, on_bytes: Callable[[int], None] | None = None) -> Path:
     """Check and extract *archive* into *out*; nothing is left on failure. Return the
     folder written (*out*, or the folder a symlink there points to).
 
@@ -337,7 +348,7 @@ def unpack(archive: Path, out: Path, *, lock: list[Selected] | None = None,
     wrote (:func:`lockkit.outdir.check`; *flag* names the option it came from), checked
     before anything is extracted. With *lock*, the extracted wheels must also be the
     committed lock's, by hash (checked in the temp sibling, before anything appears at
-    *out*)."""
+    *out*). *on_bytes* hears of each block extracted (a progress bar)."""
     manifest = read_manifest(archive)
     top_folder(manifest, archive / MANIFEST)  # a platform name, or the archive is refused
     out = check(out, kind="wheelhouse", platform=manifest["platform"], flag=flag)
@@ -345,7 +356,7 @@ def unpack(archive: Path, out: Path, *, lock: list[Selected] | None = None,
     stage = temp_dir(out.parent, f".{out.name}.partial-")
     try:
         with _open_tar(archive) as tar:
-            manifest = _extract(tar, archive, stage)
+            manifest = _extract(tar, archive, stage, on_bytes or _ignore)
         if lock is not None:
             try:
                 check_folder(stage, lock, manifest)
@@ -364,7 +375,8 @@ def _open_tar(archive: Path) -> tarfile.TarFile:
         raise ArchiveError(f"{archive}: not a readable tar archive: {exc}") from None
 
 
-def _extract(tar: tarfile.TarFile, archive: Path, stage: Path) -> dict[str, Any]:
+def _extract(tar: tarfile.TarFile, archive: Path, stage: Path,
+             on_bytes: Callable[[int], None]) -> dict[str, Any]:
     manifest, manifest_bytes, sums, prefix = _read_meta(tar, archive)
     listed = _listed(manifest)
     folders = _folders(listed)
@@ -377,7 +389,7 @@ def _extract(tar: tarfile.TarFile, archive: Path, stage: Path) -> dict[str, Any]
             (stage / rel).mkdir(parents=True, exist_ok=True)  # the umask's mode, not the tar's
         else:
             entry = _check_member(member, rel, archive, listed, done)
-            _write_member(tar, member, archive, entry, stage / rel)
+            _write_member(tar, member, archive, entry, stage / rel, on_bytes)
         done.add(rel)
     missing = sorted(listed.keys() - done)  # folders in done are never listed
     if missing:
@@ -467,7 +479,7 @@ def _check_member(member: tarfile.TarInfo, name: str, archive: Path,
 
 
 def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Path,
-                  entry: dict[str, Any], dest: Path) -> None:
+                  entry: dict[str, Any], dest: Path, on_bytes: Callable[[int], None]) -> None:
     """Copy the member to *dest* while hashing; a mismatch fails the whole unpack. The file
     gets the umask's mode (``open``), never the archive's."""
     src = tar.extractfile(member)
@@ -479,6 +491,7 @@ def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Path,
             for block in iter(lambda: src.read(_CHUNK), b""):
                 digest.update(block)
                 fh.write(block)
+                on_bytes(len(block))
             fh.flush()
             os.fsync(fh.fileno())
     except tarfile.TarError as exc:

@@ -48,8 +48,8 @@ from lockkit.errors import ConfigError, HashMismatch
 from lockkit.lockfile import read_lock
 from lockkit.memo import open_regular, owned_and_closed
 
-__all__ = ["CHUNK", "Cache", "Entry", "Pruned", "Survey", "copy_hashing", "default_cache_dir",
-           "lock_references", "prune", "prune_uv", "survey"]
+__all__ = ["CHUNK", "Cache", "Entry", "Part", "Pruned", "Survey", "copy_hashing",
+           "default_cache_dir", "lock_references", "prune", "prune_uv", "survey"]
 
 CHUNK = 1 << 20
 _PARTIAL_MAX_AGE = PARTIAL_MAX_AGE
@@ -215,6 +215,7 @@ def _read_only(fd: int, st: os.stat_result) -> None:
 # --- housekeeping: cache info / cache prune -----------------------------------------------
 
 _TOP = {*FOLDERS, *LEGACY}  # the layout's folders, and those older lockkits made
+_WHOLE = ("memo", "verify", *LEGACY)  # what prune removes whole: made again when needed
 _SHARD = re.compile(r"[0-9a-f]{2}")
 _BLOB = re.compile(r"[0-9a-f]{64}")
 _OURS = ", ".join(f"{f}/" for f in (*FOLDERS, *LEGACY))
@@ -234,26 +235,83 @@ class Entry:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Part:
+    """One top folder of the cache (:data:`FOLDERS`, :data:`LEGACY`), or what of it a prune
+    removes: its files, their bytes (each inode once, as ``du`` counts), and the bytes the
+    disk gets back when they go (an inode also linked from outside, a blob hard-linked into
+    a wheelhouse, frees nothing)."""
+
+    name: str
+    files: int
+    size: int
+    freed: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class Survey:
     root: Path
     exists: bool
     blobs: tuple[Entry, ...]
     partials: tuple[Entry, ...]
+    parts: tuple[Part, ...] = ()  # every top folder there, in FOLDERS then LEGACY order
+
+    @property
+    def size(self) -> int:
+        return sum(p.size for p in self.parts)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Pruned:
     removed: tuple[Entry, ...]  # blobs and stale partials, removed (or, dry run, to remove)
     dry_run: bool
+    folders: tuple[Part, ...] = ()  # memo/, verify/ and older lockkits' folders, whole
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        """What was removed (or would be), by top folder; only the folders touched."""
+        out = []
+        for name, entries in (("sha256", [e for e in self.removed if e.sha256]),
+                              ("partial", [e for e in self.removed if not e.sha256])):
+            if entries:
+                out.append(_part(name, entries))
+        return (*out, *self.folders)
+
+    @property
+    def files(self) -> int:
+        return sum(p.files for p in self.parts)
 
     @property
     def size(self) -> int:
-        return sum(e.size for e in self.removed)
+        return sum(p.size for p in self.parts)
 
     @property
     def freed(self) -> int:
         """Bytes the disk gets back: a blob hard-linked into a wheelhouse frees nothing."""
-        return sum(e.size for e in self.removed if e.links <= 1)
+        return sum(p.freed for p in self.parts)
+
+
+def _part(name: str, entries: Iterable[Entry]) -> Part:
+    entries = list(entries)
+    return Part(name=name, files=len(entries), size=sum(e.size for e in entries),
+                freed=sum(e.size for e in entries if e.links <= 1))
+
+
+def _measure(folder: Path) -> Part:
+    """Every file under *folder* (never following a link), each inode counted once; an
+    inode frees its bytes only when all its links are in the folder."""
+    names = 0
+    inodes: dict[tuple[int, int], list[int]] = {}  # -> [size, links, links seen here]
+    for parent, _, files in os.walk(folder):  # os.walk never follows a link to a folder
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(parent, name))
+            except OSError:
+                continue
+            names += 1
+            seen = inodes.setdefault((st.st_dev, st.st_ino), [st.st_size, st.st_nlink, 0])
+            seen[2] += 1
+    return Part(name=folder.name, files=names, size=sum(s for s, _, _ in inodes.values()),
+                freed=sum(s for s, links, here in inodes.values() if here >= links))
 
 
 def _not_ours(root: Path, what: str) -> ConfigError:
@@ -309,7 +367,11 @@ def survey(root: Path, *, now: float | None = None) -> Survey:
             if not part.name.endswith(".part"):
                 raise _not_ours(root, f"partial/{part.name} is not a partial download")
             partials.append(_entry(part.path, now=now))
-    return Survey(root=root, exists=True, blobs=tuple(blobs), partials=tuple(partials))
+    counted = {"sha256": _part("sha256", blobs), "partial": _part("partial", partials)}
+    parts = tuple(counted.get(name) or _measure(root / name)
+                  for name in (*FOLDERS, *LEGACY) if name in top)
+    return Survey(root=root, exists=True, blobs=tuple(blobs), partials=tuple(partials),
+                  parts=parts)
 
 
 def lock_references(locks: Iterable[Path]) -> set[str]:
@@ -330,11 +392,13 @@ def prune(found: Survey, keep: set[str], *, dry_run: bool = False) -> Pruned:
     is re-checked as a regular file inside the cache right before it goes."""
     gone = [b for b in found.blobs if b.sha256 not in keep]
     gone += [p for p in found.partials if p.stale]
+    # memos, verify's installs (made again when needed) and older lockkits' folders, whole
+    folders = tuple(p for p in found.parts if p.name in _WHOLE)
     if not dry_run:
         for entry in gone:
             _remove(found.root, entry.path)
-        for name in ("memo", "verify", *LEGACY):  # memos, verify's installs: made again
-            folder = found.root / name
+        for part in folders:
+            folder = found.root / part.name
             if folder.is_dir() and not folder.is_symlink():
                 shutil.rmtree(folder, ignore_errors=True)
         for shard in {e.path.parent for e in gone if e.sha256}:
@@ -342,7 +406,7 @@ def prune(found: Survey, keep: set[str], *, dry_run: bool = False) -> Pruned:
                 shard.rmdir()  # only when empty
             except OSError:
                 pass
-    return Pruned(removed=tuple(gone), dry_run=dry_run)
+    return Pruned(removed=tuple(gone), dry_run=dry_run, folders=folders)
 
 
 def _remove(root: Path, path: Path) -> None:

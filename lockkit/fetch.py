@@ -84,6 +84,10 @@ class Fetcher:
         self.stopped = threading.Event()
         self._lock = threading.Lock()
         self._open: dict[Path, Any] = {}  # partial file -> its response (None before headers)
+        # sha256 -> the most bytes of it reported to on_bytes, over every attempt: a retry
+        # reports only what passes that mark, and nothing is ever taken back, so a bar
+        # never goes backwards (nor shows a negative speed) on a retry or a Ctrl-C
+        self._shown: dict[str, int] = {}
 
     def stop(self) -> None:
         """Abort every download now, from any thread: queued work sees the flag, open
@@ -206,7 +210,7 @@ class Fetcher:
                         raise cap.error(received)
                     out.write(chunk)
                     digest.update(chunk)
-                    self.on_bytes(len(chunk))
+                    self._report(want.sha256, received)
             self._check(want, url, received, digest.hexdigest())
             if self.stopped.is_set():
                 raise Stopped(want.filename)
@@ -223,9 +227,14 @@ class Fetcher:
         finally:
             with self._lock:
                 self._open.pop(partial, None)
-            if received and partial.exists():
-                self.on_bytes(-received)  # this attempt's bytes did not count
             partial.unlink(missing_ok=True)
+
+    def _report(self, sha256: str, received: int) -> None:
+        """Tell on_bytes what this attempt brought past the file's mark (only ever > 0)."""
+        shown = self._shown.get(sha256, 0)
+        if received > shown:
+            self._shown[sha256] = received
+            self.on_bytes(received - shown)
 
     def _opened(self, partial: Path, resp: Any) -> None:
         """Register the response so that :meth:`stop` can cut it off; if stop came while

@@ -38,6 +38,21 @@ def say(message: str, stream: TextIO | None = None) -> None:
     print(redact(message), file=stream or sys.stderr, flush=True)
 
 
+def _once(message: str | None) -> Callable[[], None]:
+    """Say *message* the first time the result is called, from any thread (list.pop is
+    atomic): a phase line off a terminal, printed when its work first moves, so a refusal
+    found before (a bad --out, a tampered folder) is still the first line."""
+    pending = [message] if message else []
+
+    def announce() -> None:
+        if pending:
+            try:
+                say(pending.pop())
+            except IndexError:
+                pass
+    return announce
+
+
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
                 stream: TextIO | None = None) -> None:
     stream = stream or sys.stderr
@@ -59,12 +74,15 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
 
 
 @contextlib.contextmanager
-def progress(description: str, total: float | None, *, bytes_: bool = False
-             ) -> Iterator[Callable[[float], None]]:
-    """Yield ``advance(n)``; a rich bar on a terminal, silent otherwise."""
+def progress(description: str, total: float | None, *, bytes_: bool = False,
+             phase: str | None = None) -> Iterator[Callable[[float], None]]:
+    """Yield ``advance(n)``; a rich bar on a terminal. Off one (a CI log), *phase* is said
+    once, as pip says 'Collecting ...', when the work first advances."""
     if not interactive():
+        announce = _once(phase)
+
         def ignore(n: float = 1) -> None:
-            pass
+            announce()
 
         yield ignore
         return
@@ -93,23 +111,31 @@ def progress(description: str, total: float | None, *, bytes_: bool = False
 class Transfer:
     """What a download loop reports: ``file_done()`` and ``moved(n)`` bytes (thread-safe)."""
 
-    def __init__(self, bar: Any = None, files: Any = None, data: Any = None) -> None:
+    def __init__(self, bar: Any = None, files: Any = None, data: Any = None,
+                 phase: str | None = None) -> None:
         self._bar, self._files, self._data = bar, files, data
+        self._announce = _once(phase if bar is None else None)
 
     def file_done(self) -> None:
+        self._announce()
         if self._bar is not None:
             self._bar.advance(self._files, 1)
 
     def moved(self, n: int) -> None:
-        if self._bar is not None:
+        """*n* more bytes; a bar only ever moves forward (a negative *n* is a caller's bug,
+        shown as a speed below zero)."""
+        self._announce()
+        if self._bar is not None and n > 0:
             self._bar.advance(self._data, n)
 
 
 @contextlib.contextmanager
-def transfer(description: str, files: int, total_bytes: int | None) -> Iterator[Transfer]:
-    """One display, two rows: files done of total, and bytes with speed; silent when piped."""
+def transfer(description: str, files: int, total_bytes: int | None,
+             phase: str | None = None) -> Iterator[Transfer]:
+    """One display, two rows: files done of total, and bytes with speed; piped, *phase*
+    once, when the first file or byte moves."""
     if not interactive():
-        yield Transfer()
+        yield Transfer(phase=phase)
         return
     from rich.progress import (
         BarColumn,

@@ -391,3 +391,13 @@ def test_unpack_prints_the_install_commands_for_the_manifests_platform(tmp_path,
     err = capsys.readouterr().err
     assert f"  lk/bin/lockkit verify --wheelhouse {dest} --platform linux-cpu\n" in err
     assert "<" not in err
+
+
+def test_pack_and_unpack_report_every_file_byte_for_a_progress_bar(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path / "wh")
+    packed: list[int] = []
+    archive = pack(folder, tmp_path / "wh.tar", on_bytes=packed.append)
+    assert min(packed) > 0 and sum(packed) == sum(len(b) for b in FILES.values())
+    unpacked: list[int] = []
+    unpack(archive, tmp_path / "restored", on_bytes=unpacked.append)
+    assert min(unpacked) > 0 and sum(unpacked) == sum(packed)

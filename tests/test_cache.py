@@ -291,3 +291,52 @@ def test_folders_of_older_lockkits_are_accepted_and_pruned(project, filled, caps
                            str(project))
     assert code == 0 and not (filled / legacy).exists()
     assert len(blobs(filled)) == CPU_FILES  # the lock's blobs stay
+
+
+# --- every part counted, by part ----------------------------------------------------------
+
+def _verify_part(cache: Path, outside: Path) -> None:
+    """verify's part as a run leaves it: uv's unpacked files (two names, one inode) and a
+    wheel hard-linked from a wheelhouse, which removing verify/ does not free."""
+    (cache / "verify" / "uv" / "pkg").mkdir(parents=True)
+    (cache / "verify" / "uv" / "pkg" / "big.so").write_bytes(b"u" * 40_000)
+    (cache / "verify" / "pyc").mkdir()
+    os.link(cache / "verify" / "uv" / "pkg" / "big.so", cache / "verify" / "pyc" / "same.so")
+    (cache / "verify" / "wheels").mkdir()
+    (outside / "held.whl").write_bytes(b"w" * 5_000)
+    os.link(outside / "held.whl", cache / "verify" / "wheels" / "held.whl")
+
+
+def test_info_counts_every_part_verify_included_and_prune_reports_what_it_freed_by_part(
+        project, filled, tmp_path, capsys):
+    _verify_part(filled, tmp_path)
+    code, out, _ = cache_cli(capsys, "info", "--cache-dir", str(filled), "--project",
+                             str(project), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["parts"]["verify"] == {"files": 3, "bytes": 45_000}
+    assert doc["parts"]["partial"] == {"files": 2, "bytes": 350}
+    assert doc["parts"]["sha256"] == {"files": doc["files"], "bytes": doc["bytes"]}
+    assert doc["total_bytes"] == sum(p["bytes"] for p in doc["parts"].values()) > 45_000
+    code, out, _ = cache_cli(capsys, "info", "--cache-dir", str(filled), "--project",
+                             str(project))
+    assert "            verify/    43.9 KB, 3 file(s)" in out and "total       49.4 KB" in out
+
+    code, out, _ = cache_cli(capsys, "prune", "--cache-dir", str(filled), "--project",
+                             str(project), "--json")
+    doc = json.loads(out)
+    assert doc["parts"]["verify"] == {"files": 3, "bytes": 45_000, "freed_bytes": 40_000}
+    assert doc["parts"]["sha256"]["freed_bytes"] == 2200
+    assert doc["freed_bytes"] == 2200 + 300 + 40_000 + doc["parts"].get(
+        "memo", {"freed_bytes": 0})["freed_bytes"]
+    assert not (filled / "verify").exists() and (tmp_path / "held.whl").is_file()
+
+
+def test_prune_text_names_the_freed_bytes_of_verify_s_part(project, filled, tmp_path, capsys):
+    _verify_part(filled, tmp_path)
+    code, out, _ = cache_cli(capsys, "prune", "--cache-dir", str(filled), "--project",
+                             str(project), "--dry-run")
+    assert code == 0 and "verify/  43.9 KB (3 file(s))" in out
+    assert "  verify/  3 file(s), would free 39.1 KB" in out
+    code, out, _ = cache_cli(capsys, "prune", "--cache-dir", str(filled), "--project",
+                             str(project))
+    assert "  verify/  3 file(s), freed 39.1 KB" in out and "freed 0 B" not in out

@@ -157,3 +157,36 @@ def test_small_bodies_keep_the_connection(tmp_path):
     finally:
         server.close()
     assert server.requests == 3 and len(server.clients) == 1
+
+
+def test_progress_never_sees_a_negative_advance_on_an_interrupted_download(served, tmp_path):
+    """Ctrl-C mid-body: the bytes already shown stay shown (the bar went from 0.7 GB back
+    to 0 with a speed of minus 5 GB/s when a stopped file's bytes were taken back)."""
+    served.faults = ["hold"]
+    moved: list[int] = []
+    with http_client(timeout=30.0) as client:
+        fetcher = Fetcher(client, Cache(tmp_path / "c"), on_bytes=moved.append)
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                fetcher.fetch(want(served))
+            except BaseException as exc:  # noqa: BLE001 - handed to the test
+                errors.append(exc)
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        assert served.held.wait(10)
+        time.sleep(0.2)
+        fetcher.stop()
+        worker.join(10)
+    assert not worker.is_alive() and len(errors) == 1 and isinstance(errors[0], Stopped)
+    assert moved and min(moved) > 0
+    assert 0 < sum(moved) <= BIG * 3 // 5  # what came, once, and never taken back
+
+
+def test_a_retried_body_is_reported_once_never_taken_back(served, tmp_path):
+    served.faults = ["truncate"]
+    moved: list[int] = []
+    assert fetch_one(served, tmp_path / "c", on_bytes=moved.append).read_bytes() == served.body
+    assert served.requests == 2 and min(moved) > 0 and sum(moved) == BIG

@@ -531,3 +531,58 @@ def test_the_install_text_names_tools_only_when_the_wheelhouse_has_them(tmp_path
     assert any("lockkit verify --wheelhouse" in ln for ln in hint)
     assert [ln for ln in requirements_header("linux-cpu", tools=True)
             if "--find-links tools lockkit" in ln]
+
+
+def test_every_wheelhouse_command_finds_the_project_from_a_sub_folder(project, tmp_path,
+                                                                    monkeypatch, capsys):
+    """build, sbom, pack and platforms find the project the same way (the nearest
+    lockkit.toml upward), so a command that follows build from a sub-folder works too."""
+    compiled(project)
+    sub = project / "src" / "pkg"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    out = project / "wheelhouse" / "linux-cpu"
+    assert main(["wheelhouse", "build", "--platform", "linux-cpu",
+                 "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert out.is_dir() and not (sub / "wheelhouse").exists()
+    capsys.readouterr()
+    assert main(["wheelhouse", "sbom", "--platform", "linux-cpu"]) == 0
+    assert capsys.readouterr().out.strip() == str(out / "sbom.cdx.json")
+    assert main(["wheelhouse", "pack", "--platform", "linux-cpu"]) == 0
+    assert (project / "wheelhouse" / "linux-cpu.wheelhouse.tar").is_file()
+    assert main(["platforms", "--json"]) == 0  # the project's own platform is listed
+    assert "linux-rocm6" in capsys.readouterr().out and list(sub.iterdir()) == []
+
+
+def test_unpack_extracts_into_the_current_folder_as_tar_xf_does(built, project, tmp_path,
+                                                                monkeypatch, capsys):
+    """From another folder, unpack of the project's archive makes ./linux-cpu there and
+    never touches the source project's wheelhouse/linux-cpu beside the archive."""
+    assert main(["wheelhouse", "pack", "--project", str(project), "--platform",
+                 "linux-cpu"]) == 0
+    archive = project / "wheelhouse" / "linux-cpu.wheelhouse.tar"
+    before = {p: p.read_bytes() for p in built.rglob("*") if p.is_file()}
+    elsewhere = tmp_path / "offline"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    capsys.readouterr()
+    assert main(["wheelhouse", "unpack", str(archive)]) == 0, capsys.readouterr().err
+    assert (elsewhere / "linux-cpu" / "manifest.json").is_file()
+    assert {p: p.read_bytes() for p in built.rglob("*") if p.is_file()} == before
+
+
+def test_off_a_terminal_build_pack_and_unpack_print_one_line_per_phase(project, tmp_path):
+    """Piped (a CI log), long work says what it is doing, as pip does, on stderr."""
+    from conftest import lockkit
+
+    compiled(project)
+    base = ("--project", str(project), "--platform", "linux-cpu")
+    run = lockkit("wheelhouse", "build", *base, "--cache-dir", str(tmp_path / "cache"))
+    assert run.returncode == 0, run.stderr
+    assert "linux-cpu: fetching 3 files" in run.stderr and "\r" not in run.stderr
+    run = lockkit("wheelhouse", "pack", *base)
+    assert run.returncode == 0 and "linux-cpu: packing " in run.stderr, run.stderr
+    archive = project / "wheelhouse" / "linux-cpu.wheelhouse.tar"
+    run = lockkit("wheelhouse", "unpack", str(archive), "--out", str(tmp_path / "off"))
+    assert run.returncode == 0 and "linux-cpu: unpacking " in run.stderr, run.stderr
+    assert run.stdout == ""  # status on stderr, never on stdout

@@ -17,15 +17,14 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-__all__ = ["cmd_compile", "cmd_platforms", "cmd_wheelhouse", "shown_path", "wheelhouse_folder"]
+__all__ = ["cmd_compile", "cmd_platforms", "cmd_wheelhouse", "project_root", "shown_path",
+           "wheelhouse_folder"]
 
 
 def cmd_platforms(args: argparse.Namespace) -> int:
     from lockkit.platforms import load_platforms, markdown_table
 
-    if not args.project.is_dir():
-        raise UsageError(f"--project {args.project}: not a folder")
-    platforms = load_platforms(args.project.resolve())
+    platforms = load_platforms(project_root(args.project))
     if args.host:
         return _platforms_host(platforms, args.json)
     if args.json:
@@ -141,10 +140,12 @@ def _wheelhouse_build(args: argparse.Namespace) -> int:
     with_tools = _tools_wanted(args, platform, lock_path)
     total = sum(i.want.size or 0 for i in items) or None
     cache = Cache((args.cache_dir or default_cache_dir()).absolute())
+    phase = f"{platform.name}: fetching {len(items)} files" + (
+        f" ({_size(total)})..." if total else "...")
     try:
         with http_client(connections=args.jobs, timeout=args.timeout,
                          credentials=Credentials.for_project(project)) as client, \
-                ui.transfer(f"{platform.name}: files", len(items), total) as shown:
+                ui.transfer(f"{platform.name}: files", len(items), total, phase) as shown:
             result = wheelhouse.build(
                 project, platform, out, client=client, cache=cache,
                 find_links=tuple(p.absolute() for p in args.find_links), jobs=args.jobs,
@@ -190,17 +191,29 @@ def _tools_wanted(args: argparse.Namespace, platform: Any, lock: Path) -> bool:
 def _wheelhouse_pack(args: argparse.Namespace) -> int:
     from lockkit import archive
 
-    root = args.project.absolute()
+    root = project_root(args.project)
     folder = wheelhouse_folder(args.folder, root, args.platform)
     out = (args.output or root / "wheelhouse" / f"{args.platform}.wheelhouse.tar").absolute()
     if args.lock is not None and not args.lock.is_file():
         raise UsageError(f"--lock {args.lock}: no such file")
     # the folder is checked against the lock it was built from, every file derived again
     lock = args.lock.absolute() if args.lock else archive.named_lock(folder, root)
-    archive.pack(folder, out, lock=lock, project_dir=root)
+    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    with ui.progress(f"{args.platform}: packing", size, bytes_=True,
+                     phase=f"{args.platform}: packing {_size(size)}...") as advance:
+        archive.pack(folder, out, lock=lock, project_dir=root, on_bytes=advance)
     ui.say(f"{args.platform}: packed {shown_path(folder)} -> {shown_path(out)} "
            f"({_size(out.stat().st_size)})")
     return 0
+
+
+def project_root(given: Path | None) -> Path:
+    """``--project``, else the folder every command finds (:func:`lockkit.config.load_project`:
+    the nearest lockkit.toml or [tool.lockkit] upward), so pack and sbom work from the same
+    sub-folder build did."""
+    from lockkit.config import load_project
+
+    return load_project(given).root
 
 
 def wheelhouse_folder(folder: Path | None, root: Path, platform: str) -> Path:
@@ -229,8 +242,13 @@ def _wheelhouse_unpack(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.archive}: no such archive")
     name = args.archive.name.removesuffix(".tar").removesuffix(".wheelhouse")
     lock = _committed(args.lock, None)
-    out = archive.unpack(args.archive, args.out or args.archive.parent / name, lock=lock,
-                         flag="--out" if args.out else None)
+    # into the current folder, as 'tar xf' extracts (never beside the archive: that may be
+    # the source project, whose wheelhouse/<platform> is its own)
+    size = args.archive.stat().st_size
+    with ui.progress(f"{name}: unpacking", size, bytes_=True,
+                     phase=f"{name}: unpacking {_size(size)}...") as advance:
+        out = archive.unpack(args.archive, args.out or Path.cwd() / name, lock=lock,
+                             flag="--out" if args.out else None, on_bytes=advance)
     ui.say(f"unpacked {args.archive} -> {shown_path(out)}")
     ui.say(archive.install_hint(out))
     return 0

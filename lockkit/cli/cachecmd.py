@@ -19,7 +19,7 @@ from lockkit.cli.build import _size, shown_path
 from lockkit.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
-    from lockkit.cache import Entry, Pruned
+    from lockkit.cache import Entry, Pruned, Survey
 
 __all__ = ["cmd_cache"]
 
@@ -62,13 +62,16 @@ def _info(args: argparse.Namespace) -> int:
     used = _count([b for b in found.blobs if b.sha256 in keep])
     unused = _count([b for b in found.blobs if b.sha256 not in keep])
     parts, stale = _count(found.partials), _count([p for p in found.partials if p.stale])
-    memos, why, memo_files = _memos(found.root)
+    memos, why = _memos(found.root)
+    memo_files = _count_part(found, "memo")
+    by_part = {p.name: {"files": p.files, "bytes": p.size} for p in found.parts}
     if args.json:
         print(json.dumps({
             "cache_dir": str(found.root), "exists": found.exists, **_count(found.blobs),
             "referenced": used, "unreferenced": unused,
             "partial": {**parts, "stale_files": stale["files"], "stale_bytes": stale["bytes"]},
             "memos": {"on": memos, "why": why, **memo_files},
+            "parts": by_part, "total_bytes": found.size,
             "projects": [str(r) for r in roots], "locks": [str(p) for p in locks]}, indent=2))
         return 0
     where = "" if found.exists else " (does not exist yet)"
@@ -82,30 +85,31 @@ def _info(args: argparse.Namespace) -> int:
           f"({stale['files']} older than a day)")
     print(f"memos       {'on' if memos else 'off'}: {why}; {memo_files['files']} in memo/, "
           f"{_size(memo_files['bytes'])}")
+    for i, p in enumerate(found.parts):  # every folder, verify's installs included
+        print(f"{'by part' if i == 0 else '':<12}{p.name + '/':<9}{_size(p.size):>9}, "
+              f"{p.files} file(s)")
+    print(f"total       {_size(found.size)} on disk (each file once)")
     ui.say(_UV_NOTE)
     return 0
 
 
-def _memos(root: Path) -> tuple[bool, str, dict[str, int]]:
+def _count_part(found: Survey, name: str) -> dict[str, int]:
+    part = next((p for p in found.parts if p.name == name), None)
+    return {"files": part.files if part else 0, "bytes": part.size if part else 0}
+
+
+def _memos(root: Path) -> tuple[bool, str]:
     """Whether lockkit remembers anything in the cache at *root* (the memo store's one
-    rule, :class:`lockkit.memo.MemoStore`), why, and the files in its memo folder."""
+    rule, :class:`lockkit.memo.MemoStore`), and why."""
     from lockkit.memo import MemoStore
 
     store = MemoStore(root)
-    files, size = 0, 0
-    for folder, _, names in os.walk(store.root):  # never follows a link
-        for name in names:
-            try:
-                files, size = files + 1, size + os.lstat(os.path.join(folder, name)).st_size
-            except OSError:
-                pass
-    count = {"files": files, "bytes": size}
     if store.trusted:
-        return True, "the cache is private to you", count
+        return True, "the cache is private to you"
     if not os.path.lexists(root):
-        return True, "the cache will be made private to you (0700)", count
+        return True, "the cache will be made private to you (0700)"
     problem = next(p for p in (_problem(root), _problem(store.root)) if p)
-    return False, f"{problem}; every blob is re-hashed", count
+    return False, f"{problem}; every blob is re-hashed"
 
 
 def _problem(path: Path) -> str | None:
@@ -150,9 +154,13 @@ def _prune_doc(root: Path, result: Pruned, blobs: int, uv: bool) -> dict[str, An
     removed = [{"path": e.path.relative_to(root).as_posix(), "size": e.size,
                 "kind": "blob" if e.sha256 else "partial", "sha256": e.sha256}
                for e in result.removed]
+    removed += [{"path": f"{p.name}/", "size": p.size, "kind": "folder", "sha256": None}
+                for p in result.folders]
     kept = blobs - sum(1 for e in result.removed if e.sha256)
     return {"cache_dir": str(root), "dry_run": result.dry_run, "removed": removed,
-            "files": len(removed), "bytes": result.size, "freed_bytes": result.freed,
+            "files": result.files, "bytes": result.size, "freed_bytes": result.freed,
+            "parts": {p.name: {"files": p.files, "bytes": p.size, "freed_bytes": p.freed}
+                      for p in result.parts},
             "kept": kept, "uv": ("would run" if result.dry_run else "ran") if uv else None}
 
 
@@ -160,13 +168,17 @@ def _prune_text(root: Path, result: Pruned, blobs: int) -> None:
     if result.dry_run:
         for e in result.removed:
             print(f"{e.path.relative_to(root).as_posix()}  {_size(e.size)}")
+        for p in result.folders:
+            print(f"{p.name}/  {_size(p.size)} ({p.files} file(s))")
     kept = blobs - sum(1 for e in result.removed if e.sha256)
     shared = result.size - result.freed
     verb, frees = ("would remove", "would free") if result.dry_run else ("removed", "freed")
-    print(f"{shown_path(root)}: {verb} {len(result.removed)} file(s) ({_size(result.size)}), "
+    print(f"{shown_path(root)}: {verb} {result.files} file(s) ({_size(result.size)}), "
           f"{frees} {_size(result.freed)}"
-          + (f" ({_size(shared)} stays on disk: hard-linked into a wheelhouse)" if shared
+          + (f" ({_size(shared)} stays on disk: hard-linked elsewhere)" if shared
              else "") + f"; kept {kept}")
+    for p in result.parts:  # where the bytes came from: blobs, partials, memo/, verify/...
+        print(f"  {p.name + '/':<9}{p.files} file(s), {frees} {_size(p.freed)}")
 
 
 def _last_line(text: str) -> str:

@@ -93,11 +93,12 @@ def command_of(args: argparse.Namespace) -> str:
     return " ".join(filter(None, ("lockkit", args.command, action)))
 
 
+_FOUND = ("project folder holding lockkit.toml (default: the nearest folder with lockkit.toml "
+          "or [tool.lockkit], from the current one up to the repository root)")
+
+
 def _project_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--project", type=Path, default=None, metavar="DIR",
-                   help="project folder holding lockkit.toml (default: the nearest folder with "
-                        "lockkit.toml or [tool.lockkit], from the current one up to the "
-                        "repository root)")
+    p.add_argument("--project", type=Path, default=None, metavar="DIR", help=_FOUND)
     p.add_argument("--mirror", action="append", default=[], metavar="OFFICIAL=MIRROR",
                    help="serve an official URL prefix from a mirror (repeatable; the longest "
                         "prefix wins). The PyTorch index links files on a second host: map "
@@ -141,7 +142,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub: Any = _OnlyOne(parser.add_subparsers(dest="command", metavar="COMMAND"), only)
     plat = sub.add_parser("platforms", help="list the known platforms",
                           description="List shipped platforms and the project's own.")
-    plat.add_argument("--project", type=Path, default=Path("."), metavar="DIR")
+    plat.add_argument("--project", type=Path, default=None, metavar="DIR", help=_FOUND)
     plat.add_argument("--json", action="store_true", help="print a JSON list (a CI matrix input)")
     plat.add_argument("--markdown", action="store_true",
                       help="print the README's platform table (Markdown)")
@@ -328,7 +329,8 @@ def _wheelhouse_sbom_parser(whsub: Any) -> None:
                     "writes it already; this is for folders built before, or for a copy "
                     "elsewhere (-o). The same lock gives the same bytes.")
     sbom.add_argument("--platform", required=True, metavar="NAME")
-    sbom.add_argument("--project", type=Path, default=Path("."), metavar="DIR")
+    sbom.add_argument("--project", type=Path, default=None, metavar="DIR",
+                      help=_FOUND)
     sbom.add_argument("--from", dest="folder", type=Path, metavar="DIR",
                       help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
     sbom.add_argument("--lock", type=Path, metavar="FILE",
@@ -399,7 +401,8 @@ def _wheelhouse_parser(sub: Any) -> None:
                     "same bytes. The folder must be the wheelhouse of the lock it was built "
                     "from: every wheel hashed against it, every other file derived again.")
     pack.add_argument("--platform", required=True, metavar="NAME")
-    pack.add_argument("--project", type=Path, default=Path("."), metavar="DIR")
+    pack.add_argument("--project", type=Path, default=None, metavar="DIR",
+                      help=_FOUND)
     pack.add_argument("--from", dest="folder", type=Path, metavar="DIR",
                       help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
     pack.add_argument("-o", "--output", type=Path, metavar="FILE",
@@ -418,8 +421,8 @@ def _wheelhouse_parser(sub: Any) -> None:
     unpack.add_argument("--out", type=Path, metavar="DIR",
                         help="destination folder: a new or empty one, or a wheelhouse "
                              "lockkit wrote for the archive's platform, which is replaced "
-                             "(default: the archive's name without .wheelhouse.tar, beside "
-                             "it)")
+                             "(default: the archive's name without .wheelhouse.tar, in the "
+                             "current folder, as 'tar xf' extracts)")
     unpack.add_argument("--lock", type=Path, metavar="FILE",
                         help="also check every wheel by hash against this committed lock "
                              "(locks/pylock.<platform>.toml)")

@@ -13,9 +13,9 @@ __all__ = ["cmd_wheelhouse_sbom"]
 def cmd_wheelhouse_sbom(args: argparse.Namespace) -> int:
     """Write the SBOM; its path goes to stdout, a summary line to stderr."""
     from lockkit import sbom
-    from lockkit.cli.build import shown_path, wheelhouse_folder
+    from lockkit.cli.build import project_root, shown_path, wheelhouse_folder
 
-    root = args.project.absolute()
+    root = project_root(args.project)
     folder = wheelhouse_folder(args.folder, root, args.platform)
     lock = (args.lock or root / "locks" / f"pylock.{args.platform}.toml").absolute()
     if not lock.is_file():
