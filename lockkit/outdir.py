@@ -14,14 +14,14 @@ never deletes what it did not make. A folder is written at a path only when the 
 and never the project folder, the current folder, or a folder above either (symlinks
 resolved). :func:`check` says so before any work starts, with one line naming the folder
 and what is in it; :func:`swap`, the only code that removes an output folder, checks
-again at the moment it replaces one. Nothing but the standard library is imported here.
+again at the moment it replaces one. Files are read through the memo store's regular-file
+rule (:func:`lockkit.memo.read_regular`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import stat
 import time
 from pathlib import Path
 
@@ -134,21 +134,15 @@ def mark(folder: Path, *, kind: str, platform: str) -> None:
 def _read_json(path: Path) -> object:
     """A small JSON file's value; None for anything else. Only a regular file is read
     (``O_NOFOLLOW|O_NONBLOCK``, then ``fstat``): never a symlink, a FIFO or a device."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
+    from lockkit.memo import read_regular
+
+    data = read_regular(path, _MAX_JSON, private=False)
+    if data is None:
         return None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_JSON:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            return json.loads(fh.read())
-    except (OSError, ValueError):
+        return json.loads(data)
+    except (ValueError, RecursionError):
         return None
-    finally:
-        os.close(fd)
 
 
 def _unlisted(folder: Path, listed: set[object]) -> list[str]:
