@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 
 from lockkit.redact import redact
@@ -32,10 +33,16 @@ def console(stream: TextIO | None = None) -> Any:
     return Console(file=stream or sys.stderr)
 
 
+_SAY = threading.Lock()
+
+
 def say(message: str, stream: TextIO | None = None) -> None:
     """One status line on stderr (never markup: messages carry user data, and redacted:
     a URL in one may carry credentials)."""
-    print(redact(message), file=stream or sys.stderr, flush=True)
+    out = stream or sys.stderr
+    with _SAY:  # one write of the whole line: threads (one per platform) never interleave
+        out.write(redact(message) + "\n")
+        out.flush()
 
 
 def _once(message: str | None) -> Callable[[], None]:
