@@ -115,6 +115,9 @@ def test_tampered_wheel_leaves_the_old_venv_untouched(small, capsys):
     out, err = capsys.readouterr()
     assert "not synced (failed)" in out
     assert "hello_cli-1.0-py3-none-any.whl" in err and "was not touched" in err
+    # ends as every failure does (before: 'lockkit: sync failed: ...')
+    assert [ln for ln in err.splitlines() if ln.startswith("lockkit: ")][-1].startswith(
+        "lockkit: error: sync failed: ")
 
 
 def test_a_folder_that_is_not_a_venv_is_refused(small, tmp_path, capsys):

@@ -57,10 +57,13 @@ def _report(done: Synced, project: Project, platform: Platform,
     for warning in d.warnings:
         ui.say(f"warning: {warning}")
     if not done.swapped:
+        from lockkit.errors import VerifyError
+
         why = d.first_error or d.why_incomplete
-        ui.say(f"lockkit: sync {d.result}: {why}; {shown} was not touched"
-               if done.venv.exists() else f"lockkit: sync {d.result}: {why}; no venv made")
-        return 1
+        kept = f"{shown} was not touched" if done.venv.exists() else "no venv made"
+        raise VerifyError(f"sync {d.result}: {why}; {kept}",  # ends as every failure does
+                          hint="the table above names the step; 'lockkit sync --verify' "
+                               "also writes a dossier")
     if done.verified:
         print(f"synced {shown}: verified (every verify step passed)")
     else:
