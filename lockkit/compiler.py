@@ -154,7 +154,7 @@ def _known_lock(memos: MemoStore, key: str, existing: str | None) -> int | None:
     if not isinstance(known, dict) or known.get("lock-sha256") != _sha256(existing):
         return None
     packages = known.get("packages")
-    return packages if isinstance(packages, int) and packages >= 0 else None
+    return packages if type(packages) is int and packages >= 0 else None
 
 
 def _sha256(text: str) -> str:
