@@ -14,7 +14,8 @@ The README's table of exit codes is :func:`exit_code_table`; a test keeps them e
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see lockkit.cli)
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import ClassVar
 

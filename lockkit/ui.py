@@ -12,10 +12,10 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from lockkit.redact import redact
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see lockkit.cli)
 if TYPE_CHECKING:
     from typing import Any, TextIO
 

@@ -10,9 +10,6 @@ Every command starts the same way: argparse reads the arguments (``--version`` a
 ``--help`` are its answers), then the command's module is imported and runs. Start-up
 stays cheap by doing less: the parser builds the flags of the command named first only,
 and a command's module (with what it imports) is imported only when that command runs.
-The modules every command imports (``parser``, ``lockkit.errors``, ``lockkit.ui``) leave
-``typing`` unimported (~2 ms): they write ``TYPE_CHECKING = False`` and import ``typing``
-under it (mypy reads any name ``TYPE_CHECKING`` as true), their annotations being strings.
 """
 
 from __future__ import annotations

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lockkit import ui
 from lockkit.errors import StaleLockError, UsageError, WriteError
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see lockkit.cli)
 if TYPE_CHECKING:
     import argparse
     from typing import Any

@@ -7,11 +7,11 @@ import math
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lockkit import __version__
 from lockkit.errors import UsageError
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see lockkit.cli)
 if TYPE_CHECKING:
     from typing import Any
 
