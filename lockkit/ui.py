@@ -12,14 +12,15 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from lockkit.redact import redact
 
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-__all__ = ["Transfer", "console", "interactive", "print_table", "progress", "say", "transfer"]
+__all__ = ["Advance", "Transfer", "console", "interactive", "print_table", "progress", "say",
+           "transfer"]
 
 
 def interactive(stream: TextIO | None = None) -> bool:
@@ -31,6 +32,12 @@ def console(stream: TextIO | None = None) -> Any:
     from rich.console import Console
 
     return Console(file=stream or sys.stderr)
+
+
+class Advance(Protocol):
+    """What :func:`progress` yields: move the bar by *n*, and say what it is doing now."""
+
+    def __call__(self, n: float = 1, description: str | None = None) -> None: ...
 
 
 _SAY = threading.Lock()
@@ -82,13 +89,14 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
 
 @contextlib.contextmanager
 def progress(description: str, total: float | None, *, bytes_: bool = False,
-             phase: str | None = None) -> Iterator[Callable[[float], None]]:
-    """Yield ``advance(n)``; a rich bar on a terminal. Off one (a CI log), *phase* is said
-    once, as pip says 'Collecting ...', when the work first advances."""
+             phase: str | None = None) -> Iterator[Advance]:
+    """Yield ``advance(n, description=None)``; a rich bar on a terminal, whose text
+    *description* replaces (what the current part of the work is). Off one (a CI log),
+    *phase* is said once, as pip says 'Collecting ...', when the work first advances."""
     if not interactive():
         announce = _once(phase)
 
-        def ignore(n: float = 1) -> None:
+        def ignore(n: float = 1, description: str | None = None) -> None:
             announce()
 
         yield ignore
@@ -108,8 +116,8 @@ def progress(description: str, total: float | None, *, bytes_: bool = False,
     cols += [DownloadColumn(), TransferSpeedColumn()] if bytes_ else [MofNCompleteColumn()]
     with Progress(*cols, TimeElapsedColumn(), console=console(), transient=True) as bar:
         task = bar.add_task(description, total=total)
-        def advance(n: float = 1) -> None:
-            bar.advance(task, n)
+        def advance(n: float = 1, description: str | None = None) -> None:
+            bar.update(task, advance=n, description=description)
 
         yield advance
 

@@ -308,7 +308,7 @@ def test_every_problem_is_named_by_key_path_exit_2(tmp_path, capsys, verify, wor
         assert word in str(err.value)
     start = time.monotonic()
     assert main(["verify", "--project", str(tmp_path), "--platform", "linux-cpu"]) == 2
-    assert time.monotonic() - start < 1
+    assert time.monotonic() - start < 5  # before any work: ~0.05 s here, a rebuild is minutes
     out = capsys.readouterr().err
     assert "lockkit.toml" in out and "Traceback" not in out
 

@@ -337,14 +337,14 @@ def test_every_problem_of_the_file_is_reported_in_one_line_with_its_key(tmp_path
     ('[verify]\nembedding = "yes"\n', "verify.embedding: expected a table, got 'yes'"),
     ('verify = "x"\n', "verify: expected a table ([verify]), got 'x'"),
 ], ids=["bad-key", "not-a-table", "verify-not-a-table"])
-def test_a_bad_verify_embedding_fails_verify_in_under_a_second(tmp_path, capsys, text, expected):
+def test_a_bad_verify_embedding_fails_verify_before_any_work(tmp_path, capsys, text, expected):
     """Before: found at verify's step 8, after the wheelhouse and the venv install."""
     config = _write_config(tmp_path, text)
     (tmp_path / "locks").mkdir()
     (tmp_path / "locks" / "pylock.linux-cpu.toml").write_text('lock-version = "1.0"\n')
     started = time.monotonic()
     assert main(["verify", "--project", str(tmp_path)]) == 2
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 5  # ~0.05 s here; a rebuild first is minutes
     err = capsys.readouterr().err
     assert "Traceback" not in err and f"{config}: " in err and expected in err
 

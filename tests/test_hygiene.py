@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import re
 import signal
 import socket
 import stat
@@ -501,7 +502,7 @@ def test_ctrl_c_during_a_compile_leaves_no_uv_no_temp_folder_and_exits_130(proje
         ["--platform", "linux-cu126", "--jobs", "2"] if when.endswith("two-platforms") else [])
     argv = [sys.executable, "-m", "lockkit", "compile", "--project", str(project), *platforms]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "TMPDIR": str(tmp)})
+                            env={**os.environ, "TMPDIR": str(tmp)}, preexec_fn=_default_sigint)
     try:
         if when == "temp-folder":
             _wait_for(lambda: list(tmp.iterdir()), "temp folder", proc)
@@ -527,3 +528,40 @@ def test_ctrl_c_during_a_compile_leaves_no_uv_no_temp_folder_and_exits_130(proje
     assert not _processes(str(tmp)), "a process still uses the compile's temp folder"
     assert list(tmp.iterdir()) == []
     assert not (project / "locks").exists()
+
+
+_LOCKKIT_FRAME = re.compile(r'File "[^"]*[/\\]lockkit[/\\][^"]*\.py"')
+
+
+@posix_only
+@pytest.mark.parametrize("how", ["console-script", "python -m"])
+def test_ctrl_c_at_any_moment_of_the_start_never_shows_a_lockkit_traceback(project, indexes,
+                                                                           how):
+    """SIGINT 0-60 ms after the start, while Python loads lockkit, parses the flags and
+    reads the config. Whatever lockkit has run by then, the end is exit 130 and at most
+    the one "interrupted" line: never a traceback through a lockkit file. What is left
+    is Python's own start and the installer's wrapper (``import re``), before any
+    lockkit line runs: those die of the signal or print Python's traceback, with no
+    lockkit frame in it."""
+    (project / "lockkit.toml").write_text(indexes.config())
+    script = Path(sys.executable).with_name("lockkit")
+    if how == "console-script" and not script.is_file():
+        pytest.skip(f"no console script next to {sys.executable} (lockkit not installed)")
+    argv = ([str(script)] if how == "console-script" else [sys.executable, "-m", "lockkit"]
+            ) + ["compile", "--project", str(project), "--platform", "linux-cpu"]
+    outcomes: list[tuple[int, str]] = []
+    for step in range(61):
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, preexec_fn=_default_sigint)
+        time.sleep(step / 1000)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        outcomes.append((proc.returncode, err))
+        assert not _LOCKKIT_FRAME.search(err), err
+        if "Traceback" not in err and "Fatal Python error" not in err:
+            assert proc.returncode in (130, -signal.SIGINT), err
+            said = {line for line in err.splitlines() if not line.endswith(": resolving...")}
+            assert said <= {"lockkit: interrupted; nothing was left half-written"}, err
+    assert not (project / "locks").exists()
+    # the signal came while lockkit ran at least once (not only before or after it)
+    assert any(code == 130 for code, _ in outcomes), outcomes

@@ -241,7 +241,7 @@ def test_a_bad_resume_table_fails_verify_before_any_work(tmp_path, capsys):
     (tmp_path / "locks" / "pylock.linux-cpu.toml").write_text('lock-version = "1.0"\n')
     started = time.monotonic()
     assert main(["verify", "--project", str(tmp_path)]) == 2
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 5  # ~0.05 s here; a rebuild first is minutes
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.splitlines()) <= 2
     assert f"{config}: " in err and "verify.resume.steps: expected an integer >= 1" in err

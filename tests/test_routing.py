@@ -231,7 +231,7 @@ def test_quiet_waits_for_the_end_of_a_burst_and_no_longer_than_its_limit():
                       mirrors=Mirrors({}), file_hosts=(), fetch=lambda url: (404, "")) as routing:
         start = time.monotonic()
         routing.quiet(idle=0.01, limit=0.2)  # nobody asks: the limit
-        assert 0.2 <= time.monotonic() - start < 1.0
+        assert 0.2 <= time.monotonic() - start < 2.0  # 10x the limit
 
         def burst() -> None:
             for i in range(5):

@@ -16,7 +16,12 @@ from index_server import IndexServer
 from pytorch_index import PyTorchIndex
 
 from lockkit.cli import main
+from lockkit.config import load_project
+from lockkit.lockfile import read_lock
+from lockkit.platforms import load_platforms
 from lockkit.report.model import Dossier
+from lockkit.verify import Options as VerifyOptions
+from lockkit.verify import verify as run_verify
 
 ORDER = ["host", "venv", "install", "pip-check", "inventory", "system", "gpu", "extensions",
          "application", "resume"]
@@ -217,9 +222,29 @@ def test_a_verify_that_does_not_pass_ends_as_every_failure_does(fake_project, ca
     capsys.readouterr()
     assert main(["verify", "--project", str(root), "--platform", "linux-cu126",
                  "--report-dir", str(root / "report"), "--no-gpu"]) == 1
-    last, hint = capsys.readouterr().err.strip().splitlines()[-2:]
+    err = capsys.readouterr().err
+    # off a terminal, the install is one phase line (on one, the bar counts the packages)
+    packages = len(read_lock(root / "locks" / "pylock.linux-cu126.toml")[1].packages)
+    assert [line for line in err.splitlines() if "installing" in line] == [
+        f"linux-cu126: installing {packages} packages..."]
+    last, hint = err.strip().splitlines()[-2:]
     assert last.startswith("lockkit: error: verify incomplete: "), last
     assert hint == f"hint: every step's result and output: {root / 'report' / 'dossier.md'}"
+
+
+def test_the_install_step_counts_the_packages_in_the_venv_as_they_land(fake_project, tmp_path):
+    """What verify's bar shows during the install: ``installing done/total``, where done
+    only grows and ends at the lock's package count once the installer is through."""
+    root = fake_project("linux-cpu", local="cpu", cuda=None)
+    seen: list[tuple[str, int, int]] = []
+    outcome = run_verify(VerifyOptions(
+        project=load_project(root), platform=load_platforms(None)["linux-cpu"],
+        cache_root=tmp_path / "cache", on_progress=lambda *told: seen.append(told)))
+    assert outcome.dossier.step("install").status == "passed"
+    total = len(read_lock(root / "locks" / "pylock.linux-cpu.toml")[1].packages)
+    assert {(what, of) for what, _, of in seen} == {("installing", total)}
+    done = [n for _, n, _ in seen]
+    assert done == sorted(done) and done[-1] == total
 
 
 def test_verify_json_prints_the_dossier_document(fake_project):

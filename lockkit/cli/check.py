@@ -42,6 +42,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
                   if args.report_dir else None)  # before the run, not after it
 
     with ui.progress(f"verifying {platform.name}", total=len(verify.PLAN)) as advance:
+        said: set[str] = set()
+
+        def step_progress(what: str, done: int, total: int) -> None:
+            """On a terminal, the bar says how far the step is; off one, a line once."""
+            if ui.interactive():
+                advance(0, description=f"verifying {platform.name}: {what} {done}/{total} "
+                                       "packages")
+            elif what not in said:
+                said.add(what)
+                ui.say(f"{platform.name}: {what} {total} packages...")
+
         outcome = verify.verify(verify.Options(
             project=project, platform=platform,
             wheelhouse=args.wheelhouse.absolute() if args.wheelhouse else None,
@@ -51,7 +62,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
             cache_root=(args.cache_dir or default_cache_dir()).absolute(),
             command_line=tuple(["lockkit", *sys.argv[1:]]), variant=variant,
             fetch=lock_fetcher(project, platform, args.cache_dir),
-            on_step=lambda step: advance(1)))
+            on_step=lambda step: advance(1, description=f"verifying {platform.name}"),
+            on_progress=step_progress))
     dossier = outcome.dossier
     folder = (report_dir or
               new_report_folder(project.root / ".lockkit" / "reports" / platform.name,

@@ -37,6 +37,8 @@ class Options:
     variant: dict[str, Any] | None = None  # {"name", "reason", "changes": [layers]}
     fetch: Callable[[Path], Path] | None = None  # builds a wheelhouse from the lock's URLs
     on_step: Callable[[Step], None] | None = None
+    # a long step's own progress: (what, done, total), e.g. ("installing", 12, 40) packages
+    on_progress: Callable[[str, int, int], None] | None = None
     # lockkit's download cache: with uv, installs go through <cache>/verify when that cache
     # is private to the user (rebuild.shared_root); None, or a cache other users can
     # write: a uv cache and bytecode of the run's own, in its temp folder, removed with it

@@ -7,10 +7,12 @@ interpreter by its path.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -263,13 +265,50 @@ def install_step(run: Run, step: Step) -> None:
         argv = [str(run.python), "-m", "pip", "install", "--isolated", "--no-index",
                 "--disable-pip-version-check", "--quiet", "--find-links", str(folder),
                 "--require-hashes", "-r", str(reqs)]
-    result = run.call("install", argv, timeout=_INSTALL_TIMEOUT, env=_run.isolated_env(),
-                      uv_cache=uv_cache)
+    with _counting_installs(run, len(checked)):
+        result = run.call("install", argv, timeout=_INSTALL_TIMEOUT, env=_run.isolated_env(),
+                          uv_cache=uv_cache)
     step.detail.update(installer=opts.installer, packages=len(run.expected),
                        isolated="installer ran without user/global pip or uv configuration "
                                 "(--no-config / --isolated, PIP_* and UV_* removed)")
     if not result.ok:
         raise StepFailed(f"{opts.installer} install failed: {_why(result)}")
+
+
+@contextlib.contextmanager
+def _counting_installs(run: Run, total: int) -> Iterator[None]:
+    """While the installer runs, tell ``on_progress`` every quarter second how many of the
+    lock's *total* packages are in the venv: the ``*.dist-info`` folders that were not
+    there before, each written once its package is in place (pip and uv both)."""
+    tell = run.opts.on_progress
+    if tell is None or run.venv is None:
+        yield
+        return
+    venv = run.venv
+    before = set(_dist_info_folders(venv))
+    stop = threading.Event()
+
+    def installed() -> int:
+        return min(total, len(set(_dist_info_folders(venv)) - before))
+
+    def watch() -> None:
+        while not stop.is_set():
+            tell("installing", installed(), total)
+            stop.wait(0.25)
+
+    watcher = threading.Thread(target=watch, name="lockkit-install-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+    tell("installing", installed(), total)  # the last word: what is in the venv now
+
+
+def _dist_info_folders(venv: Path) -> list[Path]:
+    return [*venv.glob("lib*/python*/site-packages/*.dist-info"),
+            *venv.glob("Lib/site-packages/*.dist-info")]
 
 
 _SHARED = "verify"  # <cache>/verify: wheels/<sha256>/<file>, uv's cache, venvs/, pyc/
@@ -425,10 +464,9 @@ def _same_version(a: str, b: str) -> bool:
 def _distributions(venv: Path) -> dict[str, str]:
     """Name -> version of every ``*.dist-info`` in the venv, read from its METADATA."""
     found: dict[str, str] = {}
-    for meta in venv.glob("lib*/python*/site-packages/*.dist-info/METADATA"):
-        found.update(_name_version(meta))
-    for meta in venv.glob("Lib/site-packages/*.dist-info/METADATA"):
-        found.update(_name_version(meta))
+    for folder in _dist_info_folders(venv):
+        if (folder / "METADATA").is_file():
+            found.update(_name_version(folder / "METADATA"))
     return found
 
 
