@@ -204,7 +204,7 @@ def bench_env(work: Path) -> dict[str, str]:
     """The environment of both sides: no pip/uv configuration of this machine, and a uv
     cache of the benchmark's own (lockkit passes UV_CACHE_DIR on to uv; both sides share
     it, so neither is the one that warms it)."""
-    from lockkit._run import isolated_env  # lockkit's one definition, for both sides
+    from lockkit._internal.proc import isolated_env  # lockkit's one definition, for both sides
 
     return isolated_env({"UV_CACHE_DIR": str(work / "uv-cache")})
 

@@ -20,7 +20,7 @@ def synthetic_project(work: Path, index: FastIndex, packages: int) -> Path:
     torch (a tiny wheel of the platform's tag) on the platform's PyTorch index, mirrored
     to *index*, or on the default index where the platform has none; the others, half of
     them needing the next one, on the default index."""
-    from lockkit.platforms import load_platforms
+    from lockkit.platforms.definitions import load_platforms
 
     wheels = work / "wheels"
     deps = [f"bench-pkg-{i:03d}" for i in range(packages - 1)]

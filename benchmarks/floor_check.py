@@ -1,7 +1,8 @@
 """The floor of `lockkit compile --check`: the same check of up-to-date locks, stdlib only.
 
-What lockkit's check path does (lockkit/compiler.py check_platforms, lockkit/freshness.py
-check), done with nothing but the standard library, so its time is what the work costs
+What lockkit's check path does (lockkit/compile/compiler.py check_platforms,
+lockkit/lock/freshness.py check), done with nothing but the standard library, so its time is
+what the work costs
 once Python has started: read lockkit.toml; read each requirement file and normalise it
 (comments, blanks and spacing gone, names canonical); read each platform's file (an alias
 as its target under its own name); build the inputs record and hash it; read each lock
@@ -30,8 +31,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - the benchmarks run on 3.11+
     import tomli as tomllib
 
-LOCK_FORMAT = 1  # lockkit.freshness.LOCK_FORMAT
-_COMMENT = re.compile(r"(^|\s+)#.*$")  # lockkit.reqfile: pip's comment rule
+LOCK_FORMAT = 1  # lockkit.lock.freshness.LOCK_FORMAT
+_COMMENT = re.compile(r"(^|\s+)#.*$")  # lockkit.config.reqfile: pip's comment rule
 _LINE = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*([<>=!~][^;#]*)?$")
 _KNOWN = {"requirements", "platforms", "python", "index-url", "mirrors", "allow-sdist",
           "exclude-newer", "verify", "ci"}
@@ -60,7 +61,7 @@ def requirement_lines(path: Path) -> list[str]:
 
 
 def platform_dict(name: str, folders: list[Path]) -> dict[str, Any]:
-    """lockkit.platforms.Platform.to_dict() of *name*, from its TOML file (the project's
+    """lockkit.platforms.definitions.Platform.to_dict() of *name*, from its TOML file (the project's
     platforms/ over the shipped ones); an alias is its target's under the alias's name."""
     path = next((f / f"{name}.toml" for f in reversed(folders) if (f / f"{name}.toml").is_file()),
                 None)

@@ -70,7 +70,7 @@ def as_in_issue16(project: Path, dest: Path) -> Path:
 
 def setup(work: Path, index: h.FastIndex, env: dict[str, str]) -> Path:
     """The example's copy with a linux-cpu lock and wheelhouse, all from *index*."""
-    from lockkit.platforms import load_platforms
+    from lockkit.platforms.definitions import load_platforms
 
     project = work / "project"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(

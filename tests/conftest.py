@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lockkit._compat import tomllib
+from lockkit._internal.compat import tomllib
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -21,9 +21,9 @@ from packaging.pylock import Pylock  # noqa: E402
 from pytorch_index import PyTorchIndex  # noqa: E402
 
 from lockkit.cli import main  # noqa: E402
-from lockkit.lockfile import python_of  # noqa: E402
-from lockkit.platforms import load_platforms  # noqa: E402
-from lockkit.targets import environment, wheel_tags  # noqa: E402
+from lockkit.lock.lockfile import python_of  # noqa: E402
+from lockkit.platforms.definitions import load_platforms  # noqa: E402
+from lockkit.platforms.targets import environment, wheel_tags  # noqa: E402
 
 OFFICIAL = "https://download.pytorch.org/whl"  # the official PyTorch index's root
 LINUX = "cp311-cp311-linux_x86_64"
@@ -206,7 +206,7 @@ def torch_venv(tmp_path_factory, real_torch_wheels) -> Path:
     """The interpreter of a venv holding the real CPU torch and numpy (for probe tests)."""
     import uv
 
-    from lockkit._run import isolated_env
+    from lockkit._internal.proc import isolated_env
 
     base = tmp_path_factory.mktemp("torch-venv")
     root = base / "venv"

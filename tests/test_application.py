@@ -21,14 +21,14 @@ from fake_torch import build_fake_torch
 from index_server import IndexServer
 from pytorch_index import PyTorchIndex
 
-from lockkit.appconfig import ApplicationConfig
 from lockkit.cli import main
 from lockkit.cli.check import new_report_folder
-from lockkit.compare import compare_values
-from lockkit.config import load_project
-from lockkit.diagnose import default_python
+from lockkit.config.project import load_project
 from lockkit.errors import ConfigError, UsageError
-from lockkit.steps import Steps, StepSkipped, overall
+from lockkit.verify.checks.application.compare import compare_values
+from lockkit.verify.checks.application.config import ApplicationConfig
+from lockkit.verify.diagnose import default_python
+from lockkit.verify.steps import Steps, StepSkipped, overall
 
 ORDER = ["host", "venv", "install", "pip-check", "inventory", "system", "gpu", "extensions",
          "application", "resume"]

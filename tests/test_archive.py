@@ -1,4 +1,5 @@
-"""`lockkit.archive`: reproducible packs, and unpacks that trust nothing in the archive."""
+"""`lockkit.wheelhouse.archive`: reproducible packs, and unpacks that trust nothing in the
+archive."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from lockkit.archive import ArchiveError, install_hint, pack, read_manifest, unpack
 from lockkit.errors import ConfigError
+from lockkit.wheelhouse.archive import ArchiveError, install_hint, pack, read_manifest, unpack
 
 FILES = {
     "demo-1.0-py3-none-any.whl": b"PK\x03\x04 demo wheel bytes",

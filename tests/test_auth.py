@@ -1,4 +1,4 @@
-"""Credentials by host (lockkit.auth): attached to every request, written nowhere.
+"""Credentials by host (lockkit.index.auth): attached to every request, written nowhere.
 
 The default index here is private: it answers 401 to any request without the right Basic
 header, so a request that went without credentials fails the run. The secret is a random
@@ -18,10 +18,10 @@ from conftest import Loopback, fill
 from index_server import IndexServer
 from pytorch_index import PyTorchIndex
 
-from lockkit._compat import tomllib
-from lockkit.auth import Credentials, read_netrc, realm, user_info
+from lockkit._internal.compat import tomllib
 from lockkit.cli import main
-from lockkit.fetch import Cache, Fetcher, FetchError, Want, http_client
+from lockkit.index.auth import Credentials, read_netrc, realm, user_info
+from lockkit.wheelhouse.fetch import Cache, Fetcher, FetchError, Want, http_client
 
 USER = "deploy"
 
@@ -166,8 +166,8 @@ def test_mirror_credentials_cover_its_urls_without_user_info(private, tmp_path, 
 
 def test_compile_hashes_and_pages_go_with_credentials(private, tmp_path, token):
     """The files uv left unhashed and the PyTorch pages are fetched by lockkit itself."""
-    from lockkit.config import load_project
-    from lockkit.pages import Http as _Http
+    from lockkit.config.project import load_project
+    from lockkit.index.pages import Http as _Http
 
     root = project_for(tmp_path / "proj", private, with_token(f"{private.url}/simple"))
     wheel = next(private.default.root.glob("numpy/*.whl"))

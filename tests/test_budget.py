@@ -35,8 +35,8 @@ def test_routing_server_takes_uvs_bursts():
     import urllib.error
     import urllib.request
 
-    from lockkit.routing import BACKLOG, RoutingIndex
-    from lockkit.urls import Mirrors
+    from lockkit.index.routing import BACKLOG, RoutingIndex
+    from lockkit.index.urls import Mirrors
 
     def never(url: str) -> tuple[int, str]:
         raise AssertionError("no family page is asked for in this test")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lockkit.cache import Cache
+from lockkit.cache.store import Cache
 from lockkit.cli import main
 
 CPU_FILES = 3  # filelock, numpy, torch 2.5.1+cpu
@@ -256,7 +256,7 @@ def test_a_project_that_is_not_a_folder_is_a_usage_error(filled, tmp_path, capsy
 # --- memos and the folders older lockkits made ------------------------------------------------
 
 def test_info_says_memos_are_on_in_a_private_cache_and_counts_them(filled, project, capsys):
-    from lockkit.memo import MemoStore
+    from lockkit.cache.memo import MemoStore
 
     store = MemoStore(filled)
     assert store.put("compile", store.key("compile", "x"), {"lock": "abc"})

@@ -29,14 +29,15 @@ import pytest
 from conftest import lockkit
 from test_tools import mirrors_of, tool_wheels  # noqa: F401 - the session's download
 
-from lockkit import __version__, archive, tools
-from lockkit.cache import Cache
+from lockkit import __version__
+from lockkit.cache.memo import MemoStore
+from lockkit.cache.store import Cache
 from lockkit.cli import main
-from lockkit.config import load_project
+from lockkit.config.project import load_project
 from lockkit.errors import HashMismatch
-from lockkit.memo import MemoStore
-from lockkit.platforms import load_platforms
+from lockkit.platforms.definitions import load_platforms
 from lockkit.verify.rebuild import shared_root
+from lockkit.wheelhouse import archive, tools
 
 PLATFORM = "linux-cpu"
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX owners and modes")
@@ -150,7 +151,7 @@ def lock_wheels(lock: Path) -> dict[str, tuple[str, int]]:
     """File name -> (sha256, size) of every wheel the lock lists."""
     import urllib.parse
 
-    from lockkit._compat import tomllib
+    from lockkit._internal.compat import tomllib
 
     data = tomllib.loads(lock.read_text())
     return {w.get("name") or urllib.parse.unquote(w["url"].rsplit("/", 1)[-1]):
@@ -173,8 +174,8 @@ def old_sbom_key(reference: Path, lock: Path) -> str:
     was then used as it was)."""
     import importlib.util
 
-    from lockkit import sbom
-    from lockkit._compat import tomllib
+    from lockkit._internal.compat import tomllib
+    from lockkit.wheelhouse import sbom
 
     manifest = json.loads((reference / "manifest.json").read_text())
     files = sorted(sbom.files_of_manifest(manifest, tomllib.loads(lock.read_text()), reference),
@@ -399,7 +400,7 @@ def test_a_new_cache_folder_is_0700_whatever_the_umask(project, tmp_path):
 
 
 def test_every_cache_hit_is_hashed_again(project, tmp_path, monkeypatch):
-    from lockkit import cache as cache_mod
+    from lockkit.cache import store as cache_mod
 
     compiled(project)
     assert build(project, tmp_path / "cache", tmp_path / "first") == 0
@@ -581,7 +582,7 @@ def test_planted_tools_memos_in_a_shared_cache_pin_nothing_planted(tools_project
     project = load_project(root)
     platform = load_platforms(project.root)[PLATFORM]
     python = tools.target_python(lock)
-    from lockkit.redact import strip_credentials
+    from lockkit.index.redact import strip_credentials
 
     old_key = hashlib.sha256(json.dumps(  # the name an older lockkit read its memo under
         [__version__, tools.runtime_requirements(), platform.fingerprint, python,

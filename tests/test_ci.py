@@ -18,10 +18,10 @@ import yaml
 from index_server import IndexServer, build_wheel
 
 import lockkit
-from lockkit import ci
-from lockkit.configcheck import lockkit_requirement
+from lockkit.ci import workflow as ci
+from lockkit.config.keys import lockkit_requirement
 from lockkit.errors import ConfigError
-from lockkit.platforms import load_platforms
+from lockkit.platforms.definitions import load_platforms
 from lockkit.report.junit import to_junit, write_junit
 
 WANT = ["linux-cpu", "linux-cu126", "linux-rocm6", "macos-arm64", "windows-cpu", "windows-cu126"]
@@ -265,7 +265,7 @@ def test_the_default_is_lockkits_own_wheel_installed_by_its_hash(tmp_path, monke
     wheel = _own_wheel(repo)
     assert wheel.name == f"lockkit-{lockkit.__version__}-py3-none-any.whl"
     names = zipfile.ZipFile(wheel).namelist()
-    assert "lockkit/ci.py" in names and "lockkit/_platforms/linux-cpu.toml" in names
+    assert "lockkit/ci/workflow.py" in names and "lockkit/_platforms/linux-cpu.toml" in names
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     text, doc = _written(repo)
     for step in _installs(doc):  # by path and sha256, never a name an index could serve

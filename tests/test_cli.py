@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from test_archive import make_folder
 
-from lockkit.archive import pack
 from lockkit.cli import main
+from lockkit.wheelhouse.archive import pack
 
 SHIPPED = Path(__file__).parents[1] / "platforms"
 
@@ -271,7 +271,7 @@ def test_commands_with_stderr_closed_exit_as_usual_and_keep_stdout_for_results(p
     run = _with_closed("2", "compile", "--platform", "linux-cpu", "--project", str(project))
     assert run.returncode == 0
     assert run.stdout.splitlines()[0] == "lockkit compile"
-    from lockkit._compat import tomllib
+    from lockkit._internal.compat import tomllib
 
     assert tomllib.loads(lock.read_text())["tool"]["lockkit"]["platform"] == "linux-cpu"
     config = project / "lockkit.toml"

@@ -9,7 +9,7 @@ import pytest
 from conftest import LINUX, OFFICIAL, assert_conforms
 from pytorch_index import R2
 
-from lockkit._compat import tomllib
+from lockkit._internal.compat import tomllib
 from lockkit.cli import main
 
 
@@ -256,7 +256,8 @@ def _zero_hashes(project: Path) -> None:
 
 def test_a_lockkit_upgrade_keeps_locks_fresh_unless_the_format_changes(project, capsys,
                                                                        monkeypatch):
-    from lockkit import compiler, freshness
+    from lockkit.compile import compiler
+    from lockkit.lock import freshness
     assert compile_(project, "--platform", "linux-cpu") == 0
     monkeypatch.setattr(compiler, "__version__", "99.0.0")
     assert check_line(project, capsys)[0] == 0
@@ -506,7 +507,7 @@ def test_the_gate_imports_no_resolver_nor_lock_writer(project):
     no dataclasses, whose inspect import costs ~6 ms."""
     assert compile_(project, "--platform", "linux-cpu") == 0
     modules = _imported_by_check(project)
-    assert "lockkit.reqfile" in modules  # every check normalises the inputs
+    assert "lockkit.config.reqfile" in modules  # every check normalises the inputs
     imported = {name.split(".")[0] for name in modules}
     assert "lockkit" in imported
     assert not imported & {"packaging", "httpx", "rich", "tomli_w", "numpy", "dataclasses",
@@ -638,8 +639,8 @@ def test_a_near_miss_of_a_torch_family_name_is_a_warning_naming_the_name(project
 
 
 def test_names_that_only_start_like_a_torch_family_name_are_no_near_miss():
-    from lockkit.compiler import input_warnings
-    from lockkit.platforms import load_platforms
+    from lockkit.compile.compiler import input_warnings
+    from lockkit.platforms.definitions import load_platforms
 
     platforms = list(load_platforms().values())
     names = ["torchx", "torchrl", "torchdata", "torchao", "torchmetrics", "pytorch-triton",

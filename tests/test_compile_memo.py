@@ -2,7 +2,7 @@
 
 Every compile parses its arguments, finds its project and reads its config before uv
 starts; the lock on disk is kept without being rebuilt only when the memo store
-(lockkit/memo.py, kind ``compile``) says these very inputs made it. Real compiles against
+(lockkit/cache/memo.py, kind ``compile``) says these very inputs made it. Real compiles against
 the loopback indexes of tests/conftest.py.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from conftest import LINUX
 
-from lockkit import memo
-from lockkit._compat import tomllib
+from lockkit._internal.compat import tomllib
+from lockkit.cache import memo
 from lockkit.cli import main
 
 posix_only = pytest.mark.skipif(os.name == "nt", reason="POSIX modes, FIFOs and symlinks")
@@ -65,7 +65,7 @@ def test_an_unchanged_resolution_keeps_the_lock_without_rebuilding_it(project, c
                                                                        monkeypatch):
     """The second compile of the same inputs is answered by the memo (the lock writer is
     not even called); a lock edited since is rebuilt from uv's output as always."""
-    import lockkit.lockfile
+    import lockkit.lock.lockfile
 
     assert compile_("--project", str(project)) == 0
     assert status(capsys) == "written"
@@ -77,7 +77,7 @@ def test_an_unchanged_resolution_keeps_the_lock_without_rebuilding_it(project, c
         raise AssertionError("the lock was rebuilt")
 
     with monkeypatch.context() as mp:
-        mp.setattr(lockkit.lockfile, "build_lock", refuse)
+        mp.setattr(lockkit.lock.lockfile, "build_lock", refuse)
         assert compile_("--project", str(project)) == 0
     assert status(capsys) == "unchanged"
     assert lock_of(project).read_bytes() == written
@@ -108,12 +108,12 @@ def test_a_change_to_the_lock_writer_reaches_an_existing_lock(project, cache, ca
     """lockkit's own code is part of every memo key: a lock writer that writes other
     bytes under the same version (here: another code digest, and one more comment line)
     rewrites the lock, where the memo of the old code would have kept it."""
-    import lockkit.lockfile
+    import lockkit.lock.lockfile
 
     assert compile_("--project", str(project)) == 0
     capsys.readouterr()
-    dumps = lockkit.lockfile.dumps
-    monkeypatch.setattr(lockkit.lockfile, "dumps", lambda doc: "# new writer\n" + dumps(doc))
+    dumps = lockkit.lock.lockfile.dumps
+    monkeypatch.setattr(lockkit.lock.lockfile, "dumps", lambda doc: "# new writer\n" + dumps(doc))
     monkeypatch.setattr(memo, "code_digest", lambda: "f" * 64)
     assert compile_("--project", str(project)) == 0
     assert status(capsys) == "written"

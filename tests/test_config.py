@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import OFFICIAL, assert_conforms
 
-from lockkit._compat import tomllib
+from lockkit._internal.compat import tomllib
 from lockkit.cli import main
-from lockkit.config import find_project, load_project, normalized_inputs
-from lockkit.embedding import load_embedding_config
+from lockkit.config.project import find_project, load_project, normalized_inputs
 from lockkit.errors import ConfigError, UsageError
+from lockkit.verify.checks.embedding.verdict import load_embedding_config
 
 PYPROJECT = """\
 [project]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lockkit.diagnose import default_python
 from lockkit.errors import UsageError
+from lockkit.verify.diagnose import default_python
 
 
 def _venv(path: Path) -> Path:

@@ -17,16 +17,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lockkit._compat import tomllib
-from lockkit.config import load_project
-from lockkit.embedding import (
+from lockkit._internal.compat import tomllib
+from lockkit.config.project import load_project
+from lockkit.errors import ConfigError
+from lockkit.verify.checks.embedding.verdict import (
     EmbeddingConfig,
     check_fingerprints,
     check_outputs,
     command,
     load_embedding_config,
 )
-from lockkit.errors import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "embeddings"
 COMMITTED = ("embed.py", "lockkit.toml", "model", "data", "reference")

@@ -26,8 +26,9 @@ def _readme_table() -> str:
 
 
 def _all_error_classes() -> set[type[errors.LockkitError]]:
-    for info in pkgutil.iter_modules(lockkit.__path__, "lockkit."):
-        if info.name not in ("lockkit.__main__", "lockkit.probes"):  # a run; standalone scripts
+    for info in pkgutil.walk_packages(lockkit.__path__, "lockkit."):
+        # __main__ is a run; the probes are standalone scripts
+        if info.name != "lockkit.__main__" and ".probes." not in info.name:
             importlib.import_module(info.name)
     found, todo = set(), [errors.LockkitError]
     while todo:
@@ -71,9 +72,9 @@ def test_input_errors_are_2_and_failures_are_1(cls, code):
 
 
 @pytest.mark.parametrize("module,name", [
-    ("lockkit.diff", "DiffError"), ("lockkit.trust", "TrustError"),
-    ("lockkit.fetch", "FetchError"), ("lockkit.fetch", "HashMismatch"),
-    ("lockkit.archive", "ArchiveError"), ("lockkit.wheelhouse", "BuildError"),
+    ("lockkit.report.diff", "DiffError"), ("lockkit.wheelhouse.trust", "TrustError"),
+    ("lockkit.wheelhouse.fetch", "FetchError"), ("lockkit.wheelhouse.fetch", "HashMismatch"),
+    ("lockkit.wheelhouse.archive", "ArchiveError"), ("lockkit.wheelhouse.build", "BuildError"),
 ])
 def test_old_module_names_still_import(module, name):
     assert getattr(importlib.import_module(module), name) is getattr(errors, name)

@@ -19,7 +19,7 @@ from conftest import OFFICIAL, assert_conforms
 from packaging.pylock import Pylock
 from pytorch_index import R2
 
-from lockkit._compat import tomllib
+from lockkit._internal.compat import tomllib
 from lockkit.cli import main
 
 TORCH_FILE = "torch-2.5.1%2Bcpu-cp311-cp311-linux_x86_64.whl"

@@ -18,15 +18,15 @@ from conftest import lockkit
 from fake_torch import build_fake_extension, build_fake_torch
 from index_server import build_wheel
 
-from lockkit import hang
-from lockkit._run import isolated_env
-from lockkit.config import load_project
+from lockkit._internal.proc import isolated_env
+from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
-from lockkit.extensionsconfig import ExtensionSpec, extensions_problems
-from lockkit.probe import run_lines
 from lockkit.report import markdown
 from lockkit.report.model import Dossier, ExtensionCheck, ExtensionsResult, NativePackage
-from lockkit.verify.extensions import _checks, native_packages
+from lockkit.verify import hang
+from lockkit.verify.checks.extensions.config import ExtensionSpec, extensions_problems
+from lockkit.verify.checks.extensions.step import _checks, native_packages
+from lockkit.verify.probe import run_lines
 
 KERNEL = "CUDA error: no kernel image is available for execution on the device"
 

@@ -23,12 +23,12 @@ from fake_torch import build_fake_audio, build_fake_torch, build_fake_vision
 from index_server import IndexServer
 from pytorch_index import PyTorchIndex
 
-from lockkit._run import isolated_env
-from lockkit.chain import driver_check, gpu_args, locked_backend
+from lockkit._internal.proc import isolated_env
 from lockkit.cli import main
-from lockkit.host import _MIN_DRIVER, driver_minimum
-from lockkit.platforms import load_platforms
-from lockkit.probe import gpu_status, run_probe
+from lockkit.platforms.definitions import load_platforms
+from lockkit.platforms.host import _MIN_DRIVER, driver_minimum
+from lockkit.verify.chain import driver_check, gpu_args, locked_backend
+from lockkit.verify.probe import gpu_status, run_probe
 
 CU126 = {"version": "2.5.1+cu126", "cuda": "12.6", "hip": None, "devices": 1}
 ROCM62 = {"version": "2.5.1+rocm6.2", "cuda": None, "hip": "6.2.41133-dd7f95766",

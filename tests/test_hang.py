@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lockkit import _run, hang
+from lockkit._internal import proc as _run
+from lockkit.verify import hang
 
 posix_only = pytest.mark.skipif(os.name == "nt", reason="process groups and SIGABRT")
 

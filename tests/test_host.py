@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lockkit import host
 from lockkit.cli import main
-from lockkit.platforms import load_platforms
+from lockkit.platforms import host
+from lockkit.platforms.definitions import load_platforms
 
 # /proc/driver/nvidia/version as the driver writes it (uv's parser comment quotes this line)
 PROC_NVIDIA = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {v}  Release Build  "

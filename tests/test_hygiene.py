@@ -28,10 +28,11 @@ from index_server import IndexServer
 from pytorch_index import R2, PyTorchIndex
 from test_wheelhouse import TORCH, build_cli, build_lib, compiled, leftovers, served, wheel_requests
 
-from lockkit import _run, probe
-from lockkit._compat import tomllib
+from lockkit._internal import proc as _run
+from lockkit._internal.compat import tomllib
 from lockkit.cli import main
-from lockkit.fetch import Cache, Fetcher, FetchError, HashMismatch, Want
+from lockkit.verify import probe
+from lockkit.wheelhouse.fetch import Cache, Fetcher, FetchError, HashMismatch, Want
 
 posix_only = pytest.mark.skipif(os.name == "nt", reason="process groups are POSIX")
 

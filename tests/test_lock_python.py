@@ -29,11 +29,11 @@ from fake_torch import build_fake_torch
 from index_server import Index, IndexServer
 from pytorch_index import PyTorchIndex
 
-from lockkit._compat import tomllib
-from lockkit._run import isolated_env
+from lockkit._internal.compat import tomllib
+from lockkit._internal.proc import isolated_env
 from lockkit.cli import main
 from lockkit.errors import ConfigError
-from lockkit.lockfile import python_of
+from lockkit.lock.lockfile import python_of
 
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux" or host.machine() != "x86_64",

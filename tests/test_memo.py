@@ -1,4 +1,4 @@
-"""The memo store's one trust rule (lockkit/memo.py): private cache, private regular files."""
+"""The memo store's one trust rule (lockkit/cache/memo.py): private cache, private regular files."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lockkit import memo
-from lockkit.memo import MemoStore
+from lockkit.cache import memo
+from lockkit.cache.memo import MemoStore
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX owners and modes")
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from test_wheelhouse import build_cli, compiled
 
-from lockkit import archive
-from lockkit.common import file_mode, umask, write_atomic
+from lockkit._internal.fs import file_mode, umask, write_atomic
 from lockkit.report import write_folder
 from lockkit.report.model import Dossier
+from lockkit.wheelhouse import archive
 
 
 @pytest.fixture(params=[0o022, 0o027], ids=["umask022", "umask027"])

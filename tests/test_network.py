@@ -6,7 +6,7 @@ import pytest
 from conftest import OFFICIAL
 from packaging.pylock import Pylock
 
-from lockkit._compat import tomllib
+from lockkit._internal.compat import tomllib
 from lockkit.cli import main
 
 pytestmark = pytest.mark.network

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lockkit import outdir
+from lockkit._internal import outdir
 from lockkit.cli import main
 from lockkit.errors import ConfigError
 

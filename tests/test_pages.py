@@ -1,4 +1,4 @@
-"""compile's page fetcher (``lockkit.pages.Http.page``, the standard library's urllib)
+"""compile's page fetcher (``lockkit.index.pages.Http.page``, the standard library's urllib)
 behaves as the httpx client of the other commands: credentials by host, the Authorization
 header kept across a redirect on the same origin only (httpx's rule), gzip decoded, 5xx
 retried, a dead host an error naming the URL without its credentials.
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from silent_server import Silent, dead_port
 
-from lockkit.config import load_project
+from lockkit.config.project import load_project
 from lockkit.errors import IndexError_
-from lockkit.pages import Http as _Http
+from lockkit.index.pages import Http as _Http
 
 PAGE = '<!DOCTYPE html><html><body><a href="/x/torch-2.5.1-py3-none-any.whl">t</a></body></html>'
 

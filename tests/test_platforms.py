@@ -10,12 +10,12 @@ import pytest
 from conftest import assert_conforms
 from pytorch_variants import ARM, WIN, X86, fill_current
 
-from lockkit._compat import tomllib
+from lockkit._internal.compat import tomllib
 from lockkit.cli import main
+from lockkit.compile.resolve import Indexes
 from lockkit.errors import GuardError, IndexError_
-from lockkit.lockfile import _backend_problems, check_guards, cuda_majors
-from lockkit.platforms import load_platforms, markdown_table, shipped_dir
-from lockkit.resolve import Indexes
+from lockkit.lock.lockfile import _backend_problems, check_guards, cuda_majors
+from lockkit.platforms.definitions import load_platforms, markdown_table, shipped_dir
 
 ROOT = Path(__file__).parents[1]
 NEW = ["linux-cu130", "linux-rocm64", "linux-rocm71", "linux-xpu", "linux-cpu-aarch64",
@@ -247,7 +247,7 @@ def test_every_shipped_platform_names_a_lock_file_pep_751_accepts(tmp_path):
     packaging.pylock.is_valid_pylock_path enforces it): ROCm 6.4 is linux-rocm64."""
     from packaging.pylock import is_valid_pylock_path
 
-    from lockkit.config import load_project
+    from lockkit.config.project import load_project
 
     project = load_project(tmp_path)
     for name in load_platforms(None):
@@ -272,7 +272,7 @@ def test_the_quick_specifier_check_agrees_with_packaging(text):
     packaging); whatever the pattern accepts, packaging accepts, and the rest is asked of it."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-    from lockkit.platforms import _PLAIN_SPECIFIERS, _valid_specifier
+    from lockkit.platforms.definitions import _PLAIN_SPECIFIERS, _valid_specifier
     try:
         SpecifierSet(text)
         valid = True

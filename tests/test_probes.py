@@ -1,4 +1,4 @@
-"""The probe scripts, run for real by ``lockkit.probe.run_probe`` inside real venvs.
+"""The probe scripts, run for real by ``lockkit.verify.probe.run_probe`` inside real venvs.
 
 Most tests use a fresh ``--without-pip`` venv holding the fake torch of ``fake_torch.py``
 (installed by uv from a local folder), so every build and device situation can be set
@@ -22,8 +22,8 @@ import pytest
 import uv
 from fake_torch import build_fake_torch
 
-from lockkit._run import isolated_env
-from lockkit.probe import (
+from lockkit._internal.proc import isolated_env
+from lockkit.verify.probe import (
     ALLOWED_VARS,
     PROBES_DIR,
     ProbeResult,
@@ -31,7 +31,7 @@ from lockkit.probe import (
     probe_env,
     run_probe,
 )
-from lockkit.probes.gpu_probe import REFUSAL
+from lockkit.verify.probes.gpu_probe import REFUSAL
 
 posix_only = pytest.mark.skipif(os.name == "nt", reason="signals and process groups are POSIX")
 NVIDIA_PROC = Path("/proc/driver/nvidia/version")

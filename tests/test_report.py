@@ -12,9 +12,8 @@ import pytest
 import uv
 from index_server import build_wheel
 
-from lockkit._run import isolated_env
+from lockkit._internal.proc import isolated_env
 from lockkit.cli import main
-from lockkit.diagnose import diagnose
 from lockkit.report import json as json_format
 from lockkit.report import markdown, write_folder
 from lockkit.report.junit import to_junit
@@ -26,6 +25,7 @@ from lockkit.report.model import (
     SchemaError,
     StepResult,
 )
+from lockkit.verify.diagnose import diagnose
 
 SHA_A, SHA_B = "a" * 64, "b" * 64
 
@@ -249,7 +249,7 @@ class Generator:  # first touched by the GPU probe's matrix product
 def test_a_gpu_check_that_dies_keeps_the_system_facts(tmp_path, monkeypatch, lang, error):
     """`system_probe.py --then-gpu` imports torch once; the system report is flushed before
     the GPU work, so a crash or hang there fails only the GPU part."""
-    from lockkit.probe import run_chain
+    from lockkit.verify.probe import run_chain
 
     python = _venv_with(tmp_path, _GPU_WORK_FAILS)
     monkeypatch.setenv("LANG", lang)  # LANG crosses the probes' allow-list
@@ -263,7 +263,7 @@ def test_a_gpu_check_that_dies_keeps_the_system_facts(tmp_path, monkeypatch, lan
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
 def test_system_and_gpu_reports_from_one_process(tmp_path):
-    from lockkit.probe import gpu_status, run_chain
+    from lockkit.verify.probe import gpu_status, run_chain
 
     python = _venv_with(tmp_path, _GPU_WORK_FAILS.replace("os.abort()", "pass"))
     system, gpu = run_chain(python, None, 30)

@@ -1,4 +1,4 @@
-"""lockkit.reqfile's plain-requirement path prints what packaging prints.
+"""lockkit.config.reqfile's plain-requirement path prints what packaging prints.
 
 Most requirement lines are a name and version clauses; reqfile normalises those without
 importing packaging (~15 ms before compile can start uv). Every line here goes through
@@ -12,7 +12,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from lockkit.reqfile import _plain_requirement, normalize_requirement
+from lockkit.config.reqfile import _plain_requirement, normalize_requirement
 
 PLAIN = ["numpy", "NumPy", "Foo_Bar.baz", "torch==2.5.1", "torch==2.5.1+cpu",
          "torch == 2.5.1+cu126", "x>=1.0,<2", "x >= 1.0 , < 2", "x<2,>=1.0", "x>=1,>=1",
@@ -53,8 +53,8 @@ def test_every_other_line_is_left_to_packaging(spec):
 def test_includes_nest_up_to_the_limit_and_no_deeper(tmp_path):
     """An explicit depth, walked without recursion: MAX_DEPTH files in a chain are read
     (in order, each once), one more is a ConfigError naming the file that includes it."""
+    from lockkit.config.reqfile import MAX_DEPTH, flatten, read_tree
     from lockkit.errors import ConfigError
-    from lockkit.reqfile import MAX_DEPTH, flatten, read_tree
 
     for i in range(MAX_DEPTH):
         (tmp_path / f"r{i}.txt").write_text(f"-c c.txt\npkg{i}\n-r r{i + 1}.txt\n")

@@ -17,18 +17,18 @@ import numpy as np
 import pytest
 from conftest import lockkit
 
-from lockkit import _run
+from lockkit._internal import proc as _run
 from lockkit.cli import main
-from lockkit.config import load_project
+from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
-from lockkit.platforms import load_platforms
+from lockkit.platforms.definitions import load_platforms
 from lockkit.report import markdown
 from lockkit.report.model import Dossier, GitState, ResumeResult, StepResult
-from lockkit.resumecheck import RUNS, RunOutputError, compare, read_run
-from lockkit.steps import Step, StepFailed, Steps, StepSkipped
+from lockkit.verify.checks.resume.step import check_exit, resume_step
+from lockkit.verify.checks.resume.verdict import RUNS, RunOutputError, compare, read_run
 from lockkit.verify.context import Options, Run
-from lockkit.verify.resume import check_exit, resume_step
 from lockkit.verify.run import PLAN
+from lockkit.verify.steps import Step, StepFailed, Steps, StepSkipped
 
 N, M = 3, 3
 BATCHES = [[4, 1], [0, 5], [2, 3]]  # one epoch of 3 batches, then the next in new order

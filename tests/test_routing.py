@@ -1,4 +1,4 @@
-"""lockkit.routing: how links of a PyTorch index page become effective and official URLs."""
+"""lockkit.index.routing: how links of a PyTorch index page become effective and official URLs."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import urllib.request
 
 import pytest
 
-from lockkit.routing import RoutingIndex, parse_links, resolve_href
-from lockkit.urls import Mirrors
+from lockkit.index.routing import RoutingIndex, parse_links, resolve_href
+from lockkit.index.urls import Mirrors
 
 PT = "https://download.pytorch.org"
 R2 = "https://download-r2.pytorch.org"
@@ -118,8 +118,8 @@ def test_a_prefetched_page_is_fetched_once_and_only_asked_pages_count():
     import threading
     import time
 
-    from lockkit.routing import RoutingIndex
-    from lockkit.urls import Mirrors
+    from lockkit.index.routing import RoutingIndex
+    from lockkit.index.urls import Mirrors
 
     calls: list[str] = []
     page = ('<a href="https://download.pytorch.org/whl/cpu/torch-2.5.1%2Bcpu-cp311-cp311-'
@@ -175,8 +175,8 @@ def test_the_routing_server_speaks_http_1_1_as_uv_needs():
     import http.client
     import socket
 
-    from lockkit.routing import RoutingIndex
-    from lockkit.urls import Mirrors
+    from lockkit.index.routing import RoutingIndex
+    from lockkit.index.urls import Mirrors
 
     def fetch(url: str) -> tuple[int, str]:
         return 404, "no such page"
@@ -224,8 +224,8 @@ def test_quiet_waits_for_the_end_of_a_burst_and_no_longer_than_its_limit():
     import urllib.error
     import urllib.request
 
-    from lockkit.routing import RoutingIndex
-    from lockkit.urls import Mirrors
+    from lockkit.index.routing import RoutingIndex
+    from lockkit.index.urls import Mirrors
 
     with RoutingIndex(family=("torch",), official_index="https://download.pytorch.org/whl/cpu",
                       mirrors=Mirrors({}), file_hosts=(), fetch=lambda url: (404, "")) as routing:

@@ -1,4 +1,5 @@
-"""The routing index is private to its compile (lockkit.routing, lockkit.resolve, lockkit.auth).
+"""The routing index is private to its compile (lockkit.index.routing,
+lockkit.compile.resolve, lockkit.index.auth).
 
 Another local account can connect to 127.0.0.1 and find the port in /proc/net/tcp. These
 tests make such an account (``useradd``, removed after) and probe a serving routing index
@@ -25,14 +26,15 @@ from pathlib import Path
 import pytest
 from pytorch_index import basic
 
-from lockkit._compat import tomllib
-from lockkit.auth import Credentials, uv_netrc
+from lockkit._internal.compat import tomllib
+from lockkit._internal.uv import uv_bin
+from lockkit.compile.resolve import Indexes, resolve
 from lockkit.errors import ConfigError, LockkitError
-from lockkit.pages import Http
-from lockkit.platforms import load_platforms
-from lockkit.resolve import Indexes, resolve, uv_bin
-from lockkit.routing import RoutingIndex
-from lockkit.urls import Mirrors
+from lockkit.index.auth import Credentials, uv_netrc
+from lockkit.index.pages import Http
+from lockkit.index.routing import RoutingIndex
+from lockkit.index.urls import Mirrors
+from lockkit.platforms.definitions import load_platforms
 
 OFFICIAL = "https://download.pytorch.org"
 

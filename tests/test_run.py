@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lockkit import _run
+from lockkit._internal import proc as _run
 from lockkit.errors import CommandError
 
 

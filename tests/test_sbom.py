@@ -24,11 +24,12 @@ from packageurl import PackageURL
 from pytorch_index import R2
 from test_wheelhouse import _with_sdist, build_cli, build_lib, compiled
 
-from lockkit import __version__, sbom
-from lockkit._compat import tomllib
+from lockkit import __version__
+from lockkit._internal.compat import tomllib
 from lockkit.cli import main
 from lockkit.errors import ConfigError
-from lockkit.urls import expand
+from lockkit.index.urls import expand
+from lockkit.wheelhouse import sbom
 
 SHA = "ab" * 32
 
@@ -203,7 +204,7 @@ def test_tools_and_the_locks_dependencies():
 
 _RENDER = """
 import sys
-from lockkit import sbom
+from lockkit.wheelhouse import sbom
 files = [sbom.File(name=f"p{i}", version="1", path=f"p{i}-1-py3-none-any.whl",
                    sha256=f"{i:064x}", size=i, source_url=f"http://127.0.0.1/p{i}.whl",
                    built_from={"sdist": f"p{i}-1.tar.gz", "sha256": "ab" * 32} if i % 5 else None)
@@ -232,7 +233,7 @@ def test_a_bad_source_date_epoch_is_a_config_error(monkeypatch):
 
 
 def test_the_library_is_imported_only_to_write():
-    code = ("import sys, lockkit.sbom, lockkit.wheelhouse; "
+    code = ("import sys, lockkit.wheelhouse.sbom, lockkit.wheelhouse.build; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "{'cyclonedx', 'packageurl', 'jsonschema'}))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

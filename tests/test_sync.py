@@ -180,7 +180,7 @@ def test_verify_of_the_example_passes_and_swaps(copy_of, capsys):
 def test_the_venv_lockkit_runs_from_is_refused(tmp_path):
     """Replacing the running venv would pull lockkit's own lazily imported modules away."""
     from lockkit.errors import UsageError
-    from lockkit.sync import target
+    from lockkit.verify.sync import target
 
     with pytest.raises(UsageError, match="lockkit runs from this venv"):
         target(Path(sys.prefix), "linux-cpu")

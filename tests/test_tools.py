@@ -24,10 +24,11 @@ from fake_torch import build_fake_torch
 from index_server import IndexServer
 from pytorch_index import PyTorchIndex
 
-from lockkit import __version__, archive, tools, trust
-from lockkit.cache import Cache
+from lockkit import __version__
+from lockkit.cache.store import Cache
 from lockkit.cli import main
-from lockkit.config import load_project
+from lockkit.config.project import load_project
+from lockkit.wheelhouse import archive, tools, trust
 
 PLATFORM = "linux-cpu"
 
@@ -182,7 +183,7 @@ def test_tools_are_listed_pinned_and_apart_from_the_app(built):
 
 
 def tools_sha(path: Path) -> str:
-    from lockkit.common import sha256_file
+    from lockkit._internal.fs import sha256_file
 
     return sha256_file(path)
 
@@ -197,7 +198,7 @@ def test_lockkit_wheel_is_reproducible_and_complete(built, tmp_path):
     shipped = wheelhouse / "tools" / again.filename
     assert again.path.read_bytes() == shipped.read_bytes()
     names = zipfile.ZipFile(shipped).namelist()
-    assert "lockkit/_platforms/linux-cpu.toml" in names and "lockkit/tools.py" in names
+    assert "lockkit/_platforms/linux-cpu.toml" in names and "lockkit/wheelhouse/tools.py" in names
     assert not [n for n in names if n.endswith(".pyc") or "__pycache__" in n]
 
 
@@ -314,7 +315,8 @@ def test_an_installed_lockkit_rebuilds_its_wheel(built, machine):
     edited.write_text(edited.read_text() + "# edited\n")
     (here / "r3").mkdir()
     run = offline(["v/bin/python", "-c", REBUILD, str(here / "r3")], here, log)
-    assert run.returncode != 0 and "lockkit/tools.py: differs from the installed" in run.stderr
+    assert run.returncode != 0
+    assert "lockkit/wheelhouse/tools.py: differs from the installed" in run.stderr
 
 
 @pytest.mark.network

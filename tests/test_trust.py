@@ -13,10 +13,10 @@ from pathlib import Path
 from conftest import lockkit
 from index_server import build_wheel
 
-from lockkit._compat import tomllib
-from lockkit.archive import pack as pack_folder
+from lockkit._internal.compat import tomllib
 from lockkit.cli import main
-from lockkit.fetch import Cache
+from lockkit.wheelhouse.archive import pack as pack_folder
+from lockkit.wheelhouse.fetch import Cache
 
 PLATFORM = "linux-cpu"
 

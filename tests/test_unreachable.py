@@ -22,7 +22,7 @@ from silent_server import Silent, dead_port
 
 from lockkit.cli import main
 from lockkit.errors import IndexError_
-from lockkit.platforms import load_platforms
+from lockkit.platforms.definitions import load_platforms
 
 UNRESOLVABLE = "http://nonexistent.invalid/whl"
 
@@ -175,7 +175,7 @@ sys.exit(2)
 def _resolve_with(tmp_path: Path, mode: str, fetch) -> tuple[BaseException, float]:
     import sys
 
-    from lockkit.resolve import Indexes, resolve
+    from lockkit.compile.resolve import Indexes, resolve
 
     uv = tmp_path / "uv"
     uv.write_text(_UV.format(python=sys.executable, started=str(tmp_path / "started"),

@@ -1,10 +1,10 @@
-"""lockkit.urls: the official, effective and printable forms of an index or file URL."""
+"""lockkit.index.urls: the official, effective and printable forms of an index or file URL."""
 
 from __future__ import annotations
 
 import pytest
 
-from lockkit.urls import Mirrors, expand, requirement_form, unapply_mirrors
+from lockkit.index.urls import Mirrors, expand, requirement_form, unapply_mirrors
 
 WHEEL = "numpy-2.1.0-cp311-cp311-linux_x86_64.whl"
 

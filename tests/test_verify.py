@@ -16,9 +16,9 @@ from index_server import IndexServer
 from pytorch_index import PyTorchIndex
 
 from lockkit.cli import main
-from lockkit.config import load_project
-from lockkit.lockfile import read_lock
-from lockkit.platforms import load_platforms
+from lockkit.config.project import load_project
+from lockkit.lock.lockfile import read_lock
+from lockkit.platforms.definitions import load_platforms
 from lockkit.report.model import Dossier
 from lockkit.verify import Options as VerifyOptions
 from lockkit.verify import verify as run_verify

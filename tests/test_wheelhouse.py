@@ -17,12 +17,12 @@ from conftest import OFFICIAL, assert_conforms
 from packaging.pylock import Pylock
 from pytorch_index import R2
 
-from lockkit import wheelhouse
-from lockkit._compat import tomllib
+from lockkit._internal.compat import tomllib
 from lockkit.cli import main
-from lockkit.config import load_project
-from lockkit.fetch import Cache, FetchError, HashMismatch, http_client
-from lockkit.platforms import load_platforms
+from lockkit.config.project import load_project
+from lockkit.platforms.definitions import load_platforms
+from lockkit.wheelhouse import build as wheelhouse
+from lockkit.wheelhouse.fetch import Cache, FetchError, HashMismatch, http_client
 
 TORCH = "torch-2.5.1+cpu-cp311-cp311-linux_x86_64.whl"
 TORCH_KEY = "whl/cpu/torch-2.5.1%2Bcpu-cp311-cp311-linux_x86_64.whl"  # as the index links it
@@ -368,7 +368,7 @@ def test_printed_hint_installs_with_a_fresh_venvs_pip(built, tmp_path):
     which is why the hint does not lead with it."""
     import shlex
 
-    from lockkit.archive import install_hint
+    from lockkit.wheelhouse.archive import install_hint
 
     lines = install_hint(built).splitlines()
     first = lines[1].strip().replace("python -m venv", f"{shlex.quote(sys.executable)} -m venv")
@@ -519,7 +519,7 @@ def test_pack_and_unpack_from_the_command_line(built, project, tmp_path, capsys)
 
 
 def test_the_install_text_names_tools_only_when_the_wheelhouse_has_them(tmp_path):
-    from lockkit.offline import install_hint, requirements_header
+    from lockkit.wheelhouse.offline import install_hint, requirements_header
 
     (tmp_path / "requirements.txt").write_text("x==1 --hash=sha256:" + "0" * 64 + "\n")
     assert "tools" not in install_hint(tmp_path)

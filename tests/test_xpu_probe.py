@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from test_probes import checks_of, fake_venv, gpu, numpy_wheel  # noqa: F401 - fixtures
 
-from lockkit import common
-from lockkit.chain import gpu_args
-from lockkit.platforms import load_platforms
-from lockkit.probe import gpu_status
+from lockkit.platforms import arch
+from lockkit.platforms.definitions import load_platforms
+from lockkit.verify.chain import gpu_args
+from lockkit.verify.probe import gpu_status
 
 XPU_FAKE: dict[str, Any] = {"version": "2.9.1+xpu", "cuda": None, "hip": None,
                             "xpu": "20250101", "device_name": "Intel(R) Data Center GPU Max 1550"}
@@ -67,9 +67,9 @@ def test_rocm_build_is_read_from_torch_version_hip(fake_venv):  # noqa: F811
 @pytest.mark.parametrize("machine", ["aarch64", "arm64"])
 def test_aarch64_platforms_match_an_aarch64_machine(monkeypatch, machine):
     """verify's host step (verify/rebuild.py) compares host_arch() with arch_family(arch)."""
-    monkeypatch.setattr(common, "_machine", lambda: machine)
+    monkeypatch.setattr(arch, "_machine", lambda: machine)
     plats = load_platforms()
-    here = common.host_arch()
+    here = arch.host_arch()
     runs = sorted(n for n, p in plats.items() if p.os == "linux"
-                  and common.arch_family(p.arch) == here)
+                  and arch.arch_family(p.arch) == here)
     assert runs == ["linux-cpu-aarch64", "linux-cu128-aarch64", "linux-cu130-aarch64"]

@@ -112,7 +112,7 @@ def _open_standard_streams() -> None:
 
 
 def _interrupted() -> int:
-    from lockkit import ui
+    from lockkit._internal import ui
     from lockkit.errors import INTERRUPTED
 
     try:
@@ -138,7 +138,7 @@ def _os_error(exc: OSError) -> str:
 
 
 def _fail(message: str, hint: str | None) -> None:
-    from lockkit import ui
+    from lockkit._internal import ui
 
     ui.say(f"lockkit: error: {message}")
     if hint:

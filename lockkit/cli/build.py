@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lockkit import ui
+from lockkit._internal import ui
 from lockkit.errors import StaleLockError, UsageError, WriteError
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ __all__ = ["cmd_compile", "cmd_platforms", "cmd_wheelhouse", "project_root", "sh
 
 
 def cmd_platforms(args: argparse.Namespace) -> int:
-    from lockkit.platforms import load_platforms, markdown_table
+    from lockkit.platforms.definitions import load_platforms, markdown_table
 
     platforms = load_platforms(project_root(args.project))
     if args.host:
@@ -42,7 +42,7 @@ def cmd_platforms(args: argparse.Namespace) -> int:
 
 
 def _platforms_host(platforms: dict[str, Any], as_json: bool) -> int:
-    from lockkit import host
+    from lockkit.platforms import host
 
     fits, out = host.rank(platforms.values(), host.detect())
     if as_json:
@@ -59,8 +59,8 @@ def _platforms_host(platforms: dict[str, Any], as_json: bool) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from lockkit.config import load_project
-    from lockkit.platforms import load_platforms, select_platforms
+    from lockkit.config.project import load_project
+    from lockkit.platforms.definitions import load_platforms, select_platforms
 
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url,
                            exclude_newer=args.exclude_newer)
@@ -72,7 +72,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                              f"in {project.root}",
                              hint="run it in the project's folder, or name that folder "
                                   "with --project")
-        from lockkit.freshness import check_platforms  # the gate imports no resolver
+        from lockkit.lock.freshness import check_platforms  # the gate imports no resolver
 
         outcomes = check_platforms(project, selected)
         bad = [o for o in outcomes if o.status != "fresh"]
@@ -84,7 +84,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 "locks not fresh: " + ", ".join(f"{o.platform} ({o.status})" for o in bad),
                 hint="run 'lockkit compile' and commit the locks")
         return 0
-    from lockkit.compiler import compile_platforms
+    from lockkit.compile.compiler import compile_platforms
 
     phase = None if ui.interactive() else (lambda p: ui.say(f"{p.name}: resolving..."))
     with ui.progress("resolving " + ", ".join(p.name for p in selected),
@@ -115,13 +115,13 @@ def cmd_wheelhouse(args: argparse.Namespace) -> int:
 
 
 def _wheelhouse_build(args: argparse.Namespace) -> int:
-    from lockkit import wheelhouse
-    from lockkit.auth import Credentials
-    from lockkit.config import load_project
-    from lockkit.fetch import Cache, default_cache_dir, http_client
-    from lockkit.freshness import stale_warning
-    from lockkit.outdir import check
-    from lockkit.platforms import load_platforms, select_platforms
+    from lockkit._internal.outdir import check
+    from lockkit.config.project import load_project
+    from lockkit.index.auth import Credentials
+    from lockkit.lock.freshness import stale_warning
+    from lockkit.platforms.definitions import load_platforms, select_platforms
+    from lockkit.wheelhouse import build as wheelhouse
+    from lockkit.wheelhouse.fetch import Cache, default_cache_dir, http_client
 
     for folder in args.find_links:
         if not folder.is_dir():
@@ -180,7 +180,7 @@ def _tools_wanted(args: argparse.Namespace, platform: Any, lock: Path) -> bool:
     """tools/ unless --no-tools, or the lock's Python is one lockkit cannot run on (a note)."""
     if args.no_tools:
         return False
-    from lockkit import tools
+    from lockkit.wheelhouse import tools
 
     reason = tools.skip_reason(tools.target_python(lock))
     if reason:
@@ -189,7 +189,7 @@ def _tools_wanted(args: argparse.Namespace, platform: Any, lock: Path) -> bool:
 
 
 def _wheelhouse_pack(args: argparse.Namespace) -> int:
-    from lockkit import archive
+    from lockkit.wheelhouse import archive
 
     root = project_root(args.project)
     folder = wheelhouse_folder(args.folder, root, args.platform)
@@ -208,10 +208,11 @@ def _wheelhouse_pack(args: argparse.Namespace) -> int:
 
 
 def project_root(given: Path | None) -> Path:
-    """``--project``, else the folder every command finds (:func:`lockkit.config.load_project`:
-    the nearest lockkit.toml or [tool.lockkit] upward), so pack and sbom work from the same
+    """``--project``, else the folder every command finds
+    (:func:`lockkit.config.project.load_project`: the nearest lockkit.toml or [tool.lockkit]
+    upward), so pack and sbom work from the same
     sub-folder build did."""
-    from lockkit.config import load_project
+    from lockkit.config.project import load_project
 
     return load_project(given).root
 
@@ -227,11 +228,11 @@ def wheelhouse_folder(folder: Path | None, root: Path, platform: str) -> Path:
 
 
 def _wheelhouse_unpack(args: argparse.Namespace) -> int:
-    from lockkit import archive
+    from lockkit.wheelhouse import archive
 
     if args.archive.is_dir():  # a folder of <platform>.wheelhouse.tar: the best for this machine
-        from lockkit.host import choose
-        from lockkit.platforms import load_platforms
+        from lockkit.platforms.definitions import load_platforms
+        from lockkit.platforms.host import choose
 
         tars = {p.name.removesuffix(".wheelhouse.tar"): p
                 for p in args.archive.glob("*.wheelhouse.tar")}
@@ -257,7 +258,7 @@ def _wheelhouse_unpack(args: argparse.Namespace) -> int:
 def _committed(lock: Path | None, project_dir: Path | None) -> Any:
     """The selection of ``--lock FILE``, for its platform (a project's own platforms are
     found beside its ``locks/`` folder)."""
-    from lockkit import trust
+    from lockkit.wheelhouse import trust
 
     if lock is None:
         return None

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lockkit import ui
+from lockkit._internal import ui
 from lockkit.cli.build import _size, shown_path
 from lockkit.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
-    from lockkit.cache import Entry, Pruned, Survey
+    from lockkit.cache.store import Entry, Pruned, Survey
 
 __all__ = ["cmd_cache"]
 
@@ -31,14 +31,14 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 
 def _root(args: argparse.Namespace) -> Path:
-    from lockkit.cache import default_cache_dir
+    from lockkit.cache.store import default_cache_dir
 
     return (args.cache_dir or default_cache_dir()).absolute()
 
 
 def _locks(projects: list[Path]) -> tuple[list[Path], list[Path]]:
     """The project folders (default: the nearest one) and every lock in their locks/."""
-    from lockkit.config import find_project
+    from lockkit.config.project import find_project
 
     for given in projects:
         if not given.is_dir():
@@ -54,7 +54,7 @@ def _count(entries: Sequence[Entry]) -> dict[str, int]:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from lockkit.cache import lock_references, survey
+    from lockkit.cache.store import lock_references, survey
 
     found = survey(_root(args))
     roots, locks = _locks(args.project)
@@ -100,8 +100,8 @@ def _count_part(found: Survey, name: str) -> dict[str, int]:
 
 def _memos(root: Path) -> tuple[bool, str]:
     """Whether lockkit remembers anything in the cache at *root* (the memo store's one
-    rule, :class:`lockkit.memo.MemoStore`), and why."""
-    from lockkit.memo import MemoStore
+    rule, :class:`lockkit.cache.memo.MemoStore`), and why."""
+    from lockkit.cache.memo import MemoStore
 
     store = MemoStore(root)
     if store.trusted:
@@ -130,7 +130,7 @@ def _problem(path: Path) -> str | None:
 
 
 def _prune(args: argparse.Namespace) -> int:
-    from lockkit import cache
+    from lockkit.cache import store as cache
 
     found = cache.survey(_root(args))  # first: a folder that is not the cache is refused
     roots, locks = _locks(args.project)

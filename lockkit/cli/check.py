@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lockkit import ui
+from lockkit._internal import ui
 from lockkit.cli.build import shown_path
 from lockkit.cli.common import check_given_paths, lock_fetcher, pick_platform
 from lockkit.errors import UsageError, VerifyError
@@ -18,9 +18,9 @@ __all__ = ["cmd_ci", "cmd_diagnose", "cmd_diff", "cmd_verify", "new_report_folde
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from lockkit import verify
-    from lockkit.cache import default_cache_dir
-    from lockkit.config import load_project
-    from lockkit.outdir import check
+    from lockkit._internal.outdir import check
+    from lockkit.cache.store import default_cache_dir
+    from lockkit.config.project import load_project
     from lockkit.report import json as json_format
     from lockkit.report import terminal, write_folder
     from lockkit.report.junit import write_junit
@@ -104,9 +104,9 @@ def new_report_folder(parent: Path, stamp: str) -> Path:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from lockkit.diagnose import default_python, diagnose, no_torch
     from lockkit.report import json as json_format
     from lockkit.report import terminal
+    from lockkit.verify.diagnose import default_python, diagnose, no_torch
 
     if args.python is not None and not args.python.exists():
         raise UsageError(f"--python {args.python}: no such interpreter")
@@ -129,8 +129,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from lockkit.diff import LAYERS, compare, load_side
     from lockkit.report import terminal
+    from lockkit.report.diff import LAYERS, compare, load_side
 
     a, b = load_side(args.a), load_side(args.b)
     layers, found = compare(a, b)
@@ -140,9 +140,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
-    from lockkit import ci
-    from lockkit.config import load_project
-    from lockkit.platforms import load_platforms, select_platforms
+    from lockkit.ci import workflow as ci
+    from lockkit.config.project import load_project
+    from lockkit.platforms.definitions import load_platforms, select_platforms
 
     repo, rel = ci.locate_project(args.project, Path.cwd())
     project = load_project(repo / rel)

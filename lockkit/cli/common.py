@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lockkit import ui
+from lockkit._internal import ui
 from lockkit.errors import UsageError
 
 if TYPE_CHECKING:
@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from lockkit.config import Project
-    from lockkit.platforms import Platform
+    from lockkit.config.project import Project
+    from lockkit.platforms.definitions import Platform
 
 __all__ = ["check_given_paths", "lock_fetcher", "pick_platform"]
 
@@ -23,11 +23,11 @@ __all__ = ["check_given_paths", "lock_fetcher", "pick_platform"]
 def pick_platform(project: Project, name: str | None, command: str) -> Platform:
     """The named platform, else the config's only one, else the best this machine runs
     that has a lock (said on stderr as ``<command>: picked ...``); its lock must exist."""
-    from lockkit.platforms import load_platforms, select_platforms
+    from lockkit.platforms.definitions import load_platforms, select_platforms
 
     known = load_platforms(project.root)
     if name is None and len(project.platforms) != 1:
-        from lockkit.host import choose
+        from lockkit.platforms.host import choose
 
         picked = choose(known, {n for n in known if project.lock_path(n).is_file()}, "lock")
         name = picked.platform.name
@@ -54,9 +54,9 @@ def lock_fetcher(project: Project, platform: Platform, cache_dir: Path | None
     """Without a wheelhouse: the lock's files fetched by hash into a temp one, through the
     cache (``cache_dir``, else the default one)."""
     def fetch(dest: Path) -> Path:
-        from lockkit import wheelhouse
-        from lockkit.auth import Credentials
-        from lockkit.fetch import Cache, default_cache_dir, http_client
+        from lockkit.index.auth import Credentials
+        from lockkit.wheelhouse import build as wheelhouse
+        from lockkit.wheelhouse.fetch import Cache, default_cache_dir, http_client
 
         with http_client(credentials=Credentials.for_project(project)) as client:
             wheelhouse.build(project, platform, dest, client=client,

@@ -9,17 +9,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lockkit import ui
+from lockkit._internal import ui
 
 __all__ = ["cmd_export"]
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from lockkit import export
-    from lockkit.common import write_atomic
-    from lockkit.config import load_project
-    from lockkit.freshness import stale_warning
-    from lockkit.platforms import load_platforms, select_platforms
+    from lockkit._internal.fs import write_atomic
+    from lockkit.config.project import load_project
+    from lockkit.lock import export
+    from lockkit.lock.freshness import stale_warning
+    from lockkit.platforms.definitions import load_platforms, select_platforms
 
     if args.format == "pylock" and args.output is not None:
         export.check_pylock_name(args.output)

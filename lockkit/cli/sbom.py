@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from lockkit import ui
+from lockkit._internal import ui
 from lockkit.errors import UsageError
 
 __all__ = ["cmd_wheelhouse_sbom"]
@@ -12,8 +12,8 @@ __all__ = ["cmd_wheelhouse_sbom"]
 
 def cmd_wheelhouse_sbom(args: argparse.Namespace) -> int:
     """Write the SBOM; its path goes to stdout, a summary line to stderr."""
-    from lockkit import sbom
     from lockkit.cli.build import project_root, shown_path, wheelhouse_folder
+    from lockkit.wheelhouse import sbom
 
     root = project_root(args.project)
     folder = wheelhouse_folder(args.folder, root, args.platform)

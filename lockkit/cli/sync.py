@@ -1,4 +1,4 @@
-"""``lockkit sync``: the project's venv rebuilt from its lock (see :mod:`lockkit.sync`).
+"""``lockkit sync``: the project's venv rebuilt from its lock (see :mod:`lockkit.verify.sync`).
 The steps table and the verdict go to stdout, progress to stderr."""
 
 from __future__ import annotations
@@ -7,22 +7,21 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from lockkit import ui
+from lockkit._internal import ui
 from lockkit.cli.build import shown_path
 from lockkit.cli.common import check_given_paths, lock_fetcher, pick_platform
 
 if TYPE_CHECKING:
-    from lockkit.config import Project
-    from lockkit.platforms import Platform
-    from lockkit.sync import Synced
+    from lockkit.config.project import Project
+    from lockkit.platforms.definitions import Platform
+    from lockkit.verify.sync import Synced
 
 __all__ = ["cmd_sync"]
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
-    from lockkit import sync
-    from lockkit.config import load_project
-    from lockkit.verify import Options
+    from lockkit.config.project import load_project
+    from lockkit.verify import Options, sync
 
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
     platform = pick_platform(project, args.platform, "sync")

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from lockkit.common import write_atomic
-from lockkit.redact import redact
+from lockkit._internal.fs import write_atomic
+from lockkit.index.redact import redact
 from lockkit.report import json as json_format
 from lockkit.report import markdown
 from lockkit.report.model import Dossier

@@ -76,7 +76,7 @@ class ExtensionsResult:
     native: tuple[NativePackage, ...] = ()
     device: str | None = None
     config: Mapping[str, Any] | None = None
-    hang: Mapping[str, Any] | None = None  # lockkit.hang's report when the probe timed out
+    hang: Mapping[str, Any] | None = None  # lockkit.verify.hang's report when the probe timed out
 
     @property
     def passed(self) -> bool:

@@ -4,12 +4,12 @@ One ``<testsuites>`` holding one ``<testsuite>``; each step is a ``<testcase>`` 
 dossier's order. ``failed`` is a ``<failure>`` carrying the step's first error,
 ``skipped`` and ``not-run`` are ``<skipped>`` carrying the reason: a step that never
 ran is not a failure of its own, the step it needed already is. ``errors`` is always 0
-because a step's crash is recorded by :mod:`lockkit.steps` as ``failed``.
+because a step's crash is recorded by :mod:`lockkit.verify.steps` as ``failed``.
 
 The shape follows the common (Jenkins/Ant) JUnit schema that GitHub, GitLab and
 Jenkins test reporters read: numeric ``tests``/``failures``/``errors``/``skipped``/
 ``time``, ``timestamp`` without a zone. Every message goes through
-:func:`lockkit.redact.redact`, and characters XML 1.0 cannot carry (terminal escapes
+:func:`lockkit.index.redact.redact`, and characters XML 1.0 cannot carry (terminal escapes
 in a subprocess's output) are dropped so the file always parses.
 """
 
@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from lockkit.common import write_atomic
-from lockkit.redact import redact
+from lockkit._internal.fs import write_atomic
+from lockkit.index.redact import redact
 from lockkit.report.model import STATUSES, Dossier
 
 __all__ = ["STATUSES", "to_junit", "write_junit"]

@@ -89,7 +89,7 @@ class Dossier:
     warnings: tuple[str, ...] = ()  # noticed, not judged: e.g. the lock is stale
     extensions: ExtensionsResult | None = None  # [verify.extensions] and native packages
     resume: ResumeResult | None = None  # the training-resume check ([verify.resume])
-    # where a command that passed its timeout stalled (lockkit.hang): step, phase, frame,
+    # where a command that passed its timeout stalled (lockkit.verify.hang): step, phase, frame,
     # detail and the stacks every process of its group printed
     hang: Mapping[str, Any] | None = None
 

@@ -1,7 +1,7 @@
 """What commands print: result tables on stdout (the command's answer), status on stderr.
 
 Plain aligned text when stdout is a pipe or a file, a rich table on a terminal
-(:func:`lockkit.ui.print_table` decides).
+(:func:`lockkit._internal.ui.print_table` decides).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from lockkit import ui
+from lockkit._internal import ui
 from lockkit.report.model import Dossier
 
 __all__ = ["diagnose_facts", "diff_json", "diff_text", "steps_table", "warnings"]

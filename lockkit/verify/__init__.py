@@ -2,8 +2,8 @@
 
 - :mod:`~lockkit.verify.run`: the steps in order, and the dossier;
 - :mod:`~lockkit.verify.rebuild`: host, venv, install, pip-check, inventory;
-- :mod:`~lockkit.verify.application`: the project's own check in a clean copy;
-- the system and GPU steps are :mod:`lockkit.chain`'s, shared with ``diagnose``.
+- :mod:`~lockkit.verify.checks.application.step`: the project's own check in a clean copy;
+- the system and GPU steps are :mod:`lockkit.verify.chain`'s, shared with ``diagnose``.
 """
 
 from lockkit.verify.context import Options

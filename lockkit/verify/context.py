@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lockkit import _run, hang
-from lockkit.config import Project
-from lockkit.platforms import Platform
-from lockkit.redact import redact
+from lockkit._internal import proc as _run
+from lockkit._internal.uv import uv_bin
+from lockkit.config.project import Project
+from lockkit.index.redact import redact
+from lockkit.platforms.definitions import Platform
 from lockkit.report.model import CommandRecord
-from lockkit.resolve import uv_bin
-from lockkit.steps import Step, Steps
+from lockkit.verify import hang
+from lockkit.verify.steps import Step, Steps
 
 __all__ = ["Options", "Run", "UV_CACHE"]
 
@@ -81,7 +82,7 @@ class Run:
              env: dict[str, str] | None = None, cwd: Path | None = None,
              stacks_on_timeout: bool = False, uv_cache: Path | None = None) -> _run.Result:
         """Run a command for *step*; every uv command uses this run's own uv cache, or
-        *uv_cache*. *stacks_on_timeout*: see :func:`lockkit._run.call` (the caller's *env*
+        *uv_cache*. *stacks_on_timeout*: see :func:`lockkit._internal.proc.call` (the caller's *env*
         should carry ``PYTHONFAULTHANDLER=1``)."""
         if argv[0] == uv_bin():
             env = {**(env if env is not None else _run.isolated_env()),

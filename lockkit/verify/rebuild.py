@@ -21,17 +21,20 @@ from packaging.tags import Tag, compatible_tags, cpython_tags, platform_tags
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from lockkit import _run, trust
-from lockkit._compat import tomllib
-from lockkit.cachelayout import make_root
-from lockkit.common import arch_family, host_arch, host_os, last_error_line, sha256_file
+from lockkit._internal import proc as _run
+from lockkit._internal.compat import tomllib
+from lockkit._internal.fs import sha256_file
+from lockkit._internal.proc import last_error_line
+from lockkit._internal.uv import uv_bin
+from lockkit.cache.layout import make_root
+from lockkit.cache.memo import MemoStore, private_folder
 from lockkit.errors import LockkitError
-from lockkit.lockfile import python_of, read_lock
-from lockkit.memo import MemoStore, private_folder
+from lockkit.lock.lockfile import python_of, read_lock
+from lockkit.platforms.arch import arch_family, host_arch, host_os
 from lockkit.report.model import Inventory, PackageRow
-from lockkit.resolve import uv_bin
-from lockkit.steps import Step, StepFailed
 from lockkit.verify.context import Run
+from lockkit.verify.steps import Step, StepFailed
+from lockkit.wheelhouse import trust
 
 __all__ = ["check_step", "host_step", "install_step", "inventory_step", "shared_root",
            "venv_step"]
@@ -62,7 +65,7 @@ def host_step(run: Run, step: Step) -> None:
 
 
 def lock_python(run: Run) -> str:
-    """The Python version of the committed lock (:func:`lockkit.lockfile.python_of`): the
+    """The Python version of the committed lock (:func:`lockkit.lock.lockfile.python_of`): the
     project's ``python``, or the platform's default when it names none."""
     lock = run.opts.project.lock_path(run.opts.platform.name)
     try:
@@ -317,7 +320,7 @@ _SHARED = "verify"  # <cache>/verify: wheels/<sha256>/<file>, uv's cache, venvs/
 def shared_root(cache_root: Path | None) -> Path | None:
     """``<cache>/verify``, where verify's installs are kept between runs, made private
     (0700) to this user, when the cache folder is private to this user (the memo store's
-    rule, :class:`lockkit.memo.MemoStore`); else None, and a run keeps its uv cache,
+    rule, :class:`lockkit.cache.memo.MemoStore`); else None, and a run keeps its uv cache,
     bytecode and venv in its own temp folder, removed after it. uv trusts what its cache
     holds and CPython the ``.pyc`` files of a bytecode prefix: in a folder another user
     can write, either runs their code as the user who runs verify."""

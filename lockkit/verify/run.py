@@ -29,15 +29,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockkit import __version__, chain, freshness, probe
-from lockkit.common import sha256_file
+from lockkit import __version__
+from lockkit._internal.fs import sha256_file
+from lockkit.lock import freshness
 from lockkit.report.model import Dossier, Variant
-from lockkit.steps import Step, Steps, StepSkipped, overall
-from lockkit.verify import rebuild
-from lockkit.verify.application import app_step, git_state
+from lockkit.verify import chain, probe, rebuild
+from lockkit.verify.checks.application.step import app_step, git_state
+from lockkit.verify.checks.extensions.step import extensions_step
+from lockkit.verify.checks.resume.step import resume_step
 from lockkit.verify.context import UV_CACHE, Options, Run
-from lockkit.verify.extensions import extensions_step
-from lockkit.verify.resume import resume_step
+from lockkit.verify.steps import Step, Steps, StepSkipped, overall
 
 __all__ = ["Outcome", "PLAN", "execute", "make_dossier", "new_run", "step_bodies", "verify"]
 

@@ -1,0 +1,25 @@
+"""uv: the binary lockkit runs (the one its ``uv`` package ships, never one on PATH) and
+its version."""
+
+from __future__ import annotations
+
+from importlib import metadata
+from pathlib import Path
+
+from lockkit._internal import proc
+
+__all__ = ["uv_bin", "uv_version"]
+
+
+def uv_bin() -> str:
+    import uv  # the uv package ships the binary; never assume one on PATH
+
+    return uv.find_uv_bin()
+
+
+def uv_version(binary: str | None = None) -> str:
+    """The version of *binary* (default: the uv package's own, read from its metadata)."""
+    if binary is None or Path(binary) == Path(uv_bin()):
+        return metadata.version("uv")
+    out = proc.check([binary, "--version"], what=f"{binary} --version", timeout=60).stdout.split()
+    return out[1] if len(out) > 1 else "unknown"

@@ -1,0 +1,204 @@
+"""The memo store: what lockkit remembers between runs, and the one rule for trusting it.
+
+A memo is one JSON value in ``<cache>/memo/<kind>/<key>.json``. Its key is the sha256 of
+the memo format, the kind, lockkit's own code digest (every source file of the package,
+so a change to the code under the same version is a new key) and the caller's inputs
+(:meth:`MemoStore.key`). A memo saves work; it never decides a result on its own word.
+
+**The trust rule.** A memo is read or written only when the cache folder and the memo
+folders are owned by this user and writable by nobody else (as ssh's StrictModes treats
+``~/.ssh``); under any other cache (a group-writable shared ``LOCKKIT_CACHE_DIR``)
+nothing is remembered. A memo file is opened without following a link and without
+blocking, and read only when it is a regular file of this user's, writable by nobody
+else, under :data:`LIMIT` bytes. Anything else, a memo of another format or one that
+does not parse included, is a miss. What a memo says is then checked by its caller as
+fresh data: file names by the same rules as a fresh name, hashes against the lock.
+
+Writes are atomic (a temp file in the same folder, then a rename) and private (0600);
+they are not synced to disk, since a memo a crash cut short does not parse: a miss.
+A memo that cannot be written costs only the next run's shortcut.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import sys
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FORMAT", "LIMIT", "MemoStore", "code_digest", "make_private_folder", "open_regular",
+           "owned_and_closed", "private_folder", "read_regular"]
+
+FORMAT = 1
+LIMIT = 16 * 1024 * 1024  # no memo is this large; a larger file is not one of ours
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """sha256 over lockkit's own source files (relative name and bytes, in name order)."""
+    package = Path(__file__).resolve().parents[1]  # lockkit/
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _owned_and_closed(st: os.stat_result) -> bool:
+    """Owned by this user and writable by nobody else (always true where there are no
+    POSIX owners: Windows keeps a user's cache under their own profile's ACLs)."""
+    if sys.platform == "win32":
+        return True
+    return st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+owned_and_closed = _owned_and_closed  # the rule, for a file the caller has already opened
+
+
+def private_folder(path: Path) -> bool:
+    """*path* is a real folder (not a link) of this user's that nobody else can write."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and _owned_and_closed(st)
+
+
+def make_private_folder(path: Path) -> bool:
+    """Create the folder *path* (missing parents too) 0700 whatever the umask; False when
+    it cannot be made. A folder already there is left as it is (a shared cache stays
+    shared, and is then not trusted)."""
+    if os.path.lexists(path):
+        return os.path.isdir(path)
+    try:
+        os.makedirs(path, 0o700)
+        os.chmod(path, 0o700)  # what a restrictive umask took away (0500 under 0277)
+    except OSError:
+        return os.path.isdir(path)
+    return True
+
+
+def open_regular(path: Path) -> tuple[int, os.stat_result] | None:
+    """A read-only descriptor of *path* and its ``fstat``, when it is a regular file: it is
+    opened without following a link and without blocking (a FIFO or device is never
+    waited on), then checked; None otherwise. The caller closes the descriptor."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    flags |= getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return None
+    return fd, st
+
+
+def read_regular(path: Path, limit: int = LIMIT, *, private: bool = True) -> bytes | None:
+    """The bytes of *path* when it is a regular file (:func:`open_regular`), under *limit*
+    bytes and, with *private*, this user's and writable by nobody else; None otherwise."""
+    opened = open_regular(path)
+    if opened is None:
+        return None
+    fd, st = opened
+    try:
+        if st.st_size > limit:
+            return None
+        if private and not _owned_and_closed(st):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(limit + 1)
+        return data if len(data) <= limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+class MemoStore:
+    """The memos under one cache folder (``<cache>/memo``)."""
+
+    def __init__(self, cache_root: Path) -> None:
+        self.cache_root = cache_root
+        self.root = cache_root / "memo"
+
+    @property
+    def trusted(self) -> bool:
+        """The cache folder, and the memo folder where it exists, are private to this user:
+        only then is anything remembered or read back."""
+        if not private_folder(self.cache_root):
+            return False
+        return not os.path.lexists(self.root) or private_folder(self.root)
+
+    @staticmethod
+    def key(kind: str, *parts: Any) -> str:
+        """The memo key of *parts* (anything JSON can write, paths and sets as strings)."""
+        blob = json.dumps([FORMAT, kind, code_digest(), parts], sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def _path(self, kind: str, key: str) -> Path:
+        if not kind.isidentifier() or len(key) != 64 or not all(c in "0123456789abcdef"
+                                                                for c in key):
+            raise ValueError(f"not a memo kind and key: {kind!r}, {key!r}")
+        return self.root / kind / f"{key}.json"
+
+    def get(self, kind: str, key: str) -> Any | None:
+        """The memo's value, or None: no memo, an untrusted cache, or a file that is not a
+        private regular file holding this format's JSON."""
+        path = self._path(kind, key)
+        if not self.trusted or not private_folder(path.parent):
+            return None
+        data = read_regular(path)
+        if data is None:
+            return None
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return None
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("key") != key:
+            return None
+        return doc.get("value")
+
+    def put(self, kind: str, key: str, value: Any) -> bool:
+        """Remember *value* (atomically, 0600); False when the cache is not private to this
+        user or cannot be written (the next run then does the work again). A cache folder
+        that does not exist yet is made, 0700."""
+        path = self._path(kind, key)
+        make_private_folder(self.cache_root)
+        if not self.trusted:
+            return False
+        try:
+            for folder in (self.root, path.parent):
+                if not os.path.lexists(folder):
+                    os.mkdir(folder, 0o700)
+                if not private_folder(folder):
+                    return False
+            text = json.dumps({"format": FORMAT, "key": key, "value": value},
+                              sort_keys=True, default=str)
+            fd, tmp = tempfile.mkstemp(prefix=".memo-", suffix=".tmp", dir=path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(text)  # no fsync: a memo a crash truncates is a miss, not a lie
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def forget(self, kind: str, key: str) -> None:
+        try:
+            self._path(kind, key).unlink()
+        except OSError:
+            pass

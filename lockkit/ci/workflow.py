@@ -1,0 +1,458 @@
+"""A GitHub Actions workflow that gates locks and verifies every platform on its runner.
+
+Two jobs: ``locks`` fails the run when a lock is missing or stale (``compile --check``),
+then ``verify`` builds each platform's wheelhouse and verifies it on a runner of that
+platform, one matrix entry per platform with a committed lock (a platform without one
+would fail ``locks`` and with it every job), uploading the dossier and JUnit file whether
+or not verify passed. uv's cache, lockkit's download cache and the wheelhouse are cached
+under a key holding the platform lock's hash.
+
+**Where lockkit comes from.** ``[ci] lockkit`` is one pip requirement line, checked at
+load (:func:`lockkit.config.keys.lockkit_requirement`): ``lockkit==1.2.3`` (with
+``--hash=sha256:...`` options to check the download), a wheel committed to the repository
+(hashed here, when the workflow is written, and checked by pip in CI), an https URL
+(``#sha256=`` checked by pip) or a VCS URL at a full commit. Without the key ``ci github``
+writes lockkit's own wheel into the project, ``.lockkit/ci/lockkit-<version>-py3-none-any.whl``,
+made as ``tools/`` makes it (:func:`lockkit.wheelhouse.tools.own_wheel`: the same bytes from run to
+run), and the workflow installs that file by its sha256. Never by name from an index:
+no project of that name on the default index is known to be lockkit's, and whoever
+published it first would run code in every user's CI. With hashes, lockkit alone is
+installed first in pip's hash-checking mode (``--require-hashes --no-deps``; pip reads
+``--hash`` only from a requirements file, which the step writes), then its dependencies
+by name; a committed file is never looked up on an index.
+
+**Only committed files reach CI**: the locks and a ``[ci] lockkit`` wheel must be
+tracked by git (:func:`split_by_lock`, :func:`pin_files`), so outside a git repository,
+or where git cannot say, ``ci github`` refuses rather than write a workflow for files CI
+may never see.
+
+**Hardening** (zizmor's audits): read-only ``permissions``, ``persist-credentials: false``,
+actions pinned to commits (:data:`ACTIONS`), no ``${{ }}`` in a ``run:`` but the matrix
+values the file defines; the requirement reaches a ``shell: python`` install script
+through ``env:`` (the same on every runner's OS, no shell quoting).
+
+The workflow is written as text, not dumped by a YAML library: the output is the same
+bytes for the same inputs, reads like a hand-written file, and lockkit needs no YAML
+package at run time. Every value goes through :func:`_scalar`, which quotes whatever
+YAML would otherwise read as something else (``3.10`` as a float, ``on`` as a bool).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import TYPE_CHECKING, Any
+
+from lockkit._internal import proc as _run
+from lockkit._internal.fs import sha256_file, temp_file, write_atomic
+from lockkit.config.keys import LockkitRequirement, Runner, runner_labels
+from lockkit.errors import BuildError, ConfigError, UsageError, WriteError
+from lockkit.platforms.arch import arch_family
+from lockkit.platforms.definitions import Platform
+
+if TYPE_CHECKING:
+    from lockkit.config.project import Project
+    from lockkit.wheelhouse.tools import Tool
+
+__all__ = ["ACTIONS", "DEFAULT_OUTPUT", "OWN_WHEEL_DIR", "LockkitRequirement", "Runner",
+           "default_runner", "github_workflow", "locate_project", "pin_files",
+           "own_lockkit", "split_by_lock", "validate_runners", "write_own_wheel",
+           "write_workflow"]
+
+DEFAULT_OUTPUT = Path(".github/workflows/lockkit.yml")
+OWN_WHEEL_DIR = ".lockkit/ci"  # in the project: lockkit's own wheel, without [ci] lockkit
+REPORT_DIR = "lockkit-report"
+TOOL_PYTHON = "3.12"  # the Python the locks job runs lockkit with (it only resolves)
+CACHES = {"LOCKKIT_CACHE_DIR": "${{ runner.temp }}/lockkit-cache",  # outside the checkout:
+          "UV_CACHE_DIR": "${{ runner.temp }}/uv-cache"}  # verify's git state stays clean
+
+# The actions the workflow uses, each pinned to the commit of a release tag, the tag kept
+# as a comment. Obtained from each repository's git tags (lockkit's `fetch` of
+# github:actions/<name>, then `git rev-parse <tag>^{commit}`), the newest release tag
+# of each on 2026-12-03. Update them together, the same way; never by hand-typed SHA.
+ACTIONS = {
+    "actions/checkout": ("3d3c42e5aac5ba805825da76410c181273ba90b1", "v7.0.1"),
+    "actions/setup-python": ("5fda3b95a4ea91299a34e894583c3862153e4b97", "v7.0.0"),
+    "actions/cache": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
+    "actions/upload-artifact": ("bbbca2ddaa5d8feaa63e36b76fdaad77386f024f", "v7.0.0"),
+}
+
+# The install step's script (`shell: python`): the requirement and hashes come from its
+# env, never from text substituted into the script.
+_INSTALL = """\
+import os, subprocess, sys, tempfile
+requirement = os.environ["LOCKKIT_REQUIREMENT"]
+hashes = os.environ["LOCKKIT_HASHES"].split()
+pip = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check"]
+if hashes:  # pip reads --hash options only from a requirements file
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write(" ".join([requirement] + ["--hash=" + h for h in hashes]) + "\\n")
+    if subprocess.call(pip + ["--require-hashes", "--no-deps", "-r", f.name]):
+        sys.exit("lockkit's hash did not match, or it could not be installed")
+sys.exit(subprocess.call(pip + [requirement]))  # with hashes: only its dependencies
+"""
+
+# GitHub-hosted runners by (os, arch); a platform without one gets self-hosted labels.
+_HOSTED = {("linux", "x64"): "ubuntu-latest", ("linux", "arm64"): "ubuntu-24.04-arm",
+           ("macos", "arm64"): "macos-14", ("windows", "x64"): "windows-latest"}
+_RUNNER_ARCH = {"x86_64": "x64", "arm64": "arm64"}  # GitHub's names of the arch families
+_INDICATORS = set("-?:,[]{}#&*!|>'\"%@`")
+_SPECIAL = {"y", "n", "yes", "no", "true", "false", "on", "off", "null", "~"}
+
+
+def _arch(platform: Platform) -> str:
+    family = arch_family(platform.arch)
+    return _RUNNER_ARCH.get(family, family)
+
+
+def default_runner(platform: Platform) -> Runner:
+    """The runner a platform's verify job asks for when ``[ci.runners]`` names none.
+
+    CPU and MPS platforms run on GitHub-hosted runners. CUDA and ROCm need a GPU, which
+    GitHub does not host for general use, so they ask for a self-hosted runner carrying
+    ``self-hosted``, the OS, the architecture, ``gpu`` and the backend kind; labels match
+    case-insensitively, so the runner's default ``Linux``/``X64`` labels count.
+    """
+    arch = _arch(platform)
+    hosted = _HOSTED.get((platform.os, arch))
+    if hosted and platform.backend.kind in ("cpu", "mps"):
+        return hosted
+    labels = ["self-hosted", platform.os, arch]
+    if platform.backend.kind in ("cuda", "rocm"):
+        labels += ["gpu", platform.backend.kind]
+    return labels
+
+
+def validate_runners(value: Any, known: Collection[str] | None,
+                     where: str = "[ci.runners]") -> dict[str, Runner]:
+    """Check a ``[ci.runners]`` table: platform name -> label or non-empty list of labels.
+
+    Every problem is collected and named by key (with a close match for a misspelt
+    platform) before one :class:`ConfigError` is raised. With *known* None only the
+    labels are checked: the project's config is read before its platforms are.
+    """
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: expected a table of platform = runner label(s), "
+                          f"got {value!r}")
+    errors: list[str] = []
+    found: dict[str, Runner] = {}
+    for name, labels in value.items():
+        if known is not None and name not in known:
+            close = difflib.get_close_matches(str(name), sorted(known), n=1)
+            errors.append(f"{where}.{name}: unknown platform"
+                          + (f" (did you mean '{close[0]}'?)" if close else ""))
+        elif (runner := runner_labels(labels)) is not None:
+            found[name] = runner
+        else:
+            errors.append(f"{where}.{name}: expected a label or a non-empty list of labels, "
+                          f"got {labels!r}")
+    if errors:
+        raise ConfigError("; ".join(errors))
+    return found
+
+
+def _plain(value: str, flow: bool) -> bool:
+    """Whether YAML reads *value* back unquoted as this very string."""
+    if not value or value != value.strip() or value.lower() in _SPECIAL:
+        return False
+    if value[0] in _INDICATORS or value[0].isdigit() or value[0] in "+.":
+        return False  # an indicator, or something that may read as a number
+    if any(ord(c) < 0x20 or c in "\x7f\x85\u2028\u2029" for c in value):
+        return False
+    if ": " in value or " #" in value or value.endswith(":"):
+        return False
+    return not (flow and any(c in ",[]{}" for c in value))
+
+
+def _quoted(value: str) -> str:
+    """A double-quoted YAML scalar: JSON's escapes are a subset of YAML's."""
+    return json.dumps(value, ensure_ascii=True)
+
+
+def _scalar(value: str, *, flow: bool = False) -> str:
+    """*value* plain when that reads back as the same string, else double-quoted."""
+    return value if _plain(value, flow) else _quoted(value)
+
+
+def _runner_yaml(name: str, runner: Any) -> str:
+    labels = runner_labels(list(runner) if isinstance(runner, tuple) else runner)
+    if isinstance(labels, str):
+        return _scalar(labels, flow=True)
+    if labels is not None:
+        return "[" + ", ".join(_scalar(label, flow=True) for label in labels) + "]"
+    raise ConfigError(f"[ci.runners].{name}: expected a label or a non-empty list of labels, "
+                      f"got {runner!r}")
+
+
+def _project_arg(project: str) -> str:
+    """The project folder as one shell word that bash, pwsh and cmd all read the same."""
+    if PurePosixPath(project).is_absolute() or PureWindowsPath(project).is_absolute():
+        raise UsageError(f"--project {project!r}: must be relative to the repository root")
+    posix = _posix(project)
+    if posix.startswith("-"):
+        posix = "./" + posix  # not an option
+    if re.fullmatch(r"[A-Za-z0-9_./-]+", posix):
+        return posix
+    if re.search(r"[\"'$`%!\x00-\x1f]", posix):
+        raise UsageError(f"--project {project!r}: quotes, $, %, !, backquotes and control "
+                         "characters cannot be passed safely to every runner's shell")
+    return f'"{posix}"'
+
+
+
+
+def _uses(action: str) -> str:
+    return "{}@{} # {}".format(action, *ACTIONS[action])
+
+
+def own_lockkit(project: str, config: Project) -> tuple[LockkitRequirement, Tool]:
+    """The default without ``[ci] lockkit``: lockkit's own wheel, as a committed-file
+    requirement at ``<project>/.lockkit/ci/`` with its sha256, and the wheel in the
+    cache (:func:`write_own_wheel` puts it there once the workflow's text is made).
+
+    The wheel is :func:`lockkit.wheelhouse.tools.own_wheel`'s, the one ``tools/`` carries: built
+    from the running lockkit, the same bytes every run."""
+    from lockkit.cache.store import Cache, default_cache_dir
+    from lockkit.wheelhouse.tools import own_wheel
+
+    tool = own_wheel(Cache(default_cache_dir()), config)
+    where = (PurePosixPath(_posix(project)) / OWN_WHEEL_DIR / tool.filename).as_posix()
+    return LockkitRequirement(requirement=where, hashes=(f"sha256:{tool.sha256}",),
+                              source="path"), tool
+
+
+def write_own_wheel(tool: Tool, dest: Path) -> None:
+    """Copy lockkit's wheel out of the cache to *dest*: hashed as it is written, the
+    user's file mode, renamed into place; a blob that is not *tool*'s is refused."""
+    from lockkit.cache.store import copy_hashing
+
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = temp_file(dest.parent, f".{dest.name}.")
+    except OSError as exc:
+        raise WriteError(f"{dest}: cannot write: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as out, tool.path.open("rb") as src:
+            sha = copy_hashing(src, out, lambda n: None)
+            out.flush()
+            os.fsync(out.fileno())
+        if sha != tool.sha256:  # the cache's blob changed under us
+            raise BuildError(f"{tool.path}: lockkit's own wheel changed in the cache "
+                             f"(sha256 {sha}, built as {tool.sha256})", hint="run it again")
+        os.replace(tmp, dest)
+    except OSError as exc:
+        raise WriteError(f"{dest}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def pin_files(req: LockkitRequirement, repo: Path,
+              where: str = "[ci] lockkit") -> LockkitRequirement:
+    """*req* with a committed file's sha256 added; a ConfigError when the file is not in
+    *repo*'s git index or its hash is not one the config gives."""
+    if req.source != "path":
+        return req
+    path = repo / req.requirement
+    tracked = _committed(repo, [_posix(req.requirement)])
+    if not path.is_file() or _posix(req.requirement) not in tracked:
+        raise ConfigError(f"{where}: {req.requirement}: no such file committed to the "
+                          f"repository ({repo})", hint="commit it, or pin lockkit otherwise")
+    digest = f"sha256:{sha256_file(path)}"
+    if req.hashes and digest not in req.hashes:
+        raise ConfigError(f"{where}: {req.requirement} has {digest}, not the hash given")
+    return LockkitRequirement(requirement=req.requirement, hashes=(digest,), source="path")
+
+
+def _where_from(req: LockkitRequirement, own: bool) -> list[str]:
+    """The generated file's comment on where lockkit comes from."""
+    where = {"index": "the default package index (or the runner's pip configuration)",
+             "path": "a file committed to this repository", "url": "that URL",
+             "vcs": "that commit of the repository"}[req.source]
+    check = ("pip checks its hash" if req.hashes or "#sha256=" in req.requirement
+             else "the commit pins its content" if req.source == "vcs"
+             else "nothing checks its content")
+    lines = [f"# lockkit comes from {where}:", f"#   {req.requirement} ({check})."]
+    if own:
+        lines += ["# This is the default: lockkit's own wheel, written there by `lockkit ci",
+                  "# github` and installed by its sha256 (pip --require-hashes), never by name",
+                  "# from an index. Commit it with this file; [ci] lockkit in lockkit.toml",
+                  "# names another source."]
+    return lines
+
+
+def _install(req: LockkitRequirement, indent: str = "      ") -> list[str]:
+    return [f"{indent}- name: install lockkit",
+            f"{indent}  shell: python",
+            f"{indent}  env:",
+            f"{indent}    LOCKKIT_REQUIREMENT: {_scalar(req.requirement)}",
+            f"{indent}    LOCKKIT_HASHES: {_scalar(' '.join(req.hashes))}",
+            f"{indent}  run: |",
+            *(f"{indent}    {line}" for line in _INSTALL.splitlines())]
+
+
+def _posix(project: str) -> str:
+    return PureWindowsPath(project).as_posix() if "\\" in project else project
+
+
+def _lock_path(project: str, name: str) -> str:  # as hashFiles() and git ls-files take it
+    return (PurePosixPath(_posix(project)) / "locks" / f"pylock.{name}.toml").as_posix()
+
+
+def _matrix(platforms: Sequence[Platform], runners: Mapping[str, Runner],
+            python: str | None, project: str) -> list[str]:
+    names = [p.name for p in platforms]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if not platforms or twice:
+        raise UsageError("platforms: " + (f"named twice: {', '.join(twice)}" if twice
+                                          else "at least one is needed"))
+    return [f"          - {{platform: {_scalar(p.name, flow=True)}, "
+            f"runner: {_runner_yaml(p.name, runners.get(p.name, default_runner(p)))}, "
+            f"python: {_quoted(python or p.python)}, "
+            f"lock: {_scalar(_lock_path(project, p.name), flow=True)}}}" for p in platforms]
+
+
+def _setup(python: str, indent: str = "      ") -> list[str]:
+    """Check out (no token left in .git/config) and set up *python*."""
+    return [f"{indent}- uses: {_uses('actions/checkout')}", f"{indent}  with:",
+            f"{indent}    persist-credentials: false",
+            f"{indent}- uses: {_uses('actions/setup-python')}", f"{indent}  with:",
+            f"{indent}    python-version: {python}"]
+
+
+def _cache(what: str, paths: Sequence[str], key: str, indent: str = "      ") -> list[str]:
+    return [f"{indent}- name: {_scalar('cache ' + what)}",
+            f"{indent}  uses: {_uses('actions/cache')}", f"{indent}  with:",
+            f"{indent}    path: |", *(f"{indent}      {p}" for p in paths),
+            f"{indent}    key: {_scalar(key)}"]
+
+
+def _lockkit_step(name: str, command: str, indent: str = "      ") -> list[str]:
+    """A step running lockkit, with its cache folders set."""
+    return [f"{indent}- name: {_scalar(name)}", f"{indent}  env:",
+            *(f"{indent}    {k}: {_scalar(v)}" for k, v in CACHES.items()),
+            f"{indent}  run: {_scalar(command)}"]
+
+
+def github_workflow(platforms: list[Platform], *, project: str = ".",
+                    runners: Mapping[str, Runner] | None = None, python: str | None = None,
+                    lockkit: LockkitRequirement, own: bool = False) -> str:
+    """The workflow's text, byte-identical for the same arguments.
+
+    *runners* (``[ci.runners]``) replaces :func:`default_runner` per platform name;
+    *python* (the project's ``python``) replaces every platform's own version; *lockkit*
+    is ``[ci] lockkit`` (its committed file already hashed by :func:`pin_files`) or, with
+    *own*, lockkit's own wheel (:func:`own_lockkit`), which the header says.
+    *platforms* should be those with a committed lock (:func:`split_by_lock`).
+    """
+    proj, req = _project_arg(project), lockkit
+    plat, caches = "${{ matrix.platform }}", list(CACHES.values())
+    all_locks = _lock_path(project, "*")
+    lines = [
+        "# Generated by `lockkit ci github`: regenerate it after changing the platforms,",
+        "# their locks or [ci] in lockkit.toml rather than editing it by hand.",
+        *_where_from(req, own),
+        "name: lockkit", "", "on: [push, pull_request, workflow_dispatch]", "",
+        "permissions:", "  contents: read", "",
+        "# A run: line holds no ${{ }} but the matrix values below, written by lockkit;",
+        "# GitHub substitutes them before any shell runs, so each line works in bash",
+        "# (Linux, macOS) and in pwsh (Windows runners).",
+        "jobs:",
+        "  locks:", "    name: locks are fresh", "    runs-on: ubuntu-latest", "    steps:",
+        *_setup(_quoted(TOOL_PYTHON)),
+        *_cache("uv", caches[1:], "lockkit-locks-${{ hashFiles('" + all_locks + "') }}"),
+        *_install(req),
+        *_lockkit_step("check the locks", "lockkit compile --check "
+                       + "".join(f"--platform {p.name} " for p in platforms)
+                       + f"--project {proj}"),
+        "",
+        "  verify:", f"    name: verify {plat}", "    needs: locks", "    strategy:",
+        "      fail-fast: false", "      matrix:",
+        "        # `runner` is one label or a YAML list of labels; `runs-on` takes either, and",
+        "        # a list given through ${{ matrix.runner }} stays a list (a runner must carry",
+        "        # every label), so self-hosted GPU label sets need no fromJSON. `lock` is the",
+        "        # platform's lock: the caches are keyed by its hash.",
+        "        include:",
+        *_matrix(platforms, runners or {}, python, project),
+        "    runs-on: ${{ matrix.runner }}", "    steps:",
+        *_setup("${{ matrix.python }}"),
+        *_cache("uv, lockkit's downloads and the wheelhouse",
+                [*caches, f"{_posix(project)}/wheelhouse/{plat}"],
+                f"lockkit-{plat}-${{{{ runner.os }}}}-${{{{ hashFiles(matrix.lock) }}}}"),
+        *_install(req),
+        *_lockkit_step("build the wheelhouse",
+                       f"lockkit wheelhouse build --platform {plat} --project {proj}"),
+        *_lockkit_step("verify", f"lockkit verify --platform {plat} --project {proj} "
+                                 f"--report-dir {REPORT_DIR} --junit {REPORT_DIR}/junit.xml"),
+        "      - name: upload the dossier", "        if: always()",
+        f"        uses: {_uses('actions/upload-artifact')}", "        with:",
+        f"          name: dossier-{plat}", f"          path: {REPORT_DIR}",
+        "          if-no-files-found: warn",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_workflow(text: str, path: Path) -> None:
+    """Write the workflow atomically (temp file + rename), creating its folders."""
+    write_atomic(path, text)
+
+
+def _repo_root(folder: Path) -> Path | None:
+    """The git work tree holding *folder*: git's answer, else the nearest ``.git``."""
+    result = _run.call(["git", "rev-parse", "--show-toplevel"], cwd=folder, timeout=60)
+    if result.ok and result.stdout.strip():
+        return Path(result.stdout.strip()).resolve()
+    return next((f for f in (folder, *folder.parents) if (f / ".git").exists()), None)
+
+
+def locate_project(project: Path, cwd: Path) -> tuple[Path, str]:
+    """The repository root and the project's path relative to it (posix).
+
+    *project* may be absolute or relative to *cwd*. Outside any git repository it is a
+    UsageError: CI sees only committed files, and without git no lock can be shown to be
+    committed. A project outside the root is a UsageError too.
+    """
+    folder = (cwd / project).resolve()
+    if not folder.is_dir():
+        raise UsageError(f"--project {project}: not a folder")
+    root = _repo_root(folder) or _repo_root(cwd.resolve())
+    if root is None:
+        raise UsageError(f"{folder}: not in a git repository, so no lock can be shown to be "
+                         "committed (CI sees only committed files)",
+                         hint="git init, then git add locks/ lockkit.toml, and run "
+                              "'lockkit ci github' again")
+    try:
+        rel = folder.relative_to(root)
+    except ValueError:
+        raise UsageError(f"--project {project}: outside the repository ({root}); CI checks "
+                         "out the repository, so the project must be inside it") from None
+    return root, rel.as_posix()
+
+
+def _committed(root: Path, paths: Sequence[str]) -> set[str]:
+    """Which of *paths* (relative to *root*) git tracks (in its index: added counts); a
+    UsageError when git cannot say (not installed, a broken repository)."""
+    result = _run.call(["git", "ls-files", "-z", "--", *paths], cwd=root, timeout=60)
+    if not result.ok:
+        raise UsageError(f"{root}: git cannot list the committed files, so no lock can be "
+                         f"shown to be committed: {_run.outcome(result)}",
+                         hint="check that git works in this repository (git status)")
+    return set(result.stdout.split("\0")) - {""}
+
+
+def split_by_lock(platforms: Sequence[Platform], root: Path, project: str
+                  ) -> tuple[list[Platform], list[tuple[str, str]]]:
+    """The platforms whose lock is committed (tracked by git), and (name, why) for each
+    left out."""
+    locks = {p.name: _lock_path(project, p.name) for p in platforms}
+    tracked = _committed(root, list(locks.values()))
+    left: dict[str, str] = {}
+    for name, lock in locks.items():
+        if not (root / lock).is_file():
+            left[name] = f"no lock ({lock}; run 'lockkit compile --platform {name}')"
+        elif lock not in tracked:
+            left[name] = f"{lock} is not committed (git add it)"
+    return [p for p in platforms if p.name not in left], list(left.items())

@@ -1,0 +1,353 @@
+"""compile: constraints + platform -> locks/pylock.<platform>.toml (and --check).
+
+Same inputs, same lock: when every input of the lock writer (uv's output, the lock's
+metadata, the inputs record, the platform, the indexes and mirrors, the sdists allowed,
+the files the routing index listed, and lockkit's own code through the memo key) is what
+made the lock on disk, that lock is kept as it is, without being rebuilt. What is
+remembered (:mod:`lockkit.cache.memo`, kind ``compile``) is only the lock's sha256 and its
+package count, and it is used only when the lock on disk has that sha256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lockkit import __version__
+from lockkit._internal import proc as _run
+from lockkit._internal.fs import temp_folder, write_atomic
+from lockkit._internal.uv import uv_bin, uv_version
+from lockkit.cache.layout import default_cache_dir
+from lockkit.cache.memo import MemoStore
+from lockkit.compile.resolve import Indexes, ResolveOptions, resolve
+from lockkit.config.project import Project, normalized_inputs, resolver_inputs
+from lockkit.errors import ConfigError, LockkitError, ResolutionError
+from lockkit.index.pages import TIMEOUT
+from lockkit.index.pages import Http as _Http
+from lockkit.index.redact import redact
+from lockkit.lock.freshness import (
+    LOCK_FORMAT,
+    Outcome,
+    check_platforms,
+    fingerprint,
+    inputs_record,
+    lock_python,
+    packages_digest_of_read,
+)
+from lockkit.platforms.definitions import Platform
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
+__all__ = ["Outcome", "compile_platforms", "check_platforms"]
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _asked_names(requirements: dict[str, list[str]]) -> list[str]:
+    """The names the inputs ask for directly (their family pages are fetched early)."""
+    return [m.group() for reqs in requirements.values() for r in reqs
+            if not r.startswith("-") and (m := _NAME.match(r))]
+
+
+def _imports_for_after_uv() -> None:
+    """What compile needs once uv is done (tomli_w, packaging.pylock: ~30 ms), imported
+    while uv resolves."""
+    import lockkit.lock.lockfile  # noqa: F401
+
+
+def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
+                http: _Http, upgrade: bool = False,
+                upgrade_packages: tuple[str, ...] = (),
+                requirements: dict[str, list[str]] | None = None,
+                memos: MemoStore | None = None) -> Outcome:
+    """One platform's lock; *memos* remembers which lock the same inputs made (None: the
+    user's cache)."""
+    python = lock_python(project, platform)
+    if requirements is None:
+        requirements = normalized_inputs(project)
+    record = inputs_record(project, platform, python, requirements)
+    existing = _existing_lock(project.lock_path(platform.name))
+    indexes = Indexes.for_platform(platform, project.mirrors, project.index_url)
+    options = ResolveOptions(preferences=project.lock_path(platform.name), upgrade=upgrade,
+                             upgrade_packages=upgrade_packages,
+                             exclude_newer=project.exclude_newer)
+    pages: dict[str, tuple[int, str]] = {}  # on a failure: what the PyTorch index served
+    with temp_folder("lockkit-inputs-") as tmp:
+        reqs, input_options = resolver_inputs(project, Path(tmp))
+        try:
+            resolution = resolve(reqs, platform, python, indexes, binary=uv,
+                                 fetch_page=http.page, options=options,
+                                 input_options=input_options,
+                                 prefetch=tuple(_asked_names(requirements)),
+                                 meanwhile=_imports_for_after_uv, pages_out=pages,
+                                 timeout=http.timeout)
+        except ResolutionError:
+            _no_such_torch(platform, requirements, pages)
+            raise
+    routing = resolution.routing
+    meta = {
+        "platform": platform.name, "platform-fingerprint": platform.fingerprint,
+        "backend": {"kind": platform.backend.kind, "version": platform.backend.version or ""},
+        "torch-index": platform.torch_index or "", "python": python,
+        "lock-format": LOCK_FORMAT, "inputs-fingerprint": fingerprint(record),
+        "lockkit-version": __version__, "uv-version": uv_ver,
+    }
+    path = project.lock_path(platform.name)
+    memos = memos if memos is not None else MemoStore(default_cache_dir())
+    key = _memo_key(resolution.text, meta, record, platform, indexes, project.allow_sdist,
+                    routing)
+    packages = _known_lock(memos, key, existing)
+    if packages is not None:
+        return Outcome(platform=platform.name, path=path, status="unchanged",
+                       packages=packages)
+    from lockkit.lock.lockfile import build_lock, check_guards, dumps
+
+    doc = resolution.doc
+    check_guards(doc, platform, indexes, project.allow_sdist, routing)
+    hashed: list[str] = []
+
+    def hasher(url: str) -> str:
+        hashed.append(url)  # fetched now: the lock depends on the network, not only on uv
+        return http.hash(url)
+
+    lock = build_lock(doc, platform, indexes, meta, hasher, routing)
+    # the digest of the table as the file will hold it: every value in it (strings,
+    # numbers, uv's dates) reads back from TOML as it is here (tests/test_compile.py)
+    lock["tool"]["lockkit"]["packages-digest"] = packages_digest_of_read(lock["packages"])
+    lock["tool"]["lockkit"]["inputs"] = record
+    text = dumps(lock)
+    if not hashed:
+        memos.put("compile", key, {"lock-sha256": _sha256(text),
+                                   "packages": len(lock["packages"])})
+    if existing == text:
+        return Outcome(platform=platform.name, path=path, status="unchanged",
+                       packages=len(lock["packages"]))
+    write_atomic(path, text)
+    return Outcome(platform=platform.name, path=path, status="written",
+                   packages=len(lock["packages"]))
+
+
+def _memo_key(uv_output: str, meta: dict[str, Any], record: dict[str, Any],
+              platform: Platform, indexes: Indexes, allow_sdist: tuple[str, ...],
+              routing: Any) -> str:
+    """The memo key of every input of the lock writer and its guards: uv's output, the
+    lock's metadata (platform and inputs fingerprints, versions), the inputs record, the
+    platform, the indexes and mirrors as used, the sdists allowed, and each file the
+    routing index listed with its official URL (lockkit's code digest is in every key)."""
+    listed = {name: sorted((f.filename, f.url, f.official) for f in page.files.values())
+              for name, page in (routing.pages.items() if routing else ())}
+    return MemoStore.key("compile", uv_output, meta, record, platform.to_dict(),
+                         platform.name, indexes.torch_official, indexes.torch_effective,
+                         indexes.default_effective, indexes.default_official,
+                         indexes.mirrors.table, sorted(allow_sdist), listed)
+
+
+def _known_lock(memos: MemoStore, key: str, existing: str | None) -> int | None:
+    """The package count of the lock on disk when the memo of *key* names its sha256
+    (the same inputs made that very lock); None otherwise."""
+    if existing is None:
+        return None
+    known = memos.get("compile", key)
+    if not isinstance(known, dict) or known.get("lock-sha256") != _sha256(existing):
+        return None
+    packages = known.get("packages")
+    return packages if type(packages) is int and packages >= 0 else None
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _no_such_torch(platform: Platform, requirements: dict[str, list[str]],
+                   pages: dict[str, tuple[int, str]]) -> None:
+    """Raise the plain answer when the platform's index serves no torch the inputs accept:
+    the platform, the index and its newest torch versions (uv's derivation tree says the
+    same in many lines, and never which index it was)."""
+    from lockkit.index.routing import served_versions
+
+    page = next((v for k, v in pages.items() if k.rstrip("/").endswith("/torch")), None)
+    if not platform.torch_index or page is None or page[0] != 200:
+        return
+    served = served_versions(page[1], "torch")
+    asked = [r for reqs in requirements.values() for r in map(_requirement, reqs)
+             if r is not None and r.name == "torch" and r.specifier]
+    if not served or not asked:
+        return
+    if any(all(r.specifier.contains(v, prereleases=True) for r in asked) for v in served):
+        return
+    shown = ", ".join(str(v) for v in served[:5]) + (", ..." if len(served) > 5 else "")
+    wanted = " and ".join(f"torch{r.specifier}" for r in asked)
+    raise ResolutionError(
+        f"{platform.name}: no resolution: no torch matching {wanted} on the PyTorch index "
+        f"{redact(platform.torch_index)}; it serves torch {shown}",
+        hint="change the torch requirement, or choose a platform whose torch releases "
+             "include it ('lockkit platforms')")
+
+
+def _requirement(text: str) -> Requirement | None:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        req = Requirement(text)
+    except InvalidRequirement:
+        return None
+    req.name = canonicalize_name(req.name)
+    return req
+
+
+def _refuse_edited(project: Project, platforms: list[Platform],
+                   requirements: dict[str, list[str]]) -> None:
+    """uv prefers the existing lock's versions: a lock ``compile --check`` reports
+    *modified* (its packages edited after lockkit wrote it, or not lockkit's) would hand
+    an unchecked edit to the next lock, so it is refused, every such lock in one line."""
+    from lockkit.lock.freshness import check
+
+    edited = []
+    for platform in platforms:
+        path = project.lock_path(platform.name)
+        verdict = check(path, inputs_record(project, platform, lock_python(project, platform),
+                                            requirements), platform)
+        if verdict.status == "modified":
+            edited.append(f"{path}: modified ({verdict.detail})")
+    if edited:
+        whose = "its" if len(edited) == 1 else "their"
+        raise ConfigError("; ".join(edited) + f": compile will not take {whose} versions as "
+                          "preferences", hint="pass --upgrade to resolve afresh, or --force "
+                                              "to keep the edited versions as preferences")
+
+
+def input_warnings(platforms: list[Platform], requirements: dict[str, list[str]]) -> list[str]:
+    """What the inputs (:func:`lockkit.config.project.normalized_inputs`) seem not to mean: a
+    requirement file that names no requirement (its part of the lock is empty), and a
+    name one slip away from a torch-family package of the *platforms* (``torchh``,
+    ``torch-vision``), which would be locked as written, from the default index."""
+    family = sorted({name for p in platforms for name in p.torch_packages})
+    said = []
+    for label, reqs in requirements.items():
+        if not label.endswith("]") and not [r for r in reqs
+                                            if not r.startswith("-") or r.startswith("-r ")]:
+            said.append(f"{label} names no requirement: nothing from it is locked")
+        for name in dict.fromkeys(_asked_names({label: reqs})):
+            meant = _slip_of(name, family)
+            if meant:
+                said.append(f"{label}: {name!r} is not a PyTorch package; did you mean "
+                            f"{meant!r}? ({name!r} is locked as written, from the default "
+                            "index)")
+    return said
+
+
+def _slip_of(name: str, family: list[str]) -> str | None:
+    """The family name *name* is a slip of: the same but for '-'/'_' (``torch-vision``),
+    a letter doubled, dropped or changed, or two swapped (``torchh``, ``torchvison``).
+    A letter added is not a slip (``torchx``, ``torchrl`` are other projects)."""
+    if name in family:
+        return None
+    typed = name.replace("-", "")
+    for meant in family:
+        bare = meant.replace("-", "")
+        if typed == bare or _one_slip(typed, bare):
+            return meant
+    return None
+
+
+def _one_slip(typed: str, meant: str) -> bool:
+    if len(typed) == len(meant) + 1:  # a letter doubled
+        return any(typed[i] == typed[i - 1] and typed[:i] + typed[i + 1:] == meant
+                   for i in range(1, len(typed)))
+    if len(typed) == len(meant) - 1:  # a letter dropped
+        return any(meant[:i] + meant[i + 1:] == typed for i in range(len(meant)))
+    if len(typed) != len(meant):
+        return False
+    diff = [i for i, (a, b) in enumerate(zip(typed, meant, strict=True)) if a != b]
+    return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                              and typed[diff[0]] == meant[diff[1]]
+                              and typed[diff[1]] == meant[diff[0]])
+
+
+def _existing_lock(path: Path) -> str | None:
+    """The current lock's text, byte for byte (no newline translation: the memo compares
+    its sha256), checked before uv runs (uv reads it for preferred versions)."""
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder, where the lock is to be written",
+                          hint="move the folder away")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+                          hint="remove the file to compile the lock afresh") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def compile_platforms(project: Project, platforms: list[Platform],
+                      on_done: Callable[[Outcome], None] | None = None,
+                      jobs: int = 4, upgrade: bool = False,
+                      upgrade_packages: tuple[str, ...] = (), timeout: float = TIMEOUT,
+                      on_start: Callable[[Platform], None] | None = None,
+                      force: bool = False,
+                      on_warning: Callable[[str], None] | None = None) -> list[Outcome]:
+    """Resolve several platforms concurrently; one failure does not stop the others.
+
+    Before any work: the inputs are read, a lock edited by hand is refused as preferences
+    (unless *upgrade*, which takes none, or *force*), and what the inputs seem not to
+    mean is said through *on_warning* (:func:`input_warnings`).
+
+    The platforms share one :class:`~lockkit.index.pages.Http`, and with it the hosts that
+    failed in this run: an unreachable PyTorch index (or mirror) is paid for once, not
+    once per platform that uses it. *timeout*: seconds an index may take to connect or
+    answer (lockkit's page fetches and uv's own requests). *on_start* is told of each
+    platform as its work begins."""
+    requirements = normalized_inputs(project)  # bad input fails before any work starts
+    for platform in platforms:
+        _existing_lock(project.lock_path(platform.name))
+    if not (upgrade or force):
+        _refuse_edited(project, platforms, requirements)
+    for warning in input_warnings(platforms, requirements):
+        if on_warning is not None:
+            on_warning(warning)
+    uv = uv_bin()
+    uv_ver = uv_version(uv)
+
+    memos = MemoStore(default_cache_dir())
+
+    def run(platform: Platform) -> Outcome:
+        if on_start:
+            on_start(platform)
+        try:
+            outcome = compile_one(project, platform, uv, uv_ver, http, upgrade, upgrade_packages,
+                                  requirements, memos)
+        except LockkitError as exc:
+            outcome = Outcome(platform=platform.name, path=project.lock_path(platform.name),
+                              status="failed", error=exc)
+        if on_done:
+            on_done(outcome)
+        return outcome
+
+    http = _Http(project, timeout=timeout)
+    try:
+        workers = max(1, min(jobs, len(platforms)))
+        if workers == 1:  # no pool: concurrent.futures costs ~3 ms before uv starts
+            return [run(platform) for platform in platforms]
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
+            return list(pool.map(run, platforms))
+        except BaseException:
+            # Ctrl-C reaches this thread only: the workers' uv runs are killed, and any
+            # they would start, so that the workers (and their temp folders) end now
+            with _run.ending():
+                pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        finally:
+            pool.shutdown(wait=True)
+    finally:
+        http.close()

@@ -1,0 +1,253 @@
+"""The uv wrapper: constraints + platform -> a raw PEP 751 resolution.
+
+uv resolves for the platform's target (``--python-platform``) and Python without the
+target machine. Its first index is lockkit's routing index (``lockkit.index.routing``), which
+knows only the platform's torch-family names and serves their PyTorch index pages; with
+uv's ``first-index`` strategy every other name, direct or transitive, falls through to the
+default index (or ``--index-url``). So torch-family packages come only from the PyTorch
+index, everything else only from the default index.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import threading
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from lockkit._internal import proc as _run
+from lockkit._internal.compat import tomllib
+from lockkit._internal.fs import temp_folder
+from lockkit._internal.uv import uv_bin
+from lockkit._record import field, record
+from lockkit.errors import IndexError_, ResolutionError
+from lockkit.index.pages import TIMEOUT
+from lockkit.index.redact import redact
+from lockkit.index.routing import Page, RoutingIndex
+from lockkit.index.urls import Mirrors, apply_mirrors, expand, printable, unapply_mirrors
+from lockkit.platforms.definitions import Platform
+
+__all__ = ["Indexes", "Resolution", "ResolveOptions", "apply_mirrors", "expand", "resolve",
+           "unapply_mirrors", "uv_command", "uv_environment"]
+
+
+@record
+class Indexes:
+    """The indexes of one resolution, as the user wrote them and as actually used."""
+
+    torch_official: str | None
+    torch_effective: str | None
+    default_effective: str | None  # None: uv's own default index
+    default_official: str | None = None  # as written to the lock: no credentials, no mirror
+    mirrors: Mirrors = field(default_factory=Mirrors)
+
+    @classmethod
+    def for_platform(cls, platform: Platform, mirrors: dict[str, str],
+                     index_url: str | None) -> Indexes:
+        table = Mirrors(mirrors)
+        torch = platform.torch_index
+        return cls(
+            torch_official=torch,
+            torch_effective=table.effective(torch) if torch else None,
+            default_effective=table.effective(index_url) if index_url else None,
+            default_official=table.official(index_url) if index_url else None,
+            mirrors=table,
+        )
+
+
+@record
+class ResolveOptions:
+    """How much of an existing lock to keep, and as of when to resolve.
+
+    *preferences* is the platform's current lock: uv reads an existing output file as
+    preferred versions (as pip-compile does), so a recompile moves only what the change
+    needs. ``upgrade`` drops all of them, ``upgrade_packages`` lifts those names only.
+    """
+
+    preferences: Path | None = None
+    upgrade: bool = False
+    upgrade_packages: tuple[str, ...] = ()
+    exclude_newer: str | None = None  # RFC 3339 date or timestamp, passed to uv
+
+
+@record
+class Resolution:
+    """uv's pylock output (its text; the document parsed on first use) and the pages the
+    routing index served for it."""
+
+    text: str
+    routing: RoutingIndex | None
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        return tomllib.loads(self.text)
+
+
+def uv_command(binary: str, requirements: list[Path], platform: Platform, python: str,
+               output: Path, options: ResolveOptions | None = None,
+               input_options: tuple[str, ...] = ()) -> list[str]:
+    """uv's command line: no index URL on it (``ps`` shows it to every user), they go
+    through :func:`uv_environment`. ``input_options`` select from pyproject.toml inputs
+    (``--extra``, ``--group``, ...)."""
+    argv = [binary, "pip", "compile", "--no-config", "--quiet", "--format", "pylock.toml",
+            "--generate-hashes", "--no-header", "--python-platform", platform.python_platform,
+            "--python-version", python, "--index-strategy", "first-index", "-o", str(output),
+            # An explicit interpreter (used only for sdist builds) spares uv its interpreter
+            # discovery, which costs ~0.2 s per call through shims such as pyenv's.
+            "--python", sys.executable]
+    options = options or ResolveOptions()
+    for name in options.upgrade_packages:
+        argv += ["--upgrade-package", name]
+    if options.exclude_newer:
+        argv += ["--exclude-newer", options.exclude_newer]
+    return argv + list(input_options) + [str(r) for r in requirements]
+
+
+def uv_environment(indexes: Indexes, routing_url: str | None, folder: Path,
+                   timeout: float = TIMEOUT) -> dict[str, str]:
+    """The variables that give uv its indexes, added to its isolated environment: the
+    default index (``UV_DEFAULT_INDEX``, credentials and all) and the routing index ahead
+    of it (``UV_INDEX``: uv asks ``--index`` indexes before the default one). A process's
+    environment is readable by its own user only, unlike its command line. When a mirror
+    carries credentials, ``NETRC`` names the netrc :func:`lockkit.index.auth.uv_netrc` writes
+    into *folder* (the routing index's pages carry none).
+
+    *timeout* (compile ``--timeout``) bounds uv's own reads, as it bounds lockkit's page
+    fetches, and its connections when shorter than uv's default of 10 s."""
+    from lockkit.index.auth import uv_netrc
+
+    env: dict[str, str] = {"UV_HTTP_TIMEOUT": f"{timeout:g}"}
+    if timeout < _UV_CONNECT_TIMEOUT:
+        env["UV_HTTP_CONNECT_TIMEOUT"] = f"{timeout:g}"
+    if indexes.default_effective:
+        env["UV_DEFAULT_INDEX"] = indexes.default_effective
+    if routing_url:
+        env["UV_INDEX"] = routing_url
+    netrc = uv_netrc(indexes.mirrors.table.values(), folder)
+    if netrc is not None:
+        env["NETRC"] = str(netrc)
+    return env
+
+
+_UV_CONNECT_TIMEOUT = 10.0  # uv's own default (UV_HTTP_CONNECT_TIMEOUT), in seconds
+
+
+def _explain(stderr: str) -> str:
+    text = redact(stderr.strip())
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return " ".join(ln.strip() for ln in lines[:6])[:600] or "uv failed without a message"
+
+
+def resolve(requirements: list[Path], platform: Platform, python: str, indexes: Indexes,
+            binary: str | None = None,
+            fetch_page: Callable[[str], tuple[int, str]] | None = None,
+            options: ResolveOptions | None = None,
+            input_options: tuple[str, ...] = (),
+            prefetch: tuple[str, ...] = (),
+            meanwhile: Callable[[], None] | None = None,
+            pages_out: dict[str, tuple[int, str]] | None = None,
+            timeout: float = TIMEOUT) -> Resolution:
+    """Run uv (behind the routing index when the platform has a PyTorch index).
+
+    Overlapping uv's own time: the routing index fetches the family pages among
+    *prefetch* (the names the inputs ask for) before uv asks for them, then *meanwhile*
+    runs in that thread (or in a thread of its own once uv has started, without a routing
+    index): what the caller needs only after uv, such as imports. *pages_out* gets the
+    PyTorch index pages the routing index fetched when uv fails (what "no such torch" is
+    explained by). *timeout*: see :func:`uv_environment`.
+
+    A family page uv asks for that cannot be fetched stops uv at once (``_run.Stop``):
+    the error names the PyTorch index and its mirror, not the routing index uv saw."""
+    options = options or ResolveOptions()
+    binary = binary or uv_bin()
+    extra = {"MACOSX_DEPLOYMENT_TARGET": platform.macos_target} if platform.macos_target else {}
+    given = (options.preferences if options.preferences and options.preferences.is_file()
+             and not options.upgrade else None)
+    if platform.torch_index and fetch_page is None:
+        raise ValueError("a platform with a PyTorch index needs fetch_page")
+    stop = _run.Stop()
+    with ExitStack() as stack:
+        routing = None
+        if platform.torch_index:
+            assert fetch_page is not None
+            routing = stack.enter_context(RoutingIndex(
+                family=platform.torch_packages, official_index=platform.torch_index,
+                mirrors=indexes.mirrors, file_hosts=platform.torch_file_hosts,
+                fetch=fetch_page, on_failure=lambda page: stop.set()))
+        tmp = stack.enter_context(temp_folder("lockkit-"))
+        out = Path(tmp) / "pylock.toml"
+        if given is not None:
+            shutil.copyfile(given, out)  # uv prefers what its output file pins
+        argv = uv_command(binary, requirements, platform, python, out, options, input_options)
+        env = _run.isolated_env({**extra, **uv_environment(
+            indexes, routing.url if routing else None, Path(tmp), timeout)})
+        if routing is not None:
+            routing.prefetch(prefetch, then=meanwhile)
+            result = _run.call(argv, timeout=900, env=env, stop=stop)
+        else:
+            result = _run.call(argv, timeout=900, env=env, on_start=_in_thread(meanwhile))
+        if routing is not None and routing.failed is not None:  # uv was stopped for it
+            raise _unreachable_error(platform, indexes, routing.failed)
+        if result.returncode != 0:
+            if routing is not None and pages_out is not None:  # for "no such torch"
+                pages_out.update({f"{routing.effective_index}/{name}/": (page.status or 0,
+                                                                         page.html)
+                                  for name, page in routing.pages.items()})
+            _raise_for(result.stderr, platform, indexes, routing)
+        return Resolution(text=out.read_text(encoding="utf-8"), routing=routing)
+
+
+def _in_thread(work: Callable[[], None] | None) -> Callable[[], None] | None:
+    if work is None:
+        return None
+    return lambda: threading.Thread(target=work, name="lockkit-meanwhile", daemon=True).start()
+
+
+def _unreachable_error(platform: Platform, indexes: Indexes, page: Page) -> IndexError_:
+    """The PyTorch index (official URL) and the mirror it was asked through, in printable
+    form: never the routing index's loopback address, which is all uv saw."""
+    official = printable(indexes.torch_official or "")
+    effective = indexes.torch_effective or ""
+    via = (f" through the mirror {printable(effective)}"
+           if effective and indexes.mirrors.covers(indexes.torch_official or "") else "")
+    return IndexError_(f"{platform.name}: the PyTorch index {official} is unreachable{via} "
+                       f"({page.error})",
+                       hint="check the [mirrors] table or --mirror, and the network "
+                            "(--timeout S: how long an index may take to answer)")
+
+
+def _raise_for(stderr: str, platform: Platform, indexes: Indexes,
+               routing: RoutingIndex | None) -> None:
+    if routing is not None:  # uv names the routing index where the PyTorch index is meant
+        stderr = stderr.replace(routing.url, routing.official_index)
+    why = _explain(stderr)
+    torch = redact(indexes.torch_official or "")
+    asked = [p for name, p in routing.pages.items() if name in routing.asked] if routing else []
+    for page in asked:  # a page only prefetched is not what uv failed on
+        if page.status is None:
+            raise _unreachable_error(platform, indexes, page)
+        if page.status == 401:
+            raise IndexError_(
+                f"{platform.name}: the PyTorch index {torch} refused access ({page.status}); "
+                "lockkit never falls back to the default index",
+                hint="check the credentials (user:${VAR}@ in [mirrors], or ~/.netrc) "
+                     "or the --mirror for that index")
+        if page.status != 200 or not page.files:
+            raise IndexError_(
+                f"{platform.name}: {page.name} must come from the PyTorch index {torch}, which "
+                f"does not serve it (HTTP {page.status}, {len(page.files)} files); "
+                "lockkit never falls back to the default index",
+                hint="check the platform's torch.index and --mirror, or the version asked for")
+    if re.search(r"\b(401|403)\b", stderr):
+        raise IndexError_(f"{platform.name}: an index refused access: {why}",
+                          hint="check the credentials: index-url or [mirrors] "
+                               "(user:${VAR}@), or ~/.netrc")
+    if re.search(r"(Connection refused|dns error|connect error|timed out|Failed to fetch)",
+                 stderr, re.I):
+        raise IndexError_(f"{platform.name}: an index is unreachable: {why}",
+                          hint="check --index-url / --mirror, or the network")
+    raise ResolutionError(f"{platform.name}: no resolution: {why}")

@@ -1,0 +1,261 @@
+"""The project's inputs, read as users already keep them, and their normalised form.
+
+Requirement files (see ``lockkit.config.reqfile``) and pyproject.toml (``[project].dependencies``,
+the selected extras and PEP 735 dependency groups): what uv is given (:func:`resolver_inputs`)
+and what ``compile --check`` compares (:func:`normalized_inputs`). Every problem of a file is
+reported at once, naming the file and the key or line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lockkit._internal.compat import tomllib
+from lockkit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from lockkit.config.project import Project
+
+def canonical_name(name: str) -> str:
+    """:func:`lockkit.config.reqfile.canonical_name`, imported on first use: reading a config
+    needs no requirement-file parser."""
+    from lockkit.config.reqfile import canonical_name as canonical
+
+    return canonical(name)
+
+
+__all__ = ["is_pyproject", "load_toml", "normalized_inputs", "read_requirements",
+           "resolver_inputs"]
+
+
+def is_pyproject(entry: str) -> bool:
+    """A ``requirements`` entry read as a pyproject.toml, not as a requirement file."""
+    return entry.endswith("pyproject.toml")
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: not found") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+def read_requirements(path: Path) -> list[tuple[Path, str]]:
+    """Validate a requirement file and its ``-r``/``-c`` includes.
+
+    Returns ``(file, content)`` for every file read, in order, for the inputs'
+    fingerprint; every refused line of a file is reported at once, naming file and line.
+    """
+    from lockkit.config.reqfile import read_tree
+
+    return [(f.path, f.text) for f in read_tree(path)]
+
+
+def _label(project: Project, path: Path) -> str:
+    try:
+        return Path(os.path.relpath(path, project.root)).as_posix()
+    except ValueError:  # another drive, on Windows
+        return path.as_posix()
+
+
+def normalized_inputs(project: Project) -> dict[str, list[str]]:
+    """What each input asks for, normalised: ``{label: sorted requirement strings}``.
+
+    A label is a file's path relative to the project root (an included file under its
+    own), or for a pyproject.toml ``<path>[project.dependencies]``,
+    ``<path>[project.optional-dependencies.<extra>]`` and ``<path>[dependency-groups.<group>]``
+    for the selected extras and groups. Names are canonical, comments, blank lines,
+    continuations and spacing are gone; accepted options stay, normalised (``--hash=``,
+    ``-r <label>``). So a comment changes nothing, and a changed requirement, include,
+    extra or group changes its label's list. Raises ConfigError for any bad input.
+    """
+    from lockkit.config.reqfile import Include, read_tree
+
+    _check_present(project)
+    found: dict[str, list[str]] = {}
+    for entry in project.requirements:
+        if is_pyproject(entry):
+            found.update(_pyproject_inputs(project, (project.root / entry).resolve()))
+            continue
+        for f in read_tree(project.root / entry):
+            found[_label(project, f.path)] = sorted(
+                f"{e.kind} {_label(project, e.path)}" if isinstance(e, Include) else e
+                for e in f.entries)
+    return found
+
+
+START_HINT = ("to start a project here, write requirements.in (one requirement a line, e.g. "
+              "torch) and lockkit.toml (platforms = [\"linux-cpu\"]), then run 'lockkit "
+              "compile'")
+
+
+def _check_present(project: Project) -> None:
+    """Each input exists: in a folder with neither a config nor the default input, say
+    how to start a project; else name the missing input by the config key naming it."""
+    missing = [e for e in project.requirements if not (project.root / e).is_file()]
+    if not missing:
+        return
+    if project.config_file is None:
+        raise ConfigError(f"{project.root}: no lockkit.toml and no {missing[0]}: nothing to "
+                          "lock here", hint=START_HINT)
+    raise ConfigError(f"{project.config_file}: requirements: "
+                      + ", ".join(repr(e) for e in missing)
+                      + f": not found in {project.root}",
+                      hint="create it, or name the project's inputs in requirements")
+
+
+def resolver_inputs(project: Project, workdir: Path) -> tuple[list[Path], tuple[str, ...]]:
+    """The files uv reads and the options that select from the pyproject.toml ones
+    (``--extra``, ``--group <file>:<name>``).
+
+    The requirement files are given as lockkit read them (:func:`lockkit.config.reqfile.flatten`),
+    written into ``workdir``. A pyproject.toml without a [project] table gives its groups
+    only (uv refuses it as a source file). ``--no-sources`` keeps [tool.uv.sources] out:
+    lockkit, not the project, decides each package's index, per platform.
+    """
+    plain = [project.root / e for e in project.requirements if not is_pyproject(e)]
+    files: list[Path] = [_write_flat(plain, workdir)] if plain else []
+    options: list[str] = []
+    for entry in filter(is_pyproject, project.requirements):
+        path = (project.root / entry).resolve()
+        if "project" in load_toml(path):
+            files.append(path)
+        options += [f"--group={path}:{group}" for group in project.groups]
+    if any(map(is_pyproject, project.requirements)):
+        options += [*(f"--extra={extra}" for extra in project.extras), "--no-sources"]
+    return files, tuple(options)
+
+
+def _write_flat(paths: list[Path], workdir: Path) -> Path:
+    from lockkit.config.reqfile import flatten
+
+    requirements, constraints = flatten(paths)
+    out = workdir / "requirements.txt"
+    if constraints:
+        (workdir / "constraints.txt").write_text("\n".join(constraints) + "\n", encoding="utf-8")
+        requirements = [*requirements, "-c constraints.txt"]
+    out.write_text("".join(f"{r}\n" for r in requirements), encoding="utf-8")
+    return out
+
+
+# --- pyproject.toml -------------------------------------------------------------------------
+
+def _pyproject_inputs(project: Project, path: Path) -> dict[str, list[str]]:
+    """The selected parts of one pyproject.toml, every problem in it reported at once."""
+    data = load_toml(path)
+    table = data["project"] if isinstance(data.get("project"), dict) else None
+    errors: list[str] = []
+    label = _label(project, path)
+    found: dict[str, list[str]] = {}
+    if table is not None:
+        found.update(_project_table(label, table, bool(project.extras), errors))
+    elif not project.groups:
+        errors.append("no [project] table, and no groups selected from it")
+    extras = _by_name((table or {}).get("optional-dependencies"))
+    section = "project.optional-dependencies"
+    found.update(_selected(label, extras, project.extras, "extras", section, errors,
+                           lambda n: _specs(extras[n], f"{section}.{n}", errors)))
+    groups = _by_name(data.get("dependency-groups"))
+    found.update(_selected(label, groups, project.groups, "groups", "dependency-groups", errors,
+                           lambda n: _group(groups, n, errors, ())))
+    if errors:
+        raise ConfigError(f"{path}: " + "; ".join(errors))
+    return found
+
+
+def _project_table(label: str, table: dict[str, Any], extras: bool,
+                   errors: list[str]) -> dict[str, list[str]]:
+    """[project].dependencies, read statically; what uv would refuse or have to build the
+    project for is an error here."""
+    dynamic = table.get("dynamic", [])
+    if not isinstance(table.get("name"), str):
+        errors.append("project.name: missing (uv requires it in a [project] table)")
+    if "version" not in table and "version" not in dynamic:
+        errors.append("project.version: missing (set it, or list it in project.dynamic)")
+    if "dependencies" in dynamic:
+        errors.append("[project] lists dependencies as dynamic (the build backend computes "
+                      "them), which lockkit cannot read; list them in project.dependencies "
+                      "or in a requirements file")
+    if extras and "optional-dependencies" in dynamic:
+        errors.append("extras: [project] lists optional-dependencies as dynamic, which "
+                      "lockkit cannot read; list them in project.optional-dependencies")
+    return {f"{label}[project.dependencies]": _specs(
+        table.get("dependencies", []), "project.dependencies", errors)}
+
+
+def _spec(value: Any, key: str, errors: list[str]) -> list[str]:
+    """One requirement normalised (a list of one), or its error recorded (an empty list)."""
+    if not isinstance(value, str):
+        errors.append(f"{key}: expected a requirement string, got {value!r}")
+        return []
+    try:
+        from lockkit.config.reqfile import normalize_requirement
+
+        return [normalize_requirement(value)]
+    except ValueError as exc:
+        errors.append(f"{key}: {exc}")
+        return []
+
+
+def _specs(values: Any, key: str, errors: list[str]) -> list[str]:
+    if not isinstance(values, list):
+        errors.append(f"{key}: expected a list of requirement strings")
+        return []
+    return sorted(s for i, v in enumerate(values) for s in _spec(v, f"{key}[{i}]", errors))
+
+
+def _undeclared(key: str, name: str, table: str, declared: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(canonical_name(name), declared, n=3)
+    tip = (f"did you mean {' or '.join(map(repr, close))}?" if close else
+           f"declared: {', '.join(declared) or 'none'}")
+    return f"{key}: {name!r} is not declared in [{table}] ({tip})"
+
+
+def _by_name(table: Any) -> dict[str, Any]:
+    """A table keyed by canonical names: extras and groups compare normalised."""
+    return {canonical_name(k): v for k, v in table.items()} if isinstance(table, dict) else {}
+
+
+def _selected(label: str, declared: dict[str, Any], wanted: tuple[str, ...], key: str,
+              section: str, errors: list[str],
+              read: Callable[[str], list[str]]) -> dict[str, list[str]]:
+    """The wanted extras or groups, each read by ``read``; an undeclared one is an error."""
+    found = {}
+    for want in wanted:
+        name = canonical_name(want)
+        if name in declared:
+            found[f"{label}[{section}.{name}]"] = sorted(read(name))
+        else:
+            errors.append(_undeclared(key, want, section, sorted(declared)))
+    return found
+
+
+def _group(declared: dict[str, Any], name: str, errors: list[str],
+           trail: tuple[str, ...]) -> list[str]:
+    """A group's requirements with its ``{include-group = ...}`` entries expanded (PEP 735)."""
+    if name in trail:
+        errors.append(f"dependency-groups: include-group cycle {' -> '.join((*trail, name))}")
+        return []
+    key = f"dependency-groups.{name}"
+    items = declared[name] if isinstance(declared[name], list) else None
+    if items is None:
+        errors.append(f"{key}: expected a list")
+        return []
+    out: list[str] = []
+    for i, item in enumerate(items):
+        if isinstance(item, dict) and set(item) == {"include-group"}:
+            include = canonical_name(str(item["include-group"]))
+            if include in declared:
+                out += _group(declared, include, errors, (*trail, name))
+            else:
+                errors.append(f"{key}[{i}]: include-group {item['include-group']!r} "
+                              "is not declared")
+        else:
+            out += _spec(item, f"{key}[{i}]", errors)
+    return out

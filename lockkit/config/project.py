@@ -1,0 +1,271 @@
+"""Project configuration: one cascade into one frozen dataclass.
+
+Defaults (the field defaults of :class:`Project`, the only place they are written) ->
+``lockkit.toml`` or ``[tool.lockkit]`` in pyproject.toml -> command-line flags. Every key
+of the file is type-checked when it loads, the ``[verify.*]`` and ``[ci.*]`` tables too,
+and every problem of the file is reported at once, by key path: a mistake ends the
+command before any work starts, not at the step that would have used the key.
+
+The project's inputs (requirement files, pyproject.toml dependencies) are read by
+``lockkit.config.inputs``; their functions are re-exported here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lockkit._record import field, record
+from lockkit.config.inputs import (
+    is_pyproject,
+    load_toml,
+    normalized_inputs,
+    read_requirements,
+    resolver_inputs,
+)
+from lockkit.config.keys import (
+    Checker,
+    LockkitRequirement,
+    Runner,
+    lockkit_requirement,
+    runner_labels,
+)
+from lockkit.errors import UsageError
+from lockkit.index.redact import redact
+from lockkit.index.urls import is_index_url
+
+if TYPE_CHECKING:  # the [verify.*] modules are imported when a [verify] table is read
+    from lockkit.config.verify import EmbeddingConfig
+    from lockkit.verify.checks.application.config import ApplicationConfig
+    from lockkit.verify.checks.extensions.config import ExtensionsConfig
+    from lockkit.verify.checks.resume.config import ResumeConfig
+
+__all__ = ["Project", "find_project", "is_pyproject", "load_project", "normalized_inputs",
+           "read_requirements", "resolver_inputs"]
+
+_LISTS = ("requirements", "platforms", "allow-sdist", "extras", "groups")  # lists of strings
+# the lists that also take one string, and may not be empty: what each names
+_ONE_OR_MORE = {"requirements": "requirement file or pyproject.toml", "platforms": "platform"}
+_INDEX_URL_EXPECTED = "expected an http(s):// URL or a ${VAR} holding one"
+_TABLES = {"verify": ("[verify]", {"embedding", "extensions", "resume", "application",
+                                     "reason"}),
+           "ci": ("[ci]", {"runners", "lockkit"})}
+_KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer"}
+_PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
+_RFC3339_HINT = "e.g. 2024-10-01 or 2024-10-01T00:00:00Z"
+
+
+@record
+class Project:
+    """The project's options: each default here is what a project without the key gets."""
+
+    root: Path
+    config_file: Path | None
+    requirements: tuple[str, ...] = ("requirements.in",)
+    platforms: tuple[str, ...] = ("linux-cpu",)
+    python: str | None = None  # "3.11": always a string, never a TOML number
+    mirrors: dict[str, str] = field(default_factory=dict)
+    index_url: str | None = None
+    allow_sdist: tuple[str, ...] = ()
+    exclude_newer: str | None = None  # resolve as of this RFC 3339 date/timestamp
+    extras: tuple[str, ...] = ()  # from the pyproject.toml inputs' optional-dependencies
+    groups: tuple[str, ...] = ()  # from their [dependency-groups] (PEP 735)
+    verify: dict[str, Any] = field(default_factory=dict)  # the [verify] table as written
+    ci: dict[str, Any] = field(default_factory=dict)  # the [ci] table as written
+    embedding: EmbeddingConfig | None = None  # [verify.embedding], validated at load
+    application: ApplicationConfig | None = None  # [verify.application], validated at load
+    application_waiver: str | None = None  # [verify] application = "none": its reason
+    resume: ResumeConfig | None = None  # [verify.resume], validated at load
+    runners: dict[str, Runner] = field(default_factory=dict)  # [ci.runners]; names: ci.py
+    extensions: ExtensionsConfig | None = None  # [verify.extensions], validated at load
+    ci_lockkit: LockkitRequirement | None = None  # [ci] lockkit; None: ci.py's default
+
+    @property
+    def locks_dir(self) -> Path:
+        return self.root / "locks"
+
+    def lock_path(self, platform: str) -> Path:
+        return self.locks_dir / f"pylock.{platform}.toml"
+
+
+def _read_table(root: Path) -> tuple[Path | None, Any]:
+    for name, sub in (("lockkit.toml", None), ("pyproject.toml", ("tool", "lockkit"))):
+        path = root / name
+        if not path.is_file():
+            continue
+        data = load_toml(path)
+        if sub is None:
+            return path, data
+        tool = data.get("tool")
+        table = tool.get("lockkit") if isinstance(tool, dict) else None
+        if table is not None:
+            return path, table
+    return None, {}
+
+
+def find_project(start: Path) -> Path | None:
+    """The nearest folder from ``start`` upward whose lockkit.toml or [tool.lockkit] exists.
+
+    Like uv's discovery, the search stops at the filesystem root or at the repository's
+    root (a folder with ``.git``, checked itself first): a config above the repository
+    belongs to something else.
+    """
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if _read_table(folder)[0] is not None:
+            return folder
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
+                 index_url: str | None = None, exclude_newer: str | None = None) -> Project:
+    """Read the project's config; command-line values override the file's.
+
+    ``root`` is exactly the project folder; without it the config is looked for from
+    the current folder upward (:func:`find_project`), as uv and pip-tools find theirs.
+    Raises one ConfigError naming the file and every bad key, or a UsageError for a flag.
+    """
+    if root is None:
+        root = find_project(Path.cwd()) or Path.cwd()
+    root = root.resolve()
+    if not root.is_dir():
+        raise UsageError(f"--project {root}: not a folder")
+    path, data = _read_table(root)
+    options = _from_file(root, path, data)
+    options["mirrors"] = {**options.get("mirrors", {}), **_mirror_flags(mirrors or [])}
+    if index_url is not None:
+        if not is_index_url(index_url):
+            raise UsageError(f"--index-url {redact(index_url)!r}: {_INDEX_URL_EXPECTED}",
+                             hint="e.g. --index-url https://pypi.internal/simple or "
+                                  "--index-url '${INDEX_URL}'")
+        options["index_url"] = index_url
+    if exclude_newer is not None:
+        flag = Checker(None)
+        options["exclude_newer"] = _rfc3339(flag, "--exclude-newer", exclude_newer)
+        if flag.errors:
+            raise UsageError(flag.errors[0], hint=_RFC3339_HINT)
+    return Project(root=root, config_file=path, **options)
+
+
+def _from_file(root: Path, path: Path | None, data: Any) -> dict[str, Any]:
+    """The file's options as :class:`Project` keywords; every problem raised together."""
+    c = Checker(path)
+    if not isinstance(data, dict):  # [tool] lockkit = 3
+        c.fail("tool.lockkit", f"expected a table, got {data!r}")
+        c.raise_if_any()
+    c.unknown(data, _KEYS)
+    options: dict[str, Any] = {}
+    for key in _LISTS:
+        value = c.strings(data, key, one=key in _ONE_OR_MORE)
+        if value is not None:
+            options[key.replace("-", "_")] = value
+    for key, what in _ONE_OR_MORE.items():
+        if data.get(key) in ([], ""):
+            c.fail(key, f"empty; name at least one {what}")
+    _check_selects(c, options)
+    options["python"] = c.string(data, "python", 'a version string such as "3.11"', _PYTHON)
+    options["index_url"] = c.string(data, "index-url", "a URL string")
+    if options["index_url"] is not None and not is_index_url(options["index_url"]):
+        c.fail("index-url", f"{_INDEX_URL_EXPECTED}, got {options['index_url']!r}")
+    options["mirrors"] = _mirror_table(c, data.get("mirrors", {}))
+    if "exclude-newer" in data:
+        options["exclude_newer"] = _rfc3339(c, "exclude-newer", data["exclude-newer"])
+    options.update(_verify(c, root, data), **_ci(c, data))
+    c.raise_if_any()
+    return options
+
+
+def _check_selects(c: Checker, options: dict[str, Any]) -> None:
+    selects = [k for k in ("extras", "groups") if options.get(k)]
+    if selects and not any(is_pyproject(r) for r in options.get("requirements", ())):
+        c.fail(selects[0], "selects from a pyproject.toml, and requirements names none",
+               hint='add "pyproject.toml" to requirements')
+
+
+def _verify(c: Checker, root: Path, data: dict[str, Any]) -> dict[str, Any]:
+    name, known = _TABLES["verify"]
+    table = c.table(data, "verify", name)
+    c.unknown(table, known, "verify.")
+    found: dict[str, Any] = {}
+    if not table:  # compile and its gate never read one: its modules stay unimported
+        return {"verify": table}
+    from lockkit.config.verify import EMBEDDING_HINT, embedding_problems
+    from lockkit.verify.checks.application.config import APPLICATION_HINT, application_problems
+    from lockkit.verify.checks.extensions.config import EXTENSIONS_HINT, extensions_problems
+    from lockkit.verify.checks.resume.config import RESUME_HINT, resume_problems
+
+    if "extensions" in table:
+        found["extensions"], problems = extensions_problems(table["extensions"])
+        for problem in problems:
+            c.fail("", problem, hint=EXTENSIONS_HINT)
+    if "resume" in table:
+        found["resume"], problems = resume_problems(table["resume"])
+        for problem in problems:
+            c.fail("", problem, hint=RESUME_HINT)
+    application, waiver, problems = application_problems(root, table)
+    for problem in problems:
+        c.fail("", problem, hint=APPLICATION_HINT)
+    found.update(application=application, application_waiver=waiver)
+    if "embedding" not in table:
+        return {"verify": table, **found}
+    embedding, problems = embedding_problems(root, table["embedding"])
+    for problem in problems:
+        c.fail("", problem, hint=EMBEDDING_HINT)
+    return {"verify": table, "embedding": embedding, **found}
+
+
+def _ci(c: Checker, data: dict[str, Any]) -> dict[str, Any]:
+    name, known = _TABLES["ci"]
+    table = c.table(data, "ci", name)
+    c.unknown(table, known, "ci.")
+    runners = c.table(table, "runners", "[ci.runners]") if "runners" in table else {}
+    found: dict[str, Runner] = {}
+    for platform, value in runners.items():
+        labels = runner_labels(value)
+        if labels is None:
+            c.fail(f"ci.runners.{platform}",
+                   f"expected a label or a non-empty list of labels, got {value!r}")
+        else:
+            found[platform] = labels
+    requirement, problems = lockkit_requirement(table["lockkit"]) if "lockkit" in table \
+        else (None, [])
+    for problem in problems:
+        c.fail("", problem, hint="e.g. lockkit = \"lockkit==1.2.3\" or a wheel committed to "
+                                 "the repository")
+    return {"ci": table, "runners": found, "ci_lockkit": requirement}
+
+
+def _mirror_table(c: Checker, table: Any) -> dict[str, str]:
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        c.fail("mirrors", "expected a table of 'official' = 'mirror' URLs")
+        return {}
+    return {k.rstrip("/"): v.rstrip("/") for k, v in table.items()}
+
+
+def _mirror_flags(flags: list[str]) -> dict[str, str]:
+    merged = {}
+    for item in flags:
+        official, sep, mirror = item.partition("=")
+        if not sep or not official or not mirror:
+            raise UsageError(f"--mirror {item!r}: expected OFFICIAL=MIRROR")
+        merged[official.rstrip("/")] = mirror.rstrip("/")
+    return merged
+
+
+def _rfc3339(c: Checker, key: str, value: Any) -> str | None:
+    """An RFC 3339 date (``2024-10-01``) or UTC timestamp (``2024-10-01T00:00:00Z``)."""
+    text = value.isoformat() if hasattr(value, "isoformat") else value  # a TOML date/datetime
+    if isinstance(text, str):
+        try:
+            from datetime import datetime
+
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            parsed = None
+        if parsed is not None and (len(text) == 10 or parsed.tzinfo is not None):
+            return text
+    c.fail(key, f"{value!r} is not an RFC 3339 date or UTC timestamp", hint=_RFC3339_HINT)
+    return None

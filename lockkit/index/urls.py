@@ -1,0 +1,141 @@
+"""The three forms of an index or file URL, in one place.
+
+- *official*: what the platform file and the lock say (``https://download.pytorch.org/whl/cu126``);
+  never carries credentials, never names a mirror.
+- *effective*: what a request goes to: the official URL through ``[mirrors]`` / ``--mirror``
+  (longest official prefix wins), with ``${VAR}`` placeholders filled from the environment.
+  It may carry ``user:token@`` and exists only in memory.
+- *printable*: the effective or official URL with any user info replaced by ``***``.
+
+``official()`` is the way back from an effective URL: credentials dropped, the mirror
+prefix mapped back to the official one. Writing only what ``official()`` returns is what
+keeps secrets and mirror addresses out of locks.
+
+A placeholder may stand for a whole URL (``index-url = "${INDEX_URL}"``). Its official
+form cannot be the bare ``${INDEX_URL}/numpy/numpy-2.1.0-...whl``: PEP 751 wants a URL
+there, and uv refuses to read such a lock at all (the next compile hands it the lock as
+preferences). So the placeholder takes the host's place, ``https://${INDEX_URL}/numpy/
+numpy-2.1.0-...whl``: a URL every parser accepts, that reaches no host, and that
+:func:`expand` reads back as the variable's URL followed by the path.
+:func:`requirement_form` gives the bare form back where the tools themselves expand a
+``${VAR}`` (a requirements file, for pip and uv).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import urllib.parse
+from collections.abc import Mapping
+
+from lockkit.index.redact import conceal, redact, remember, strip_credentials
+
+__all__ = ["Mirrors", "apply_mirrors", "expand", "is_index_url", "origin", "printable",
+           "requirement_form", "unapply_mirrors"]
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_LEADING = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}(?=[/?#]|$)")
+_AS_HOST = "https://"  # the scheme a whole-URL placeholder is written under (see above)
+
+
+def expand(url: str) -> str:
+    """Fill ``${VAR}`` placeholders from the environment (for use, never for writing).
+
+    ``https://${VAR}/path``, a whole-URL placeholder as the lock writes it, is the URL
+    the variable holds followed by the path. Every value filled in is remembered
+    (``lockkit.index.redact.remember``): whatever later prints or writes text holding it shows
+    the placeholder instead.
+    """
+    def fill(m: re.Match[str]) -> str:
+        value = os.environ.get(m.group(1), "")
+        remember(m.group(0), value)
+        return value
+
+    whole = _whole_url(url[len(_AS_HOST):]) if url.startswith(_AS_HOST) else None
+    if whole is not None:
+        return fill(whole).rstrip("/") + _VAR.sub(fill, url[len(_AS_HOST) + whole.end():])
+    return _VAR.sub(fill, url)
+
+
+def _whole_url(text: str) -> re.Match[str] | None:
+    """The placeholder *text* starts with, when the variable holds a whole URL."""
+    m = _LEADING.match(text)
+    return m if m and "://" in os.environ.get(m.group(1), "") else None
+
+
+def is_index_url(text: str) -> bool:
+    """Whether *text* can name an index: an ``http(s)://host...`` URL (``${VAR}``s inside
+    it allowed), or a placeholder for a whole URL, alone or before a path
+    (``${INDEX_URL}``, ``${MIRROR}/simple``)."""
+    if _LEADING.match(text):
+        return True
+    try:
+        parts = urllib.parse.urlsplit(text)
+    except ValueError:  # http://[not-an-address
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc.rsplit("@", 1)[-1])
+
+
+def requirement_form(url: str) -> str:
+    """``https://${VAR}/path`` (a whole-URL placeholder as a lock holds it) as
+    ``${VAR}/path``: what pip and uv expand in a requirements file. Other URLs as they are."""
+    if url.startswith(_AS_HOST) and _LEADING.match(url[len(_AS_HOST):]):
+        return url[len(_AS_HOST):]
+    return url
+
+
+def printable(url: str) -> str:
+    return redact(url)
+
+
+def origin(url: str) -> str:
+    """``scheme://host[:port]`` of *url*, without user info, lowercased."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1].lower()
+    return f"{parts.scheme.lower()}://{host}"
+
+
+def _under(url: str, prefix: str) -> bool:
+    return url == prefix or url.startswith(prefix.rstrip("/") + "/")
+
+
+def apply_mirrors(url: str, mirrors: Mapping[str, str]) -> str:
+    """Rewrite *url* through the longest matching official prefix (placeholders kept)."""
+    for official in sorted(mirrors, key=len, reverse=True):
+        if _under(url, official):
+            return mirrors[official].rstrip("/") + url[len(official.rstrip("/")):]
+    return url
+
+
+def unapply_mirrors(url: str, mirrors: Mapping[str, str]) -> str:
+    """The official URL of an effective one: credentials dropped, the mirror mapped back,
+    ``${VAR}`` values put back as placeholders (a default index whose path holds a token;
+    one that holds the whole URL is written where the host goes)."""
+    bare = conceal(strip_credentials(url))
+    targets = {official: conceal(strip_credentials(expand(m))).rstrip("/")
+               for official, m in mirrors.items()}
+    for official, mirror in sorted(targets.items(), key=lambda kv: len(kv[1]), reverse=True):
+        if mirror and _under(bare, mirror):
+            return official.rstrip("/") + bare[len(mirror):]
+    return _AS_HOST + bare if _whole_url(bare) else bare
+
+
+class Mirrors:
+    """The project's mirror table, with the three forms as single calls."""
+
+    def __init__(self, table: Mapping[str, str] | None = None) -> None:
+        self.table = {k.rstrip("/"): v.rstrip("/") for k, v in (table or {}).items()}
+
+    def effective(self, official: str) -> str:
+        return expand(apply_mirrors(official, self.table))
+
+    def official(self, effective: str) -> str:
+        return unapply_mirrors(effective, self.table)
+
+    def covers(self, official: str) -> bool:
+        """True when a mirror serves *official* (so the official host is never asked)."""
+        return apply_mirrors(official, self.table) != official
+
+    def hosts(self) -> set[str]:
+        """The origins the mirrors live on (a link there that maps back to nothing is private)."""
+        return {origin(expand(m)) for m in self.table.values()}

@@ -1,0 +1,228 @@
+"""A platform's committed lock in the formats other installers read.
+
+``requirements``: a pip requirements file that *any* pip installs in hash-checking mode
+(``pip install --require-hashes -r FILE``; pip >= 26.1 is needed for ``-r pylock.toml``,
+a fresh venv's pip is older). Its lines are the platform's selection from
+``locks/pylock.<platform>.toml``, as ``wheelhouse build`` selects it, written in the shape
+``uv export`` writes (``crates/uv-resolver/src/lock/export/requirements_txt.rs``: one
+requirement, then its ``--hash`` options on continuation lines, sorted):
+
+- a torch-family package (its lock ``index`` is the platform's PyTorch index) is pinned by
+  direct URL to the one file the lock selects, with that file's hash: no index is left to
+  choose, so the default index can never hand pip a same-named build;
+- every other package is ``name==version`` with the hash of every file the lock lists for
+  it (all wheels and the sdist: pip may pick any), and comes from the one ``--index-url``
+  line, the lock's default index. A package whose index is neither is pinned by URL too.
+
+pip's docs (``topics/secure-installs.md``) allow a URL-pinned requirement in hash-checking
+mode ("pinned (either to a URL, filesystem path or using ==)") and require a local
+``--hash`` for every requirement, which each line has.
+
+``pylock``: the committed lock itself, every URL credentials-free, validated with
+``packaging.pylock`` before it is written.
+
+URLs go through the project's ``[mirrors]`` (and ``--mirror``), as ``wheelhouse build``
+fetches through them, unless *official* is asked. A ``user:token@`` is never written; a
+``${VAR}`` placeholder outside one is written as the placeholder (pip fills it from the
+environment when it reads the file: its "Using environment variables"), never its value;
+one that stands for a whole URL (``https://${INDEX_URL}/...`` in the lock) is written in
+the requirements file as ``${INDEX_URL}/...`` (``lockkit.index.urls.requirement_form``), where
+pip and uv fill it in.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+import urllib.parse
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.pylock import Pylock, PylockValidationError
+from packaging.utils import canonicalize_name
+
+from lockkit.config.project import Project
+from lockkit.errors import ConfigError, UsageError
+from lockkit.index.redact import conceal, strip_credentials
+from lockkit.index.urls import apply_mirrors, requirement_form
+from lockkit.lock.lockfile import dumps, python_of, read_lock
+from lockkit.platforms.definitions import Platform
+from lockkit.platforms.targets import select
+
+__all__ = ["DEFAULT_NAME", "FORMATS", "Pinned", "Requirements", "check_pylock_name",
+           "pylock_text", "requirements", "requirements_text"]
+
+FORMATS = ("requirements", "pylock")
+DEFAULT_NAME = "requirements-rebuild.txt"  # the name the install line suggests for stdout
+_PYLOCK_NAME = re.compile(r"^pylock(\.[^.]+)?\.toml$")  # PEP 751's file name rule
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pinned:
+    """One requirement line: by version from the index, or by URL (*url* set)."""
+
+    name: str
+    version: str
+    hashes: tuple[str, ...]  # "sha256:<hex>", sorted
+    url: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Requirements:
+    """What the requirements file says, before it is rendered."""
+
+    platform: Platform
+    lock: str  # the lock's path relative to the project (locks/pylock.<platform>.toml)
+    lock_sha256: str
+    python: str  # the Python version the lock was resolved for
+    index_url: str | None  # None: the lock names no default index (pip's own is used)
+    pins: tuple[Pinned, ...]
+    mirrored: bool  # URLs went through the project's mirrors
+    credentials_dropped: bool  # a user:token@ was removed from some URL
+    # URL-pinned packages whose index a mirror serves but whose file host none does (a
+    # link-rewriting proxy mapped alone): their line keeps the official file URL
+    unmirrored: tuple[str, ...] = ()
+
+
+class _Urls:
+    """The one rule for every URL written: mirrors (unless official), no user info."""
+
+    def __init__(self, mirrors: dict[str, str] | None) -> None:
+        self.mirrors = mirrors or {}
+        self.dropped = False
+
+    def covers(self, url: str) -> bool:
+        return apply_mirrors(url, self.mirrors) != url
+
+    def __call__(self, url: str) -> str:
+        url = apply_mirrors(url, self.mirrors)
+        bare = strip_credentials(url)
+        self.dropped |= bare != url
+        return conceal(urllib.parse.urlsplit(bare)._replace(fragment="").geturl())
+
+
+def _load(project: Project, platform: Platform) -> tuple[Path, dict[str, Any], Pylock, str]:
+    path = project.lock_path(platform.name)
+    data, pylock = read_lock(path)
+    meta = data.get("tool", {}).get("lockkit", {})
+    if meta.get("platform", platform.name) != platform.name:
+        raise ConfigError(f"{path}: lock is for platform {meta['platform']!r}, "
+                          f"not {platform.name!r}")
+    return path, data, pylock, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _hashes(files: list[dict[str, Any]], where: str) -> tuple[str, ...]:
+    found = []
+    for f in files:
+        sha = (f.get("hashes") or {}).get("sha256")
+        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
+            raise ConfigError(f"{where}: {f.get('name') or f.get('url')} has no sha256",
+                              hint="compile the lock again")
+        found.append(f"sha256:{sha}")
+    return tuple(sorted(set(found)))
+
+
+def _default_index(entries: Mapping[str, dict[str, Any]], torch_index: str) -> str | None:
+    """The index most of the non-torch packages name (a lockkit lock names one)."""
+    named = Counter(str(e["index"]).rstrip("/") for e in entries.values()
+                    if e.get("index") and str(e["index"]).rstrip("/") != torch_index)
+    return named.most_common(1)[0][0] if named else None
+
+
+def requirements(project: Project, platform: Platform, *, official: bool = False
+                 ) -> Requirements:
+    """The platform's selection from its committed lock, as requirement lines."""
+    path, data, pylock, sha = _load(project, platform)
+    urls = _Urls(None if official else project.mirrors)
+    entries: dict[str, dict[str, Any]] = {canonicalize_name(p["name"]): p
+                                          for p in data.get("packages", [])}
+    torch_index = (platform.torch_index or "").rstrip("/")
+    default = _default_index(entries, torch_index)
+    pins, unmirrored = [], []
+    python = python_of(data, path)
+    for package, dist in select(pylock, platform, python, path, ConfigError):
+        name = canonicalize_name(package.name)
+        entry, where = entries[name], f"{path}: packages.{name}"
+        index = str(entry.get("index") or "").rstrip("/") or None
+        if index != default or (index is not None and index == torch_index):
+            if not getattr(dist, "url", None):
+                raise ConfigError(f"{where}: the selected file has no URL to pin")
+            if index and urls.covers(index) and not urls.covers(dist.url):
+                unmirrored.append(name)
+            pins.append(Pinned(name=name, version=str(package.version),
+                               url=requirement_form(urls(dist.url)),
+                               hashes=_hashes([_as_file(dist)], where)))
+            continue
+        files = [*entry.get("wheels", []), *([entry["sdist"]] if "sdist" in entry else [])]
+        pins.append(Pinned(name=name, version=str(package.version),
+                           hashes=_hashes(files, where)))
+    return Requirements(platform=platform, lock=path.relative_to(project.root).as_posix(),
+                        lock_sha256=sha, python=python,
+                        index_url=requirement_form(urls(default)) if default else None,
+                        pins=tuple(sorted(pins, key=lambda p: p.name)),
+                        mirrored=bool(urls.mirrors), credentials_dropped=urls.dropped,
+                        unmirrored=tuple(unmirrored))
+
+
+def _as_file(dist: Any) -> dict[str, Any]:
+    return {"name": getattr(dist, "name", None), "url": dist.url, "hashes": dist.hashes or {}}
+
+
+def requirements_text(reqs: Requirements, filename: str = DEFAULT_NAME) -> str:
+    """The file: a header saying what it is and how to install it, then the lines."""
+    python = (".venv-rebuild\\Scripts\\python.exe" if reqs.platform.os == "windows"
+              else ".venv-rebuild/bin/python")
+    lines = [
+        f"# lockkit export --platform {reqs.platform.name}: {reqs.lock} "
+        f"(sha256 {reqs.lock_sha256})",
+        f"# Install with any pip into a fresh Python {reqs.python} venv:",
+        "#   python -m venv .venv-rebuild",
+        f"#   {python} -m pip install --require-hashes -r {filename}",
+        "# Torch-family packages are pinned by URL to the file the lock selects for this",
+        "# platform; the others come from " + ("the --index-url below." if reqs.index_url
+                                               else "pip's default index (the lock names "
+                                               "none).") + " Every line is hashed.",
+        "# URLs go through the project's mirrors." if reqs.mirrored
+        else "# URLs are the lock's own (no mirrors applied).",
+    ]
+    if reqs.credentials_dropped:
+        lines.append("# Credentials are never written: give pip the index's user and token "
+                     "through netrc or keyring.")
+    lines.append("# Generated by lockkit from the lock; export again, do not edit.")
+    if reqs.index_url:
+        lines.append(f"--index-url {reqs.index_url}")
+    for pin in reqs.pins:
+        head = f"{pin.name} @ {pin.url}" if pin.url else f"{pin.name}=={pin.version}"
+        lines.append(" \\\n".join([head, *(f"    --hash={h}" for h in pin.hashes)]))
+    return "\n".join(lines) + "\n"
+
+
+def pylock_text(project: Project, platform: Platform, *, official: bool = False) -> str:
+    """The committed lock, every URL through the export's rule, validated as PEP 751."""
+    path, data, _, _ = _load(project, platform)
+    urls = _Urls(None if official else project.mirrors)
+    out = copy.deepcopy(data)
+    for package in out.get("packages", []):
+        if isinstance(package.get("index"), str):
+            package["index"] = urls(package["index"])
+        for f in [*package.get("wheels", []), *([package["sdist"]] if "sdist" in package
+                                                 else [])]:
+            if isinstance(f.get("url"), str):
+                f["url"] = urls(f["url"])
+    try:
+        Pylock.from_dict(out)
+    except PylockValidationError as exc:
+        raise ConfigError(f"{path}: the exported lock is not valid PEP 751: {exc}") from exc
+    return dumps(out)
+
+
+def check_pylock_name(target: Path) -> None:
+    """PEP 751: a lock file is named ``pylock.toml`` or ``pylock.<name>.toml``."""
+    if not _PYLOCK_NAME.match(target.name):
+        raise UsageError(f"-o {target}: a PEP 751 lock must be named pylock.toml or "
+                          f"pylock.<name>.toml (installers refuse other names)",
+                          hint="e.g. -o pylock.linux-cpu.toml")

@@ -1,0 +1,200 @@
+"""Is a committed lock still what lockkit would write? The ``compile --check`` gate.
+
+A lock records, in ``[tool.lockkit]``:
+
+- ``inputs``: what decided its content, readable: each input's normalised requirements
+  (comments, blank lines and spacing do not count) and the options (platform definition,
+  Python, index URL without credentials, allow-sdist, exclude-newer, lock format);
+- ``inputs-fingerprint``: the sha256 of that record;
+- ``packages-digest``: the sha256 of the ``packages`` table as lockkit wrote it.
+
+``check`` then tells four states apart: *missing*; *modified* (the packages table no
+longer matches its digest: a hand edit, a merge gone wrong); *stale* (an input changed,
+and which one); *fresh*. lockkit's own version is not an input: an upgrade invalidates
+locks only when ``LOCK_FORMAT`` changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from lockkit._internal.compat import tomllib
+from lockkit._record import record
+from lockkit.config.project import Project, normalized_inputs
+from lockkit.errors import LockkitError
+from lockkit.index.redact import redact, strip_credentials
+from lockkit.platforms.definitions import Platform
+
+__all__ = ["LOCK_FORMAT", "Outcome", "Verdict", "check", "check_platforms", "fingerprint",
+           "inputs_record", "lock_python", "packages_digest_of_read", "stale_warning"]
+
+LOCK_FORMAT = 1  # bump when what lockkit writes changes in a way old locks must be redone for
+
+
+@record
+class Outcome:
+    platform: str
+    path: Path
+    status: str  # "written" | "unchanged" | "fresh" | "stale" | "missing" | "failed"
+    packages: int = 0
+    error: LockkitError | None = None
+    detail: str = ""  # for --check: what changed
+
+
+@record
+class Verdict:
+    status: str  # "fresh" | "stale" | "modified" | "missing"
+    detail: str = ""
+
+
+def inputs_record(project: Project, platform: Platform, python: str,
+                  requirements: Mapping[str, list[str]]) -> dict[str, Any]:
+    """*requirements* is :func:`lockkit.config.project.normalized_inputs`, read once per command."""
+    return {
+        # a direct URL in a requirement may carry user:token@: recorded redacted
+        "requirements": {label: [redact(r) for r in reqs]
+                         for label, reqs in requirements.items()},
+        "options": _options(project, platform, python),
+    }
+
+
+def _options(project: Project, platform: Platform, python: str) -> dict[str, Any]:
+    return {
+        "platform": platform.fingerprint,
+        "python": python,
+        "index-url": strip_credentials(project.index_url or ""),
+        "allow-sdist": sorted(project.allow_sdist),
+        "exclude-newer": project.exclude_newer or "",
+        "lock-format": LOCK_FORMAT,
+    }
+
+
+def fingerprint(record: dict[str, Any]) -> str:
+    blob = json.dumps(record, sort_keys=True).encode()
+    return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+
+def packages_digest_of_read(table: Any) -> str:
+    """The digest of a lock's packages table as read from its text (compile writes the
+    lock, reads it back and takes this; the gate takes it of the file), so dates and
+    numbers compare as the file holds them."""
+    blob = json.dumps(table, sort_keys=True, default=str).encode()
+    return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+
+def lock_python(project: Project, platform: Platform) -> str:
+    """The Python version a platform's lock is resolved for."""
+    return project.python or platform.python
+
+
+def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome]:
+    """Each lock's state: fresh, stale (naming the change), modified or missing. Every
+    lock is read and its packages digest taken, and the inputs are normalised (once for
+    all of them): no part of a lock, which anyone can edit, vouches for the rest."""
+    requirements: dict[str, list[str]] | None = None
+    outcomes = []
+    for platform in platforms:
+        path = project.lock_path(platform.name)
+        requirements = requirements or normalized_inputs(project)
+        current = inputs_record(project, platform, lock_python(project, platform),
+                                requirements)
+        verdict = check(path, current, platform)
+        outcomes.append(Outcome(platform=platform.name, path=path, status=verdict.status,
+                                detail=verdict.detail))
+    return outcomes
+
+
+def check(path: Path, current: dict[str, Any], platform: Platform | None = None) -> Verdict:
+    """The state of the lock at *path* against the *current* inputs record; with the
+    *platform*, a changed platform is told in words (renamed, moved index, new backend)."""
+    if not path.is_file():
+        return Verdict(status="missing")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        tool = data["tool"]["lockkit"]
+        digest_ok = packages_digest_of_read(data["packages"]) == tool.get("packages-digest")
+    except (KeyError, TypeError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return Verdict(status="modified", detail=f"not a lock lockkit wrote ({exc})")
+    if not digest_ok:
+        return Verdict(status="modified", detail="its packages table was edited after "
+                                                 "lockkit wrote it")
+    if tool.get("inputs-fingerprint") == fingerprint(current):
+        return Verdict(status="fresh")
+    detail = explain(tool.get("inputs"), current)
+    if platform is not None:
+        detail = detail.replace(_PLATFORM_CHANGED, platform_change(tool, platform))
+    return Verdict(status="stale", detail=detail)
+
+
+def stale_warning(project: Project, platform: Platform) -> str | None:
+    """One line for verify and ``wheelhouse build``, which use a lock as it is: None when
+    it is fresh (or missing: they say so themselves), else what changed since compile."""
+    path = project.lock_path(platform.name)
+    try:
+        record = inputs_record(project, platform, lock_python(project, platform),
+                               normalized_inputs(project))
+    except LockkitError as exc:
+        return f"{path.name}: its freshness could not be checked ({exc})"
+    verdict = check(path, record, platform)
+    if verdict.status in ("fresh", "missing"):
+        return None
+    return (f"{path.name} is {verdict.status} against its inputs ({verdict.detail}): "
+            f"run 'lockkit compile --platform {platform.name}' to make it current")
+
+
+_PLATFORM_CHANGED = "the platform definition changed"
+
+
+def platform_change(tool: dict[str, Any], platform: Platform) -> str:
+    """What the lock's ``[tool.lockkit]`` says its platform was, against what it is now:
+    a renamed or re-pointed family name must never pass as a mere fingerprint change."""
+    said = []
+    was = tool.get("platform")
+    if isinstance(was, str) and was and was != platform.name:
+        said.append(f"platform renamed {was} -> {platform.name}")
+    old_index, new_index = tool.get("torch-index") or "", platform.torch_index or ""
+    old: dict[str, Any] = tool["backend"] if isinstance(tool.get("backend"), dict) else {}
+    old_backend = " ".join(str(v) for v in (old.get("kind"), old.get("version")) if v)
+    new_backend = " ".join(v for v in (platform.backend.kind, platform.backend.version) if v)
+    moved = []
+    if old_index != new_index:
+        moved.append(f"torch index {old_index or '(default index)'} -> "
+                     f"{new_index or '(default index)'}")
+    if old_backend and old_backend != new_backend:
+        moved.append(f"backend {old_backend} -> {new_backend}")
+    if moved and platform.alias_of:
+        said.append(f"{platform.name} is now an alias of {platform.alias_of}")
+    return "; ".join(said + moved) or _PLATFORM_CHANGED
+
+
+def explain(recorded: Any, current: dict[str, Any]) -> str:
+    """Which input changed, in words: files, requirements, options."""
+    if not isinstance(recorded, dict):
+        return "written by an older lockkit (no inputs recorded)"
+    was, now = recorded.get("requirements", {}), current["requirements"]
+    said = [f"{label}: new input" for label in now if label not in was]
+    said += [f"{label}: no longer an input" for label in was if label not in now]
+    for label in (lb for lb in now if lb in was):
+        added = [r for r in now[label] if r not in was[label]]
+        removed = [r for r in was[label] if r not in now[label]]
+        said += [f"{label}: added {r}" for r in added] + [f"{label}: removed {r}" for r in removed]
+    old_opts = recorded.get("options", {})
+    for key, value in current["options"].items():
+        if old_opts.get(key) != value:
+            said.append(_option_change(key, old_opts.get(key), value))
+    return "; ".join(said) or "the inputs fingerprint does not match"
+
+
+def _option_change(key: str, old: Any, new: Any) -> str:
+    if key == "platform":
+        return _PLATFORM_CHANGED
+    if key == "lock-format":
+        return f"lock format {old if old is not None else '(none)'} -> {new} (a newer lockkit)"
+    def shown(value: Any) -> str:
+        return "(unset)" if value in (None, "", []) else str(value)
+
+    return f"{key}: {shown(old)} -> {shown(new)}"

@@ -1,0 +1,252 @@
+"""Turn uv's resolution into lockkit's lock: guards, index records, stable bytes.
+
+Read and validate locks on top of ``packaging.pylock``.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import tomli_w
+from packaging.version import Version
+
+from lockkit._internal.compat import tomllib
+from lockkit.config.reqfile import canonical_name as canonicalize_name
+from lockkit.errors import ConfigError, GuardError, IndexError_
+from lockkit.index.redact import redact
+from lockkit.platforms.definitions import Platform
+
+if TYPE_CHECKING:  # compile's types; reading a lock (wheelhouse, verify) needs neither
+    from packaging.pylock import Pylock
+
+    from lockkit.compile.resolve import Indexes
+    from lockkit.index.routing import RoutingIndex
+
+__all__ = ["build_lock", "check_guards", "cuda_majors", "dumps", "python_of", "read_lock"]
+
+Hasher = Callable[[str], str]  # effective URL -> sha256 hex
+
+
+def _files(package: dict[str, Any]) -> list[dict[str, Any]]:
+    files = list(package.get("wheels", []))
+    if "sdist" in package:
+        files.append(package["sdist"])
+    return files
+
+
+def check_guards(doc: dict[str, Any], platform: Platform, indexes: Indexes,
+                 allow_sdist: tuple[str, ...], routing: RoutingIndex | None = None) -> None:
+    """Refuse a resolution that cannot work on *platform*; name every offender, at once.
+
+    A torch-family file is accepted only when the PyTorch index's own page for that
+    package listed it: the page identifies the file, not the host in its URL (the
+    official index links its wheels on a second host, mirrors on a third). Every problem
+    is collected first (issue 13: a stray file used to hide the backend problems found
+    after it); a stray file makes it an index failure, otherwise a guard failure.
+    """
+    problems: list[str] = []
+    strays: list[str] = []
+    allowed = {canonicalize_name(n) for n in allow_sdist}
+    family = set(platform.torch_packages)
+    for pkg in doc.get("packages", []):
+        name = canonicalize_name(pkg["name"])
+        if not pkg.get("wheels") and name not in allowed:
+            problems.append(f"{name} {pkg.get('version')} has no wheel for {platform.name} "
+                            f"(only an sdist); add it to allow-sdist to accept that")
+        if name in family and routing is not None:
+            stray = [f.get("url", "") for f in _files(pkg)
+                     if not routing.listed(name, f.get("url", ""))]
+            if stray:
+                strays.append(
+                    f"{name} must come from the PyTorch index "
+                    f"{redact(indexes.torch_official or '')}, whose page for {name} did not list "
+                    f"{redact(stray[0])}; no fallback to the default index")
+    problems += _backend_problems(doc, platform)
+    if strays:
+        raise IndexError_(f"{platform.name}: " + "; ".join(strays + problems))
+    if problems:
+        raise GuardError(f"{platform.name}: " + "; ".join(problems))
+
+
+# The CUDA libraries a torch build depends on, and how each says its CUDA major: the
+# suffix (nvidia-cublas-cu12, nvidia-cudnn-cu13) or, for CUDA 13's unsuffixed wheels, the
+# version of cuda-toolkit / cuda-bindings (torch's PYTORCH_EXTRA_INSTALL_REQUIREMENTS:
+# "cuda-toolkit[...]==13.0.3", "cuda-bindings>=13.0.3,<14", "nvidia-nccl-cu13==...").
+_CU_SUFFIX = re.compile(r"^nvidia-.+-cu(\d+)$")
+_CUDA_BY_VERSION = ("cuda-toolkit", "cuda-bindings")
+
+
+def cuda_majors(versions: dict[str, str]) -> dict[str, str]:
+    """``{package: CUDA major}`` for every CUDA library in a resolution."""
+    found: dict[str, str] = {}
+    for name, version in versions.items():
+        if m := _CU_SUFFIX.match(name):
+            found[name] = m[1]
+        elif name in _CUDA_BY_VERSION and version:
+            found[name] = str(Version(version).major)
+    return found
+
+
+def _gpu_packages(versions: dict[str, str]) -> list[str]:
+    return sorted(n for n in versions if n.startswith("nvidia-") or "triton" in n
+                  or n in _CUDA_BY_VERSION)
+
+
+def _backend_problems(doc: dict[str, Any], platform: Platform) -> list[str]:
+    """The torch build against the backend, in both directions. A build from the default
+    index carries no ``+cu`` label: its CUDA major is read from its CUDA dependencies."""
+    versions: dict[str, str] = {str(canonicalize_name(p["name"])): p.get("version", "")
+                                for p in doc.get("packages", [])}
+    if "torch" not in versions:
+        return []
+    local = Version(versions["torch"]).local
+    kind, ver = platform.backend.kind, platform.backend.version or ""
+    got = f"torch {versions['torch']}"
+    majors = cuda_majors(versions)
+    by_deps = ", ".join(f"{n} {versions[n]}" for n in sorted(majors))
+    cuda = "/".join(sorted(set(majors.values())))
+    if kind == "cuda":
+        want = ver.split(".")[0]
+        if local is None:
+            if not majors:
+                why = "no +cu label and no CUDA dependencies: a CPU build"
+                return [f"{got} is not a CUDA {ver} build ({why})"]
+            if set(majors.values()) != {want}:
+                why = f"(by its dependencies: {by_deps}), where CUDA {want} was asked"
+                return [f"{got} is a CUDA {cuda} build {why}"]
+            return []
+        if local != "cu" + ver.replace(".", ""):
+            return [f"{got} is not a CUDA {ver} build (expected +cu{ver.replace('.', '')})"]
+    if kind == "rocm" and not (local or "").startswith("rocm" + ver):
+        return [f"{got} is not a ROCm {ver} build (expected +rocm{ver})"]
+    if kind == "xpu" and local != "xpu":
+        return [f"{got} is not an XPU build (expected +xpu)"]
+    if kind in ("cpu", "mps"):
+        if local not in (None, "cpu"):
+            return [f"{got} is not a CPU build"]
+        if majors:
+            return [f"{got} is not a CPU build: a CUDA {cuda} build by its dependencies "
+                    f"({by_deps})"]
+        gpu = _gpu_packages(versions)
+        if gpu:
+            return [f"a CPU platform must not pull GPU packages: {', '.join(gpu)}"]
+    return []
+
+
+def build_lock(doc: dict[str, Any], platform: Platform, indexes: Indexes,
+               meta: dict[str, Any], hasher: Hasher,
+               routing: RoutingIndex | None = None) -> dict[str, Any]:
+    """The lock as written: official URLs, no credentials, every file hashed and named, sorted."""
+    family = set(platform.torch_packages)
+    self_hashed: list[str] = []
+    packages = []
+    for pkg in sorted(doc.get("packages", []), key=lambda p: canonicalize_name(p["name"])):
+        name = canonicalize_name(pkg["name"])
+        out: dict[str, Any] = {"name": name, "version": pkg["version"]}
+        routed = routing if name in family else None
+        index = indexes.torch_official if routed else indexes.default_official
+        if index:
+            out["index"] = index
+        for key in ("marker", "requires-python", "dependencies"):
+            if key in pkg:
+                out[key] = pkg[key]
+
+        def entry(f: dict[str, Any], name: str = name,
+                  routed: RoutingIndex | None = routed) -> dict[str, Any]:
+            listed = routed.listed(name, f["url"]) if routed else None
+            official = listed.official if listed else indexes.mirrors.official(f["url"])
+            return _file(f, official, hasher, self_hashed)
+
+        if "sdist" in pkg:
+            out["sdist"] = entry(pkg["sdist"])
+        if pkg.get("wheels"):
+            out["wheels"] = sorted((entry(w) for w in pkg["wheels"]), key=lambda w: w["name"])
+        packages.append(out)
+    tool = dict(meta)
+    tool["hashed-by-lockkit"] = sorted(set(self_hashed))
+    return {
+        "lock-version": "1.0",
+        "environments": [platform.marker],
+        "requires-python": f"=={meta['python']}.*",
+        "created-by": "lockkit",
+        "packages": packages,
+        "tool": {"lockkit": tool},
+    }
+
+
+def _file(entry: dict[str, Any], official: str, hasher: Hasher,
+          self_hashed: list[str]) -> dict[str, Any]:
+    """One file entry: ``name`` decoded (``+``, never ``%2B``: pip 26.1-26.2 reject an entry
+    whose only name is a URL with ``%2B``), the official URL, the sha256."""
+    url = entry["url"]
+    filename = urllib.parse.unquote(urllib.parse.urlsplit(official).path.rsplit("/", 1)[-1])
+    hashes = dict(entry.get("hashes") or {})
+    if "sha256" not in hashes:
+        hashes = {"sha256": hasher(url)}  # the index gave none: hash the file ourselves
+        self_hashed.append(filename)
+    out: dict[str, Any] = {"name": filename, "url": official, "hashes": hashes}
+    for key in ("size", "upload-time"):
+        if key in entry:
+            out[key] = entry[key]
+    return out
+
+
+def dumps(lock: dict[str, Any]) -> str:
+    header = "# Generated by lockkit; edit the inputs and recompile, not this file.\n"
+    return header + tomli_w.dumps(lock)
+
+
+def read_lock(path: Path) -> tuple[dict[str, Any], Pylock]:
+    """Parse and validate a lock; errors name the file and the key path."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: lock not found", hint="run 'lockkit compile' first") from exc
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder, not a lock") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    from packaging.pylock import Pylock, PylockValidationError  # ~20 ms: compile needs none
+
+    try:
+        return data, Pylock.from_dict(data)
+    except PylockValidationError as exc:
+        raise ConfigError(f"{path}: invalid PEP 751 lock: {exc}") from exc
+
+
+_REQUIRES_PYTHON = re.compile(r"==\s*(\d+\.\d+)\.\*")
+
+
+def python_of(data: Mapping[str, Any], where: Path | str) -> str:
+    """The Python version (``"3.12"``) the lock *data* was resolved for: the one every
+    command that selects its files, builds a venv from it or resolves tools for it uses,
+    never the platform's default (the project's ``python`` may differ from it).
+
+    compile writes it twice: ``[tool.lockkit] python`` and ``requires-python =
+    "==3.12.*"``. Either alone is enough; two that disagree (an edited lock) are refused,
+    naming both, as is a lock that says neither."""
+    tool = data.get("tool")
+    meta = tool.get("lockkit") if isinstance(tool, Mapping) else None
+    said = meta.get("python") if isinstance(meta, Mapping) else None
+    requires = data.get("requires-python")
+    found = _REQUIRES_PYTHON.fullmatch(requires.strip()) if isinstance(requires, str) else None
+    if said is not None and not (isinstance(said, str) and re.fullmatch(r"\d+\.\d+", said)):
+        raise ConfigError(f"{where}: tool.lockkit.python: expected a version such as "
+                          f"\"3.12\", got {said!r}", hint="compile the lock again")
+    if said and found and found[1] != said:
+        raise ConfigError(f"{where}: tool.lockkit.python is {said!r} but requires-python is "
+                          f"{requires!r}: the lock was edited", hint="compile the lock again")
+    if said:
+        return str(said)
+    if found:
+        return found[1]
+    raise ConfigError(f"{where}: the lock names no Python version (no tool.lockkit.python, "
+                      f"requires-python {requires!r})", hint="compile the lock again")

@@ -1,0 +1,218 @@
+"""``lockkit diff``: which layer a difference comes from.
+
+Each side (a dossier, a lock, or a wheelhouse manifest) is reduced to the layers of a
+rebuild, in the order a reference answers for them:
+
+    code       code and parameters: git revision, dirty tree, options, the check's settings
+    data       data and weights: the fingerprints of the files the result depends on
+    packages   Python and packages: versions (local labels included), indexes, hashes
+    system     system and backend: OS, driver, CUDA/HIP, devices, precision settings
+    result     outcomes: the result, each step's status, each check's verdict
+
+Only stable facts enter a layer: no timings, temp paths or timestamps. Numbers that vary
+within a tolerance (the embedding's largest difference) are shown, never counted: the
+outcome against the tolerance is what counts. A variant recorded by ``verify --variant``
+declares the layers it meant to change; those differences are listed apart.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+from lockkit._internal.compat import tomllib
+from lockkit.errors import DiffError
+from lockkit.report.model import Dossier, GitState, SchemaError, Variant
+
+__all__ = ["LAYERS", "Difference", "DiffError", "Side", "compare", "load_side"]
+
+LAYERS = ("code", "data", "packages", "system", "result")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Side:
+    path: Path
+    kind: str  # "dossier" | "lock" | "manifest"
+    layers: dict[str, dict[str, Any]]  # layer -> flat key -> value
+    info: dict[str, Any]  # shown, never compared
+    variant: Variant | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Difference:
+    layer: str
+    key: str
+    a: Any
+    b: Any
+    declared: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"layer": self.layer, "key": self.key, "a": self.a, "b": self.b,
+                "declared": self.declared}
+
+
+def load_side(path: Path) -> Side:
+    """Read *path*: a dossier.json (or its folder), a pylock TOML, a manifest.json (or its
+    wheelhouse folder)."""
+    if path.is_dir():
+        for name in ("dossier.json", "manifest.json"):
+            if (path / name).is_file():
+                return load_side(path / name)
+        raise DiffError(f"{path}: no dossier.json or manifest.json in this folder")
+    if not path.is_file():
+        raise DiffError(f"{path}: no such file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DiffError(f"{path}: unreadable: {exc}") from None
+    if path.suffix == ".toml":
+        try:
+            return _from_lock(path, tomllib.loads(text))
+        except tomllib.TOMLDecodeError as exc:
+            raise DiffError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DiffError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise DiffError(f"{path}: expected a JSON object")
+    if doc.get("kind") in ("verify", "diagnose") and "steps" in doc:
+        return _from_dossier(path, doc)
+    if "files" in doc and "lock_sha256" in doc:
+        return _from_manifest(path, doc)
+    raise DiffError(f"{path}: neither a lockkit dossier nor a wheelhouse manifest "
+                    "(no 'steps' or 'files')")
+
+
+def compare(a: Side, b: Side) -> tuple[list[str], list[Difference]]:
+    """The layers both sides have, and every difference in them, in layer order."""
+    declared: set[str] = set()
+    for side in (a, b):
+        if side.variant:
+            declared.update(side.variant.changes)
+    layers = [name for name in LAYERS if name in a.layers and name in b.layers]
+    found = []
+    for layer in layers:
+        left, right = a.layers[layer], b.layers[layer]
+        for key in sorted(set(left) | set(right)):
+            if left.get(key) != right.get(key):
+                found.append(Difference(layer=layer, key=key, a=left.get(key),
+                                        b=right.get(key), declared=layer in declared))
+    return layers, found
+
+
+# --- dossiers ---------------------------------------------------------------------------
+
+def _from_dossier(path: Path, doc: dict[str, Any]) -> Side:
+    try:
+        d = Dossier.from_dict(doc)
+    except SchemaError as exc:
+        raise DiffError(f"{path}: not a dossier lockkit can read: {exc}") from None
+    layers = {"code": _code(d), "data": _data(d), "system": _system(d), "result": _result(d)}
+    if d.packages is not None:
+        layers["packages"] = _packages([p.to_dict() for p in d.packages])
+    app = d.application
+    info = {"platform": d.platform, "started": d.started,
+            "max_abs_diff": app.max_abs_diff if app else None,
+            "min_cosine": app.min_cosine if app else None,
+            "worst_id": app.worst_id if app else None}
+    return Side(path=path, kind="dossier", layers=layers, info=info, variant=d.variant)
+
+
+def _code(d: Dossier) -> dict[str, Any]:
+    code = d.code or GitState(git=False)
+    out: dict[str, Any] = {"git.revision": code.revision, "git.dirty": code.dirty}
+    for key, value in d.options.items():
+        out[f"option.{key}"] = value
+    for key, value in (d.embedding_config or {}).items():
+        if key != "fingerprints":  # those are the data layer
+            out[f"embedding.{key}"] = value
+    return out
+
+
+def _data(d: Dossier) -> dict[str, Any]:
+    return {f.path: f.actual or "missing" for f in d.fingerprints or ()}
+
+
+def _packages(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for row in rows:
+        name = canonicalize_name(row["name"])
+        out[f"{name}.version"] = row.get("version")
+        if row.get("index") is not None:
+            out[f"{name}.index"] = row["index"]
+        if row.get("sha256"):
+            out[f"{name}.sha256"] = ",".join(sorted(row["sha256"]))
+    return out
+
+
+def _system(d: Dossier) -> dict[str, Any]:
+    if d.system is None:
+        return {}
+    system, torch = d.system, d.system.torch
+    os_, driver = system.section("os"), system.section("driver")
+    out: dict[str, Any] = {
+        "os": os_.get("system"), "distro": os_.get("distro"), "kernel": os_.get("kernel"),
+        "arch": system.raw.get("arch"),
+        "libc": json.dumps(system.raw.get("libc"), sort_keys=True),
+        "cpu": system.section("cpu").get("model"),
+        "python": system.section("python").get("version"),
+        "driver.nvidia": _version_of(driver.get("nvidia")),
+        "driver.rocm": _version_of(driver.get("rocm")),
+        "torch.version.cuda": torch.cuda, "torch.version.hip": torch.hip,
+        "torch.build": torch.build, "cudnn": torch.cudnn,
+        "miopen": torch.miopen, "device_count": torch.device_count,
+    }
+    for dev in torch.devices:
+        out[f"device{dev.get('index')}"] = f"{dev.get('name')} ({dev.get('capability')})"
+    for key, value in system.section("settings").items():
+        out[f"settings.{key}"] = json.dumps(value, sort_keys=True) if isinstance(
+            value, (dict, list)) else value
+    return out
+
+
+def _version_of(driver: Any) -> Any:
+    return driver.get("version") if isinstance(driver, dict) else driver
+
+
+def _result(d: Dossier) -> dict[str, Any]:
+    out: dict[str, Any] = {"result": d.result}
+    for step in d.steps:
+        out[f"step.{step.name}"] = step.status
+    for name, check in ((d.gpu or {}).get("checks") or {}).items():
+        if isinstance(check, dict):
+            out[f"gpu.{name}"] = check.get("status")
+    for c in d.application.checks if d.application else ():
+        out[f"application.{c.name}"] = "passed" if c.passed else "failed"
+    return out
+
+
+# --- locks and manifests ----------------------------------------------------------------
+
+def _from_lock(path: Path, lock: dict[str, Any]) -> Side:
+    if "packages" not in lock or "lock-version" not in lock:
+        raise DiffError(f"{path}: not a PEP 751 lock (no lock-version/packages)")
+    rows = []
+    for pkg in lock["packages"]:
+        files = pkg.get("wheels", []) + ([pkg["sdist"]] if "sdist" in pkg else [])
+        rows.append({"name": pkg["name"], "version": pkg.get("version"),
+                     "index": pkg.get("index"),
+                     "sha256": [f.get("hashes", {}).get("sha256", "") for f in files]})
+    meta = (lock.get("tool") or {}).get("lockkit") or {}
+    code = {f"lock.{k}": meta[k] for k in ("platform", "inputs-fingerprint", "torch-index")
+            if k in meta}
+    return Side(path=path, kind="lock", layers={"code": code, "packages": _packages(rows)},
+                info={"platform": meta.get("platform")})
+
+
+def _from_manifest(path: Path, manifest: dict[str, Any]) -> Side:
+    rows = [{"name": f["package"], "version": f.get("version"), "sha256": [f["sha256"]]}
+            for f in manifest.get("files", []) if f.get("kind") == "wheel"]
+    code = {"manifest.platform": manifest.get("platform"),
+            "manifest.lock_sha256": manifest.get("lock_sha256")}
+    return Side(path=path, kind="manifest", layers={"code": code, "packages": _packages(rows)},
+                info={"platform": manifest.get("platform")})

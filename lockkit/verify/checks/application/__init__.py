@@ -1,0 +1,1 @@
+"""verify.checks.application."""

@@ -1,0 +1,163 @@
+"""``lockkit sync``: rebuild a project's venv from its lock, fresh, and swap it in whole.
+
+The default venv is ``<project>/.venv``, the one ``uv sync`` manages (pip-tools'
+``pip-sync`` edits the active environment in place instead; a fresh rebuild cannot).
+The steps are verify's own (:mod:`lockkit.verify.rebuild`): host, venv, install from the
+wheelhouse or the lock's URLs by hash, pip-check, inventory; ``verify=True`` runs the
+whole verify plan (system, gpu, extensions, application, resume) on the new venv too.
+
+The new venv is built beside the old one, in ``<name>.lockkit-new-XXXXXXXX`` (same
+folder, so the swap is renames on one filesystem), marked as lockkit's (``.lockkit.json``,
+with its platform) and swapped in only when every step passed
+(:func:`lockkit._internal.outdir.swap`: the old venv renamed aside, the new one into its place,
+the old one removed). The folder
+replaced is only a venv lockkit made for the same platform, or an empty one
+(:func:`target`): a venv made by anything else is never removed. On any failure, or
+Ctrl-C, the new folder is removed and the old venv was never touched. Everything else of
+the run (uv's cache, the hashed requirements, a wheelhouse fetched from the lock's URLs,
+the application's clean copy) is in a temp folder, as verify's is, never in the project.
+
+A venv is not relocatable by default: its scripts' shebangs and ``activate`` hold its
+absolute path (``sys.prefix`` is found at run time from ``bin/python``, so it follows).
+With uv the venv is made ``--relocatable`` (uv's own answer: scripts and activate find
+the venv from where they are). The stdlib venv and pip have no such mode, so with
+``installer="pip"`` the build folder's path is rewritten to the final one in ``bin/``'s
+scripts and activate files and in ``pyvenv.cfg``, before the swap (:func:`rebase`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from lockkit._internal.outdir import check, mark, swap
+from lockkit.errors import UsageError
+from lockkit.report.model import Dossier
+from lockkit.verify import rebuild
+from lockkit.verify.context import Options
+from lockkit.verify.run import PLAN, execute, make_dossier, new_run
+from lockkit.verify.steps import Step
+
+__all__ = ["NEW", "REBUILD", "SyncOptions", "Synced", "rebase", "sync", "target"]
+
+REBUILD = PLAN[:PLAN.index(("inventory", ("install",))) + 1]  # host .. inventory
+NEW = ".lockkit-new-"  # <venv name><NEW>XXXX: the new venv, built beside the old one
+
+
+@dataclass(frozen=True, kw_only=True)
+class SyncOptions:
+    check: Options  # verify's options: project, platform, wheelhouse, python, installer...
+    venv: Path  # the venv to replace or create (absolute: see target())
+    verify: bool = False  # also run verify's system, gpu, extensions, application, resume
+
+
+@dataclass(frozen=True, kw_only=True)
+class Synced:
+    venv: Path
+    dossier: Dossier  # the steps that ran (kind "verify": the same steps and facts)
+    attachments: Mapping[str, str]  # installed-after.txt
+    swapped: bool  # the new venv is in place
+    verified: bool  # with verify=True, and every step of verify passed
+
+    @property
+    def result(self) -> str:
+        return self.dossier.result
+
+
+def target(venv: Path, platform: str, *, project: Path | None = None,
+           flag: str | None = "--venv") -> Path:
+    """The folder to sync: absolute, a symlink's target (the link keeps working); refused
+    with a :class:`UsageError` if it runs lockkit itself, and a ``ConfigError`` unless it
+    is missing, empty or a venv lockkit made for *platform* (:func:`lockkit._internal.outdir.check`,
+    which also refuses *project*, the current folder and the folders above them)."""
+    if venv.exists() and Path(sys.prefix).resolve() == venv.resolve():
+        raise UsageError(f"--venv {venv}: lockkit runs from this venv",
+                         hint="a venv cannot be replaced by a program running from it: run "
+                              "lockkit from another environment (pipx, uvx, a tools venv)")
+    return check(venv, kind="venv", platform=platform, project=project, flag=flag)
+
+
+def sync(opts: SyncOptions) -> Synced:
+    """Build, check and (when every step passed) swap in the new venv; see the module."""
+    if os.name == "nt" and opts.check.installer == "pip":
+        raise UsageError("--installer pip: on Windows pip's .exe launchers hold the build "
+                         "folder's path, so its venv cannot be moved into place",
+                         hint="use --installer uv (a --relocatable venv)")
+    started = _dt.datetime.now(_dt.timezone.utc)
+    final = opts.venv
+    plan = PLAN if opts.verify else REBUILD
+    work = Path(tempfile.mkdtemp(prefix="lockkit-sync-"))  # as verify's: never in the project
+    build: Path | None = None
+    swapped = False
+    try:
+        run = new_run(opts.check, work, plan)
+        build = _beside(final, NEW)
+        execute(run, plan, {"venv": lambda s: rebuild.venv_step(run, s, at=build,
+                                                                moved_to=final)})
+        dossier = make_dossier(run, started)
+        if dossier.result == "passed":
+            rebase(build, final)
+            mark(build, kind="venv", platform=opts.check.platform.name)
+            swap(build, final)
+            swapped = True
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if build is not None and not swapped:
+            shutil.rmtree(build, ignore_errors=True)
+    return Synced(venv=final, dossier=dossier, attachments=dict(run.attachments),
+                  swapped=swapped, verified=opts.verify and swapped)
+
+
+def _beside(final: Path, infix: str) -> Path:
+    """A new empty folder ``<final name><infix>XXXXXXXX`` beside *final* (same filesystem:
+    the swap is renames), made with ``mkdir``, so with the user's umask mode."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        path = final.with_name(f"{final.name}{infix}{secrets.token_hex(4)}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+
+
+def rebase(venv: Path, final: Path) -> None:
+    """Write *final* where *venv*'s own path is written: the shebangs of ``bin/``'s scripts
+    (pip writes ``#!<venv>/bin/python``), the activate scripts and ``pyvenv.cfg``.
+    Only text files that start with ``#!`` or are named ``activate*``/``pyvenv.cfg`` are
+    read; the build path is unique (``<name>.lockkit-new-XXXXXXXX``), so every occurrence
+    is that venv's own. A uv ``--relocatable`` venv has none: nothing changes."""
+    old, new = os.fsencode(venv), os.fsencode(final)
+    scripts = venv / ("Scripts" if os.name == "nt" else "bin")
+    for path in [venv / "pyvenv.cfg", *sorted(scripts.iterdir())]:
+        if path.is_symlink() or not path.is_file() or not _may_hold_path(path):
+            continue
+        data = path.read_bytes()
+        if old not in data:
+            continue
+        tmp = path.with_name(path.name + ".lockkit-tmp")
+        tmp.write_bytes(data.replace(old, new))
+        shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+
+
+def _may_hold_path(path: Path) -> bool:
+    """A script (``#!``), an activate file or ``pyvenv.cfg``: a binary is never read."""
+    if path.name == "pyvenv.cfg" or path.name.lower().startswith("activate"):
+        return True
+    with path.open("rb") as f:
+        return f.read(2) == b"#!"
+
+
+def progress_line(step: Step) -> str:
+    """``sync: install passed (3.2 s)``: one line per finished step, for stderr."""
+    why = step.error or step.reason
+    return (f"sync: {step.name} {step.status} ({step.duration:.1f} s)"
+            + (f": {why}" if why else ""))
