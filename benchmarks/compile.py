@@ -53,8 +53,9 @@ class UvCall:
 def uv_calls(project: Path, out: Path, env: dict[str, str]) -> dict[str, UvCall]:
     """The uv argv lockkit runs for each platform of *project* (lockkit.compile.resolve)."""
     from lockkit._internal.uv import uv_bin
-    from lockkit.compile.resolve import Indexes, uv_command, uv_environment
+    from lockkit.compile.resolve import uv_command, uv_environment
     from lockkit.config.project import load_project
+    from lockkit.index.urls import Indexes
     from lockkit.platforms.definitions import load_platforms
 
     proj = load_project(project)

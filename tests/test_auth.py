@@ -19,9 +19,10 @@ from index_server import IndexServer
 from pytorch_index import PyTorchIndex
 
 from lockkit._internal.compat import tomllib
+from lockkit.cache.store import Cache
 from lockkit.cli import main
 from lockkit.index.auth import Credentials, read_netrc, realm, user_info
-from lockkit.wheelhouse.fetch import Cache, Fetcher, FetchError, Want, http_client
+from lockkit.wheelhouse.fetch import Fetcher, FetchError, Want, http_client
 
 USER = "deploy"
 

@@ -582,7 +582,7 @@ def test_planted_tools_memos_in_a_shared_cache_pin_nothing_planted(tools_project
     project = load_project(root)
     platform = load_platforms(project.root)[PLATFORM]
     python = tools.target_python(lock)
-    from lockkit.index.redact import strip_credentials
+    from lockkit._internal.redact import strip_credentials
 
     old_key = hashlib.sha256(json.dumps(  # the name an older lockkit read its memo under
         [__version__, tools.runtime_requirements(), platform.fingerprint, python,

@@ -506,7 +506,7 @@ def test_the_default_install_step_never_installs_a_lockkit_an_index_serves(tmp_p
     installed = [n for n in _installed(venv) if n.startswith("lockkit==")]
     assert installed == [f"lockkit=={lockkit.__version__}"], result.stderr
     site = next((venv / "lib").glob("python*/site-packages"))
-    assert (site / "lockkit" / "ci.py").is_file()
+    assert (site / "lockkit" / "ci" / "workflow.py").is_file()
     assert not (site / "lockkit" / "squatted.py").exists()
     assert not [p for p, _ in server.requests if "/lockkit" in p]  # never even asked
     # lockkit's real dependencies are not on this index: the second pip call fails on them

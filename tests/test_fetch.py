@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from lockkit.cache.store import Cache
+from lockkit.errors import HashMismatch
 from lockkit.wheelhouse import fetch
-from lockkit.wheelhouse.fetch import Cache, Fetcher, HashMismatch, Stopped, Want, http_client
+from lockkit.wheelhouse.fetch import Fetcher, Stopped, Want, http_client
 
 BIG = 24 << 20  # well past fetch._DIRECT_MIN after the first read
 

@@ -30,9 +30,11 @@ from test_wheelhouse import TORCH, build_cli, build_lib, compiled, leftovers, se
 
 from lockkit._internal import proc as _run
 from lockkit._internal.compat import tomllib
+from lockkit.cache.store import Cache
 from lockkit.cli import main
+from lockkit.errors import HashMismatch
 from lockkit.verify import probe
-from lockkit.wheelhouse.fetch import Cache, Fetcher, FetchError, HashMismatch, Want
+from lockkit.wheelhouse.fetch import Fetcher, FetchError, Want
 
 posix_only = pytest.mark.skipif(os.name == "nt", reason="process groups are POSIX")
 

@@ -12,8 +12,8 @@ from pytorch_variants import ARM, WIN, X86, fill_current
 
 from lockkit._internal.compat import tomllib
 from lockkit.cli import main
-from lockkit.compile.resolve import Indexes
 from lockkit.errors import GuardError, IndexError_
+from lockkit.index.urls import Indexes
 from lockkit.lock.lockfile import _backend_problems, check_guards, cuda_majors
 from lockkit.platforms.definitions import load_platforms, markdown_table, shipped_dir
 

@@ -18,11 +18,12 @@ import pytest
 from pytorch_index import R2
 from test_wheelhouse import build_cli, compiled, wheel_requests
 
+from lockkit.cache.store import Cache
 from lockkit.config.project import load_project
 from lockkit.platforms.definitions import load_platforms
 from lockkit.wheelhouse import archive
 from lockkit.wheelhouse import build as wheelhouse
-from lockkit.wheelhouse.fetch import Cache, Want
+from lockkit.wheelhouse.fetch import Want
 from lockkit.wheelhouse.wheelzip import MIN_EPOCH, normalize_wheel, source_epoch
 
 # An in-tree backend that writes its wheel the way pypa/wheel's WheelFile does

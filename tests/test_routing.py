@@ -7,7 +7,8 @@ import urllib.request
 
 import pytest
 
-from lockkit.index.routing import RoutingIndex, parse_links, resolve_href
+from lockkit.index.pages import parse_links
+from lockkit.index.routing import RoutingIndex, resolve_href
 from lockkit.index.urls import Mirrors
 
 PT = "https://download.pytorch.org"

@@ -28,12 +28,12 @@ from pytorch_index import basic
 
 from lockkit._internal.compat import tomllib
 from lockkit._internal.uv import uv_bin
-from lockkit.compile.resolve import Indexes, resolve
+from lockkit.compile.resolve import resolve
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.index.auth import Credentials, uv_netrc
 from lockkit.index.pages import Http
 from lockkit.index.routing import RoutingIndex
-from lockkit.index.urls import Mirrors
+from lockkit.index.urls import Indexes, Mirrors
 from lockkit.platforms.definitions import load_platforms
 
 OFFICIAL = "https://download.pytorch.org"

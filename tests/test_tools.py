@@ -311,7 +311,7 @@ def test_an_installed_lockkit_rebuilds_its_wheel(built, machine):
     assert all(rebuilt.read(n) == original.read(n) for n in original.namelist() if n != record)
     # the same RECORD lines as hatchling's (the order may differ)
     assert set(rebuilt.read(record).splitlines()) == set(original.read(record).splitlines())
-    edited = next((here / "v" / "lib").glob("python*/site-packages/lockkit/tools.py"))
+    edited = next((here / "v" / "lib").glob("python*/site-packages/lockkit/wheelhouse/tools.py"))
     edited.write_text(edited.read_text() + "# edited\n")
     (here / "r3").mkdir()
     run = offline(["v/bin/python", "-c", REBUILD, str(here / "r3")], here, log)

@@ -14,9 +14,9 @@ from conftest import lockkit
 from index_server import build_wheel
 
 from lockkit._internal.compat import tomllib
+from lockkit.cache.store import Cache
 from lockkit.cli import main
 from lockkit.wheelhouse.archive import pack as pack_folder
-from lockkit.wheelhouse.fetch import Cache
 
 PLATFORM = "linux-cpu"
 

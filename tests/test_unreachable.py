@@ -175,7 +175,8 @@ sys.exit(2)
 def _resolve_with(tmp_path: Path, mode: str, fetch) -> tuple[BaseException, float]:
     import sys
 
-    from lockkit.compile.resolve import Indexes, resolve
+    from lockkit.compile.resolve import resolve
+    from lockkit.index.urls import Indexes
 
     uv = tmp_path / "uv"
     uv.write_text(_UV.format(python=sys.executable, started=str(tmp_path / "started"),

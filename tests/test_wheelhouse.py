@@ -18,11 +18,13 @@ from packaging.pylock import Pylock
 from pytorch_index import R2
 
 from lockkit._internal.compat import tomllib
+from lockkit.cache.store import Cache
 from lockkit.cli import main
 from lockkit.config.project import load_project
+from lockkit.errors import HashMismatch
 from lockkit.platforms.definitions import load_platforms
 from lockkit.wheelhouse import build as wheelhouse
-from lockkit.wheelhouse.fetch import Cache, FetchError, HashMismatch, http_client
+from lockkit.wheelhouse.fetch import FetchError, http_client
 
 TORCH = "torch-2.5.1+cpu-cp311-cp311-linux_x86_64.whl"
 TORCH_KEY = "whl/cpu/torch-2.5.1%2Bcpu-cp311-cp311-linux_x86_64.whl"  # as the index links it

@@ -134,7 +134,7 @@ def mark(folder: Path, *, kind: str, platform: str) -> None:
 def _read_json(path: Path) -> object:
     """A small JSON file's value; None for anything else. Only a regular file is read
     (``O_NOFOLLOW|O_NONBLOCK``, then ``fstat``): never a symlink, a FIFO or a device."""
-    from lockkit.cache.memo import read_regular
+    from lockkit._internal.private import read_regular
 
     data = read_regular(path, _MAX_JSON, private=False)
     if data is None:

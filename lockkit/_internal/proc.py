@@ -26,12 +26,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from lockkit._internal.fs import interrupt_held
-from lockkit._record import record
+from lockkit._internal.redact import redact
 from lockkit.errors import CommandError
-from lockkit.index.redact import redact
 
 __all__ = ["Recorder", "Result", "Stop", "call", "check", "ending", "finish", "isolated_env",
            "last_error_line", "outcome"]
@@ -58,7 +58,7 @@ def last_error_line(text: str, *, limit: int = 300) -> str:
     return redact(line[:limit])
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Result:
     argv: tuple[str, ...]
     returncode: int | None  # None: it passed its timeout and was killed with its group

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from lockkit.index.redact import redact
+from lockkit._internal.redact import redact
 
 if TYPE_CHECKING:
     from typing import Any, TextIO

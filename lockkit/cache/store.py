@@ -35,6 +35,7 @@ from typing import Any
 
 from lockkit._internal import proc as _run
 from lockkit._internal.fs import umask
+from lockkit._internal.private import open_regular, owned_and_closed
 from lockkit.cache.layout import (
     FOLDERS,
     LEGACY,
@@ -44,7 +45,6 @@ from lockkit.cache.layout import (
     make_root,
     sweep_partials,
 )
-from lockkit.cache.memo import open_regular, owned_and_closed
 from lockkit.errors import ConfigError, HashMismatch
 from lockkit.lock.lockfile import read_lock
 

@@ -116,12 +116,14 @@ def cmd_wheelhouse(args: argparse.Namespace) -> int:
 
 def _wheelhouse_build(args: argparse.Namespace) -> int:
     from lockkit._internal.outdir import check
+    from lockkit.cache.layout import default_cache_dir
+    from lockkit.cache.store import Cache
     from lockkit.config.project import load_project
     from lockkit.index.auth import Credentials
     from lockkit.lock.freshness import stale_warning
     from lockkit.platforms.definitions import load_platforms, select_platforms
     from lockkit.wheelhouse import build as wheelhouse
-    from lockkit.wheelhouse.fetch import Cache, default_cache_dir, http_client
+    from lockkit.wheelhouse.fetch import http_client
 
     for folder in args.find_links:
         if not folder.is_dir():

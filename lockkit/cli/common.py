@@ -54,9 +54,11 @@ def lock_fetcher(project: Project, platform: Platform, cache_dir: Path | None
     """Without a wheelhouse: the lock's files fetched by hash into a temp one, through the
     cache (``cache_dir``, else the default one)."""
     def fetch(dest: Path) -> Path:
+        from lockkit.cache.layout import default_cache_dir
+        from lockkit.cache.store import Cache
         from lockkit.index.auth import Credentials
         from lockkit.wheelhouse import build as wheelhouse
-        from lockkit.wheelhouse.fetch import Cache, default_cache_dir, http_client
+        from lockkit.wheelhouse.fetch import http_client
 
         with http_client(credentials=Credentials.for_project(project)) as client:
             wheelhouse.build(project, platform, dest, client=client,

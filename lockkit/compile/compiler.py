@@ -19,15 +19,16 @@ from typing import TYPE_CHECKING, Any
 from lockkit import __version__
 from lockkit._internal import proc as _run
 from lockkit._internal.fs import temp_folder, write_atomic
+from lockkit._internal.redact import redact
 from lockkit._internal.uv import uv_bin, uv_version
 from lockkit.cache.layout import default_cache_dir
 from lockkit.cache.memo import MemoStore
-from lockkit.compile.resolve import Indexes, ResolveOptions, resolve
+from lockkit.compile.resolve import ResolveOptions, resolve
 from lockkit.config.project import Project, normalized_inputs, resolver_inputs
 from lockkit.errors import ConfigError, LockkitError, ResolutionError
 from lockkit.index.pages import TIMEOUT
 from lockkit.index.pages import Http as _Http
-from lockkit.index.redact import redact
+from lockkit.index.urls import Indexes
 from lockkit.lock.freshness import (
     LOCK_FORMAT,
     Outcome,

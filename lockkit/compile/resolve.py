@@ -16,50 +16,25 @@ import sys
 import threading
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lockkit._internal import proc as _run
 from lockkit._internal.compat import tomllib
 from lockkit._internal.fs import temp_folder
+from lockkit._internal.redact import redact
 from lockkit._internal.uv import uv_bin
-from lockkit._record import field, record
 from lockkit.errors import IndexError_, ResolutionError
 from lockkit.index.pages import TIMEOUT
-from lockkit.index.redact import redact
 from lockkit.index.routing import Page, RoutingIndex
-from lockkit.index.urls import Mirrors, apply_mirrors, expand, printable, unapply_mirrors
+from lockkit.index.urls import Indexes, printable
 from lockkit.platforms.definitions import Platform
 
-__all__ = ["Indexes", "Resolution", "ResolveOptions", "apply_mirrors", "expand", "resolve",
-           "unapply_mirrors", "uv_command", "uv_environment"]
+__all__ = ["Resolution", "ResolveOptions", "resolve", "uv_command", "uv_environment"]
 
 
-@record
-class Indexes:
-    """The indexes of one resolution, as the user wrote them and as actually used."""
-
-    torch_official: str | None
-    torch_effective: str | None
-    default_effective: str | None  # None: uv's own default index
-    default_official: str | None = None  # as written to the lock: no credentials, no mirror
-    mirrors: Mirrors = field(default_factory=Mirrors)
-
-    @classmethod
-    def for_platform(cls, platform: Platform, mirrors: dict[str, str],
-                     index_url: str | None) -> Indexes:
-        table = Mirrors(mirrors)
-        torch = platform.torch_index
-        return cls(
-            torch_official=torch,
-            torch_effective=table.effective(torch) if torch else None,
-            default_effective=table.effective(index_url) if index_url else None,
-            default_official=table.official(index_url) if index_url else None,
-            mirrors=table,
-        )
-
-
-@record
+@dataclass(frozen=True, kw_only=True)
 class ResolveOptions:
     """How much of an existing lock to keep, and as of when to resolve.
 
@@ -74,7 +49,7 @@ class ResolveOptions:
     exclude_newer: str | None = None  # RFC 3339 date or timestamp, passed to uv
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Resolution:
     """uv's pylock output (its text; the document parsed on first use) and the pages the
     routing index served for it."""

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal
 
-from lockkit._record import record
+from lockkit._internal.redact import redact
 from lockkit.errors import ConfigError
-from lockkit.index.redact import redact
 
 __all__ = ["Checker", "LockkitRequirement", "Runner", "lockkit_requirement", "runner_labels"]
 
@@ -101,7 +101,7 @@ _ARCHIVE = (".whl", ".tar.gz", ".zip")
 Source = Literal["index", "path", "url", "vcs"]
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class LockkitRequirement:
     """``[ci] lockkit``: what the CI workflow installs lockkit from.
 

@@ -13,10 +13,11 @@ The project's inputs (requirement files, pyproject.toml dependencies) are read b
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lockkit._record import field, record
+from lockkit._internal.redact import redact
 from lockkit.config.inputs import (
     is_pyproject,
     load_toml,
@@ -32,7 +33,6 @@ from lockkit.config.keys import (
     runner_labels,
 )
 from lockkit.errors import UsageError
-from lockkit.index.redact import redact
 from lockkit.index.urls import is_index_url
 
 if TYPE_CHECKING:  # the [verify.*] modules are imported when a [verify] table is read
@@ -56,7 +56,7 @@ _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-vers
 _RFC3339_HINT = "e.g. 2024-10-01 or 2024-10-01T00:00:00Z"
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Project:
     """The project's options: each default here is what a project without the key gets."""
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from lockkit._record import record
 from lockkit.errors import ConfigError
 
 __all__ = ["MAX_DEPTH", "Include", "RequirementFile", "canonical_name", "flatten",
@@ -56,7 +56,7 @@ class _Refused(Exception):
     """One line lockkit cannot take; the message says why and what to do."""
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Include:
     """A ``-r`` (requirements) or ``-c`` (constraints only) line, its path resolved."""
 
@@ -64,7 +64,7 @@ class Include:
     path: Path
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class RequirementFile:
     """One file as read: its text (the inputs' fingerprint) and its entries, normalised
     and in file order: requirement strings (with any ``--hash=``), accepted options, and

@@ -11,14 +11,14 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from lockkit import __version__
+from lockkit._internal.redact import redact
 from lockkit.errors import IndexError_
-from lockkit.index.redact import redact
 
 if TYPE_CHECKING:
     from lockkit.config.project import Project
     from lockkit.index.auth import Credentials
 
-__all__ = ["TIMEOUT", "Http"]
+__all__ = ["TIMEOUT", "Http", "parse_links"]
 
 TIMEOUT = 30.0  # seconds: compile --timeout's default (connect, and each read)
 
@@ -81,7 +81,7 @@ class Http:
         import urllib.error
         import urllib.request
 
-        from lockkit.index.redact import strip_credentials
+        from lockkit._internal.redact import strip_credentials
         from lockkit.index.urls import origin
 
         host = origin(url)
@@ -203,3 +203,35 @@ def _text(headers: Any, body: bytes) -> str:
 
         body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
     return body.decode(headers.get_content_charset() or "utf-8", "replace")
+
+
+def parse_links(text: str) -> list[dict[str, str]]:
+    """The ``<a>`` elements of a PEP 503 page: attributes (unescaped) plus ``#text``.
+    (html.parser is imported here: compile starts uv before it fetches any page.)"""
+    import html.parser
+
+    class _Links(html.parser.HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.links: list[dict[str, str]] = []
+            self._open: dict[str, str] | None = None
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "a":
+                self._open = {k: v or "" for k, v in attrs}
+                self._open.setdefault("#text", "")
+
+        def handle_data(self, data: str) -> None:
+            if self._open is not None:
+                self._open["#text"] += data
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag == "a" and self._open is not None:
+                if self._open.get("href"):
+                    self.links.append(self._open)
+                self._open = None
+
+    parser = _Links()
+    parser.feed(text)
+    parser.close()
+    return parser.links

@@ -51,11 +51,12 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lockkit._record import field, record
+from lockkit._internal.redact import redact, strip_credentials
 from lockkit.config.reqfile import canonical_name
-from lockkit.index.redact import redact, strip_credentials
+from lockkit.index.pages import parse_links
 from lockkit.index.urls import Mirrors, origin
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
 __all__ = ["Listed", "Page", "RoutingIndex", "parse_links", "resolve_href", "served_versions"]
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Listed:
     """One file link of a PyTorch index page."""
 
@@ -73,7 +74,7 @@ class Listed:
     official: str  # the URL written to the lock: official host and layout
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Page:
     """What the PyTorch index answered for one family name."""
 
@@ -82,38 +83,6 @@ class Page:
     error: str = ""
     files: dict[str, Listed] = field(default_factory=dict)
     html: str = ""  # the page as served to uv: every link absolute, effective, no user info
-
-
-def parse_links(text: str) -> list[dict[str, str]]:
-    """The ``<a>`` elements of a PEP 503 page: attributes (unescaped) plus ``#text``.
-    (html.parser is imported here: compile starts uv before it fetches any page.)"""
-    import html.parser
-
-    class _Links(html.parser.HTMLParser):
-        def __init__(self) -> None:
-            super().__init__(convert_charrefs=True)
-            self.links: list[dict[str, str]] = []
-            self._open: dict[str, str] | None = None
-
-        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-            if tag == "a":
-                self._open = {k: v or "" for k, v in attrs}
-                self._open.setdefault("#text", "")
-
-        def handle_data(self, data: str) -> None:
-            if self._open is not None:
-                self._open["#text"] += data
-
-        def handle_endtag(self, tag: str) -> None:
-            if tag == "a" and self._open is not None:
-                if self._open.get("href"):
-                    self.links.append(self._open)
-                self._open = None
-
-    parser = _Links()
-    parser.feed(text)
-    parser.close()
-    return parser.links
 
 
 def served_versions(text: str, name: str) -> list[Version]:

@@ -27,11 +27,16 @@ import os
 import re
 import urllib.parse
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from lockkit.index.redact import conceal, redact, remember, strip_credentials
+from lockkit._internal.redact import conceal, redact, remember, strip_credentials
 
-__all__ = ["Mirrors", "apply_mirrors", "expand", "is_index_url", "origin", "printable",
-           "requirement_form", "unapply_mirrors"]
+if TYPE_CHECKING:
+    from lockkit.platforms.definitions import Platform
+
+__all__ = ["Indexes", "Mirrors", "apply_mirrors", "expand", "is_index_url", "origin",
+           "printable", "requirement_form", "unapply_mirrors"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _LEADING = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}(?=[/?#]|$)")
@@ -43,7 +48,7 @@ def expand(url: str) -> str:
 
     ``https://${VAR}/path``, a whole-URL placeholder as the lock writes it, is the URL
     the variable holds followed by the path. Every value filled in is remembered
-    (``lockkit.index.redact.remember``): whatever later prints or writes text holding it shows
+    (``lockkit._internal.redact.remember``): whatever later prints or writes text holding it shows
     the placeholder instead.
     """
     def fill(m: re.Match[str]) -> str:
@@ -139,3 +144,27 @@ class Mirrors:
     def hosts(self) -> set[str]:
         """The origins the mirrors live on (a link there that maps back to nothing is private)."""
         return {origin(expand(m)) for m in self.table.values()}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Indexes:
+    """The indexes of one resolution, as the user wrote them and as actually used."""
+
+    torch_official: str | None
+    torch_effective: str | None
+    default_effective: str | None  # None: uv's own default index
+    default_official: str | None = None  # as written to the lock: no credentials, no mirror
+    mirrors: Mirrors = field(default_factory=Mirrors)
+
+    @classmethod
+    def for_platform(cls, platform: Platform, mirrors: dict[str, str],
+                     index_url: str | None) -> Indexes:
+        table = Mirrors(mirrors)
+        torch = platform.torch_index
+        return cls(
+            torch_official=torch,
+            torch_effective=table.effective(torch) if torch else None,
+            default_effective=table.effective(index_url) if index_url else None,
+            default_official=table.official(index_url) if index_url else None,
+            mirrors=table,
+        )

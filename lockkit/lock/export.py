@@ -45,9 +45,9 @@ from typing import Any
 from packaging.pylock import Pylock, PylockValidationError
 from packaging.utils import canonicalize_name
 
+from lockkit._internal.redact import conceal, strip_credentials
 from lockkit.config.project import Project
 from lockkit.errors import ConfigError, UsageError
-from lockkit.index.redact import conceal, strip_credentials
 from lockkit.index.urls import apply_mirrors, requirement_form
 from lockkit.lock.lockfile import dumps, python_of, read_lock
 from lockkit.platforms.definitions import Platform

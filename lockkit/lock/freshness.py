@@ -19,14 +19,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lockkit._internal.compat import tomllib
-from lockkit._record import record
+from lockkit._internal.redact import redact, strip_credentials
 from lockkit.config.project import Project, normalized_inputs
 from lockkit.errors import LockkitError
-from lockkit.index.redact import redact, strip_credentials
 from lockkit.platforms.definitions import Platform
 
 __all__ = ["LOCK_FORMAT", "Outcome", "Verdict", "check", "check_platforms", "fingerprint",
@@ -35,7 +35,7 @@ __all__ = ["LOCK_FORMAT", "Outcome", "Verdict", "check", "check_platforms", "fin
 LOCK_FORMAT = 1  # bump when what lockkit writes changes in a way old locks must be redone for
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Outcome:
     platform: str
     path: Path
@@ -45,7 +45,7 @@ class Outcome:
     detail: str = ""  # for --check: what changed
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Verdict:
     status: str  # "fresh" | "stale" | "modified" | "missing"
     detail: str = ""

@@ -15,16 +15,16 @@ import tomli_w
 from packaging.version import Version
 
 from lockkit._internal.compat import tomllib
+from lockkit._internal.redact import redact
 from lockkit.config.reqfile import canonical_name as canonicalize_name
 from lockkit.errors import ConfigError, GuardError, IndexError_
-from lockkit.index.redact import redact
 from lockkit.platforms.definitions import Platform
 
 if TYPE_CHECKING:  # compile's types; reading a lock (wheelhouse, verify) needs neither
     from packaging.pylock import Pylock
 
-    from lockkit.compile.resolve import Indexes
     from lockkit.index.routing import RoutingIndex
+    from lockkit.index.urls import Indexes
 
 __all__ = ["build_lock", "check_guards", "cuda_majors", "dumps", "python_of", "read_lock"]
 

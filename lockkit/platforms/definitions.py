@@ -12,11 +12,11 @@ import json
 import re
 import urllib.parse
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from lockkit._internal.compat import tomllib
-from lockkit._record import asdict, record, replace
 from lockkit.errors import PlatformError
 
 __all__ = ["Backend", "Platform", "closest_platform", "load_platforms", "markdown_table",
@@ -41,13 +41,13 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _MACOS_TARGET = re.compile(r"\d+\.\d+")
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Backend:
     kind: str
     version: str | None
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Platform:
     name: str
     os: str
@@ -227,7 +227,7 @@ def _check_arch(c: _Checker, os_: str | None, arch: str | None) -> None:
         c.errors.append(f"arch: {arch!r} is not one of {', '.join(known)} for os {os_!r}{tip}")
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class _Alias:
     """A family name's file: ``alias-of = "<platform>"``, resolved once every file is read."""
 

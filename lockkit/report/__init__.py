@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from lockkit._internal.fs import write_atomic
-from lockkit.index.redact import redact
+from lockkit._internal.redact import redact
 from lockkit.report import json as json_format
 from lockkit.report import markdown
 from lockkit.report.model import Dossier

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lockkit.index.redact import redact
+from lockkit._internal.redact import redact
 from lockkit.report.model import Dossier
 
 __all__ = ["dumps", "scrub"]

@@ -9,7 +9,7 @@ because a step's crash is recorded by :mod:`lockkit.verify.steps` as ``failed``.
 The shape follows the common (Jenkins/Ant) JUnit schema that GitHub, GitLab and
 Jenkins test reporters read: numeric ``tests``/``failures``/``errors``/``skipped``/
 ``time``, ``timestamp`` without a zone. Every message goes through
-:func:`lockkit.index.redact.redact`, and characters XML 1.0 cannot carry (terminal escapes
+:func:`lockkit._internal.redact.redact`, and characters XML 1.0 cannot carry (terminal escapes
 in a subprocess's output) are dropped so the file always parses.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from lockkit._internal.fs import write_atomic
-from lockkit.index.redact import redact
+from lockkit._internal.redact import redact
 from lockkit.report.model import STATUSES, Dossier
 
 __all__ = ["STATUSES", "to_junit", "write_junit"]

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from lockkit._internal import proc as _run
+from lockkit._internal.redact import redact
 from lockkit._internal.uv import uv_bin
 from lockkit.config.project import Project
-from lockkit.index.redact import redact
 from lockkit.platforms.definitions import Platform
 from lockkit.report.model import CommandRecord
 from lockkit.verify import hang

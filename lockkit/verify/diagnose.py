@@ -12,8 +12,8 @@ from typing import Any
 
 from lockkit import __version__
 from lockkit._internal import proc as _run
+from lockkit._internal.redact import redact
 from lockkit.errors import UsageError
-from lockkit.index.redact import redact
 from lockkit.report.model import CommandRecord, Dossier
 from lockkit.verify import chain
 from lockkit.verify.steps import Step, Steps, overall

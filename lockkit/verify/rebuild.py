@@ -24,10 +24,11 @@ from packaging.version import InvalidVersion, Version
 from lockkit._internal import proc as _run
 from lockkit._internal.compat import tomllib
 from lockkit._internal.fs import sha256_file
+from lockkit._internal.private import private_folder
 from lockkit._internal.proc import last_error_line
 from lockkit._internal.uv import uv_bin
 from lockkit.cache.layout import make_root
-from lockkit.cache.memo import MemoStore, private_folder
+from lockkit.cache.memo import MemoStore
 from lockkit.errors import LockkitError
 from lockkit.lock.lockfile import python_of, read_lock
 from lockkit.platforms.arch import arch_family, host_arch, host_os

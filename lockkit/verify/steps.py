@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockkit.index.redact import redact
+from lockkit._internal.redact import redact
 from lockkit.report.model import StepResult
 
 __all__ = ["Step", "StepFailed", "StepSkipped", "Steps", "overall"]

@@ -44,14 +44,16 @@ from lockkit.cache.store import copy_file
 from lockkit._internal.fs import sha256_file, temp_dir
 from lockkit.config.project import Project
 from lockkit.errors import BuildError, ConfigError
-from lockkit.wheelhouse.fetch import Cache, Fetcher, FetchError, Got, HashMismatch, PageRef, Want
+from lockkit.cache.store import Cache
+from lockkit.wheelhouse.fetch import Fetcher, FetchError, Got, PageRef, Want
+from lockkit.errors import HashMismatch
 from lockkit.lock.lockfile import dumps, python_of, read_lock
 from lockkit.wheelhouse.offline import requirements_header
 from lockkit._internal.outdir import STAGE as _STAGE
 from lockkit._internal.outdir import swap as _swap
 from lockkit._internal.outdir import sweep_stale as _sweep_stale
 from lockkit.platforms.definitions import Platform
-from lockkit.index.redact import redact
+from lockkit._internal.redact import redact
 from lockkit.platforms.targets import select
 from lockkit.wheelhouse.trust import file_name_problem, inside
 from lockkit.index.urls import Mirrors, expand

@@ -22,7 +22,7 @@ from lockkit.index.auth import Credentials
 from lockkit.cache.store import CHUNK as _CHUNK
 from lockkit.cache.store import Cache, copy_hashing, default_cache_dir
 from lockkit.errors import FetchError, HashMismatch
-from lockkit.index.redact import redact
+from lockkit._internal.redact import redact
 
 __all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Stopped", "Want",
            "default_cache_dir", "http_client"]
@@ -157,7 +157,7 @@ class Fetcher:
         """The URL *page* lists for the wanted file (the file is still checked by hash)."""
         import httpx
 
-        from lockkit.index.routing import parse_links
+        from lockkit.index.pages import parse_links
 
         try:
             with self.client.stream("GET", page.url, headers={"Accept": "text/html"}) as resp:

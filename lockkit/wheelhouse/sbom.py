@@ -35,7 +35,7 @@ from lockkit import __version__
 from lockkit._internal.compat import tomllib
 from lockkit._internal.fs import write_atomic
 from lockkit.errors import ConfigError
-from lockkit.index.redact import redact, strip_credentials
+from lockkit._internal.redact import redact, strip_credentials
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; the import is deferred at run time
     from cyclonedx.model.bom import Bom

@@ -72,16 +72,18 @@ from packaging.version import InvalidVersion, Version
 from lockkit import __version__
 from lockkit._internal import proc as _run
 from lockkit._internal.compat import tomllib
-from lockkit._record import replace
+from dataclasses import replace
 from lockkit.cache.store import Cache, copy_hashing
 from lockkit._internal.fs import sha256_file
 from lockkit.config.project import Project
 from lockkit.errors import BuildError, LockkitError
 from lockkit.wheelhouse.fetch import Fetcher, FetchError, Want
 from lockkit.lock.lockfile import python_of, read_lock
-from lockkit.cache.memo import code_digest, read_regular
+from lockkit.cache.memo import code_digest
+from lockkit._internal.private import read_regular
 from lockkit.platforms.definitions import Platform
-from lockkit.compile.resolve import Indexes, ResolveOptions, resolve
+from lockkit.index.urls import Indexes
+from lockkit.compile.resolve import ResolveOptions, resolve
 from lockkit._internal.uv import uv_bin
 from lockkit.platforms.targets import select
 from lockkit.wheelhouse.trust import file_name_problem, inside
@@ -165,7 +167,7 @@ def prepare(project: Project, platform: Platform, lock_path: Path,
 def resolution_key(project: Project, platform: Platform, python: str,
                    root: Path | None) -> str:
     """The sha256 of everything that decides ``tools/`` (see the module)."""
-    from lockkit.index.redact import strip_credentials
+    from lockkit._internal.redact import strip_credentials
 
     decides = [__version__, runtime_requirements(), platform.fingerprint, python,
                strip_credentials(project.index_url or ""),
@@ -256,7 +258,7 @@ def _kept_entry(entry: dict[str, Any], package: str, version: str) -> bool:
         parsed, parsed_version, _, _ = parse_wheel_filename(name)
     except InvalidWheelFilename:
         return False
-    from lockkit.index.redact import strip_credentials
+    from lockkit._internal.redact import strip_credentials
 
     official = canonicalize_name(package) == "lockkit" or (
         isinstance(source, str) and source.startswith(("https://", "http://"))
