@@ -20,8 +20,8 @@ from lockkit.config.project import load_project
 from lockkit.lock.lockfile import read_lock
 from lockkit.platforms.definitions import load_platforms
 from lockkit.report.model import Dossier
-from lockkit.verify import Options as VerifyOptions
-from lockkit.verify import verify as run_verify
+from lockkit.verify.context import Options as VerifyOptions
+from lockkit.verify.run import verify as run_verify
 
 ORDER = ["host", "venv", "install", "pip-check", "inventory", "system", "gpu", "extensions",
          "application", "resume"]

@@ -1,1 +1,7 @@
-"""ci."""
+"""``lockkit ci``: the ``[ci]`` table and a GitHub Actions workflow that gates the locks and
+verifies every platform on its runner, installing lockkit's own committed wheel by hash
+(:mod:`~lockkit.ci.workflow`).
+
+May import: lockkit.errors, lockkit._internal, lockkit.platforms, lockkit.config,
+lockkit.cache, lockkit.wheelhouse
+"""

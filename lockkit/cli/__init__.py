@@ -1,4 +1,4 @@
-"""The command line: thin commands over the library; the only place that exits.
+"""The command line: thin commands over the stages; the only place that exits.
 
 - :mod:`~lockkit.cli.parser`: the commands, flags and help;
 - :mod:`~lockkit.cli.build`: platforms, compile, wheelhouse;
@@ -10,6 +10,8 @@ Every command starts the same way: argparse reads the arguments (``--version`` a
 ``--help`` are its answers), then the command's module is imported and runs. Start-up
 stays cheap by doing less: the parser builds the flags of the command named first only,
 and a command's module (with what it imports) is imported only when that command runs.
+
+May import: every stage
 """
 
 from __future__ import annotations

@@ -17,13 +17,14 @@ __all__ = ["cmd_ci", "cmd_diagnose", "cmd_diff", "cmd_verify", "new_report_folde
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from lockkit import verify
     from lockkit._internal.outdir import check
     from lockkit.cache.store import default_cache_dir
     from lockkit.config.project import load_project
     from lockkit.report import json as json_format
     from lockkit.report import terminal, write_folder
     from lockkit.report.junit import write_junit
+    from lockkit.verify.context import Options as VerifyOptions
+    from lockkit.verify.run import PLAN, verify
 
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
     platform = pick_platform(project, args.platform, "verify")
@@ -41,7 +42,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                         project=project.root, flag="--report-dir")
                   if args.report_dir else None)  # before the run, not after it
 
-    with ui.progress(f"verifying {platform.name}", total=len(verify.PLAN)) as advance:
+    with ui.progress(f"verifying {platform.name}", total=len(PLAN)) as advance:
         said: set[str] = set()
 
         def step_progress(what: str, done: int, total: int) -> None:
@@ -53,7 +54,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 said.add(what)
                 ui.say(f"{platform.name}: {what} {total} packages...")
 
-        outcome = verify.verify(verify.Options(
+        outcome = verify(VerifyOptions(
             project=project, platform=platform,
             wheelhouse=args.wheelhouse.absolute() if args.wheelhouse else None,
             python=args.python.absolute() if args.python else None,

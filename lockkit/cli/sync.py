@@ -21,7 +21,8 @@ __all__ = ["cmd_sync"]
 
 def cmd_sync(args: argparse.Namespace) -> int:
     from lockkit.config.project import load_project
-    from lockkit.verify import Options, sync
+    from lockkit.verify import sync
+    from lockkit.verify.context import Options
 
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
     platform = pick_platform(project, args.platform, "sync")

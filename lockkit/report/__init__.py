@@ -1,13 +1,15 @@
-"""The dossier model and its renderers, one format per module (pip-audit's ``_format``):
+"""What a run found, as frozen versioned data, and its renderers, one format per module
+(pip-audit's ``_format``): the :class:`~lockkit.report.model.Dossier` and its parts
+(:mod:`~lockkit.report.model`, :mod:`~lockkit.report.records`,
+:mod:`~lockkit.report.extrecords`), ``dossier.json`` (:mod:`~lockkit.report.json`),
+``dossier.md`` (:mod:`~lockkit.report.markdown`), JUnit XML (:mod:`~lockkit.report.junit`),
+the tables a command prints (:mod:`~lockkit.report.terminal`), and ``lockkit diff``: which
+layer a difference comes from (:mod:`~lockkit.report.diff`). :func:`write_folder` writes a
+run's report folder. Nothing here runs a check.
 
-- :mod:`~lockkit.report.model`: the frozen, versioned :class:`Dossier`;
-- :mod:`~lockkit.report.json`: the JSON document (``dossier.json``, ``--json``);
-- :mod:`~lockkit.report.markdown`: ``dossier.md``, for people;
-- :mod:`~lockkit.report.junit`: JUnit XML, one test case per step, for CI;
-- :mod:`~lockkit.report.terminal`: the tables a command prints.
-
-:func:`write_folder` writes a run's report folder. Nothing here runs a check.
+May import: lockkit.errors, lockkit._internal
 """
+
 
 from __future__ import annotations
 

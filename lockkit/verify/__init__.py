@@ -1,12 +1,14 @@
-"""``lockkit verify``: rebuild a lock into a fresh venv and prove that it works.
+"""``lockkit verify``, ``diagnose`` and ``sync``: a lock rebuilt into a fresh venv and proven.
+The steps in order and the dossier (:mod:`~lockkit.verify.run`), what one run knows
+(:mod:`~lockkit.verify.context`), the step engine (:mod:`~lockkit.verify.steps`), the
+rebuild: host, venv, install, pip-check, inventory (:mod:`~lockkit.verify.rebuild`), the
+system and GPU chain shared with ``diagnose`` (:mod:`~lockkit.verify.chain`,
+:mod:`~lockkit.verify.diagnose`), the probe scripts run inside the target interpreter
+(:mod:`~lockkit.verify.probe`, ``probes/``), hangs named by their layer
+(:mod:`~lockkit.verify.hang`), ``sync`` (:mod:`~lockkit.verify.sync`), and ``checks/``: one
+folder per project check (application, embedding, extensions, resume), each with its
+config, step and verdict.
 
-- :mod:`~lockkit.verify.run`: the steps in order, and the dossier;
-- :mod:`~lockkit.verify.rebuild`: host, venv, install, pip-check, inventory;
-- :mod:`~lockkit.verify.checks.application.step`: the project's own check in a clean copy;
-- the system and GPU steps are :mod:`lockkit.verify.chain`'s, shared with ``diagnose``.
+May import: lockkit.errors, lockkit._internal, lockkit.platforms, lockkit.config,
+lockkit.index, lockkit.lock, lockkit.cache, lockkit.wheelhouse, lockkit.report
 """
-
-from lockkit.verify.context import Options
-from lockkit.verify.run import PLAN, Outcome, verify
-
-__all__ = ["Options", "Outcome", "PLAN", "verify"]

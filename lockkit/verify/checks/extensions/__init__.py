@@ -1,1 +1,3 @@
-"""verify.checks.extensions."""
+"""The extensions check: the compiled modules ``[verify.extensions]`` declares
+(``config.py``), imported (and smoke-tested) in the rebuilt venv (``step.py``).
+"""
