@@ -15,6 +15,7 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -198,8 +199,14 @@ def test_the_private_temp_folder_is_removed_when_uv_fails_or_on_ctrl_c(indexes, 
     record.unlink()
     shim = recording_uv(tmp_path, record, then="interrupt")
     start = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        resolve_cu126(tmp_path, shim, record, mirrors, index_url)
+    # SIGINT as at a terminal: a suite started in the background (``cmd &``) inherits it
+    # ignored, and the stand-in's SIGINT would then never reach this process
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            resolve_cu126(tmp_path, shim, record, mirrors, index_url)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - start < 20  # the stand-in sleeps 60 s: its group was killed
     seen = json.loads(record.read_text().splitlines()[0])
     assert not Path(seen["env"]["NETRC"]).parent.exists()
