@@ -22,7 +22,7 @@ from index_server import IndexServer
 from pytorch_index import PyTorchIndex
 
 from lockkit.cli import main
-from lockkit.cli.check import new_report_folder
+from lockkit.cli.common import new_report_folder
 from lockkit.config.project import load_project
 from lockkit.errors import ConfigError, UsageError
 from lockkit.verify.checks.application.compare import compare_values

@@ -304,6 +304,35 @@ def test_version_and_help_are_argparses_answers_with_exit_0(capsys):
     assert "--upgrade-package" in capsys.readouterr().out
 
 
+def test_each_command_has_its_flags_and_a_module_that_handles_it():
+    """The dispatcher's table and the parser's list name the same commands, in the same
+    order, and each command's module has its handle()."""
+    import importlib
+
+    from lockkit.cli import _COMMANDS
+    from lockkit.cli.parser import FLAGS
+
+    assert list(_COMMANDS) == list(FLAGS)
+    for command, module in _COMMANDS.items():
+        assert callable(importlib.import_module(module).handle), command
+
+
+_LOADED = ("import sys\nfrom lockkit.cli import main\nmain(sys.argv[1:])\n"
+           "print(*sorted(m for m in sys.modules if m.startswith('lockkit.cli.')))")
+
+
+@pytest.mark.parametrize(("argv", "commands"), [
+    (["--version"], set()), (["--help"], set()), (["wheelhouse", "pack", "--help"], set()),
+    (["diff", "missing-a.json", "missing-b.json"], {"lockkit.cli.diff"})])
+def test_a_command_imports_its_own_module_alone(tmp_path, argv, commands):
+    """The parser is all a start imports; a command's module only when that command runs."""
+    run = subprocess.run([sys.executable, "-c", _LOADED, *argv], capture_output=True,
+                         text=True, timeout=60, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    loaded = set(run.stdout.splitlines()[-1].split())
+    assert loaded == {"lockkit.cli.parser", "lockkit.cli.flags"} | commands
+
+
 def test_a_profiler_sees_the_whole_run(tmp_path):
     """lockkit ends through the interpreter's usual exit (no os._exit), so a tool that
     writes its results at exit, as cProfile does, gets them written."""

@@ -90,7 +90,7 @@ def test_main_prints_the_class_hint_under_the_error(tmp_path, capsys, monkeypatc
     def boom(args):
         raise errors.StaleLockError("locks not fresh: linux-cpu (stale)")
 
-    monkeypatch.setattr("lockkit.cli.build.cmd_platforms", boom)
+    monkeypatch.setattr("lockkit.cli.platforms.handle", boom)
     assert main(["platforms", "--project", str(tmp_path)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err == ["lockkit: error: locks not fresh: linux-cpu (stale)",
@@ -101,7 +101,7 @@ def test_ctrl_c_is_130(tmp_path, capsys, monkeypatch):
     def interrupted(args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("lockkit.cli.build.cmd_platforms", interrupted)
+    monkeypatch.setattr("lockkit.cli.platforms.handle", interrupted)
     assert main(["platforms", "--project", str(tmp_path)]) == 130
     assert "interrupted" in capsys.readouterr().err
 

@@ -1,15 +1,20 @@
 """The command line: thin commands over the stages; the only place that exits.
 
-- :mod:`~lockkit.cli.parser`: the commands, flags and help;
-- :mod:`~lockkit.cli.build`: platforms, compile, wheelhouse;
-- :mod:`~lockkit.cli.check`: verify, diagnose, diff, ci;
-- :mod:`~lockkit.cli.sync`: sync;
-- :mod:`~lockkit.cli.common`: what verify and sync share (the platform, path checks, the fetcher).
+- :mod:`~lockkit.cli.parser`: the commands, usage errors, the flags' ranges;
+- :mod:`~lockkit.cli.flags`: each command's flags and help;
+- one module per command, each with ``handle(args)``: :mod:`~lockkit.cli.platforms`,
+  :mod:`~lockkit.cli.compile`, :mod:`~lockkit.cli.wheelhouse` (build, pack, sbom, unpack),
+  :mod:`~lockkit.cli.verify`, :mod:`~lockkit.cli.diagnose`, :mod:`~lockkit.cli.diff`,
+  :mod:`~lockkit.cli.ci`, :mod:`~lockkit.cli.export`, :mod:`~lockkit.cli.cache`,
+  :mod:`~lockkit.cli.sync`;
+- :mod:`~lockkit.cli.common`: what the commands share (the project folder, paths and sizes
+  as shown, the platform, path checks, the fetcher, a new report folder).
 
 Every command starts the same way: argparse reads the arguments (``--version`` and
-``--help`` are its answers), then the command's module is imported and runs. Start-up
-stays cheap by doing less: the parser builds the flags of the command named first only,
-and a command's module (with what it imports) is imported only when that command runs.
+``--help`` are its answers), then the command's module is imported and its ``handle``
+runs. Start-up stays cheap by doing less: the parser builds the flags of the command named
+first only, and a command's module (with what it imports) is imported only when that
+command runs.
 
 May import: every stage
 """
@@ -21,9 +26,12 @@ import sys
 
 __all__ = ["main", "run"]
 
-_COMMANDS = {"platforms": "build", "compile": "build", "wheelhouse": "build",
-             "verify": "check", "diagnose": "check", "diff": "check", "ci": "check",
-             "export": "export", "cache": "cachecmd", "sync": "sync"}
+# Every command and its module, in the order of ``lockkit --help``.
+_COMMANDS = {"platforms": "lockkit.cli.platforms", "compile": "lockkit.cli.compile",
+             "wheelhouse": "lockkit.cli.wheelhouse", "verify": "lockkit.cli.verify",
+             "diagnose": "lockkit.cli.diagnose", "diff": "lockkit.cli.diff",
+             "ci": "lockkit.cli.ci", "export": "lockkit.cli.export",
+             "cache": "lockkit.cli.cache", "sync": "lockkit.cli.sync"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,8 +76,7 @@ def _main(argv: list[str]) -> int:
             return 2
         command = command_of(args)
         check_ranges(args)
-        module = importlib.import_module(f"lockkit.cli.{_COMMANDS[args.command]}")
-        code: int = getattr(module, f"cmd_{args.command}")(args)
+        code: int = importlib.import_module(_COMMANDS[args.command]).handle(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
     except LockkitError as exc:

@@ -1,9 +1,11 @@
-"""What verify and sync share: the platform a run is for, the checks of the paths given,
-and how a run fetches the lock's files when no wheelhouse is given. The heavy modules are
-imported on first use."""
+"""What the commands share: the project folder, paths and sizes as printed, the wheelhouse
+folder a command reads, the platform a run is for, the checks of the paths given, how a run
+fetches the lock's files when no wheelhouse is given, and a new report folder. The heavy
+modules are imported on first use."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockkit._internal import ui
@@ -12,12 +14,47 @@ from lockkit.errors import UsageError
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
-    from pathlib import Path
 
     from lockkit.config.project import Project
     from lockkit.platforms.definitions import Platform
 
-__all__ = ["check_given_paths", "lock_fetcher", "pick_platform"]
+__all__ = ["check_given_paths", "human_size", "lock_fetcher", "new_report_folder",
+           "pick_platform", "project_root", "shown_path", "wheelhouse_folder"]
+
+
+def project_root(given: Path | None) -> Path:
+    """``--project``, else the folder every command finds
+    (:func:`lockkit.config.project.load_project`: the nearest lockkit.toml or [tool.lockkit]
+    upward), so pack and sbom work from the same
+    sub-folder build did."""
+    from lockkit.config.project import load_project
+
+    return load_project(given).root
+
+
+def wheelhouse_folder(folder: Path | None, root: Path, platform: str) -> Path:
+    """``folder``, else the project's ``wheelhouse/<platform>``, as an absolute path; it
+    must exist (pack and sbom read a folder that build made)."""
+    folder = (folder or root / "wheelhouse" / platform).absolute()
+    if not folder.is_dir():
+        raise UsageError(f"{shown_path(folder)}: no wheelhouse folder",
+                         hint=f"run 'lockkit wheelhouse build --platform {platform}'")
+    return folder
+
+
+def shown_path(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def human_size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    raise AssertionError("unreachable")
 
 
 def pick_platform(project: Project, name: str | None, command: str) -> Platform:
@@ -65,3 +102,17 @@ def lock_fetcher(project: Project, platform: Platform, cache_dir: Path | None
                              cache=Cache((cache_dir or default_cache_dir()).absolute()))
         return dest
     return fetch
+
+
+def new_report_folder(parent: Path, stamp: str) -> Path:
+    """``parent/stamp``, or ``stamp-2``, ``stamp-3``...: a folder this run alone created
+    (``mkdir`` fails on an existing one), so two runs in the same second keep both."""
+    parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 10000):
+        folder = parent / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise UsageError(f"{parent}: 10000 report folders for {stamp}; remove old reports")

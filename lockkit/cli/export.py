@@ -11,10 +11,10 @@ import sys
 
 from lockkit._internal import ui
 
-__all__ = ["cmd_export"]
+__all__ = ["handle"]
 
 
-def cmd_export(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     from lockkit._internal.fs import write_atomic
     from lockkit.config.project import load_project
     from lockkit.lock import export

@@ -8,18 +8,23 @@ import sys
 from typing import TYPE_CHECKING
 
 from lockkit._internal import ui
-from lockkit.cli.build import shown_path
-from lockkit.cli.common import check_given_paths, lock_fetcher, pick_platform
+from lockkit.cli.common import (
+    check_given_paths,
+    lock_fetcher,
+    new_report_folder,
+    pick_platform,
+    shown_path,
+)
 
 if TYPE_CHECKING:
     from lockkit.config.project import Project
     from lockkit.platforms.definitions import Platform
     from lockkit.verify.sync import Synced
 
-__all__ = ["cmd_sync"]
+__all__ = ["handle"]
 
 
-def cmd_sync(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     from lockkit.config.project import load_project
     from lockkit.verify import sync
     from lockkit.verify.context import Options
@@ -75,7 +80,6 @@ def _report(done: Synced, project: Project, platform: Platform,
 
 def _write_dossier(done: Synced, project: Project, platform: Platform) -> None:
     """With --verify, the dossier of the run, where verify writes its own."""
-    from lockkit.cli.check import new_report_folder
     from lockkit.report import write_folder
 
     stamp = done.dossier.started.replace("-", "").replace(":", "")

@@ -15,18 +15,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockkit._internal import ui
-from lockkit.cli.build import _size, shown_path
+from lockkit.cli.common import human_size, shown_path
 from lockkit.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
     from lockkit.cache.store import Entry, Pruned, Survey
 
-__all__ = ["cmd_cache"]
+__all__ = ["handle"]
 
 _UV_NOTE = "uv keeps its own cache: 'uv cache dir' shows it, 'uv cache prune' trims it"
 
 
-def cmd_cache(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     return {"info": _info, "prune": _prune}[args.cache_command](args)
 
 
@@ -76,19 +76,19 @@ def _info(args: argparse.Namespace) -> int:
         return 0
     where = "" if found.exists else " (does not exist yet)"
     print(f"cache       {shown_path(found.root)}{where}")
-    print(f"files       {len(found.blobs)}, {_size(sum(b.size for b in found.blobs))}")
-    print(f"referenced  {used['files']}, {_size(used['bytes'])} by {len(locks)} lock(s) of "
+    print(f"files       {len(found.blobs)}, {human_size(sum(b.size for b in found.blobs))}")
+    print(f"referenced  {used['files']}, {human_size(used['bytes'])} by {len(locks)} lock(s) of "
           f"{', '.join(shown_path(r) for r in roots)}")
-    print(f"unused      {unused['files']}, {_size(unused['bytes'])}"
+    print(f"unused      {unused['files']}, {human_size(unused['bytes'])}"
           + (": 'lockkit cache prune' removes them" if unused["files"] else ""))
-    print(f"partial     {parts['files']}, {_size(parts['bytes'])} "
+    print(f"partial     {parts['files']}, {human_size(parts['bytes'])} "
           f"({stale['files']} older than a day)")
     print(f"memos       {'on' if memos else 'off'}: {why}; {memo_files['files']} in memo/, "
-          f"{_size(memo_files['bytes'])}")
+          f"{human_size(memo_files['bytes'])}")
     for i, p in enumerate(found.parts):  # every folder, verify's installs included
-        print(f"{'by part' if i == 0 else '':<12}{p.name + '/':<9}{_size(p.size):>9}, "
+        print(f"{'by part' if i == 0 else '':<12}{p.name + '/':<9}{human_size(p.size):>9}, "
               f"{p.files} file(s)")
-    print(f"total       {_size(found.size)} on disk (each file once)")
+    print(f"total       {human_size(found.size)} on disk (each file once)")
     ui.say(_UV_NOTE)
     return 0
 
@@ -167,18 +167,18 @@ def _prune_doc(root: Path, result: Pruned, blobs: int, uv: bool) -> dict[str, An
 def _prune_text(root: Path, result: Pruned, blobs: int) -> None:
     if result.dry_run:
         for e in result.removed:
-            print(f"{e.path.relative_to(root).as_posix()}  {_size(e.size)}")
+            print(f"{e.path.relative_to(root).as_posix()}  {human_size(e.size)}")
         for p in result.folders:
-            print(f"{p.name}/  {_size(p.size)} ({p.files} file(s))")
+            print(f"{p.name}/  {human_size(p.size)} ({p.files} file(s))")
     kept = blobs - sum(1 for e in result.removed if e.sha256)
     shared = result.size - result.freed
     verb, frees = ("would remove", "would free") if result.dry_run else ("removed", "freed")
-    print(f"{shown_path(root)}: {verb} {result.files} file(s) ({_size(result.size)}), "
-          f"{frees} {_size(result.freed)}"
-          + (f" ({_size(shared)} stays on disk: hard-linked elsewhere)" if shared
+    print(f"{shown_path(root)}: {verb} {result.files} file(s) ({human_size(result.size)}), "
+          f"{frees} {human_size(result.freed)}"
+          + (f" ({human_size(shared)} stays on disk: hard-linked elsewhere)" if shared
              else "") + f"; kept {kept}")
     for p in result.parts:  # where the bytes came from: blobs, partials, memo/, verify/...
-        print(f"  {p.name + '/':<9}{p.files} file(s), {frees} {_size(p.freed)}")
+        print(f"  {p.name + '/':<9}{p.files} file(s), {frees} {human_size(p.freed)}")
 
 
 def _last_line(text: str) -> str:

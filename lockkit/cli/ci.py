@@ -1,0 +1,51 @@
+"""``lockkit ci github``: write the CI workflow that checks the locks and verifies every
+platform with a committed lock on its own runner. Status goes to stderr."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lockkit._internal import ui
+from lockkit.cli.common import shown_path
+from lockkit.errors import UsageError
+
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["handle"]
+
+
+def handle(args: argparse.Namespace) -> int:
+    from lockkit.ci import workflow as ci
+    from lockkit.config.project import load_project
+    from lockkit.platforms.definitions import load_platforms, select_platforms
+
+    repo, rel = ci.locate_project(args.project, Path.cwd())
+    project = load_project(repo / rel)
+    known = load_platforms(project.root)
+    selected = select_platforms(known, args.platform, args.all, project.platforms,
+                                project.config_file)
+    runners = ci.validate_runners(project.runners, known,
+                                  where=f"{project.config_file}: [ci.runners]")
+    lockkit = (ci.pin_files(project.ci_lockkit, repo, f"{project.config_file}: [ci] lockkit")
+               if project.ci_lockkit else None)
+    kept, left = ci.split_by_lock(selected, repo, rel)
+    for name, why in left:
+        ui.say(f"left out {name}: {why}")
+    if not kept:
+        raise UsageError("no platform has a committed lock, so the workflow would verify "
+                         "nothing", hint="run 'lockkit compile', then commit locks/")
+    own = None
+    if lockkit is None:  # lockkit's own wheel, installed by its hash: no name to squat
+        lockkit, own = ci.own_lockkit(rel, project)
+    text = ci.github_workflow(kept, project=rel, runners=runners, python=project.python,
+                              lockkit=lockkit, own=own is not None)
+    out = args.output or repo / ci.DEFAULT_OUTPUT
+    if own is not None:
+        ci.write_own_wheel(own, repo / lockkit.requirement)
+        ui.say(f"wrote {shown_path(repo / lockkit.requirement)} ({lockkit.hashes[0]}): CI "
+               "installs lockkit from this file by its hash; commit it with the workflow")
+    ci.write_workflow(text, out)
+    ui.say(f"wrote {shown_path(out)}: verify on {', '.join(p.name for p in kept)}")
+    return 0

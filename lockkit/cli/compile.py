@@ -1,0 +1,71 @@
+"""``lockkit compile``: write locks/pylock.<platform>.toml, or with ``--check`` say whether
+every lock is fresh (the CI gate). The table goes to stdout, status to stderr."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from lockkit._internal import ui
+from lockkit.errors import StaleLockError, UsageError
+
+if TYPE_CHECKING:
+    import argparse
+
+    from lockkit.config.project import Project
+    from lockkit.platforms.definitions import Platform
+
+__all__ = ["handle"]
+
+
+def handle(args: argparse.Namespace) -> int:
+    from lockkit.config.project import load_project
+    from lockkit.platforms.definitions import load_platforms, select_platforms
+
+    project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url,
+                           exclude_newer=args.exclude_newer)
+    selected = select_platforms(load_platforms(project.root), args.platform, args.all,
+                                project.platforms, project.config_file)
+    if args.check:
+        return _check(project, selected)
+    from lockkit.compile.compiler import compile_platforms
+
+    phase = None if ui.interactive() else (lambda p: ui.say(f"{p.name}: resolving..."))
+    with ui.progress("resolving " + ", ".join(p.name for p in selected),
+                     total=len(selected)) as advance:
+        outcomes = compile_platforms(project, selected, jobs=args.jobs,
+                                     on_done=lambda o: advance(1), upgrade=args.upgrade,
+                                     upgrade_packages=tuple(args.upgrade_package),
+                                     timeout=args.timeout, on_start=phase,
+                                     force=args.force,
+                                     on_warning=lambda m: ui.say(f"warning: {m}"))
+    ui.print_table("lockkit compile", ("platform", "status", "packages", "lock"),
+                   [(o.platform, o.status, o.packages or "", o.path.relative_to(project.root))
+                    for o in outcomes], stream=sys.stdout)
+    failed = [o for o in outcomes if o.error]
+    for o in failed[1:]:
+        ui.say(f"error: {o.error}")
+    if failed:
+        raise failed[0].error  # type: ignore[misc]
+    return 0
+
+
+def _check(project: Project, selected: list[Platform]) -> int:
+    """``--check``: write nothing; every selected lock fresh, else exit 1 naming the rest."""
+    if project.config_file is None:
+        raise UsageError(f"--check: no lockkit.toml (or [tool.lockkit] in pyproject.toml) "
+                         f"in {project.root}",
+                         hint="run it in the project's folder, or name that folder "
+                              "with --project")
+    from lockkit.lock.freshness import check_platforms  # the gate imports no resolver
+
+    outcomes = check_platforms(project, selected)
+    bad = [o for o in outcomes if o.status != "fresh"]
+    for o in outcomes:
+        detail = f": {o.detail}" if o.detail else ""
+        ui.say(f"{o.platform}: {o.status} ({o.path.relative_to(project.root)}){detail}")
+    if bad:
+        raise StaleLockError(
+            "locks not fresh: " + ", ".join(f"{o.platform} ({o.status})" for o in bad),
+            hint="run 'lockkit compile' and commit the locks")
+    return 0

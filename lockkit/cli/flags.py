@@ -1,0 +1,397 @@
+"""Each command's flags, defaults and help, one function per command: the parser calls the
+running command's alone (every one for ``--help``). Nothing runs here."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["cache", "ci", "compile", "diagnose", "diff", "export", "platforms", "sync", "verify",
+           "wheelhouse"]
+
+_FOUND = ("project folder holding lockkit.toml (default: the nearest folder with lockkit.toml "
+          "or [tool.lockkit], from the current one up to the repository root)")
+
+
+def _project_args(p: Any) -> None:
+    p.add_argument("--project", type=Path, default=None, metavar="DIR", help=_FOUND)
+    p.add_argument("--mirror", action="append", default=[], metavar="OFFICIAL=MIRROR",
+                   help="serve an official URL prefix from a mirror (repeatable; the longest "
+                        "prefix wins). The PyTorch index links files on a second host: map "
+                        "both, e.g. https://download.pytorch.org=https://mirror.example/pt and "
+                        "https://download-r2.pytorch.org=https://mirror.example/r2, or map the "
+                        "index alone to a proxy that rewrites links to itself")
+    p.add_argument("--index-url", metavar="URL",
+                   help="replace the default index (user:token@ and ${VAR} are used, never "
+                        "written)")
+
+
+def _install_from(p: Any) -> None:
+    """The flags verify and sync share: the wheelhouse to install from, the interpreter."""
+    p.add_argument("--wheelhouse", type=Path, metavar="DIR",
+                   help="install from this wheelhouse (default: <project>/wheelhouse/"
+                        "<platform> if present, else fetch the lock's URLs by hash)")
+    p.add_argument("--python", type=Path, metavar="PATH",
+                   help="interpreter to build the venv from (default: one of the lock's "
+                        "Python version)")
+
+
+def platforms(sub: Any) -> None:
+    plat = sub.add_parser("platforms", help="list the known platforms",
+                          description="List shipped platforms and the project's own.")
+    plat.add_argument("--project", type=Path, default=None, metavar="DIR", help=_FOUND)
+    plat.add_argument("--json", action="store_true", help="print a JSON list (a CI matrix input)")
+    plat.add_argument("--markdown", action="store_true",
+                      help="print the README's platform table (Markdown)")
+    plat.add_argument("--host", action="store_true",
+                      help="the platforms this machine can run, best first, and why not the others")
+
+
+def compile(sub: Any) -> None:
+    comp = sub.add_parser(
+        "compile", help="write locks/pylock.<platform>.toml",
+        description="Resolve the project's constraints with uv for each platform and write "
+                    "locks/pylock.<platform>.toml: every file hashed, torch-family packages "
+                    "only from the platform's PyTorch index.")
+    comp.add_argument("--platform", action="append", default=[], metavar="NAME",
+                      help="platform to compile (repeatable; default: the config's list)")
+    comp.add_argument("--all", action="store_true", help="compile every known platform")
+    comp.add_argument("--check", action="store_true",
+                      help="write nothing; exit 1 if a lock is missing or stale (the CI gate)")
+    # One uv per core. "One at a time measured faster" was an artefact of the servers'
+    # listen backlog of 5 dropping uv's connection bursts (now 128, routing index included).
+    jobs = os.cpu_count() or 1
+    comp.add_argument("--upgrade", action="store_true",
+                      help="resolve afresh: the existing lock's versions are not preferred")
+    comp.add_argument("--upgrade-package", action="append", default=[], metavar="NAME",
+                      help="let NAME move to its newest allowed version; every other package "
+                           "keeps the version the existing lock pins (repeatable)")
+    comp.add_argument("--force", action="store_true",
+                      help="take a lock edited by hand ('compile --check': modified) as "
+                           "preferences; without it (or --upgrade) such a lock is refused")
+    comp.add_argument("--exclude-newer", metavar="DATE",
+                      help="ignore files uploaded after DATE (RFC 3339, e.g. 2024-10-01): "
+                           "resolve as of that day (overrides exclude-newer in lockkit.toml)")
+    comp.add_argument("--jobs", type=int, default=jobs,
+                      help=f"platforms resolved at once (default {jobs}: the core count)")
+    comp.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                      help="seconds an index may take to connect or answer before it counts "
+                           "as unreachable (default 30)")
+    _project_args(comp)
+
+
+def wheelhouse(sub: Any) -> None:
+    wh = sub.add_parser(
+        "wheelhouse", help="download a lock's wheels into an offline-installable folder",
+        description="Build, pack and unpack per-platform wheelhouses: every wheel of "
+                    "locks/pylock.<platform>.toml, hash-checked, with a pylock.toml, a "
+                    "requirements.txt and a PEP 503 simple/ tree that install with no network.")
+    whsub = wh.add_subparsers(dest="wheelhouse_command", metavar="ACTION", required=True)
+    _wheelhouse_build(whsub)
+    _wheelhouse_pack(whsub)
+    _wheelhouse_sbom(whsub)
+    _wheelhouse_unpack(whsub)
+
+
+def _wheelhouse_build(whsub: Any) -> None:
+    build = whsub.add_parser(
+        "build", help="fetch the lock's wheels into wheelhouse/<platform>/",
+        description="Fetch every file the platform's lock selects (cache, --find-links, "
+                    "mirror, then the lock's URL), verify each sha256 while it streams, and "
+                    "write the folder atomically. A second build of the same lock downloads "
+                    "nothing. tools/ carries lockkit and its dependencies for the platform "
+                    "(each hash-checked, pinned in tools/requirements.txt), so the offline "
+                    "machine can run 'lockkit verify'; they are not part of the application's "
+                    "requirements.txt or pylock.toml.")
+    build.add_argument("--platform", required=True, metavar="NAME",
+                       help="platform whose lock to use")
+    build.add_argument("--out", type=Path, metavar="DIR",
+                       help="output folder: a new or empty one, or a wheelhouse lockkit "
+                            "built for the platform, which is replaced (default: "
+                            "<project>/wheelhouse/<platform>)")
+    build.add_argument("--find-links", action="append", type=Path, default=[], metavar="DIR",
+                       help="folder of files to take by hash before downloading (repeatable)")
+    # One download per core: over loopback each is CPU-bound (hashing, h11 under the GIL),
+    # and measured on 2 cores, 2 at once moved 973 MB/s where 4 moved 410 and 8 moved 387.
+    # Over a slow link, more at once can help: --jobs.
+    build.add_argument("--jobs", type=int, default=max(2, os.cpu_count() or 1),
+                       help="downloads at once (default: the core count, at least 2)")
+    build.add_argument("--cache-dir", type=Path, metavar="DIR",
+                       help="content-addressed download cache (default: the user cache folder, "
+                            "or $LOCKKIT_CACHE_DIR)")
+    build.add_argument("--retries", type=int, default=3,
+                       help="retries of a 5xx, reset, timeout or truncated body (default 3)")
+    build.add_argument("--timeout", type=float, default=60.0,
+                       help="seconds without data before a download counts as timed out")
+    build.add_argument("--fallback-to-official", action="store_true",
+                       help="after a configured mirror fails, try the official host "
+                            "(default: an air-gapped build never reaches for it)")
+    build.add_argument(
+        "--no-tools", action="store_true",
+        default=os.environ.get("LOCKKIT_NO_TOOLS", "") not in ("", "0"),
+        help="leave out tools/ (lockkit's own wheel and its dependencies, resolved for the "
+             "platform from index-url, for running 'lockkit verify' on the offline machine: "
+             "pip install --no-index --find-links <wheelhouse>/tools lockkit); also "
+             "LOCKKIT_NO_TOOLS=1. A platform whose Python lockkit does not support gets "
+             "no tools/, with a note")
+    _project_args(build)
+
+
+def _wheelhouse_pack(whsub: Any) -> None:
+    pack = whsub.add_parser(
+        "pack", help="write the wheelhouse as one reproducible archive",
+        description="Pack wheelhouse/<platform>/ into one tar with one top folder, "
+                    "<platform>-wheelhouse/ (manifest.json and SHA256SUMS first, then sorted "
+                    "members, fixed times, owners and modes): the same folder gives the "
+                    "same bytes. The folder must be the wheelhouse of the lock it was built "
+                    "from: every wheel hashed against it, every other file derived again.")
+    pack.add_argument("--platform", required=True, metavar="NAME")
+    pack.add_argument("--project", type=Path, default=None, metavar="DIR", help=_FOUND)
+    pack.add_argument("--from", dest="folder", type=Path, metavar="DIR",
+                      help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
+    pack.add_argument("-o", "--output", type=Path, metavar="FILE",
+                      help="archive (default: <project>/wheelhouse/<platform>.wheelhouse.tar)")
+    pack.add_argument("--lock", type=Path, metavar="FILE",
+                      help="the committed lock the folder was built from (default: the "
+                           "one its manifest names, in <project>/locks)")
+
+
+def _wheelhouse_sbom(whsub: Any) -> None:
+    sbom = whsub.add_parser(
+        "sbom", help="(re)write the wheelhouse's CycloneDX SBOM",
+        description="Write sbom.cdx.json (CycloneDX 1.6 JSON) for an existing wheelhouse "
+                    "folder, from its manifest.json and the lock it was built from: every "
+                    "file's name, version, package URL, sha256 and the lock's URL, for a site "
+                    "to review before the folder crosses its air gap. 'wheelhouse build' "
+                    "writes it already; this is for folders built before, or for a copy "
+                    "elsewhere (-o). The same lock gives the same bytes.")
+    sbom.add_argument("--platform", required=True, metavar="NAME")
+    sbom.add_argument("--project", type=Path, default=None, metavar="DIR", help=_FOUND)
+    sbom.add_argument("--from", dest="folder", type=Path, metavar="DIR",
+                      help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
+    sbom.add_argument("--lock", type=Path, metavar="FILE",
+                      help="the lock the folder was built from (default: "
+                           "<project>/locks/pylock.<platform>.toml)")
+    sbom.add_argument("-o", "--output", type=Path, metavar="FILE",
+                      help="write here instead (default: sbom.cdx.json in the folder, which "
+                           "is then listed in its manifest.json)")
+
+
+def _wheelhouse_unpack(whsub: Any) -> None:
+    unpack = whsub.add_parser(
+        "unpack", help="check and extract a wheelhouse archive",
+        description="Check every member against the archive's manifest before anything "
+                    "appears; refuse members outside its top folder, links, devices, "
+                    "absolute or '..' paths and unlisted members; leave nothing behind on "
+                    "failure.")
+    unpack.add_argument("archive", type=Path, metavar="FILE")
+    unpack.add_argument("--out", type=Path, metavar="DIR",
+                        help="destination folder: a new or empty one, or a wheelhouse "
+                             "lockkit wrote for the archive's platform, which is replaced "
+                             "(default: the archive's name without .wheelhouse.tar, in the "
+                             "current folder, as 'tar xf' extracts)")
+    unpack.add_argument("--lock", type=Path, metavar="FILE",
+                        help="also check every wheel by hash against this committed lock "
+                             "(locks/pylock.<platform>.toml)")
+
+
+def verify(sub: Any) -> None:
+    ver = sub.add_parser(
+        "verify", help="rebuild the lock in a fresh venv and prove it works",
+        description="Rebuild locks/pylock.<platform>.toml into a new venv and check it, in "
+                    "order: host, venv, install (from the wheelhouse, no network), pip-check, "
+                    "inventory against the lock, system chain, GPU (no silent CPU fallback), "
+                    "application (the project's embedding check). Writes dossier.json, "
+                    "dossier.md and installed-after.txt. Exit 0 passed, 1 a check failed or "
+                    "the result is incomplete, 2 usage or configuration error.")
+    ver.add_argument("--platform", metavar="NAME",
+                     help="platform to verify (default: the config's only platform)")
+    _install_from(ver)
+    ver.add_argument("--installer", choices=("uv", "pip"), default="uv",
+                     help="uv (default: fast, no pip in the venv) or pip (the plain "
+                          "'python -m venv' + 'pip install' procedure)")
+    ver.add_argument("--no-gpu", action="store_true",
+                     help="skip GPU work: on a GPU platform the gpu and application "
+                          "steps (result: incomplete); on a CPU platform nothing")
+    ver.add_argument("--report-dir", type=Path, metavar="DIR",
+                     help="where the dossier goes: a new or empty folder, or an earlier "
+                          "report of the platform (default: "
+                          ".lockkit/reports/<platform>/<UTC time>, -2, -3... if taken)")
+    ver.add_argument("--keep-venv", action="store_true",
+                     help="keep the rebuilt venv in its temp folder (its path is printed; "
+                          "the folder is yours to remove). For a venv to work in, use "
+                          "'lockkit sync'")
+    ver.add_argument("--probe-timeout", type=float, default=300.0, metavar="S",
+                     help="seconds before a hung probe counts as failed (default 300)")
+    ver.add_argument("--cache-dir", type=Path, metavar="DIR",
+                     help="download cache when fetching the lock's URLs")
+    ver.add_argument("--junit", type=Path, metavar="FILE",
+                     help="also write a JUnit XML report, one test case per step")
+    ver.add_argument("--json", action="store_true",
+                     help="print the dossier's JSON document instead of the steps table "
+                          "(the same document as dossier.json and 'diagnose --json')")
+    ver.add_argument("--variant", metavar="NAME",
+                     help="record this run as an intended variant (e.g. fp16-weights); "
+                          "'lockkit diff' lists its declared differences apart")
+    ver.add_argument("--reason", metavar="TEXT", help="why the variant exists (with --variant)")
+    ver.add_argument("--changes", action="append", default=[], metavar="LAYER",
+                     choices=("code", "data", "packages", "system", "result"),
+                     help="a layer the variant is meant to change (repeatable; with --variant)")
+    _project_args(ver)
+
+
+def diagnose(sub: Any) -> None:
+    diag = sub.add_parser(
+        "diagnose", help="probe an existing interpreter's system and GPU stack",
+        description="Run the system and GPU steps of verify on an existing interpreter: "
+                    "an interpretable answer to 'is this environment's GPU stack right?'.")
+    diag.add_argument("--python", type=Path, metavar="PATH",
+                      help="interpreter to probe (default: the active venv's, else the "
+                           "project's .venv, else python3 on PATH other than lockkit's own)")
+    diag.add_argument("--expect", choices=("cpu", "cuda", "rocm", "mps"),
+                      help="backend the torch build must have (default: the one it reports)")
+    diag.add_argument("--json", action="store_true", help="print the report as JSON")
+    diag.add_argument("--probe-timeout", type=float, default=300.0, metavar="S")
+
+
+def diff(sub: Any) -> None:
+    diff = sub.add_parser(
+        "diff", help="say which layer differs between two dossiers, locks or manifests",
+        description="Compare two runs (dossier.json or its folder), locks or wheelhouse "
+                    "manifests, grouped by layer: code and parameters, data and weights, "
+                    "Python and packages, system and backend, result. Exit 0 when nothing "
+                    "differs (or every difference is declared by a variant), 1 when "
+                    "something does, 2 for unreadable input.")
+    diff.add_argument("a", type=Path, metavar="A")
+    diff.add_argument("b", type=Path, metavar="B")
+    diff.add_argument("--json", action="store_true", help="print the differences as JSON")
+
+
+def ci(sub: Any) -> None:
+    ci = sub.add_parser("ci", help="write a CI workflow that verifies every platform",
+                        description="Generate CI configuration: a 'compile --check' job, then "
+                                    "one verify job per platform on its own runner.")
+    cisub = ci.add_subparsers(dest="ci_command", metavar="SYSTEM", required=True)
+    gh = cisub.add_parser(
+        "github", help="write a GitHub Actions workflow",
+        description="Write a GitHub Actions workflow: a 'locks' job running 'lockkit compile "
+                    "--check', then a matrix with one job per platform on its runner label "
+                    "([ci.runners] in lockkit.toml overrides the defaults), each building the "
+                    "wheelhouse, running 'lockkit verify --junit' and uploading the dossier. "
+                    "Only platforms with a committed lock get a job (the others are named on "
+                    "stderr); outside a git repository it refuses. CI installs the lockkit that "
+                    "[ci] lockkit names (default: this lockkit's own wheel, written to "
+                    ".lockkit/ci/ and installed by its sha256); actions are pinned to "
+                    "commits; caches are keyed by each lock's hash.")
+    gh.add_argument("--platform", action="append", default=[], metavar="NAME",
+                    help="platform to verify (repeatable; default: the config's list)")
+    gh.add_argument("--all", action="store_true", help="every known platform")
+    gh.add_argument("--project", type=Path, default=Path("."), metavar="DIR",
+                    help="project folder inside the repository, absolute or relative to "
+                         "the current folder (default: .)")
+    gh.add_argument("-o", "--output", type=Path, metavar="FILE",
+                    help="workflow file (default: <repository root>/.github/workflows/"
+                         "lockkit.yml)")
+
+
+def export(sub: Any) -> None:
+    exp = sub.add_parser(
+        "export", help="write a lock as a hashed requirements file any pip installs",
+        description="Write locks/pylock.<platform>.toml in another installer's format, to "
+                    "stdout unless -o names a file (as 'uv export' does). 'requirements': "
+                    "a file that pip of any version installs with 'pip install "
+                    "--require-hashes -r FILE' (pip reads -r pylock.toml only from 26.1): "
+                    "torch-family packages pinned by URL to the file the lock selects, "
+                    "the others pinned with == and the hash of every file the lock lists, "
+                    "from the lock's default index (one --index-url line). 'pylock': the "
+                    "lock itself. URLs go through the project's [mirrors] unless --official; "
+                    "user:token@ is never written, a ${VAR} only as the placeholder (pip "
+                    "fills it from the environment).")
+    exp.add_argument("--platform", required=True, metavar="NAME",
+                     help="platform whose committed lock to export")
+    exp.add_argument("--format", choices=("requirements", "pylock"), default="requirements",
+                     help="requirements (default) or pylock (a pylock.<name>.toml)")
+    exp.add_argument("-o", "--output", type=Path, metavar="FILE",
+                     help="write FILE atomically instead of stdout (e.g. "
+                          "requirements-rebuild.txt, or pylock.<platform>.toml for pylock)")
+    exp.add_argument("--official", action="store_true",
+                     help="write the lock's own URLs, not the project's mirrors")
+    exp.add_argument("--project", type=Path, default=None, metavar="DIR",
+                     help="project folder holding lockkit.toml (default: the nearest one "
+                          "from the current folder up)")
+    exp.add_argument("--mirror", action="append", default=[], metavar="OFFICIAL=MIRROR",
+                     help="serve an official URL prefix from a mirror, on top of the "
+                          "project's [mirrors] (repeatable; the longest prefix wins)")
+
+
+def cache(sub: Any) -> None:
+    cache = sub.add_parser(
+        "cache", help="show or prune lockkit's download cache",
+        description="lockkit's download cache holds one read-only copy of every file it "
+                    "fetched, by sha256, shared by every project. 'info' says how big it is "
+                    "and how much of it the project's locks reference; 'prune' removes what "
+                    "no lock of the given projects references. uv keeps its own cache "
+                    "('uv cache dir' shows it, 'uv cache prune' trims it); lockkit touches "
+                    "it only with 'prune --uv'.")
+    csub = cache.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
+    info = csub.add_parser("info", help="size of the cache and what the locks reference",
+                           description="The cache folder, its files and bytes, partial "
+                                       "downloads, and how much the project's locks "
+                                       "(locks/pylock.*.toml) reference by sha256. uv's "
+                                       "own cache is apart: 'uv cache dir'.")
+    prune = csub.add_parser(
+        "prune", help="remove cached files no lock of the project references",
+        description="Remove every cached file that no lock of the project(s) "
+                    "(locks/pylock.*.toml, every platform) references by sha256, and partial "
+                    "downloads older than a day. The cache is shared: another project's "
+                    "files go too unless its folder is also given with --project (they are "
+                    "downloaded again when needed). Nothing outside the cache folder is "
+                    "touched and no link is followed; a folder that is not lockkit's cache "
+                    "is refused. uv's own cache ('uv cache dir') is left to uv unless --uv "
+                    "runs 'uv cache prune'.")
+    for p in (info, prune):
+        p.add_argument("--cache-dir", type=Path, metavar="DIR",
+                       help="the cache folder (default: the user cache folder, or "
+                            "$LOCKKIT_CACHE_DIR)")
+        p.add_argument("--project", type=Path, action="append", default=[], metavar="DIR",
+                       help="project whose locks count as references (repeatable; default: "
+                            "the nearest one from the current folder up)")
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
+    prune.add_argument("--dry-run", action="store_true",
+                       help="list what would be removed and its bytes; remove nothing")
+    prune.add_argument("--uv", action="store_true",
+                       help="also run 'uv cache prune' (uv's unused cache entries)")
+
+
+def sync(sub: Any) -> None:
+    syn = sub.add_parser(
+        "sync", help="rebuild the project's venv from the lock, fresh, and swap it in",
+        description="Rebuild a venv (default <project>/.venv, the one 'uv sync' uses) from "
+                    "locks/pylock.<platform>.toml with verify's steps: host, venv, install "
+                    "(from the wheelhouse, else the lock's URLs by hash), pip-check, "
+                    "inventory. The new venv is built beside the old one and swapped in "
+                    "only when every step passed; on a failure the old venv is untouched. "
+                    "Only a new or empty folder, or a venv lockkit made for the same "
+                    "platform, is written or replaced. Exit 0 synced, 1 a step failed "
+                    "(nothing replaced), 2 bad input.")
+    syn.add_argument("--platform", metavar="NAME",
+                     help="platform whose lock to install (default: the config's only "
+                          "platform, else the best this machine runs that has a lock)")
+    syn.add_argument("--venv", type=Path, metavar="DIR",
+                     help="venv to create or replace: a new or empty folder, or a venv "
+                          "lockkit made for the platform (default: <project>/.venv)")
+    _install_from(syn)
+    syn.add_argument("--installer", choices=("uv", "pip"), default="uv",
+                     help="uv (default: a --relocatable venv, no pip in it) or pip "
+                          "('python -m venv' + 'pip install'; its paths are rewritten to "
+                          "the final folder before the swap)")
+    syn.add_argument("--verify", action="store_true",
+                     help="also run verify's system, gpu, extensions, application and "
+                          "resume steps, swap only if all pass, and write the dossier to "
+                          ".lockkit/reports/<platform>/")
+    syn.add_argument("--probe-timeout", type=float, default=300.0, metavar="S",
+                     help="seconds before a hung probe counts as failed (with --verify)")
+    syn.add_argument("--cache-dir", type=Path, metavar="DIR",
+                     help="download cache when fetching the lock's URLs")
+    _project_args(syn)

@@ -1,0 +1,112 @@
+"""``lockkit verify``: rebuild the lock in a new venv, run every step, write the dossier.
+The steps table (or ``--json``, the dossier's document) goes to stdout, status to stderr."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from lockkit._internal import ui
+from lockkit.cli.common import (
+    check_given_paths,
+    lock_fetcher,
+    new_report_folder,
+    pick_platform,
+    shown_path,
+)
+from lockkit.errors import UsageError, VerifyError
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from lockkit.verify.run import Outcome
+
+__all__ = ["handle"]
+
+
+def handle(args: argparse.Namespace) -> int:
+    from lockkit._internal.outdir import check
+    from lockkit.cache.store import default_cache_dir
+    from lockkit.config.project import load_project
+    from lockkit.verify.context import Options as VerifyOptions
+    from lockkit.verify.run import PLAN, verify
+
+    project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
+    platform = pick_platform(project, args.platform, "verify")
+    check_given_paths(args)
+    variant = _variant(args)
+    report_dir = (check(args.report_dir, kind="report", platform=platform.name,
+                        project=project.root, flag="--report-dir")
+                  if args.report_dir else None)  # before the run, not after it
+
+    with ui.progress(f"verifying {platform.name}", total=len(PLAN)) as advance:
+        outcome = verify(VerifyOptions(
+            project=project, platform=platform,
+            wheelhouse=args.wheelhouse.absolute() if args.wheelhouse else None,
+            python=args.python.absolute() if args.python else None,
+            installer=args.installer, no_gpu=args.no_gpu,
+            keep_venv=args.keep_venv, probe_timeout=args.probe_timeout,
+            cache_root=(args.cache_dir or default_cache_dir()).absolute(),
+            command_line=tuple(["lockkit", *sys.argv[1:]]), variant=variant,
+            fetch=lock_fetcher(project, platform, args.cache_dir),
+            on_step=lambda step: advance(1, description=f"verifying {platform.name}"),
+            on_progress=_step_progress(platform.name, advance)))
+    folder = (report_dir or
+              new_report_folder(project.root / ".lockkit" / "reports" / platform.name,
+                                outcome.dossier.started.replace("-", "").replace(":", "")))
+    return _report(outcome, folder, args)
+
+
+def _variant(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``--variant``, ``--reason`` and ``--changes`` as the dossier records them."""
+    if bool(args.variant) != bool(args.reason) or (args.changes and not args.variant):
+        raise UsageError("--variant, --reason and --changes go together: name the variant, "
+                         "say why, and list the layers it changes")
+    if args.variant and not args.changes:
+        raise UsageError("--variant needs --changes LAYER: the layers this variant is meant "
+                         "to change (code, data, packages, system, result)")
+    return ({"name": args.variant, "reason": args.reason,
+             "changes": sorted(set(args.changes))} if args.variant else None)
+
+
+def _step_progress(platform: str, advance: ui.Advance) -> Callable[[str, int, int], None]:
+    said: set[str] = set()
+
+    def step_progress(what: str, done: int, total: int) -> None:
+        """On a terminal, the bar says how far the step is; off one, a line once."""
+        if ui.interactive():
+            advance(0, description=f"verifying {platform}: {what} {done}/{total} packages")
+        elif what not in said:
+            said.add(what)
+            ui.say(f"{platform}: {what} {total} packages...")
+    return step_progress
+
+
+def _report(outcome: Outcome, folder: Path, args: argparse.Namespace) -> int:
+    """The dossier written into *folder* and shown; a run that did not pass is the error."""
+    from lockkit.report import json as json_format
+    from lockkit.report import terminal, write_folder
+    from lockkit.report.junit import write_junit
+
+    dossier = outcome.dossier
+    write_folder(folder, dossier, outcome.attachments)
+    if args.junit:
+        write_junit(dossier, args.junit.absolute())
+    if args.json:
+        sys.stdout.write(json_format.dumps(dossier))
+    else:
+        terminal.steps_table(dossier)
+    terminal.warnings(dossier)
+    if outcome.venv:
+        ui.say(f"venv kept: {outcome.venv} (remove {outcome.venv.parent} when done; "
+               "'lockkit sync' builds a venv to work in)")
+    ui.say(f"dossier: {shown_path(folder / 'dossier.json')} "
+           "(and dossier.md, installed-after.txt)")
+    if dossier.result != "passed":  # ends as every failure does: "lockkit: error: ..."
+        raise VerifyError(f"verify {dossier.result}: "
+                          f"{dossier.first_error or dossier.why_incomplete}",
+                          hint=f"every step's result and output: "
+                               f"{shown_path(folder / 'dossier.md')}")
+    return 0
