@@ -53,7 +53,7 @@ def host_step(run: Run, step: Step) -> None:
         raise StepFailed(f"this machine is {here_os}/{here_arch}; platform {plat.name} is "
                          f"{plat.os}/{plat.arch}: verify it on a {plat.os}/{plat.arch} machine")
     python, facts = find_interpreter(run, lock_python(run))
-    step.detail["interpreter"] = run.found["python"] = facts
+    step.detail["interpreter"] = run.found.python = facts
     run.interpreter = python
     wheelhouse = wheelhouse_folder(run)
     if wheelhouse is not None:
@@ -424,9 +424,9 @@ def inventory_step(run: Run, step: Step) -> None:
                                 for n, v in installed.items()
                                 if n in run.expected and not _same_version(v, run.expected[n]))),
         seed=tuple(sorted(run.seed)))
-    run.found["packages"] = _package_table(run.opts.project.lock_path(run.opts.platform.name),
+    run.found.packages = _package_table(run.opts.project.lock_path(run.opts.platform.name),
                                            installed)
-    run.found["inventory"] = inventory
+    run.found.inventory = inventory
     if run.opts.installer == "uv":
         argv = [uv_bin(), "pip", "freeze", "--no-config", "--python", str(run.python)]
     else:

@@ -55,7 +55,7 @@ def _prepare(run: Run, step: Step, declared: tuple[tuple[str, str], ...]) -> Pat
     step.detail["copied_files"] = count
     prints = tuple(_fingerprint(path, expected, copy, root, from_git)
                    for path, expected in declared)
-    run.found["fingerprints"] = prints
+    run.found.fingerprints = prints
     bad = next((f for f in prints if not f.passed), None)
     if bad:
         raise StepFailed(f"{bad.name}: {bad.detail}")
@@ -91,7 +91,7 @@ def _run_app(run: Run, step: Step, argv: list[str], timeout: float, copy: Path,
 
 
 def _command_check(run: Run, step: Step, cfg: ApplicationConfig) -> None:
-    run.found["application_config"] = cfg.to_dict()
+    run.found.application_config = cfg.to_dict()
     copy = _prepare(run, step, cfg.fingerprints)
     present = [p for p in cfg.expected_outputs if (copy / p).exists()]
     if present:  # it could not be told apart from what the command writes
@@ -113,7 +113,7 @@ def _command_check(run: Run, step: Step, cfg: ApplicationConfig) -> None:
                                   detail=f"against {c.reference}: {detail}"))
         if found and found.worst_path and (worst is None or found.max_abs_diff > worst[0]):
             worst = (found.max_abs_diff, f"{c.output} {found.worst_path}")
-    app = run.found["application"] = ApplicationResult(
+    app = run.found.application = ApplicationResult(
         kind="command", checks=tuple(checks), command=cfg.command,
         returncode=result.returncode, max_abs_diff=worst[0] if worst else None,
         worst_id=worst[1] if worst else None)
@@ -124,7 +124,7 @@ def _command_check(run: Run, step: Step, cfg: ApplicationConfig) -> None:
 
 
 def _embedding_check(run: Run, step: Step, cfg: embedding.EmbeddingConfig) -> None:
-    run.found["embedding_config"] = cfg.to_dict()
+    run.found.embedding_config = cfg.to_dict()
     copy = _prepare(run, step, cfg.fingerprints)
     out = run.work / "app" / "out"
     out.mkdir()
@@ -135,7 +135,7 @@ def _embedding_check(run: Run, step: Step, cfg: embedding.EmbeddingConfig) -> No
         raise StepFailed(f"the embedding command exited {result.returncode}: "
                          f"{last_error_line(result.stderr or result.stdout)}")
     verdict = embedding.check_outputs(cfg, copy, out)
-    run.found["application"] = verdict  # the report's own record (kind "embedding")
+    run.found.application = verdict  # the report's own record (kind "embedding")
     step.detail.update(worst_id=verdict.worst_id, max_abs_diff=verdict.max_abs_diff,
                        min_cosine=verdict.min_cosine)
     if not verdict.passed:

@@ -68,7 +68,7 @@ def resume_step(run: Run, step: Step) -> None:
     except RunOutputError as exc:
         raise StepFailed(str(exc)) from None
     verdict = compare(runs, n, m, atol=cfg.atol, rtol=cfg.rtol)
-    run.found["resume"] = ResumeResult(
+    run.found.resume = ResumeResult(
         steps=n, resume_steps=m, passed=verdict.passed, first_error=verdict.first_error,
         diverging_step=verdict.step, max_loss_diff=verdict.max_loss_diff, atol=cfg.atol,
         rtol=cfg.rtol, reason=cfg.reason, command=cfg.command)
