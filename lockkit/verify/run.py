@@ -34,11 +34,12 @@ from lockkit._internal.fs import sha256_file
 from lockkit.lock import freshness
 from lockkit.report.model import Dossier, Variant
 from lockkit.verify import chain, probe, rebuild
-from lockkit.verify.checks.application.step import app_step, git_state
+from lockkit.verify.checks.application.step import app_step
 from lockkit.verify.checks.extensions.step import extensions_step
 from lockkit.verify.checks.resume.step import resume_step
 from lockkit.verify.context import UV_CACHE, Options, Run
 from lockkit.verify.steps import Step, Steps, StepSkipped, overall
+from lockkit.verify.workspace import git_state
 
 __all__ = ["Outcome", "PLAN", "execute", "make_dossier", "new_run", "step_bodies", "verify"]
 
