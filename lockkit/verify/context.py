@@ -42,7 +42,7 @@ class Options:
     # a long step's own progress: (what, done, total), e.g. ("installing", 12, 40) packages
     on_progress: Callable[[str, int, int], None] | None = None
     # lockkit's download cache: with uv, installs go through <cache>/verify when that cache
-    # is private to the user (rebuild.shared_root); None, or a cache other users can
+    # is private to the user (install.shared_root); None, or a cache other users can
     # write: a uv cache and bytecode of the run's own, in its temp folder, removed with it
     cache_root: Path | None = None
 

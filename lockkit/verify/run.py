@@ -33,7 +33,7 @@ from lockkit import __version__
 from lockkit._internal.fs import sha256_file
 from lockkit.lock import freshness
 from lockkit.report.model import Dossier, Variant
-from lockkit.verify import chain, probe, rebuild
+from lockkit.verify import chain, install, probe, rebuild
 from lockkit.verify.checks.application.step import app_step
 from lockkit.verify.checks.extensions.step import extensions_step
 from lockkit.verify.checks.resume.step import resume_step
@@ -132,7 +132,7 @@ def step_bodies(run: Run) -> dict[str, Callable[[Step], None]]:
 
     return {
         "host": host, "venv": lambda s: rebuild.venv_step(run, s),
-        "install": lambda s: rebuild.install_step(run, s),
+        "install": lambda s: install.install_step(run, s),
         "pip-check": lambda s: rebuild.check_step(run, s),
         "inventory": lambda s: rebuild.inventory_step(run, s), "system": system, "gpu": gpu,
         "extensions": lambda s: extensions_step(run, s),
