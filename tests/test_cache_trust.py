@@ -36,7 +36,7 @@ from lockkit.cli import main
 from lockkit.config.project import load_project
 from lockkit.errors import HashMismatch
 from lockkit.platforms.definitions import load_platforms
-from lockkit.verify.rebuild import shared_root
+from lockkit.verify.install import shared_root
 from lockkit.wheelhouse import archive, tools
 
 PLATFORM = "linux-cpu"

@@ -16,6 +16,14 @@ def _cell(text: str) -> str:
 
 
 def render(d: Dossier) -> str:
+    lines = _verdict(d) + _facts(d) + _steps(d) + _commands(d) + _inventory(d) + _system(d)
+    lines += _gpu_chain(d) + _toolchain(d) + _extensions(d)
+    lines += _fingerprints(d) + _application(d) + _resume(d) + _stacks(d)
+    return redact("\n".join(lines) + "\n")
+
+
+def _verdict(d: Dossier) -> list[str]:
+    """The title, the result and first error, where it stalled, warnings and waivers."""
     lines = [f"# lockkit {d.kind}: {d.subject}", "",
              f"**Result: {d.result}**" + (f" — first error: {d.first_error}"
                                           if d.first_error else ""), ""]
@@ -29,66 +37,96 @@ def render(d: Dossier) -> str:
         lines.append(f"> **Waived:** {step.name}: {step.reason}")
     if d.warnings or d.waivers:
         lines.append("")
-    for label, value in (("lockkit version", d.lockkit_version), ("started", d.started),
-                         ("command line", " ".join(d.command_line)), ("lock", d.lock),
-                         ("lock sha256", d.lock_sha256), ("interpreter", d.interpreter),
-                         ("installer", d.installer), ("wheelhouse", d.wheelhouse)):
-        if value:
-            lines.append(f"- {label}: `{value}`")
-    lines += ["", "## Steps", "", "| # | step | status | seconds | first error / reason |",
-              "|---|---|---|---|---|"]
+    return lines
+
+
+def _facts(d: Dossier) -> list[str]:
+    return [f"- {label}: `{value}`" for label, value in (
+        ("lockkit version", d.lockkit_version), ("started", d.started),
+        ("command line", " ".join(d.command_line)), ("lock", d.lock),
+        ("lock sha256", d.lock_sha256), ("interpreter", d.interpreter),
+        ("installer", d.installer), ("wheelhouse", d.wheelhouse)) if value]
+
+
+def _steps(d: Dossier) -> list[str]:
+    lines = ["", "## Steps", "", "| # | step | status | seconds | first error / reason |",
+             "|---|---|---|---|---|"]
     for i, s in enumerate(d.steps, 1):
         lines.append(f"| {i} | {s.name} | {s.shown_status} | {s.duration_s:.2f} | "
                      f"{_cell(s.note)} |")
-    if d.commands:
-        lines += ["", "## Commands run, in order", ""]
-        for c in d.commands:
-            end = "timed out" if c.timed_out else f"exit {c.returncode}"
-            lines.append(f"1. `{' '.join(c.argv)}` → {end} ({c.duration_s:.2f} s, "
-                         f"step {c.step})")
-    if d.inventory:
-        lines += ["", "## Inventory against the lock", ""]
-        for key in ("missing", "extra", "mismatched"):
-            lines.append(f"- {key}: {', '.join(getattr(d.inventory, key)) or 'none'}")
-    if d.system:
-        torch, os_ = d.system.torch, d.system.section("os")
-        lines += ["", "## System chain", ""]
-        for label, value in (("os", os_.get("distro")), ("kernel", os_.get("kernel")),
-                             ("arch", d.system.raw.get("arch")),
-                             ("libc", d.system.raw.get("libc")),
-                             ("python", d.system.section("python").get("version")),
-                             ("torch", torch.version), ("torch.version.cuda", torch.cuda),
-                             ("torch.version.hip", torch.hip),
-                             ("cuDNN / MIOpen", f"{torch.cudnn} / {torch.miopen}"),
-                             ("devices", json.dumps(list(torch.devices))[:200]),
-                             ("driver", json.dumps(d.system.raw.get("driver"))[:200])):
-            lines.append(f"- {label}: `{value}`")
-    lines += _gpu_chain(d) + _toolchain(d) + _extensions(d)
-    if d.fingerprints:
-        lines += ["", "## Fingerprints", ""]
-        for f in d.fingerprints:
-            lines.append(f"- {'✔' if f.passed else '✘'} {f.detail}")
-    if d.application:
-        lines += ["", "## Application check", ""]
-        if d.application.command is not None:
-            lines.append(f"- command: `{' '.join(d.application.command)}` → exit "
-                         f"{d.application.returncode}")
-        for check in d.application.checks:
-            lines.append(f"- {'✔' if check.passed else '✘'} {check.name}: {check.detail}")
-    if d.resume:
-        r = d.resume
-        lines += ["", "## Training resume", "",
-                  f"- {'✔' if r.passed else '✘'} {r.steps}+{r.resume_steps} steps "
-                  f"uninterrupted against {r.steps} steps, checkpoint, then a new process "
-                  f"for {r.resume_steps}: " + (r.first_error or "identical")]
-        tolerance = "exact" if not (r.atol or r.rtol) else f"atol {r.atol:g}, rtol {r.rtol:g}"
-        lines.append(f"- tolerance: {tolerance}" + (f" ({r.reason})" if r.reason else "")
-                     + (f"; largest loss difference {r.max_loss_diff:.3g}"
-                        if r.max_loss_diff is not None else ""))
-    if d.hang and d.hang.get("stacks"):
-        lines += ["", "## Stacks at the timeout", "", "```text",
-                  str(d.hang["stacks"]).rstrip(), "```"]
-    return redact("\n".join(lines) + "\n")
+    return lines
+
+
+def _commands(d: Dossier) -> list[str]:
+    if not d.commands:
+        return []
+    lines = ["", "## Commands run, in order", ""]
+    for c in d.commands:
+        end = "timed out" if c.timed_out else f"exit {c.returncode}"
+        lines.append(f"1. `{' '.join(c.argv)}` → {end} ({c.duration_s:.2f} s, step {c.step})")
+    return lines
+
+
+def _inventory(d: Dossier) -> list[str]:
+    if not d.inventory:
+        return []
+    return ["", "## Inventory against the lock", "",
+            *(f"- {key}: {', '.join(getattr(d.inventory, key)) or 'none'}"
+              for key in ("missing", "extra", "mismatched"))]
+
+
+def _system(d: Dossier) -> list[str]:
+    if not d.system:
+        return []
+    torch, os_ = d.system.torch, d.system.section("os")
+    return ["", "## System chain", "", *(f"- {label}: `{value}`" for label, value in (
+        ("os", os_.get("distro")), ("kernel", os_.get("kernel")),
+        ("arch", d.system.raw.get("arch")), ("libc", d.system.raw.get("libc")),
+        ("python", d.system.section("python").get("version")),
+        ("torch", torch.version), ("torch.version.cuda", torch.cuda),
+        ("torch.version.hip", torch.hip),
+        ("cuDNN / MIOpen", f"{torch.cudnn} / {torch.miopen}"),
+        ("devices", json.dumps(list(torch.devices))[:200]),
+        ("driver", json.dumps(d.system.raw.get("driver"))[:200])))]
+
+
+def _fingerprints(d: Dossier) -> list[str]:
+    if not d.fingerprints:
+        return []
+    return ["", "## Fingerprints", "",
+            *(f"- {'✔' if f.passed else '✘'} {f.detail}" for f in d.fingerprints)]
+
+
+def _application(d: Dossier) -> list[str]:
+    app = d.application
+    if not app:
+        return []
+    lines = ["", "## Application check", ""]
+    if app.command is not None:
+        lines.append(f"- command: `{' '.join(app.command)}` → exit {app.returncode}")
+    lines += [f"- {'✔' if check.passed else '✘'} {check.name}: {check.detail}"
+              for check in app.checks]
+    return lines
+
+
+def _resume(d: Dossier) -> list[str]:
+    r = d.resume
+    if not r:
+        return []
+    tolerance = "exact" if not (r.atol or r.rtol) else f"atol {r.atol:g}, rtol {r.rtol:g}"
+    return ["", "## Training resume", "",
+            f"- {'✔' if r.passed else '✘'} {r.steps}+{r.resume_steps} steps "
+            f"uninterrupted against {r.steps} steps, checkpoint, then a new process "
+            f"for {r.resume_steps}: " + (r.first_error or "identical"),
+            f"- tolerance: {tolerance}" + (f" ({r.reason})" if r.reason else "")
+            + (f"; largest loss difference {r.max_loss_diff:.3g}"
+               if r.max_loss_diff is not None else "")]
+
+
+def _stacks(d: Dossier) -> list[str]:
+    if not (d.hang and d.hang.get("stacks")):
+        return []
+    return ["", "## Stacks at the timeout", "", "```text", str(d.hang["stacks"]).rstrip(), "```"]
 
 
 def _gpu_chain(d: Dossier) -> list[str]:

@@ -28,6 +28,7 @@ from lockkit.platforms.definitions import Platform
 from lockkit.platforms.host import driver_minimum
 from lockkit.report.model import SystemFacts
 from lockkit.verify import probe
+from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, StepFailed
 
 __all__ = ["driver_check", "gpu_args", "gpu_step", "locked_backend", "system_step"]
@@ -36,16 +37,16 @@ _CU = re.compile(r"cu(\d+)(\d)")
 _ROCM = re.compile(r"rocm(\d+)\.(\d+)(?:\.[\w.]+)?")
 
 
-def system_step(step: Step, python: Path, found: dict[str, Any], *, timeout: float,
+def system_step(step: Step, python: Path, found: Findings, *, timeout: float,
                 record: _run.Recorder | None = None,
                 gpu_args: Sequence[str] | None = None, pycache: Path | None = None) -> None:
-    """The system chain as the interpreter sees it, into ``found["system"]`` (kept even when
+    """The system chain as the interpreter sees it, into ``found.system`` (kept even when
     the step fails); ``StepFailed`` when torch reports no version.
 
     With *gpu_args*, the GPU probe runs in the same process right after (one torch
-    import, not two); its report waits in ``found`` for :func:`gpu_step` to judge."""
-    result, found["gpu_result"] = probe.run_chain(python, gpu_args, timeout, record, pycache)
-    facts = found["system"] = SystemFacts(raw=result.data or {})
+    import, not two); its report waits in ``found.gpu_result`` for :func:`gpu_step`."""
+    result, found.gpu_result = probe.run_chain(python, gpu_args, timeout, record, pycache)
+    facts = found.system = SystemFacts(raw=result.data or {})
     if result.status != "passed":
         raise StepFailed(f"system probe: {result.error}")
     torch = facts.torch
@@ -137,30 +138,38 @@ def driver_check(system: Mapping[str, Any], kind: str, os_: str,
     return {**result, "status": "passed" if ok else "failed"}
 
 
-def gpu_step(step: Step, python: Path, args: Sequence[str], found: dict[str, Any], *,
+def gpu_step(step: Step, python: Path, args: Sequence[str], found: Findings, *,
              timeout: float, record: _run.Recorder | None = None) -> None:
-    """The GPU probe's report, into ``found["gpu"]``; ``StepFailed`` on its first check
+    """The GPU probe's report, into ``found.gpu``; ``StepFailed`` on its first check
     that did not pass. The report the system step's process made is used when there is
     one; otherwise the GPU probe runs now, on its own."""
-    result = found.pop("gpu_result", None)
+    result, found.gpu_result = found.gpu_result, None
     if result is not None:
         step.detail["ran_in"] = "the system step's process (one torch import for both)"
     else:
         result = probe.run_probe(python, "gpu_probe.py", args, timeout=timeout, record=record)
-    data = found["gpu"] = dict(result.data or {})
+    data = dict(result.data or {})
+    if result.status == "passed":
+        data = _with_driver(data, found.system, args)
+    found.gpu = data
     if result.status != "passed":
         raise StepFailed(f"gpu probe: {result.error}")
-    system = found.get("system")
-    expect = _arg(args, "--expect")
-    driver = driver_check(system.raw if system else {}, expect or "", host_os(),
-                          _arg(args, "--cuda"))
-    if driver is not None and isinstance(data.get("checks"), dict):
-        data["checks"] = {**data["checks"], "driver": driver}
     step.detail.update({k: v.get("status") for k, v in data.get("checks", {}).items()
                         if isinstance(v, dict)})
     status, error = probe.gpu_status(data)
     if status != "passed":
         raise StepFailed(error or "the GPU check failed")
+
+
+def _with_driver(data: dict[str, Any], system: SystemFacts | None,
+                 args: Sequence[str]) -> dict[str, Any]:
+    """The GPU report *data* with the host's driver check among its checks, when the
+    platform has a GPU driver to judge."""
+    driver = driver_check(system.raw if system else {}, _arg(args, "--expect") or "",
+                          host_os(), _arg(args, "--cuda"))
+    if driver is not None and isinstance(data.get("checks"), dict):
+        data["checks"] = {**data["checks"], "driver": driver}
+    return data
 
 
 def _section(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:

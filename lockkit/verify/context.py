@@ -14,6 +14,7 @@ from lockkit.config.project import Project
 from lockkit.platforms.definitions import Platform
 from lockkit.report.model import CommandRecord
 from lockkit.verify import hang
+from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, Steps
 
 __all__ = ["Options", "Run", "UV_CACHE"]
@@ -41,7 +42,7 @@ class Options:
     # a long step's own progress: (what, done, total), e.g. ("installing", 12, 40) packages
     on_progress: Callable[[str, int, int], None] | None = None
     # lockkit's download cache: with uv, installs go through <cache>/verify when that cache
-    # is private to the user (rebuild.shared_root); None, or a cache other users can
+    # is private to the user (install.shared_root); None, or a cache other users can
     # write: a uv cache and bytecode of the run's own, in its temp folder, removed with it
     cache_root: Path | None = None
 
@@ -60,7 +61,7 @@ class Run:
     wheelhouse: Path | None = None
     seed: dict[str, str] = field(default_factory=dict)
     expected: dict[str, str] = field(default_factory=dict)
-    found: dict[str, Any] = field(default_factory=dict)
+    found: Findings = field(default_factory=Findings)
     attachments: dict[str, str] = field(default_factory=dict)
     # with a shared venv folder (rebuild.venv_step): the bytecode folder its interpreter
     # uses, and the open lock file that keeps other runs out of the folder until release()
@@ -99,6 +100,6 @@ class Run:
         if not result.timed_out:
             return None
         report = hang.explain(result.stderr, root)
-        if report is not None and "hang" not in self.found:
-            self.found["hang"] = {"step": step, **report.to_dict()}
+        if report is not None and self.found.hang is None:
+            self.found.hang = {"step": step, **report.to_dict()}
         return report

@@ -8,7 +8,6 @@ import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from lockkit import __version__
 from lockkit._internal import proc as _run
@@ -16,6 +15,7 @@ from lockkit._internal.redact import redact
 from lockkit.errors import UsageError
 from lockkit.report.model import CommandRecord, Dossier
 from lockkit.verify import chain
+from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, Steps, overall
 
 __all__ = ["default_python", "diagnose", "no_torch"]
@@ -88,7 +88,7 @@ def diagnose(python: Path | None = None, expect: str | None = None, *, source: s
         python, source = default_python()
     started = _dt.datetime.now(_dt.timezone.utc)
     steps = Steps(PLAN)
-    found: dict[str, Any] = {}
+    found = Findings()
     commands: list[CommandRecord] = []
 
     def recorder(step: str) -> _run.Recorder:
@@ -97,7 +97,8 @@ def diagnose(python: Path | None = None, expect: str | None = None, *, source: s
             duration_s=round(r.duration, 3), timed_out=r.timed_out))
 
     def gpu(step: Step) -> None:
-        build = found["system"].torch.build
+        assert found.system is not None  # the system step passed
+        build = found.system.torch.build
         kind = expect or (build if build in _DEVICE else "cpu")
         step.detail["expect"] = kind
         step.detail["expect_source"] = "--expect" if expect else "the torch build found"
@@ -114,4 +115,4 @@ def diagnose(python: Path | None = None, expect: str | None = None, *, source: s
                    started=started.strftime("%Y-%m-%dT%H:%M:%SZ"),
                    command_line=command_line, python=str(python), result=overall(steps),
                    first_error=steps.first_error, steps=tuple(s.result() for s in steps),
-                   commands=tuple(commands), system=found.get("system"), gpu=found.get("gpu"))
+                   commands=tuple(commands), system=found.system, gpu=found.gpu)

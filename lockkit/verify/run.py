@@ -33,12 +33,13 @@ from lockkit import __version__
 from lockkit._internal.fs import sha256_file
 from lockkit.lock import freshness
 from lockkit.report.model import Dossier, Variant
-from lockkit.verify import chain, probe, rebuild
-from lockkit.verify.checks.application.step import app_step, git_state
+from lockkit.verify import chain, install, probe, rebuild
+from lockkit.verify.checks.application.step import app_step
 from lockkit.verify.checks.extensions.step import extensions_step
 from lockkit.verify.checks.resume.step import resume_step
 from lockkit.verify.context import UV_CACHE, Options, Run
 from lockkit.verify.steps import Step, Steps, StepSkipped, overall
+from lockkit.verify.workspace import git_state
 
 __all__ = ["Outcome", "PLAN", "execute", "make_dossier", "new_run", "step_bodies", "verify"]
 
@@ -87,7 +88,7 @@ def new_run(opts: Options, work: Path, plan: list[tuple[str, tuple[str, ...]]]) 
     stale-lock warning already noted."""
     run = Run(opts=opts, work=work, steps=Steps(plan))
     stale = freshness.stale_warning(opts.project, opts.platform)
-    run.found["warnings"] = [stale] if stale else []
+    run.found.warnings = (stale,) if stale else ()
     return run
 
 
@@ -108,7 +109,7 @@ def step_bodies(run: Run) -> dict[str, Callable[[Step], None]]:
     skip_gpu = opts.no_gpu and opts.platform.backend.kind != "cpu"
 
     def host(step: Step) -> None:
-        run.found["code"] = git_state(run, opts.project.root)
+        run.found.code = git_state(run, opts.project.root)
         rebuild.host_step(run, step)
 
     def system(step: Step) -> None:
@@ -131,7 +132,7 @@ def step_bodies(run: Run) -> dict[str, Callable[[Step], None]]:
 
     return {
         "host": host, "venv": lambda s: rebuild.venv_step(run, s),
-        "install": lambda s: rebuild.install_step(run, s),
+        "install": lambda s: install.install_step(run, s),
         "pip-check": lambda s: rebuild.check_step(run, s),
         "inventory": lambda s: rebuild.inventory_step(run, s), "system": system, "gpu": gpu,
         "extensions": lambda s: extensions_step(run, s),
@@ -154,16 +155,13 @@ def make_dossier(run: Run, started: _dt.datetime) -> Dossier:
         wheelhouse=str(run.wheelhouse) if run.wheelhouse else None,
         options={"platform": opts.platform.name, "installer": opts.installer,
                  "no_gpu": opts.no_gpu, "probe_timeout": opts.probe_timeout,
-                 "python": (found.get("python") or {}).get("full")},
+                 "python": (found.python or {}).get("full")},
         variant=Variant.from_dict(opts.variant),
         result=overall(run.steps), first_error=run.steps.first_error,
         steps=tuple(s.result() for s in run.steps), commands=tuple(run.commands),
-        packages=found.get("packages"), inventory=found.get("inventory"),
-        system=found.get("system"), gpu=found.get("gpu"),
-        application=found.get("application"), code=found.get("code"),
-        fingerprints=found.get("fingerprints"), embedding_config=found.get("embedding_config"),
-        application_config=found.get("application_config"),
-        warnings=tuple(found.get("warnings") or ()),
+        packages=found.packages, inventory=found.inventory, system=found.system,
+        gpu=found.gpu, application=found.application, code=found.code,
+        fingerprints=found.fingerprints, embedding_config=found.embedding_config,
+        application_config=found.application_config, warnings=found.warnings,
         environment_passed_to_probes=tuple(sorted(probe.ALLOWED_VARS)),
-        extensions=found.get("extensions"),
-        resume=found.get("resume"), hang=found.get("hang"))
+        extensions=found.extensions, resume=found.resume, hang=found.hang)

@@ -2,9 +2,10 @@
 
 The default venv is ``<project>/.venv``, the one ``uv sync`` manages (pip-tools'
 ``pip-sync`` edits the active environment in place instead; a fresh rebuild cannot).
-The steps are verify's own (:mod:`lockkit.verify.rebuild`): host, venv, install from the
-wheelhouse or the lock's URLs by hash, pip-check, inventory; ``verify=True`` runs the
-whole verify plan (system, gpu, extensions, application, resume) on the new venv too.
+The steps are verify's own (:mod:`lockkit.verify.rebuild`, :mod:`lockkit.verify.install`):
+host, venv, install from the wheelhouse or the lock's URLs by hash, pip-check,
+inventory; ``verify=True`` runs the whole verify plan (system, gpu, extensions,
+application, resume) on the new venv too.
 
 The new venv is built beside the old one, in ``<name>.lockkit-new-XXXXXXXX`` (same
 folder, so the swap is renames on one filesystem), marked as lockkit's (``.lockkit.json``,

@@ -1,5 +1,5 @@
 """The application step: the project's own check, run in a clean copy of its committed
-files with the rebuilt venv's interpreter; and the code fingerprint (git state).
+files (:mod:`lockkit.verify.workspace`) with the rebuilt venv's interpreter.
 
 The check is [verify.application] (any command: exit 0 in time, the declared outputs
 written, JSON outputs within their tolerance of the committed references) or
@@ -9,27 +9,21 @@ written, JSON outputs within their tolerance of the committed references) or
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 from lockkit._internal import proc as _run
 from lockkit._internal.fs import sha256_file
 from lockkit._internal.proc import last_error_line
-from lockkit.report.model import ApplicationResult, CheckResult, Fingerprint, GitState
+from lockkit.report.model import ApplicationResult, CheckResult, Fingerprint
 from lockkit.verify.checks.application.compare import compare_files
 from lockkit.verify.checks.application.config import ApplicationConfig
 from lockkit.verify.checks.embedding import verdict as embedding
 from lockkit.verify.context import Run
 from lockkit.verify.steps import Step, StepFailed, StepSkipped
+from lockkit.verify.workspace import clean_copy, command_env
 
-__all__ = ["app_step", "clean_copy", "git_state"]
+__all__ = ["app_step"]
 
-# What the application sees of the caller's environment: enough to run, nothing to lean on.
-_APP_VARS = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "LD_LIBRARY_PATH")
-# lockkit's own outputs: never copied, never a reason to call the tree dirty.
-LOCKKIT_OUTPUTS = (".lockkit", "wheelhouse")
-_NEVER_COPY = {".git", "__pycache__", ".venv", "locks", *LOCKKIT_OUTPUTS}
 NO_CHECK = ("no application check in lockkit.toml: declare [verify.application] (any "
             'command) or [verify.embedding], or write application = "none" with a reason '
             "under [verify]")
@@ -55,7 +49,7 @@ def _prepare(run: Run, step: Step, declared: tuple[tuple[str, str], ...]) -> Pat
     step.detail["copied_files"] = count
     prints = tuple(_fingerprint(path, expected, copy, root, from_git)
                    for path, expected in declared)
-    run.found["fingerprints"] = prints
+    run.found.fingerprints = prints
     bad = next((f for f in prints if not f.passed), None)
     if bad:
         raise StepFailed(f"{bad.name}: {bad.detail}")
@@ -74,11 +68,7 @@ def _run_app(run: Run, step: Step, argv: list[str], timeout: float, copy: Path,
              what: str) -> _run.Result:
     home = run.work / "app" / "home"
     home.mkdir(parents=True, exist_ok=True)
-    env = {k: os.environ[k] for k in _APP_VARS if k in os.environ}
-    # PYTHONFAULTHANDLER: at the timeout the group gets SIGABRT and every Python process
-    # of it (DataLoader workers inherit the variable) prints its stacks (lockkit.verify.hang)
-    env.update(HOME=str(home), PYTHONHASHSEED="0", PYTHONNOUSERSITE="1", LANG="C.UTF-8",
-               PYTHONFAULTHANDLER="1")
+    env = command_env(home)  # at the timeout every Python process prints its stacks
     result = run.call("application", argv, timeout=timeout, env=env, cwd=copy,
                       stacks_on_timeout=True)
     run.attachments["application.log"] = (result.stdout + result.stderr)[-20000:]
@@ -91,7 +81,7 @@ def _run_app(run: Run, step: Step, argv: list[str], timeout: float, copy: Path,
 
 
 def _command_check(run: Run, step: Step, cfg: ApplicationConfig) -> None:
-    run.found["application_config"] = cfg.to_dict()
+    run.found.application_config = cfg.to_dict()
     copy = _prepare(run, step, cfg.fingerprints)
     present = [p for p in cfg.expected_outputs if (copy / p).exists()]
     if present:  # it could not be told apart from what the command writes
@@ -113,7 +103,7 @@ def _command_check(run: Run, step: Step, cfg: ApplicationConfig) -> None:
                                   detail=f"against {c.reference}: {detail}"))
         if found and found.worst_path and (worst is None or found.max_abs_diff > worst[0]):
             worst = (found.max_abs_diff, f"{c.output} {found.worst_path}")
-    app = run.found["application"] = ApplicationResult(
+    app = run.found.application = ApplicationResult(
         kind="command", checks=tuple(checks), command=cfg.command,
         returncode=result.returncode, max_abs_diff=worst[0] if worst else None,
         worst_id=worst[1] if worst else None)
@@ -124,7 +114,7 @@ def _command_check(run: Run, step: Step, cfg: ApplicationConfig) -> None:
 
 
 def _embedding_check(run: Run, step: Step, cfg: embedding.EmbeddingConfig) -> None:
-    run.found["embedding_config"] = cfg.to_dict()
+    run.found.embedding_config = cfg.to_dict()
     copy = _prepare(run, step, cfg.fingerprints)
     out = run.work / "app" / "out"
     out.mkdir()
@@ -135,50 +125,8 @@ def _embedding_check(run: Run, step: Step, cfg: embedding.EmbeddingConfig) -> No
         raise StepFailed(f"the embedding command exited {result.returncode}: "
                          f"{last_error_line(result.stderr or result.stdout)}")
     verdict = embedding.check_outputs(cfg, copy, out)
-    run.found["application"] = verdict  # the report's own record (kind "embedding")
+    run.found.application = verdict  # the report's own record (kind "embedding")
     step.detail.update(worst_id=verdict.worst_id, max_abs_diff=verdict.max_abs_diff,
                        min_cosine=verdict.min_cosine)
     if not verdict.passed:
         raise StepFailed(verdict.first_error or "the embedding check failed")
-
-
-def clean_copy(run: Run, root: Path, dest: Path, step: str = "application"
-               ) -> tuple[int, bool]:
-    """The project's committed files (in git), or the project minus build debris; and
-    whether git said which. The git call is recorded for *step*."""
-    files = _git_files(run, root, step)
-    from_git = files is not None
-    if files is None:
-        files = [p.relative_to(root).as_posix() for p in root.rglob("*")
-                 if p.is_file() and not _NEVER_COPY & set(p.relative_to(root).parts)
-                 and not (run.venv and p.is_relative_to(run.venv))]  # sync builds it there
-    for rel in files:
-        src, dst = root / rel, dest / rel
-        if src.is_file() and not src.is_symlink():
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
-    dest.mkdir(parents=True, exist_ok=True)
-    return len(files), from_git
-
-
-def _git_files(run: Run, root: Path, step: str) -> list[str] | None:
-    result = run.call(step, ["git", "-C", str(root), "ls-files", "-z", "--cached", "."],
-                      timeout=60, env=dict(os.environ))
-    if not result.ok:
-        return None
-    return [f for f in result.stdout.split("\0") if f]
-
-
-def git_state(run: Run, root: Path) -> GitState:
-    """The revision, and whether the project's files differ from it; lockkit's own
-    outputs (``.lockkit/``, ``wheelhouse/``) never count (``locks/`` is committed)."""
-    def git(*args: str) -> str | None:
-        result = run.call("host", ["git", "-C", str(root), *args], timeout=60,
-                          env=dict(os.environ))
-        return result.stdout.strip() if result.ok else None
-
-    if git("rev-parse", "--is-inside-work-tree") != "true":
-        return GitState(git=False)
-    excluded = [f":(exclude){name}" for name in LOCKKIT_OUTPUTS]
-    return GitState(git=True, revision=git("rev-parse", "HEAD"),  # None before a first commit
-                    dirty=bool(git("status", "--porcelain", "--", ".", *excluded)))

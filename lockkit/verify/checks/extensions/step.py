@@ -66,13 +66,13 @@ def native_packages(wheelhouse: Path | None,
 
 def extensions_step(run: Run, step: Step) -> None:
     """Import each declared module and run its smoke call; ``StepFailed`` on the first
-    that fails. The result goes to ``run.found["extensions"]`` either way."""
+    that fails. The result goes to ``run.found.extensions`` either way."""
     opts = run.opts
     native = native_packages(run.wheelhouse, run.expected)
     step.detail["native packages"] = len(native)
     cfg = opts.project.extensions
     if cfg is None:
-        run.found["extensions"] = ExtensionsResult(native=native)
+        run.found.extensions = ExtensionsResult(native=native)
         step.detail["declared"] = "none ([verify.extensions] absent)"
         return
     assert run.python is not None
@@ -89,7 +89,7 @@ def extensions_step(run: Run, step: Step) -> None:
     if stalled is not None:
         ended = f"{ended} ({stalled.summary})"
     checks = _checks([m.module for m in cfg.modules], lines, ended, device)
-    run.found["extensions"] = result = ExtensionsResult(
+    run.found.extensions = result = ExtensionsResult(
         checks=checks, native=native, device=device, config=cfg.to_dict(),
         hang=stalled.to_dict() if stalled else None)
     step.detail.update({c.module: c.status for c in checks}, device=device)

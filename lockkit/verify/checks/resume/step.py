@@ -17,7 +17,6 @@ of B's checkpoint). ``lockkit.verify.checks.resume.verdict`` judges the four out
 
 from __future__ import annotations
 
-import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,15 +24,13 @@ from pathlib import Path
 from lockkit._internal import proc as _run
 from lockkit.report.model import ResumeResult
 from lockkit.verify import hang
-from lockkit.verify.checks.application.step import clean_copy
 from lockkit.verify.checks.resume.config import ResumeConfig
 from lockkit.verify.checks.resume.verdict import RUNS, RunOutputError, compare, read_run
 from lockkit.verify.context import Run
 from lockkit.verify.steps import Step, StepFailed, StepSkipped
+from lockkit.verify.workspace import clean_copy, command_env
 
 __all__ = ["check_exit", "resume_step"]
-
-_VARS = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "LD_LIBRARY_PATH")
 
 
 def resume_step(run: Run, step: Step) -> None:
@@ -49,9 +46,7 @@ def resume_step(run: Run, step: Step) -> None:
     step.detail["copied_files"] = clean_copy(run, run.opts.project.root, copy, "resume")[0]
     home = base / "home"
     home.mkdir(parents=True)
-    env = {k: os.environ[k] for k in _VARS if k in os.environ}
-    env.update(HOME=str(home), PYTHONHASHSEED="0", PYTHONNOUSERSITE="1", LANG="C.UTF-8",
-               PYTHONFAULTHANDLER="1")  # a run past its timeout prints every stack
+    env = command_env(home)  # a run past its timeout prints every stack
     n, m = cfg.steps, cfg.resume_steps
     plan = {"A": (n + m, False), "B": (n, False), "R": (n, True), "C": (n + m, True)}
     for pair in (("A", "B"), ("R", "C")):
@@ -68,7 +63,7 @@ def resume_step(run: Run, step: Step) -> None:
     except RunOutputError as exc:
         raise StepFailed(str(exc)) from None
     verdict = compare(runs, n, m, atol=cfg.atol, rtol=cfg.rtol)
-    run.found["resume"] = ResumeResult(
+    run.found.resume = ResumeResult(
         steps=n, resume_steps=m, passed=verdict.passed, first_error=verdict.first_error,
         diverging_step=verdict.step, max_loss_diff=verdict.max_loss_diff, atol=cfg.atol,
         rtol=cfg.rtol, reason=cfg.reason, command=cfg.command)

@@ -1,0 +1,225 @@
+"""verify's install step: the lock's wheels, hash-checked, installed into the new venv.
+
+The wheels come from a wheelhouse (``--wheelhouse``, or the project's
+``wheelhouse/<platform>``) or, with none, from the lock's URLs into a temp wheelhouse.
+The committed lock is the only authority: every wheel is hashed against it, and the
+installer enforces the same hashes (``--require-hashes``), isolated from user and global
+pip/uv configuration (``--no-config``, ``--isolated``, no ``PIP_*``/``UV_*`` variables).
+
+With uv and a cache folder private to this user, installs go through ``<cache>/verify``
+(:func:`shared_root`): each wheel linked by its content, and uv's cache kept between
+runs, so the next verify links an unpacked torch instead of unzipping it again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import stat
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from lockkit._internal import proc as _run
+from lockkit._internal.fs import sha256_file
+from lockkit._internal.private import private_folder
+from lockkit._internal.proc import last_error_line
+from lockkit._internal.uv import uv_bin
+from lockkit.cache.layout import make_root
+from lockkit.cache.memo import MemoStore
+from lockkit.errors import LockkitError
+from lockkit.verify.context import Run
+from lockkit.verify.steps import Step, StepFailed
+from lockkit.wheelhouse import trust
+
+__all__ = ["dist_info_folders", "install_step", "installer_error", "shared_root",
+           "wheelhouse_folder"]
+
+_INSTALL_TIMEOUT = 1800
+
+
+def wheelhouse_folder(run: Run) -> Path | None:
+    """``--wheelhouse``, else the project's ``wheelhouse/<platform>`` when it exists
+    (None: the install step fetches the lock's URLs); ``StepFailed`` unless it holds a
+    ``manifest.json``."""
+    if run.opts.wheelhouse is not None:
+        folder = run.opts.wheelhouse
+    else:
+        folder = run.opts.project.root / "wheelhouse" / run.opts.platform.name
+        if not folder.is_dir():
+            return None
+    if not (folder / "manifest.json").is_file():
+        raise StepFailed(f"{folder}: not a wheelhouse (no manifest.json)")
+    return folder
+
+
+def install_step(run: Run, step: Step) -> None:
+    opts = run.opts
+    lock = opts.project.lock_path(opts.platform.name)
+    folder = wheelhouse_folder(run)
+    if folder is None:
+        if opts.fetch is None:
+            raise StepFailed(f"no wheelhouse for {opts.platform.name}: run 'lockkit "
+                             f"wheelhouse build --platform {opts.platform.name}' or pass "
+                             "--wheelhouse")
+        folder = opts.fetch(run.work / "wheelhouse")
+        step.detail["source"] = "the lock's URLs (fetched, hash-checked, into a temp wheelhouse)"
+    else:
+        step.detail["source"] = f"wheelhouse {folder} (no network)"
+    manifest = _check_wheelhouse(folder, lock)
+    run.wheelhouse = folder
+    try:  # the committed lock is the only authority: the folder's own lock files are not read
+        checked = trust.check_folder(folder, trust.selection(lock, opts.platform), manifest)
+    except LockkitError as exc:
+        raise StepFailed(str(exc)) from None
+    run.expected = {c.package: c.version for c in checked}
+    reqs = run.work / "install" / "requirements.txt"  # hashes of the lock, checked just now
+    reqs.parent.mkdir(exist_ok=True)
+    shared = shared_root(opts.cache_root) if opts.installer == "uv" else None
+    reqs.write_text(trust.requirements(checked), encoding="utf-8")
+    step.detail["checked"] = (f"{len(checked)} wheel(s) hashed and matched against "
+                              f"{lock.name}; the installer enforces the same hashes")
+    assert run.python is not None
+    uv_cache = None
+    if shared is not None:
+        uv_cache = shared / "uv"
+        links = [a for d in _by_hash(checked, shared) for a in ("--find-links", str(d))]
+        argv = [uv_bin(), "pip", "install", "--no-config", "--offline", "--no-index",
+                "--quiet", "--python", str(run.python), *links, "--require-hashes",
+                "-r", str(reqs)]
+    elif opts.installer == "uv":
+        argv = [uv_bin(), "pip", "install", "--no-config", "--offline", "--no-index",
+                "--quiet", "--python", str(run.python), "--find-links", str(folder),
+                "--require-hashes", "-r", str(reqs)]
+    else:
+        argv = [str(run.python), "-m", "pip", "install", "--isolated", "--no-index",
+                "--disable-pip-version-check", "--quiet", "--find-links", str(folder),
+                "--require-hashes", "-r", str(reqs)]
+    with _counting_installs(run, len(checked)):
+        result = run.call("install", argv, timeout=_INSTALL_TIMEOUT, env=_run.isolated_env(),
+                          uv_cache=uv_cache)
+    step.detail.update(installer=opts.installer, packages=len(run.expected),
+                       isolated="installer ran without user/global pip or uv configuration "
+                                "(--no-config / --isolated, PIP_* and UV_* removed)")
+    if not result.ok:
+        raise StepFailed(f"{opts.installer} install failed: {installer_error(result)}")
+
+
+@contextlib.contextmanager
+def _counting_installs(run: Run, total: int) -> Iterator[None]:
+    """While the installer runs, tell ``on_progress`` every quarter second how many of the
+    lock's *total* packages are in the venv: the ``*.dist-info`` folders that were not
+    there before, each written once its package is in place (pip and uv both)."""
+    tell = run.opts.on_progress
+    if tell is None or run.venv is None:
+        yield
+        return
+    venv = run.venv
+    before = set(dist_info_folders(venv))
+    stop = threading.Event()
+
+    def installed() -> int:
+        return min(total, len(set(dist_info_folders(venv)) - before))
+
+    def watch() -> None:
+        while not stop.is_set():
+            tell("installing", installed(), total)
+            stop.wait(0.25)
+
+    watcher = threading.Thread(target=watch, name="lockkit-install-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+    tell("installing", installed(), total)  # the last word: what is in the venv now
+
+
+def dist_info_folders(venv: Path) -> list[Path]:
+    """The ``*.dist-info`` folders of *venv*: one per installed distribution."""
+    return [*venv.glob("lib*/python*/site-packages/*.dist-info"),
+            *venv.glob("Lib/site-packages/*.dist-info")]
+
+
+_SHARED = "verify"  # <cache>/verify: wheels/<sha256>/<file>, uv's cache, venvs/, pyc/
+
+
+def shared_root(cache_root: Path | None) -> Path | None:
+    """``<cache>/verify``, where verify's installs are kept between runs, made private
+    (0700) to this user, when the cache folder is private to this user (the memo store's
+    rule, :class:`lockkit.cache.memo.MemoStore`); else None, and a run keeps its uv cache,
+    bytecode and venv in its own temp folder, removed after it. uv trusts what its cache
+    holds and CPython the ``.pyc`` files of a bytecode prefix: in a folder another user
+    can write, either runs their code as the user who runs verify."""
+    if cache_root is None:
+        return None
+    root = cache_root / _SHARED
+    try:
+        make_root(cache_root)
+        if not MemoStore(cache_root).trusted:
+            return None
+        make_root(root)
+        if not private_folder(root):
+            return None
+        if stat.S_IMODE(os.lstat(root).st_mode) & 0o077:  # made by an older lockkit
+            os.chmod(root, 0o700)
+    except OSError:
+        return None
+    return root
+
+
+def _by_hash(checked: list[trust.Checked], shared: Path) -> list[Path]:
+    """One ``--find-links`` folder per wheel, named by its content: ``<cache>/verify/
+    wheels/<sha256>/<file>``, a hard link to the wheel just hashed.
+
+    uv keeps what it unpacks from a local wheel under the wheel's path; a wheelhouse at a
+    new path (every test, every unpacked archive) cost a new unpacked torch (~700 MB) and
+    seconds of unzipping. One path per content lets the next verify of any wheelhouse with
+    the same torch link it from uv's cache (``<cache>/verify/uv``) into the fresh venv.
+    Through ``--find-links`` the packages install as from an index (``pip freeze`` says
+    ``name==version``, no direct URL), and the installer still checks every hash."""
+    folders = []
+    for c in sorted(checked, key=lambda c: c.package):
+        dest = shared / "wheels" / c.sha256 / c.path.name
+        if not dest.is_file():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.parent / f".{dest.name}.{os.getpid()}.tmp"
+            try:
+                os.link(c.path, tmp)
+            except OSError:  # another file system
+                shutil.copyfile(c.path, tmp)
+            os.replace(tmp, dest)
+        folders.append(dest.parent)
+    return folders
+
+
+def installer_error(result: _run.Result) -> str:
+    """A failed installer command's error line (``uv venv`` and ``venv`` included), or
+    that it timed out."""
+    if result.timed_out:
+        return _run.outcome(result)
+    return last_error_line(result.stderr or result.stdout)
+
+
+def _check_wheelhouse(folder: Path, lock: Path) -> dict[str, Any]:
+    """The manifest says the wheelhouse was built from this lock (a hint for honest
+    mistakes, not a proof: the files are hashed against the lock afterwards)."""
+    try:
+        manifest: dict[str, Any] = json.loads(
+            (folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise StepFailed(f"{folder}/manifest.json: unreadable: {exc}") from None
+    if not lock.is_file():
+        raise StepFailed(f"{lock}: no lock; run 'lockkit compile'")
+    if manifest.get("lock_sha256") != sha256_file(lock):
+        raise StepFailed(f"{folder} was built from another version of {lock.name}: "
+                         "rebuild it with 'lockkit wheelhouse build'")
+    for entry in manifest.get("files", []):
+        path = folder / entry["path"]
+        if not path.is_file() or path.stat().st_size != entry["size"]:
+            raise StepFailed(f"{path}: missing or not the size the manifest lists")
+    return manifest

@@ -1,0 +1,111 @@
+"""The interpreter a venv is made from: the lock's Python version, found on this machine.
+
+verify's and sync's host step (:func:`lockkit.verify.rebuild.host_step`) asks for the
+version the committed lock was made for (:func:`lock_python`), takes ``--python`` or
+finds one (:func:`find_interpreter`), and checks the wheelhouse against the tags that
+interpreter installs (:func:`interpreter_tags`). Every command is recorded for the
+``host`` step, run isolated (``-I``, no ``PIP_*``/``UV_*`` variables).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from packaging.tags import Tag, compatible_tags, cpython_tags, platform_tags
+
+from lockkit._internal import proc as _run
+from lockkit._internal.uv import uv_bin
+from lockkit.errors import LockkitError
+from lockkit.lock.lockfile import python_of, read_lock
+from lockkit.verify.context import Run
+from lockkit.verify.steps import StepFailed
+
+__all__ = ["find_interpreter", "interpreter_tags", "lock_python"]
+
+
+def lock_python(run: Run) -> str:
+    """The Python version of the committed lock (:func:`lockkit.lock.lockfile.python_of`): the
+    project's ``python``, or the platform's default when it names none."""
+    lock = run.opts.project.lock_path(run.opts.platform.name)
+    try:
+        return python_of(read_lock(lock)[0], lock)
+    except LockkitError as exc:
+        raise StepFailed(str(exc)) from None
+
+
+def find_interpreter(run: Run, version: str) -> tuple[Path, dict[str, Any]]:
+    """An interpreter of Python *version* (the lock's) and its facts, for verify and sync.
+
+    ``--python``, which must be that version; else the one ``uv python find`` names (uv's
+    own discovery: its managed installs, PATH, the Windows registry; ``--system``: never
+    the interpreter of a virtual environment, such as the project's ``.venv`` that sync
+    replaces); else the first ``python<version>`` on PATH that runs and says it is that
+    version, an activated venv's included (``uv venv`` and ``python -m venv`` both make
+    the new venv from its base interpreter). A pyenv shim of a version not selected
+    fails to run and is passed by. None found: one line naming the version, the lock and
+    how to give one (``--python PATH``)."""
+    lock = run.opts.project.lock_path(run.opts.platform.name).name
+    given = run.opts.python
+    if given is not None:
+        facts = _interpreter_facts(run, given)
+        if facts["version"] != version:
+            raise StepFailed(f"--python {given} is Python {facts['version']}; {lock} is for "
+                             f"Python {version}: pass --python with a Python {version} "
+                             "interpreter")
+        return given, facts
+    for candidate in _candidates(run, version):
+        try:
+            facts = _interpreter_facts(run, candidate)
+        except StepFailed:
+            continue
+        if facts["version"] == version:
+            return candidate, facts
+    raise StepFailed(f"no Python {version} interpreter found ({lock} is for Python {version}; "
+                     f"'uv python find {version}' and python{version} on PATH found none): "
+                     f"pass --python PATH to a Python {version} interpreter, or install one "
+                     f"('uv python install {version}')")
+
+
+def _candidates(run: Run, version: str) -> Iterator[Path]:
+    found = run.call("host", [uv_bin(), "python", "find", "--system", "--no-config",
+                              "--offline", "--no-python-downloads", version], timeout=60,
+                     env=_run.isolated_env())
+    if found.ok and found.stdout.strip():
+        yield Path(found.stdout.strip())
+    name = f"python{version}{'.exe' if os.name == 'nt' else ''}"
+    for folder in filter(None, os.environ.get("PATH", "").split(os.pathsep)):
+        path = Path(folder) / name
+        if path.is_file() and os.access(path, os.X_OK):
+            yield path
+
+
+_FACTS = ("import json, platform, sys, sysconfig; print(json.dumps({'version': "
+          "'%d.%d' % sys.version_info[:2], 'full': platform.python_version(), "
+          "'implementation': sys.implementation.name, 'platform': sysconfig.get_platform(), "
+          "'executable': sys.executable}))")
+
+
+def _interpreter_facts(run: Run, python: Path) -> dict[str, Any]:
+    result = run.call("host", [str(python), "-I", "-c", _FACTS], timeout=60,
+                      env=_run.isolated_env())
+    try:
+        if result.ok:
+            facts = json.loads(result.stdout)
+            if isinstance(facts, dict):
+                return facts
+    except json.JSONDecodeError:
+        pass
+    raise StepFailed(f"cannot run the interpreter {python}: {_run.outcome(result)}")
+
+
+def interpreter_tags(facts: dict[str, Any]) -> list[Tag]:
+    """The tags of an interpreter on this machine (same OS and libc as lockkit's own)."""
+    version = tuple(int(x) for x in facts["version"].split("."))
+    plats = list(platform_tags())
+    return [*cpython_tags(version, platforms=plats),
+            *compatible_tags(version, interpreter=f"cp{version[0]}{version[1]}",
+                             platforms=plats)]
