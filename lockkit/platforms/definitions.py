@@ -133,11 +133,11 @@ def parse_platform(path: Path) -> Platform | _Alias:
         return _parse_alias(r, data, path)
     r.unknown(data, _TOP)
     r.require(data, _REQUIRED, why=None)
-    tables = {name: r.table(data, name) for name in _TABLES}
-    for name, (known, required) in _TABLES.items():
-        r.at(name).unknown(tables[name], known)
-        r.at(name).require(tables[name], required, why=None)
-    backend, torch, gpu = (r.at(name) for name in _TABLES)
+    tables = {key: r.table(data, key) for key in _TABLES}
+    for key, (known, required) in _TABLES.items():
+        r.at(key).unknown(tables[key], known)
+        r.at(key).require(tables[key], required, why=None)
+    backend, torch, gpu = (r.at(key) for key in ("backend", "torch", "gpu"))
     name = r.typed("name", data.get("name"), str) or path.stem
     _check_name(r, name)
     os_ = r.choice("os", r.typed("os", data.get("os"), str), OSES, says="is not one of")
