@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from lockkit._internal import ui
 from lockkit.cli.common import human_size, shown_path
-from lockkit.errors import ConfigError, UsageError
+from lockkit.errors import ConfigError
 
 if TYPE_CHECKING:
     from lockkit.cache.store import Entry, Pruned, Survey
@@ -31,20 +31,16 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _root(args: argparse.Namespace) -> Path:
-    from lockkit.cache.store import default_cache_dir
+    from lockkit.cache.layout import default_cache_dir
 
     return (args.cache_dir or default_cache_dir()).absolute()
 
 
 def _locks(projects: list[Path]) -> tuple[list[Path], list[Path]]:
     """The project folders (default: the nearest one) and every lock in their locks/."""
-    from lockkit.config.project import find_project
+    from lockkit.config.project import project_root
 
-    for given in projects:
-        if not given.is_dir():
-            raise UsageError(f"--project {given}: not a folder")
-    roots = ([p.resolve() for p in projects] if projects
-             else [find_project(Path.cwd()) or Path.cwd()])
+    roots = [project_root(p) for p in projects] if projects else [project_root()]
     locks = sorted({p for r in roots for p in (r / "locks").glob("pylock.*.toml")})
     return roots, locks
 

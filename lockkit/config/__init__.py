@@ -1,10 +1,12 @@
 """The project: ``lockkit.toml`` or ``[tool.lockkit]`` found from any sub-folder and read
-into one frozen :class:`~lockkit.config.project.Project` (:mod:`~lockkit.config.project`),
-the one key-path reader every table uses, each problem named by its key path
-(:mod:`~lockkit.config.keys`), the ``[verify]`` tables (:mod:`~lockkit.config.verify`; each
-project check's own table is read by its ``checks/<check>/config.py``), and the inputs:
-requirement files as pip and uv read them (:mod:`~lockkit.config.reqfile`) and pyproject
-inputs (:mod:`~lockkit.config.inputs`).
+into one frozen :class:`~lockkit.config.project.Project` (:mod:`~lockkit.config.project`,
+with the one project discovery, :func:`~lockkit.config.project.project_root`), every table
+read by the one key-path reader, each problem named by its key path (it lives in
+:mod:`lockkit._internal.keys`, as the platform files use it too), the ``[ci]`` values
+(:mod:`~lockkit.config.keys`), the ``[verify]`` tables (:mod:`~lockkit.config.verify`, with
+the rules the checks' tables share; each project check's own table is read by its
+``checks/<check>/config.py``), and the inputs: requirement files as pip and uv read them
+(:mod:`~lockkit.config.reqfile`) and pyproject inputs (:mod:`~lockkit.config.inputs`).
 
 May import: lockkit.errors, lockkit._internal, lockkit.platforms, lockkit.index.urls,
 lockkit.verify.checks

@@ -13,22 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from packaging.utils import canonicalize_name
+
 from lockkit._internal.compat import tomllib
+from lockkit._internal.keys import KeyReader
 from lockkit.errors import ConfigError
 
 if TYPE_CHECKING:
     from lockkit.config.project import Project
 
-def canonical_name(name: str) -> str:
-    """:func:`lockkit.config.reqfile.canonical_name`, imported on first use: reading a config
-    needs no requirement-file parser."""
-    from lockkit.config.reqfile import canonical_name as canonical
-
-    return canonical(name)
-
-
-__all__ = ["is_pyproject", "load_toml", "normalized_inputs", "read_requirements",
-           "resolver_inputs"]
+__all__ = ["is_pyproject", "load_toml", "normalized_inputs", "resolver_inputs"]
 
 
 def is_pyproject(entry: str) -> bool:
@@ -43,16 +37,6 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not found") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-
-def read_requirements(path: Path) -> list[tuple[Path, str]]:
-    """Validate a requirement file and its ``-r``/``-c`` includes.
-
-    Returns ``(file, content)`` for every file read, in order, for the inputs'
-    fingerprint; every refused line of a file is reported at once, naming file and line.
-    """
-    from lockkit.config.reqfile import read_tree
-
-    return [(f.path, f.text) for f in read_tree(path)]
 
 
 def _label(project: Project, path: Path) -> str:
@@ -148,114 +132,113 @@ def _pyproject_inputs(project: Project, path: Path) -> dict[str, list[str]]:
     """The selected parts of one pyproject.toml, every problem in it reported at once."""
     data = load_toml(path)
     table = data["project"] if isinstance(data.get("project"), dict) else None
-    errors: list[str] = []
+    r = KeyReader(path)
     label = _label(project, path)
     found: dict[str, list[str]] = {}
     if table is not None:
-        found.update(_project_table(label, table, bool(project.extras), errors))
+        found.update(_project_table(r, label, table, bool(project.extras)))
     elif not project.groups:
-        errors.append("no [project] table, and no groups selected from it")
+        r.fail("", "no [project] table, and no groups selected from it")
     extras = _by_name((table or {}).get("optional-dependencies"))
     section = "project.optional-dependencies"
-    found.update(_selected(label, extras, project.extras, "extras", section, errors,
-                           lambda n: _specs(extras[n], f"{section}.{n}", errors)))
+    found.update(_selected(r, label, extras, project.extras, "extras", section,
+                           lambda n: _specs(r, extras[n], f"{section}.{n}")))
     groups = _by_name(data.get("dependency-groups"))
-    found.update(_selected(label, groups, project.groups, "groups", "dependency-groups", errors,
-                           lambda n: _group(groups, n, errors, ())))
-    if errors:
-        raise ConfigError(f"{path}: " + "; ".join(errors))
+    found.update(_selected(r, label, groups, project.groups, "groups", "dependency-groups",
+                           lambda n: _group(r, groups, n, ())))
+    r.raise_if_any()
     return found
 
 
-def _project_table(label: str, table: dict[str, Any], extras: bool,
-                   errors: list[str]) -> dict[str, list[str]]:
+def _project_table(r: KeyReader, label: str, table: dict[str, Any],
+                   extras: bool) -> dict[str, list[str]]:
     """[project].dependencies, read statically; what uv would refuse or have to build the
     project for is an error here."""
     dynamic = table.get("dynamic", [])
     if not isinstance(table.get("name"), str):
-        errors.append("project.name: missing (uv requires it in a [project] table)")
+        r.fail("project.name", "missing (uv requires it in a [project] table)")
     if "version" not in table and "version" not in dynamic:
-        errors.append("project.version: missing (set it, or list it in project.dynamic)")
+        r.fail("project.version", "missing (set it, or list it in project.dynamic)")
     if "dependencies" in dynamic:
-        errors.append("[project] lists dependencies as dynamic (the build backend computes "
-                      "them), which lockkit cannot read; list them in project.dependencies "
-                      "or in a requirements file")
+        r.fail("", "[project] lists dependencies as dynamic (the build backend computes "
+                   "them), which lockkit cannot read; list them in project.dependencies "
+                   "or in a requirements file")
     if extras and "optional-dependencies" in dynamic:
-        errors.append("extras: [project] lists optional-dependencies as dynamic, which "
-                      "lockkit cannot read; list them in project.optional-dependencies")
+        r.fail("extras", "[project] lists optional-dependencies as dynamic, which lockkit "
+                         "cannot read; list them in project.optional-dependencies")
     return {f"{label}[project.dependencies]": _specs(
-        table.get("dependencies", []), "project.dependencies", errors)}
+        r, table.get("dependencies", []), "project.dependencies")}
 
 
-def _spec(value: Any, key: str, errors: list[str]) -> list[str]:
+def _spec(r: KeyReader, value: Any, key: str) -> list[str]:
     """One requirement normalised (a list of one), or its error recorded (an empty list)."""
-    if not isinstance(value, str):
-        errors.append(f"{key}: expected a requirement string, got {value!r}")
+    if r.typed(key, value, str, "a requirement string") is None:
         return []
-    try:
-        from lockkit.config.reqfile import normalize_requirement
+    from lockkit.config.reqfile import normalize_requirement
 
+    try:
         return [normalize_requirement(value)]
     except ValueError as exc:
-        errors.append(f"{key}: {exc}")
+        r.fail(key, str(exc))
         return []
 
 
-def _specs(values: Any, key: str, errors: list[str]) -> list[str]:
+def _specs(r: KeyReader, values: Any, key: str) -> list[str]:
     if not isinstance(values, list):
-        errors.append(f"{key}: expected a list of requirement strings")
+        r.fail(key, "expected a list of requirement strings")
         return []
-    return sorted(s for i, v in enumerate(values) for s in _spec(v, f"{key}[{i}]", errors))
+    return sorted(s for i, v in enumerate(values) for s in _spec(r, v, f"{key}[{i}]"))
 
 
-def _undeclared(key: str, name: str, table: str, declared: list[str]) -> str:
+def _undeclared(name: str, table: str, declared: list[str]) -> str:
     import difflib
 
-    close = difflib.get_close_matches(canonical_name(name), declared, n=3)
+    close = difflib.get_close_matches(canonicalize_name(name), declared, n=3)
     tip = (f"did you mean {' or '.join(map(repr, close))}?" if close else
            f"declared: {', '.join(declared) or 'none'}")
-    return f"{key}: {name!r} is not declared in [{table}] ({tip})"
+    return f"{name!r} is not declared in [{table}] ({tip})"
 
 
 def _by_name(table: Any) -> dict[str, Any]:
     """A table keyed by canonical names: extras and groups compare normalised."""
-    return {canonical_name(k): v for k, v in table.items()} if isinstance(table, dict) else {}
+    return {canonicalize_name(k): v for k, v in table.items()} if isinstance(table, dict) \
+        else {}
 
 
-def _selected(label: str, declared: dict[str, Any], wanted: tuple[str, ...], key: str,
-              section: str, errors: list[str],
+def _selected(r: KeyReader, label: str, declared: dict[str, Any], wanted: tuple[str, ...],
+              key: str, section: str,
               read: Callable[[str], list[str]]) -> dict[str, list[str]]:
     """The wanted extras or groups, each read by ``read``; an undeclared one is an error."""
     found = {}
     for want in wanted:
-        name = canonical_name(want)
+        name = canonicalize_name(want)
         if name in declared:
             found[f"{label}[{section}.{name}]"] = sorted(read(name))
         else:
-            errors.append(_undeclared(key, want, section, sorted(declared)))
+            r.fail(key, _undeclared(want, section, sorted(declared)))
     return found
 
 
-def _group(declared: dict[str, Any], name: str, errors: list[str],
+def _group(r: KeyReader, declared: dict[str, Any], name: str,
            trail: tuple[str, ...]) -> list[str]:
     """A group's requirements with its ``{include-group = ...}`` entries expanded (PEP 735)."""
     if name in trail:
-        errors.append(f"dependency-groups: include-group cycle {' -> '.join((*trail, name))}")
+        r.fail("dependency-groups", f"include-group cycle {' -> '.join((*trail, name))}")
         return []
     key = f"dependency-groups.{name}"
     items = declared[name] if isinstance(declared[name], list) else None
     if items is None:
-        errors.append(f"{key}: expected a list")
+        r.fail(key, "expected a list")
         return []
     out: list[str] = []
     for i, item in enumerate(items):
         if isinstance(item, dict) and set(item) == {"include-group"}:
-            include = canonical_name(str(item["include-group"]))
+            include = canonicalize_name(str(item["include-group"]))
             if include in declared:
-                out += _group(declared, include, errors, (*trail, name))
+                out += _group(r, declared, include, (*trail, name))
             else:
-                errors.append(f"{key}[{i}]: include-group {item['include-group']!r} "
-                              "is not declared")
+                r.fail(f"{key}[{i}]", f"include-group {item['include-group']!r} is not "
+                                      "declared")
         else:
-            out += _spec(item, f"{key}[{i}]", errors)
+            out += _spec(r, item, f"{key}[{i}]")
     return out

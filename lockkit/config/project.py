@@ -17,21 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lockkit._internal.keys import KeyReader
 from lockkit._internal.redact import redact
-from lockkit.config.inputs import (
-    is_pyproject,
-    load_toml,
-    normalized_inputs,
-    read_requirements,
-    resolver_inputs,
-)
-from lockkit.config.keys import (
-    Checker,
-    LockkitRequirement,
-    Runner,
-    lockkit_requirement,
-    runner_labels,
-)
+from lockkit.config.inputs import is_pyproject, load_toml, normalized_inputs, resolver_inputs
+from lockkit.config.keys import LockkitRequirement, Runner, lockkit_requirement, runner_labels
 from lockkit.errors import UsageError
 from lockkit.index.urls import is_index_url
 
@@ -42,7 +31,7 @@ if TYPE_CHECKING:  # the [verify.*] modules are imported when a [verify] table i
     from lockkit.verify.checks.resume.config import ResumeConfig
 
 __all__ = ["Project", "find_project", "is_pyproject", "load_project", "normalized_inputs",
-           "read_requirements", "resolver_inputs"]
+           "project_root", "resolver_inputs"]
 
 _LISTS = ("requirements", "platforms", "allow-sdist", "extras", "groups")  # lists of strings
 # the lists that also take one string, and may not be empty: what each names
@@ -120,19 +109,23 @@ def find_project(start: Path) -> Path | None:
     return None
 
 
-def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
-                 index_url: str | None = None, exclude_newer: str | None = None) -> Project:
-    """Read the project's config; command-line values override the file's.
-
-    ``root`` is exactly the project folder; without it the config is looked for from
-    the current folder upward (:func:`find_project`), as uv and pip-tools find theirs.
-    Raises one ConfigError naming the file and every bad key, or a UsageError for a flag.
-    """
-    if root is None:
-        root = find_project(Path.cwd()) or Path.cwd()
-    root = root.resolve()
+def project_root(root: Path | None = None) -> Path:
+    """The project folder a command works on: *root* (``--project``) exactly, else the
+    nearest one from the current folder upward (:func:`find_project`), as uv and
+    pip-tools find theirs, else the current folder. A UsageError when *root* is no folder."""
+    root = (root or find_project(Path.cwd()) or Path.cwd()).resolve()
     if not root.is_dir():
         raise UsageError(f"--project {root}: not a folder")
+    return root
+
+
+def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
+                 index_url: str | None = None, exclude_newer: str | None = None) -> Project:
+    """Read the config of the project at *root* (:func:`project_root`); command-line
+    values override the file's. Raises one ConfigError naming the file and every bad key,
+    or a UsageError for a flag.
+    """
+    root = project_root(root)
     path, data = _read_table(root)
     options = _from_file(root, path, data)
     options["mirrors"] = {**options.get("mirrors", {}), **_mirror_flags(mirrors or [])}
@@ -143,7 +136,7 @@ def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
                                   "--index-url '${INDEX_URL}'")
         options["index_url"] = index_url
     if exclude_newer is not None:
-        flag = Checker(None)
+        flag = KeyReader()
         options["exclude_newer"] = _rfc3339(flag, "--exclude-newer", exclude_newer)
         if flag.errors:
             raise UsageError(flag.errors[0], hint=_RFC3339_HINT)
@@ -152,22 +145,23 @@ def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
 
 def _from_file(root: Path, path: Path | None, data: Any) -> dict[str, Any]:
     """The file's options as :class:`Project` keywords; every problem raised together."""
-    c = Checker(path)
+    c = KeyReader(path)
     if not isinstance(data, dict):  # [tool] lockkit = 3
         c.fail("tool.lockkit", f"expected a table, got {data!r}")
         c.raise_if_any()
     c.unknown(data, _KEYS)
     options: dict[str, Any] = {}
     for key in _LISTS:
-        value = c.strings(data, key, one=key in _ONE_OR_MORE)
+        value = c.strings(key, data.get(key), one=key in _ONE_OR_MORE)
         if value is not None:
             options[key.replace("-", "_")] = value
     for key, what in _ONE_OR_MORE.items():
         if data.get(key) in ([], ""):
             c.fail(key, f"empty; name at least one {what}")
     _check_selects(c, options)
-    options["python"] = c.string(data, "python", 'a version string such as "3.11"', _PYTHON)
-    options["index_url"] = c.string(data, "index-url", "a URL string")
+    options["python"] = c.string("python", data.get("python"), 'a version string such as '
+                                 '"3.11"', _PYTHON)
+    options["index_url"] = c.string("index-url", data.get("index-url"), "a URL string")
     if options["index_url"] is not None and not is_index_url(options["index_url"]):
         c.fail("index-url", f"{_INDEX_URL_EXPECTED}, got {options['index_url']!r}")
     options["mirrors"] = _mirror_table(c, data.get("mirrors", {}))
@@ -178,17 +172,17 @@ def _from_file(root: Path, path: Path | None, data: Any) -> dict[str, Any]:
     return options
 
 
-def _check_selects(c: Checker, options: dict[str, Any]) -> None:
+def _check_selects(c: KeyReader, options: dict[str, Any]) -> None:
     selects = [k for k in ("extras", "groups") if options.get(k)]
     if selects and not any(is_pyproject(r) for r in options.get("requirements", ())):
         c.fail(selects[0], "selects from a pyproject.toml, and requirements names none",
                hint='add "pyproject.toml" to requirements')
 
 
-def _verify(c: Checker, root: Path, data: dict[str, Any]) -> dict[str, Any]:
+def _verify(c: KeyReader, root: Path, data: dict[str, Any]) -> dict[str, Any]:
     name, known = _TABLES["verify"]
     table = c.table(data, "verify", name)
-    c.unknown(table, known, "verify.")
+    c.at("verify").unknown(table, known)
     found: dict[str, Any] = {}
     if not table:  # compile and its gate never read one: its modules stay unimported
         return {"verify": table}
@@ -217,11 +211,11 @@ def _verify(c: Checker, root: Path, data: dict[str, Any]) -> dict[str, Any]:
     return {"verify": table, "embedding": embedding, **found}
 
 
-def _ci(c: Checker, data: dict[str, Any]) -> dict[str, Any]:
+def _ci(c: KeyReader, data: dict[str, Any]) -> dict[str, Any]:
     name, known = _TABLES["ci"]
     table = c.table(data, "ci", name)
-    c.unknown(table, known, "ci.")
-    runners = c.table(table, "runners", "[ci.runners]") if "runners" in table else {}
+    c.at("ci").unknown(table, known)
+    runners = c.at("ci").table(table, "runners", "[ci.runners]")
     found: dict[str, Runner] = {}
     for platform, value in runners.items():
         labels = runner_labels(value)
@@ -238,7 +232,7 @@ def _ci(c: Checker, data: dict[str, Any]) -> dict[str, Any]:
     return {"ci": table, "runners": found, "ci_lockkit": requirement}
 
 
-def _mirror_table(c: Checker, table: Any) -> dict[str, str]:
+def _mirror_table(c: KeyReader, table: Any) -> dict[str, str]:
     if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
         c.fail("mirrors", "expected a table of 'official' = 'mirror' URLs")
         return {}
@@ -255,7 +249,7 @@ def _mirror_flags(flags: list[str]) -> dict[str, str]:
     return merged
 
 
-def _rfc3339(c: Checker, key: str, value: Any) -> str | None:
+def _rfc3339(c: KeyReader, key: str, value: Any) -> str | None:
     """An RFC 3339 date (``2024-10-01``) or UTC timestamp (``2024-10-01T00:00:00Z``)."""
     text = value.isoformat() if hasattr(value, "isoformat") else value  # a TOML date/datetime
     if isinstance(text, str):

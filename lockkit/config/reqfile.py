@@ -15,18 +15,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, Specifier
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from lockkit.errors import ConfigError
 
-__all__ = ["MAX_DEPTH", "Include", "RequirementFile", "canonical_name", "flatten",
-           "logical_lines", "normalize_requirement", "read_file", "read_tree"]
-
-_SEPARATORS = re.compile(r"[-_.]+")
-
-
-def canonical_name(name: str) -> str:
-    """PEP 503's normal form, as ``packaging.utils.canonicalize_name`` gives it: importing
-    packaging.utils pulls in packaging.tags (logging, subprocess), which the gate avoids."""
-    return _SEPARATORS.sub("-", name).lower()
+__all__ = ["MAX_DEPTH", "Include", "RequirementFile", "flatten", "logical_lines",
+           "normalize_requirement", "read_file", "read_tree"]
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")  # pip's: '#' at the start or after whitespace
 _OPTION = re.compile(r"^(--[A-Za-z][\w-]*|-[A-Za-z])(?:=|\s+)?(.*)$")
@@ -66,7 +63,7 @@ class Include:
 
 @dataclass(frozen=True, kw_only=True)
 class RequirementFile:
-    """One file as read: its text (the inputs' fingerprint) and its entries, normalised
+    """One file as read: its text (what it was parsed from) and its entries, normalised
     and in file order: requirement strings (with any ``--hash=``), accepted options, and
     includes."""
 
@@ -100,43 +97,12 @@ def logical_lines(text: str) -> Iterator[tuple[int, str]]:
         yield first, line
 
 
-# The plain requirement most lines are: a name and version clauses of digits and dots
-# (``.*`` or a local ``+label`` after == and != only, ~= with two parts or more). Printed
-# here as packaging prints it; anything else goes to packaging (~15 ms to import, on the
-# path before compile starts uv). tests/test_reqfile.py holds the two to the same output.
-_PLAIN = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*([^\[\](;@]*)")
-_CLAUSE = re.compile(r"\s*(==|!=|>=|<=|~=|>|<)\s*(\d+(?:\.\d+)*)"
-                     r"(\.\*|\+[a-z0-9]+(?:\.[a-z0-9]+)*)?\s*")
-
-
-def _plain_requirement(spec: str) -> str | None:
-    match = _PLAIN.fullmatch(spec)
-    if match is None:
-        return None
-    name, rest = match.groups()
-    clauses: set[str] = set()
-    for part in rest.split(",") if rest.strip() else ():
-        clause = _CLAUSE.fullmatch(part)
-        if clause is None:
-            return None
-        op, version, tail = clause.groups()
-        if (tail and op not in ("==", "!=")) or (op == "~=" and "." not in version):
-            return None
-        clauses.add(f"{op}{version}{tail or ''}")
-    return canonical_name(name) + ",".join(sorted(clauses))
-
-
 def normalize_requirement(spec: str) -> str:
     """``spec`` as packaging prints it, names canonical; raises ``ValueError`` (one line)
     for what lockkit cannot lock or parse."""
     kind = _bare_kind(spec)
     if kind:
         raise ValueError(f"{spec!r} is {kind}; {_FROM_INDEXES}")
-    plain = _plain_requirement(spec)
-    if plain is not None:
-        return plain
-    from packaging.requirements import InvalidRequirement, Requirement
-
     try:
         req = Requirement(spec)
     except InvalidRequirement as exc:
@@ -145,8 +111,8 @@ def normalize_requirement(spec: str) -> str:
         raise ValueError(f"{spec!r}: {_in_words(spec, str(exc).splitlines()[0])}") from None
     if req.url:
         raise ValueError(f"{spec!r} is {_url_kind(req.url)}; {_FROM_INDEXES}")
-    req.name = canonical_name(req.name)
-    req.extras = {canonical_name(e) for e in req.extras}
+    req.name = canonicalize_name(req.name)
+    req.extras = {canonicalize_name(e) for e in req.extras}
     return str(req)
 
 
@@ -180,9 +146,6 @@ def _in_words(spec: str, parser_says: str) -> str:
 
 def _clause_problem(clause: str) -> str | None:
     """What is wrong with one version clause (``>=2.1``), or None if packaging takes it."""
-    from packaging.specifiers import InvalidSpecifier, Specifier
-    from packaging.version import InvalidVersion, Version
-
     if not clause:
         return "a version clause is missing between commas"
     op = _OPERATOR.match(clause)

@@ -4,23 +4,25 @@
 read here, with every key checked and every problem collected, by ``load_project``: a
 mistake in it ends the command in under a second, before minutes of install, not at
 the step that uses it. ``lockkit.verify.checks.embedding.verdict`` runs the check this
-table declares; ``lockkit.verify.checks.application.config`` reads [verify.application],
-the general form, with the same reader.
+table declares. The rules every check's table shares are here too (:func:`command`,
+:func:`relative_path`, :func:`fingerprints`): ``lockkit.verify.checks.application.config``
+and ``lockkit.verify.checks.resume.config`` read their tables with them, every key through
+the one key-path reader (:class:`lockkit._internal.keys.KeyReader`).
 """
 
 from __future__ import annotations
 
-import difflib
-import math
 import re
 import string
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
+from lockkit._internal.keys import KeyReader
 from lockkit.errors import ConfigError
 
-__all__ = ["EMBEDDING_HINT", "EmbeddingConfig", "embedding_problems", "load_embedding_config"]
+__all__ = ["EMBEDDING_HINT", "EmbeddingConfig", "command", "embedding_problems", "fingerprints",
+           "load_embedding_config", "relative_path"]
 
 EMBEDDING_HINT = "see examples/embeddings/lockkit.toml for a complete table"
 
@@ -56,10 +58,10 @@ class EmbeddingConfig:
     def from_table(cls, project_root: Path, table: Any, *,
                    source: str = "lockkit.toml") -> EmbeddingConfig:
         """Validate every key, collect every error, raise them together."""
-        cfg, problems = embedding_problems(project_root, table)
-        if problems or cfg is None:
-            raise ConfigError("; ".join(f"{source}: {p}" for p in problems), hint=EMBEDDING_HINT)
-        return cfg
+        r = _reader(source)
+        values = _read(r, project_root, table)
+        r.raise_if_any(hint=EMBEDDING_HINT)
+        return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
         """The table as written in lockkit.toml, for the dossier."""
@@ -72,147 +74,123 @@ class EmbeddingConfig:
         return out
 
 
-class TableReader:
-    """Reads one key at a time; every problem becomes one message naming its key path
-    (``<where>.<key>``). ``lockkit.verify.checks.application.config`` reads
-    [verify.application] with it too."""
-
-    def __init__(self, root: Path, where: str = "verify.embedding") -> None:
-        self.root = root.resolve()
-        self.where = where
-        self.errors: list[str] = []
-
-    def fail(self, key: str, message: str) -> None:
-        self.errors.append(f"{self.where}.{key}: {message}")
-
-    def unknown(self, table: dict[str, Any]) -> None:
-        for key in sorted(set(table) - set(_REQUIRED + _OPTIONAL)):
-            close = difflib.get_close_matches(key, _REQUIRED + _OPTIONAL, n=1)
-            self.fail(key, "unknown key" + (f" (did you mean '{close[0]}'?)" if close else ""))
-
-    def read_all(self, table: dict[str, Any]) -> dict[str, Any]:
-        for key in _REQUIRED:
-            if key not in table:
-                self.fail(key, "missing (required)")
-        get = table.get
-        values = {
-            "command": self.command(get("command")),
-            "embeddings": self.path("embeddings", get("embeddings"), in_project=False),
-            "ids": self.path("ids", get("ids"), in_project=False),
-            "sample": self.path("sample", get("sample")),
-            "reference": self.path("reference", get("reference")),
-            "reference_ids": self.path("reference-ids", get("reference-ids")),
-            "dtype": self.choice("dtype", get("dtype"), _DTYPES),
-            "dim": self.number("dim", get("dim"), 1, math.inf, integer=True),
-            "reason": self.text("reason", get("reason")),
-            "key": self.text("key", get("key")),
-            "atol": self.number("atol", get("atol"), 0, math.inf),
-            "rtol": self.number("rtol", get("rtol"), 0, math.inf),
-            "min_cosine": self.number("min-cosine", get("min-cosine"), -1, 1),
-            "timeout": self.number("timeout", get("timeout"), 1e-9, math.inf),
-        }
-        self.criteria(table)
-        values["fingerprints"] = self.fingerprints(get("fingerprints"), values)
-        return values
-
-    def text(self, key: str, value: Any) -> str | None:
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            self.fail(key, f"expected a non-empty string, got {value!r}")
-            return None
-        return value
-
-    def choice(self, key: str, value: Any, allowed: tuple[str, ...]) -> str | None:
-        if value is not None and value not in allowed:
-            self.fail(key, f"expected one of {', '.join(allowed)}, got {value!r}")
-            return None
-        return value
-
-    def number(self, key: str, value: Any, low: float, high: float, *,
-               integer: bool = False) -> Any:
-        kinds = (int,) if integer else (int, float)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, kinds) or not low <= value <= high:
-            kind = "an integer" if integer else "a number"
-            self.fail(key, f"expected {kind} in [{low:g}, {high:g}], got {value!r}")
-            return None
-        return value if integer else float(value)
-
-    def path(self, key: str, value: Any, *, in_project: bool = True) -> str | None:
-        """A relative path that stays inside its folder: the check must run from a copy."""
-        if self.text(key, value) is None:
-            return None
-        escapes = ".." in PurePosixPath(value.replace("\\", "/")).parts
-        absolute = PurePosixPath(value).is_absolute() or PureWindowsPath(value).is_absolute()
-        if not escapes and not absolute and in_project:
-            escapes = not (self.root / value).resolve().is_relative_to(self.root)
-        if escapes or absolute:
-            self.fail(key, f"expected a relative path inside the "
-                           f"{'project' if in_project else 'output folder'}, got {value!r}")
-            return None
-        return value
-
-    def command(self, value: Any) -> tuple[str, ...] | None:
-        if value is None:
-            return None
-        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-            self.fail("command", f"expected a non-empty list of strings, got {value!r}")
-            return None
-        try:
-            fields = [f for part in value for _, f, spec, conv in string.Formatter().parse(part)
-                      if f is not None and (spec or conv or f not in _PLACEHOLDERS)]
-        except ValueError as exc:
-            self.fail("command", f"malformed placeholder: {exc} (write {{{{ for a brace)")
-            return None
-        if fields:
-            self.fail("command", f"unknown placeholder {{{fields[0]}}}: "
-                                 f"use {{python}} and {{out}}")
-        elif not any("{out}" in part for part in value):
-            self.fail("command", "no {out} placeholder: the application must write into "
-                                 "the folder lockkit re-reads")
-        return None if fields else tuple(value)
-
-    def criteria(self, table: dict[str, Any]) -> None:
-        """No default tolerance: the user declares one and says why."""
-        if ("atol" in table) != ("rtol" in table):
-            missing = "rtol" if "atol" in table else "atol"
-            self.fail(missing, "required with atol/rtol (write 0 to disable one of them)")
-        if not any(k in table for k in ("atol", "rtol", "min-cosine")):
-            self.fail("atol", "no criterion: set atol and rtol, or min-cosine, or both")
-
-    def fingerprints(self, value: Any, values: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-        if value is None:
-            return ()
-        if not isinstance(value, dict) or not value:
-            self.fail("fingerprints", "expected a table of 'path' = 'sha256 hex digest'")
-            return ()
-        pairs = []
-        for path, digest in value.items():
-            if self.path(f'fingerprints."{path}"', path) is None:
-                continue
-            if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
-                self.fail(f'fingerprints."{path}"', f"expected 64 hex digits, got {digest!r}")
-                continue
-            pairs.append((path, digest.lower()))
-        for key in ("sample", "reference", "reference_ids"):
-            if values.get(key) and values[key] not in value:
-                self.fail("fingerprints", f"no entry for {values[key]!r}: the check reads it, "
-                                          "so it needs an identity")
-        return tuple(pairs)
-
-
 def embedding_problems(project_root: Path,
                        table: Any) -> tuple[EmbeddingConfig | None, list[str]]:
     """The validated table, or None and every problem, each naming its key path
     (``verify.embedding.dim: ...``) for the caller to prefix with the file."""
+    r = _reader(None)
+    values = _read(r, project_root, table)
+    return (None, r.errors) if r.errors else (EmbeddingConfig(**values), [])
+
+
+def _reader(source: str | None) -> KeyReader:
+    return KeyReader(source, where="verify.embedding", unknown="path: unknown key")
+
+
+def _read(r: KeyReader, project_root: Path, table: Any) -> dict[str, Any]:
+    """The table's values by :class:`EmbeddingConfig` field; every problem recorded."""
     if not isinstance(table, dict):
-        return None, [f"verify.embedding: expected a table, got {table!r}"]
-    reader = TableReader(project_root)
-    reader.unknown(table)
-    values = {attr: value for attr, value in reader.read_all(table).items() if value is not None}
-    if reader.errors:
-        return None, reader.errors
-    return EmbeddingConfig(**values), []
+        r.fail("", f"expected a table, got {table!r}")
+        return {}
+    r.unknown(table, _REQUIRED + _OPTIONAL)
+    r.require(table, _REQUIRED)
+    root, get = project_root.resolve(), table.get
+    values = {
+        "command": command(r, get("command"), _PLACEHOLDERS, use="use {python} and {out}",
+                           needed=("out",),
+                           why="the application must write into the folder lockkit re-reads"),
+        "embeddings": relative_path(r, "embeddings", get("embeddings"), None),
+        "ids": relative_path(r, "ids", get("ids"), None),
+        "sample": relative_path(r, "sample", get("sample"), root),
+        "reference": relative_path(r, "reference", get("reference"), root),
+        "reference_ids": relative_path(r, "reference-ids", get("reference-ids"), root),
+        "dtype": r.choice("dtype", get("dtype"), _DTYPES),
+        "dim": r.number("dim", get("dim"), 1, integer=True),
+        "reason": r.text("reason", get("reason")),
+        "key": r.text("key", get("key")),
+        "atol": r.number("atol", get("atol"), 0),
+        "rtol": r.number("rtol", get("rtol"), 0),
+        "min_cosine": r.number("min-cosine", get("min-cosine"), -1, 1),
+        "timeout": r.number("timeout", get("timeout"), 1e-9),
+    }
+    _criteria(r, table)
+    read = [values[k] for k in ("sample", "reference", "reference_ids") if values[k]]
+    values["fingerprints"] = fingerprints(r, get("fingerprints"), root, read, "the check")
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _criteria(r: KeyReader, table: dict[str, Any]) -> None:
+    """No default tolerance: the user declares one and says why."""
+    if ("atol" in table) != ("rtol" in table):
+        missing = "rtol" if "atol" in table else "atol"
+        r.fail(missing, "required with atol/rtol (write 0 to disable one of them)")
+    if not any(k in table for k in ("atol", "rtol", "min-cosine")):
+        r.fail("atol", "no criterion: set atol and rtol, or min-cosine, or both")
+
+
+# --- the rules every check's table shares (application, embedding, resume) ------------------
+
+def command(r: KeyReader, value: Any, placeholders: tuple[str, ...], *, use: str,
+            needed: tuple[str, ...] = (), why: str = "") -> tuple[str, ...] | None:
+    """``command``: a non-empty list of strings whose ``{placeholders}`` are all known
+    (else the problem ends with *use*) and include each of *needed* (else with *why*)."""
+    if value is None:
+        return None
+    if r.strings("command", value, empty=False) is None:
+        return None
+    try:
+        fields = [(f, spec, conv) for part in value
+                  for _, f, spec, conv in string.Formatter().parse(part) if f is not None]
+    except ValueError as exc:
+        r.fail("command", f"malformed placeholder: {exc} (write {{{{ for a brace)")
+        return None
+    unknown = [f for f, spec, conv in fields if spec or conv or f not in placeholders]
+    missing = [p for p in needed if p not in {f for f, _, _ in fields}]
+    if unknown:
+        r.fail("command", f"unknown placeholder {{{unknown[0]}}}: {use}")
+    elif missing:
+        r.fail("command", f"no {{{missing[0]}}} placeholder: {why}")
+    return None if unknown or missing else tuple(value)
+
+
+def relative_path(r: KeyReader, key: str, value: Any, root: Path | None) -> str | None:
+    """A relative path that stays inside the project at *root* (None: inside the output
+    folder, which does not exist yet): the check must run from a copy."""
+    if r.text(key, value) is None:
+        return None
+    escapes = ".." in PurePosixPath(value.replace("\\", "/")).parts
+    absolute = PurePosixPath(value).is_absolute() or PureWindowsPath(value).is_absolute()
+    if not escapes and not absolute and root is not None:
+        escapes = not (root / value).resolve().is_relative_to(root)
+    if escapes or absolute:
+        where = "project" if root is not None else "output folder"
+        r.fail(key, f"expected a relative path inside the {where}, got {value!r}")
+        return None
+    return value
+
+
+def fingerprints(r: KeyReader, value: Any, root: Path, read: list[str],
+                 reader: str) -> tuple[tuple[str, str], ...]:
+    """``fingerprints``: 'path' = 'sha256 hex digest', with an entry for each file the
+    check reads (*read*; *reader* says who reads it)."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not value:
+        r.fail("fingerprints", "expected a table of 'path' = 'sha256 hex digest'")
+        return ()
+    pairs = []
+    for path, digest in value.items():
+        if relative_path(r, f'fingerprints."{path}"', path, root) is None:
+            continue
+        if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+            r.fail(f'fingerprints."{path}"', f"expected 64 hex digits, got {digest!r}")
+            continue
+        pairs.append((path, digest.lower()))
+    for path in read:
+        if path not in value:
+            r.fail("fingerprints", f"no entry for {path!r}: {reader} reads it, so it needs "
+                                   "an identity")
+    return tuple(pairs)
 
 
 def load_embedding_config(project_root: Path, verify: Any, *,

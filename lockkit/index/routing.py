@@ -54,8 +54,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from packaging.utils import canonicalize_name as canonical_name
+
 from lockkit._internal.redact import redact, strip_credentials
-from lockkit.config.reqfile import canonical_name
 from lockkit.index.pages import parse_links
 from lockkit.index.urls import Mirrors, origin
 

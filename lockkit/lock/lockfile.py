@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import tomli_w
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from lockkit._internal.compat import tomllib
 from lockkit._internal.redact import redact
-from lockkit.config.reqfile import canonical_name as canonicalize_name
 from lockkit.errors import ConfigError, GuardError, IndexError_
 from lockkit.platforms.definitions import Platform
 

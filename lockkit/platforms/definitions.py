@@ -16,7 +16,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
 from lockkit._internal.compat import tomllib
+from lockkit._internal.keys import KeyReader, did_you_mean
 from lockkit.errors import PlatformError
 
 __all__ = ["Backend", "Platform", "closest_platform", "load_platforms", "markdown_table",
@@ -28,9 +31,11 @@ OSES = ("linux", "macos", "windows")
 _TOP = {"name", "os", "arch", "python", "python-platform", "backend", "torch", "gpu", "description",
         "macos-deployment-target", "alias-of"}
 _ALIAS_TOP = {"alias-of", "description"}
-_BACKEND = {"kind", "version"}
-_TORCH = {"index", "packages", "file-hosts", "releases"}
-_GPU = {"device", "cuda", "hip"}
+_REQUIRED = ("os", "arch", "python", "python-platform", "backend", "torch", "gpu")
+# each table's keys, and those it requires
+_TABLES = {"backend": ({"kind", "version"}, ("kind",)),
+           "torch": ({"index", "packages", "file-hosts", "releases"}, ("packages",)),
+           "gpu": ({"device", "cuda", "hip"}, ("device",))}
 # platform_machine per os, as the target's interpreter reports it (compared ignoring case:
 # Windows says AMD64, lockkit.platforms.targets lowercases it for wheel tags).
 ARCHES = {"linux": ("x86_64", "aarch64", "ppc64le", "s390x"),
@@ -113,118 +118,89 @@ def shipped_dir() -> Path:
     return packaged if packaged.is_dir() else package.parent / "platforms"  # a source tree
 
 
-class _Checker:
-    """Collects every problem of one file before raising, naming the field."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.errors: list[str] = []
-
-    def unknown(self, table: dict, allowed: set[str], where: str) -> None:
-        for key in sorted(set(table) - allowed):
-            import difflib
-
-            close = difflib.get_close_matches(key, sorted(allowed), n=1)
-            tip = f" (did you mean '{close[0]}'?)" if close else ""
-            self.errors.append(f"{where}{key}: unknown field{tip}")
-
-    def get(self, table: dict, key: str, kind: type, where: str, required: bool = True,
-            choices: tuple[str, ...] | None = None) -> Any:
-        if key not in table:
-            if required:
-                self.errors.append(f"{where}{key}: missing")
-            return None
-        value = table[key]
-        if not isinstance(value, kind):
-            self.errors.append(f"{where}{key}: expected {kind.__name__}, got {value!r}")
-            return None
-        if choices and value not in choices:
-            self.errors.append(f"{where}{key}: {value!r} is not one of {', '.join(choices)}")
-            return None
-        return value
-
-    def table(self, data: dict, key: str) -> dict:
-        value = self.get(data, key, dict, "")
-        return value if isinstance(value, dict) else {}
-
-    def raise_if_any(self) -> None:
-        if self.errors:
-            raise PlatformError(f"{self.path}: " + "; ".join(self.errors))
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise PlatformError(f"{path}: cannot read platform file: {exc}") from exc
 
 
 def parse_platform(path: Path) -> Platform | _Alias:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise PlatformError(f"{path}: cannot read platform file: {exc}") from exc
-    c = _Checker(path)
+    """One platform file, every problem of it raised together, each named by its key."""
+    data = _read(path)
+    r = KeyReader(path, error=PlatformError, unknown="path: unknown field")
     if "alias-of" in data:
-        return _parse_alias(c, data, path)
-    c.unknown(data, _TOP, "")
-    backend, torch, gpu = c.table(data, "backend"), c.table(data, "torch"), c.table(data, "gpu")
-    c.unknown(backend, _BACKEND, "backend.")
-    c.unknown(torch, _TORCH, "torch.")
-    c.unknown(gpu, _GPU, "gpu.")
-    name = c.get(data, "name", str, "", required=False) or path.stem
-    _check_name(c, name)
-    fields = dict(
-        os=c.get(data, "os", str, "", choices=OSES), arch=c.get(data, "arch", str, ""),
-        python=c.get(data, "python", str, ""),
-        python_platform=c.get(data, "python-platform", str, ""),
-        kind=c.get(backend, "kind", str, "backend.", choices=KINDS),
-        version=c.get(backend, "version", str, "backend.", required=False),
-        index=c.get(torch, "index", str, "torch.", required=False),
-        packages=c.get(torch, "packages", list, "torch."),
-        device=c.get(gpu, "device", str, "gpu.", choices=DEVICES),
-    )
-    _check_arch(c, fields["os"], fields["arch"])
-    if fields["python"] is not None and not _PYTHON.fullmatch(fields["python"]):
-        c.errors.append(f"python: {fields['python']!r} is not a version such as '3.11'")
-    cuda = c.get(gpu, "cuda", str, "gpu.", required=False)
-    hip = c.get(gpu, "hip", str, "gpu.", required=False)
-    if fields["kind"] in ("cuda", "rocm") and not fields["version"]:
-        c.errors.append(f"backend.version: required for kind {fields['kind']!r}")
-    if fields["packages"] is not None and not all(isinstance(p, str) for p in fields["packages"]):
-        c.errors.append("torch.packages: expected a list of package names")
-    hosts = c.get(torch, "file-hosts", list, "torch.", required=False) or []
-    for i, host in enumerate(hosts):
-        parts = urllib.parse.urlsplit(host) if isinstance(host, str) else None
-        if not parts or parts.scheme not in ("http", "https") or not parts.netloc \
-                or parts.path.strip("/") or "@" in parts.netloc:
-            c.errors.append(f"torch.file-hosts[{i}]: {host!r} is not a scheme://host URL")
-    if hosts and not fields["index"]:
-        c.errors.append("torch.file-hosts: needs torch.index")
-    releases = c.get(torch, "releases", str, "torch.", required=False) or ""
-    if not _valid_specifier(releases):
-        c.errors.append(f"torch.releases: {releases!r} is not a version specifier such as '>=2.9'")
-    macos_target = c.get(data, "macos-deployment-target", str, "", required=False)
+        return _parse_alias(r, data, path)
+    r.unknown(data, _TOP)
+    r.require(data, _REQUIRED, why=None)
+    tables = {key: r.table(data, key) for key in _TABLES}
+    for key, (known, required) in _TABLES.items():
+        r.at(key).unknown(tables[key], known)
+        r.at(key).require(tables[key], required, why=None)
+    backend, torch, gpu = (r.at(key) for key in ("backend", "torch", "gpu"))
+    name = r.typed("name", data.get("name"), str) or path.stem
+    _check_name(r, name)
+    os_ = r.choice("os", r.typed("os", data.get("os"), str), OSES, says="is not one of")
+    arch = r.typed("arch", data.get("arch"), str)
+    _check_arch(r, os_, arch)
+    python = r.typed("python", data.get("python"), str)
+    if python is not None and not _PYTHON.fullmatch(python):
+        r.fail("python", f"{python!r} is not a version such as '3.11'")
+    kind = backend.choice("kind", backend.typed("kind", tables["backend"].get("kind"), str),
+                          KINDS, says="is not one of")
+    version = backend.typed("version", tables["backend"].get("version"), str)
+    if kind in ("cuda", "rocm") and not version:
+        backend.fail("version", f"required for kind {kind!r}")
+    index, packages, hosts, releases = _torch(torch, tables["torch"])
+    device = gpu.choice("device", gpu.typed("device", tables["gpu"].get("device"), str),
+                        DEVICES, says="is not one of")
+    cuda, hip = (gpu.typed(key, tables["gpu"].get(key), str) for key in ("cuda", "hip"))
+    macos_target = r.typed("macos-deployment-target", data.get("macos-deployment-target"), str)
     if macos_target is not None and not _MACOS_TARGET.fullmatch(macos_target):
-        c.errors.append(f"macos-deployment-target: {macos_target!r} is not a version such "
-                        "as '14.0'")
-    c.raise_if_any()
+        r.fail("macos-deployment-target", f"{macos_target!r} is not a version such as '14.0'")
+    python_platform = r.typed("python-platform", data.get("python-platform"), str)
+    r.raise_if_any()
     return Platform(
-        name=name, os=fields["os"], arch=fields["arch"], python=fields["python"],
-        python_platform=fields["python_platform"],
-        backend=Backend(kind=fields["kind"], version=fields["version"]),
-        torch_index=fields["index"].rstrip("/") if fields["index"] else None,
-        torch_packages=tuple(sorted(p.lower() for p in fields["packages"])),
-        torch_file_hosts=tuple(h.rstrip("/") for h in hosts),
-        gpu_device=fields["device"], gpu_cuda=cuda, gpu_hip=hip,
+        name=name, os=os_, arch=arch, python=python, python_platform=python_platform,
+        backend=Backend(kind=kind, version=version), torch_index=index,
+        torch_packages=packages, torch_file_hosts=hosts,
+        gpu_device=device, gpu_cuda=cuda, gpu_hip=hip,
         macos_target=macos_target, torch_releases=releases,
         description=data.get("description", ""), source=str(path),
     )
 
 
-def _check_arch(c: _Checker, os_: str | None, arch: str | None) -> None:
+def _torch(r: KeyReader, torch: dict[str, Any]
+           ) -> tuple[str | None, tuple[str, ...], tuple[str, ...], str]:
+    """``[torch]``: the index, the packages it serves, the other hosts it links files on,
+    and the releases it serves; *r* reads at ``torch``."""
+    index = r.typed("index", torch.get("index"), str)
+    packages = r.typed("packages", torch.get("packages"), list) or []
+    if not all(isinstance(p, str) for p in packages):
+        r.fail("packages", "expected a list of package names")
+    hosts = r.typed("file-hosts", torch.get("file-hosts"), list) or []
+    for i, host in enumerate(hosts):
+        parts = urllib.parse.urlsplit(host) if isinstance(host, str) else None
+        if not parts or parts.scheme not in ("http", "https") or not parts.netloc \
+                or parts.path.strip("/") or "@" in parts.netloc:
+            r.fail(f"file-hosts[{i}]", f"{host!r} is not a scheme://host URL")
+    if hosts and not index:
+        r.fail("file-hosts", "needs torch.index")
+    releases = r.typed("releases", torch.get("releases"), str) or ""
+    if not _valid_specifier(releases):
+        r.fail("releases", f"{releases!r} is not a version specifier such as '>=2.9'")
+    return (index.rstrip("/") if index else None,
+            tuple(sorted(str(p).lower() for p in packages)),
+            tuple(str(h).rstrip("/") for h in hosts), releases)
+
+
+def _check_arch(r: KeyReader, os_: str | None, arch: str | None) -> None:
     if os_ is None or arch is None:
         return  # already reported
     known = ARCHES[os_]
     if arch.lower() not in {a.lower() for a in known}:
-        import difflib
-
-        close = difflib.get_close_matches(arch, known, n=1)
-        tip = f" (did you mean '{close[0]}'?)" if close else ""
-        c.errors.append(f"arch: {arch!r} is not one of {', '.join(known)} for os {os_!r}{tip}")
+        r.fail("arch", f"{arch!r} is not one of {', '.join(known)} for os {os_!r}"
+                       + did_you_mean(arch, known))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -237,19 +213,19 @@ class _Alias:
     source: Path
 
 
-def _check_name(c: _Checker, name: str) -> None:
+def _check_name(r: KeyReader, name: str) -> None:
     """A platform's lock is ``pylock.<name>.toml``, and PEP 751 allows no dot in <name>
     (pip and uv refuse such a file): ROCm 6.4 is ``linux-rocm64``, as CUDA 12.6 is cu126."""
     if not _NAME.fullmatch(name):
-        c.errors.append(f"name: {name!r} cannot name a lock file pylock.<name>.toml (PEP 751: "
+        r.fail("name", f"{name!r} cannot name a lock file pylock.<name>.toml (PEP 751: "
                         "letters, digits, '-' and '_', no dot), e.g. linux-rocm64")
 
 
-def _parse_alias(c: _Checker, data: dict, path: Path) -> _Alias:
-    _check_name(c, path.stem)
-    c.unknown(data, _ALIAS_TOP, "")
-    target = c.get(data, "alias-of", str, "")
-    c.raise_if_any()
+def _parse_alias(r: KeyReader, data: dict[str, Any], path: Path) -> _Alias:
+    _check_name(r, path.stem)
+    r.unknown(data, _ALIAS_TOP)
+    target = r.typed("alias-of", data["alias-of"], str)
+    r.raise_if_any()
     return _Alias(name=path.stem, target=target, description=data.get("description", ""),
                   source=path)
 
@@ -260,12 +236,9 @@ def _resolve_alias(alias: _Alias, found: dict[str, Platform]) -> Platform:
     target = found.get(alias.target)
     if target is None or target.alias_of:
         known = sorted(n for n, p in found.items() if not p.alias_of)
-        import difflib
-
-        close = difflib.get_close_matches(alias.target, known, n=1)
-        tip = f" (did you mean '{close[0]}'?)" if close else ""
         why = "is itself an alias" if target else "is not a known platform"
-        raise PlatformError(f"{alias.source}: alias-of: {alias.target!r} {why}{tip}")
+        raise PlatformError(f"{alias.source}: alias-of: {alias.target!r} {why}"
+                            + did_you_mean(alias.target, known))
     return replace(target, name=alias.name, alias_of=target.name, source=str(alias.source),
                    description=alias.description or f"alias of {target.name}")
 
@@ -346,19 +319,8 @@ def closest_platform(name: str, known: Iterable[str]) -> str | None:
     return by_fold[close[0]] if close else None
 
 
-_ONE_SPEC = (r"(?:(?:==|!=)\s*\d+(?:\.\d+)*(?:\.\*)?|(?:<=|>=|<|>)\s*\d+(?:\.\d+)*"
-             r"|~=\s*\d+(?:\.\d+)+)")
-_PLAIN_SPECIFIERS = re.compile(rf"\s*(?:{_ONE_SPEC}\s*(?:,\s*{_ONE_SPEC}\s*)*)?")
-
-
 def _valid_specifier(text: str) -> bool:
-    """Whether *text* is a PEP 440 specifier set. The plain forms platform files use are
-    accepted by a pattern (each of them packaging accepts too); anything else is asked of
-    packaging, whose import the ``compile --check`` gate would otherwise pay for."""
-    if _PLAIN_SPECIFIERS.fullmatch(text):
-        return True
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
+    """Whether *text* is a PEP 440 specifier set, as packaging reads one."""
     try:
         SpecifierSet(text)
     except InvalidSpecifier:

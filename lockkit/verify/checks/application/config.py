@@ -15,13 +15,12 @@ compare."out/metrics.json".atol: ...``), so a mistake costs under a second, not 
 
 from __future__ import annotations
 
-import math
-import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lockkit.config.verify import TableReader
+from lockkit._internal.keys import KeyReader
+from lockkit.config.verify import command, fingerprints, relative_path
 
 __all__ = ["APPLICATION_HINT", "ApplicationConfig", "Comparison", "application_problems"]
 
@@ -29,6 +28,7 @@ APPLICATION_HINT = "see 'The application check' in the README for a complete tab
 
 _KEYS = ("command", "timeout", "outputs", "compare", "fingerprints")
 _COMPARE_KEYS = ("reference", "atol", "rtol", "reason")
+_USE = "only {python} (the rebuilt venv's interpreter); paths are relative to the copy"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,121 +79,92 @@ def application_problems(root: Path, verify: dict[str, Any]
     """From the [verify] table: the application check, or the waiver's reason
     (``application = "none"``), and every problem (key paths, for the caller to prefix
     with the file). The caller checks that [verify] has no unknown keys."""
+    r = KeyReader(where="verify", unknown="path: unknown key")
+    cfg, waiver = _application(r, root, verify)
+    return (None, None, r.errors) if r.errors else (cfg, waiver, [])
+
+
+def _application(r: KeyReader, root: Path, verify: dict[str, Any]
+                 ) -> tuple[ApplicationConfig | None, str | None]:
     value, reason = verify.get("application"), verify.get("reason")
     if value == "none":
         if not isinstance(reason, str) or not reason.strip():
-            return None, None, ['verify.reason: required with application = "none": say '
-                                'why this project has no application to run'
-                                + (f", got {reason!r}" if reason is not None else "")]
-        if "embedding" in verify:
-            return None, None, ['verify.application: "none", but [verify.embedding] '
-                                "declares a check: remove one of them"]
-        return None, reason.strip(), []
-    problems = []
+            r.fail("reason", 'required with application = "none": say why this project has '
+                             "no application to run"
+                             + (f", got {reason!r}" if reason is not None else ""))
+        elif "embedding" in verify:
+            r.fail("application", '"none", but [verify.embedding] declares a check: remove '
+                                  "one of them")
+        return None, reason.strip() if isinstance(reason, str) else None
     if reason is not None:
-        problems.append('verify.reason: only with application = "none" (a tolerance\'s '
-                        "reason goes in its own table)")
+        r.fail("reason", 'only with application = "none" (a tolerance\'s reason goes in its '
+                         "own table)")
     if value is None:
-        return None, None, problems
+        return None, None
     if not isinstance(value, dict):
-        return None, None, problems + [f'verify.application: expected a table or "none", '
-                                       f"got {value!r}"]
+        r.fail("application", f'expected a table or "none", got {value!r}')
+        return None, None
     if "embedding" in verify:
-        problems.append("verify.application: [verify.embedding] is declared too: declare "
-                        "one application check (a command can run both)")
-    cfg, found = _read(root, value)
-    return (cfg if not problems + found else None), None, problems + found
+        r.fail("application", "[verify.embedding] is declared too: declare one application "
+                              "check (a command can run both)")
+    return _read(r.at("application"), root.resolve(), value), None
 
 
-def _read(root: Path, table: dict[str, Any]) -> tuple[ApplicationConfig | None, list[str]]:
-    reader = TableReader(root, "verify.application")
-    for key in sorted(set(table) - set(_KEYS)):
-        reader.fail(key, "unknown key" + _close(key, _KEYS))
-    if "command" not in table:
-        reader.fail("command", "missing (required)")
+def _read(r: KeyReader, root: Path, table: dict[str, Any]) -> ApplicationConfig | None:
+    """``[verify.application]``, *r* reading at its path; None when it has a problem."""
+    before = len(r.errors)
+    r.unknown(table, _KEYS)
+    r.require(table, ("command",))
     values: dict[str, Any] = {
-        "command": _command(reader, table.get("command")),
-        "timeout": reader.number("timeout", table.get("timeout"), 1e-9, math.inf),
-        "outputs": _outputs(reader, table.get("outputs")),
-        "compare": _compare(reader, table.get("compare")),
+        "command": command(r, table.get("command"), ("python",), use=_USE),
+        "timeout": r.number("timeout", table.get("timeout"), 1e-9),
+        "outputs": _outputs(r, root, table.get("outputs")),
+        "compare": _compare(r.at("compare"), root, table.get("compare")),
     }
+    references = [c.reference for c in values["compare"] or ()]
     prints = table.get("fingerprints")
-    values["fingerprints"] = reader.fingerprints(prints, {}) if prints is not None else ()
-    listed = {path for path, _ in values["fingerprints"]}
-    for c in values["compare"] or ():
-        if prints is not None and c.reference not in listed:
-            reader.fail("fingerprints", f"no entry for {c.reference!r}: the comparison "
-                                        "reads it, so it needs an identity")
-        elif prints is None:
-            reader.fail("fingerprints", f"missing: {c.reference!r} is compared, so it "
-                                        "needs an identity (its sha256)")
-    if reader.errors:
-        return None, reader.errors
-    return ApplicationConfig(**{k: v for k, v in values.items() if v is not None}), []
-
-
-def _close(key: str, known: tuple[str, ...]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(key, known, n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
-
-
-def _command(reader: TableReader, value: Any) -> tuple[str, ...] | None:
-    if value is None:
+    values["fingerprints"] = fingerprints(r, prints, root, references, "the comparison")
+    for path in references if prints is None else ():
+        r.fail("fingerprints", f"missing: {path!r} is compared, so it needs an identity "
+                               "(its sha256)")
+    if len(r.errors) > before:
         return None
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        reader.fail("command", f"expected a non-empty list of strings, got {value!r}")
-        return None
-    try:
-        fields = [f for part in value for _, f, spec, conv in string.Formatter().parse(part)
-                  if f is not None and (spec or conv or f != "python")]
-    except ValueError as exc:
-        reader.fail("command", f"malformed placeholder: {exc} (write {{{{ for a brace)")
-        return None
-    if fields:
-        reader.fail("command", f"unknown placeholder {{{fields[0]}}}: only {{python}} (the "
-                               "rebuilt venv's interpreter); paths are relative to the copy")
-        return None
-    return tuple(value)
+    return ApplicationConfig(**{k: v for k, v in values.items() if v is not None})
 
 
-def _outputs(reader: TableReader, value: Any) -> tuple[str, ...] | None:
+def _outputs(r: KeyReader, root: Path, value: Any) -> tuple[str, ...] | None:
     if value is None:
         return None
     if not isinstance(value, list):
-        reader.fail("outputs", f"expected a list of relative paths, got {value!r}")
+        r.fail("outputs", f"expected a list of relative paths, got {value!r}")
         return None
-    paths = [reader.path(f"outputs[{i}]", v) for i, v in enumerate(value)]
+    paths = [relative_path(r, f"outputs[{i}]", v, root) for i, v in enumerate(value)]
     return tuple(p for p in paths if p is not None)
 
 
-def _compare(reader: TableReader, value: Any) -> tuple[Comparison, ...] | None:
+def _compare(r: KeyReader, root: Path, value: Any) -> tuple[Comparison, ...] | None:
+    """``[verify.application.compare]``: *r* reads at ``verify.application.compare``."""
     if value is None:
         return None
     if not isinstance(value, dict) or not value:
-        reader.fail("compare", "expected a table of 'output path' = { reference, atol, rtol, "
-                               "reason }")
+        r.fail("", "expected a table of 'output path' = { reference, atol, rtol, reason }")
         return None
     found = []
     for output, entry in value.items():
-        key = f'compare."{output}"'
-        if reader.path(key, output) is None:
+        key = f'"{output}"'
+        if relative_path(r, key, output, root) is None:
             continue
         if not isinstance(entry, dict):
-            reader.fail(key, f"expected {{ reference, atol, rtol, reason }}, got {entry!r}")
+            r.fail(key, f"expected {{ reference, atol, rtol, reason }}, got {entry!r}")
             continue
-        before = len(reader.errors)
-        for name in sorted(set(entry) - set(_COMPARE_KEYS)):
-            reader.fail(f"{key}.{name}", "unknown key" + _close(name, _COMPARE_KEYS))
-        for name in _COMPARE_KEYS:
-            if name not in entry:
-                reader.fail(f"{key}.{name}", "missing (required: no tolerance is assumed)")
+        before, at = len(r.errors), r.at(key)
+        at.unknown(entry, _COMPARE_KEYS)
+        at.require(entry, _COMPARE_KEYS, "required: no tolerance is assumed")
         item = {"output": output,
-                "reference": reader.path(f"{key}.reference", entry.get("reference")),
-                "atol": reader.number(f"{key}.atol", entry.get("atol"), 0, math.inf),
-                "rtol": reader.number(f"{key}.rtol", entry.get("rtol"), 0, math.inf),
-                "reason": reader.text(f"{key}.reason", entry.get("reason"))}
-        if len(reader.errors) == before:
+                "reference": relative_path(at, "reference", entry.get("reference"), root),
+                "atol": at.number("atol", entry.get("atol"), 0),
+                "rtol": at.number("rtol", entry.get("rtol"), 0),
+                "reason": at.text("reason", entry.get("reason"))}
+        if len(r.errors) == before:
             found.append(Comparison(**item))
     return tuple(found)

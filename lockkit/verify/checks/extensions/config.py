@@ -22,11 +22,11 @@ never evaluated: user code runs in the venv under test, not in lockkit's process
 from __future__ import annotations
 
 import ast
-import difflib
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from lockkit._internal.keys import KeyReader
 
 __all__ = ["EXTENSIONS_HINT", "ExtensionSpec", "ExtensionsConfig", "extensions_problems"]
 
@@ -35,7 +35,6 @@ EXTENSIONS_HINT = ('e.g. [verify.extensions] modules = [{ module = "torchvision.
 _MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _TABLE_KEYS = ("modules", "timeout")
 _ENTRY_KEYS = ("module", "smoke")
-_WHERE = "verify.extensions"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,61 +57,47 @@ class ExtensionsConfig:
         return {"modules": [m.to_dict() for m in self.modules], "timeout": self.timeout}
 
 
-def _unknown(table: dict[str, Any], known: tuple[str, ...], where: str) -> list[str]:
-    problems = []
-    for key in sorted(set(table) - set(known)):
-        close = difflib.get_close_matches(key, known, n=1)
-        tip = f" (did you mean '{where}.{close[0]}'?)" if close else ""
-        problems.append(f"unknown key '{where}.{key}'{tip}")
-    return problems
-
-
-def _entry(i: int, entry: Any) -> tuple[ExtensionSpec | None, list[str]]:
-    where = f"{_WHERE}.modules[{i}]"
+def _entry(r: KeyReader, entry: Any) -> ExtensionSpec | None:
+    """One ``modules`` entry, *r* reading at its path (``verify.extensions.modules[0]``)."""
     if not isinstance(entry, dict):
-        return None, [f"{where}: expected a table {{ module = ..., smoke = ... }}, got {entry!r}"]
-    problems = _unknown(entry, _ENTRY_KEYS, where)
-    module, smoke = entry.get("module"), entry.get("smoke")
-    if not isinstance(module, str) or not _MODULE.fullmatch(module):
-        problems.append(f"{where}.module: expected a dotted module name such as "
-                        f"'torchvision.ops', got {module!r}")
+        r.fail("", f"expected a table {{ module = ..., smoke = ... }}, got {entry!r}")
+        return None
+    before = len(r.errors)
+    r.unknown(entry, _ENTRY_KEYS)
+    r.require(entry, ("module",))
+    module = r.string("module", entry.get("module"), "a dotted module name such as "
+                      "'torchvision.ops'", _MODULE)
+    smoke = r.text("smoke", entry.get("smoke"), "a Python expression string")
     if smoke is not None:
-        if not isinstance(smoke, str) or not smoke.strip():
-            problems.append(f"{where}.smoke: expected a Python expression string, got {smoke!r}")
-        else:
-            try:
-                ast.parse(smoke.strip(), mode="eval")
-            except SyntaxError as exc:
-                problems.append(f"{where}.smoke: not a Python expression ({exc.msg}): {smoke!r}")
-    if problems or not isinstance(module, str):
-        return None, problems
-    return ExtensionSpec(module=module, smoke=smoke.strip() if smoke else None), []
+        try:
+            ast.parse(smoke.strip(), mode="eval")
+        except SyntaxError as exc:
+            r.fail("smoke", f"not a Python expression ({exc.msg}): {smoke!r}")
+    if len(r.errors) > before or module is None:
+        return None
+    return ExtensionSpec(module=module, smoke=smoke.strip() if smoke else None)
 
 
 def extensions_problems(table: Any) -> tuple[ExtensionsConfig | None, list[str]]:
     """The validated table, or None and every problem, each naming its key path."""
+    r = KeyReader(where="verify.extensions")
     if not isinstance(table, dict):
-        return None, [f"{_WHERE}: expected a table, got {table!r}"]
-    problems = _unknown(table, _TABLE_KEYS, _WHERE)
+        r.fail("", f"expected a table, got {table!r}")
+        return None, r.errors
+    r.unknown(table, _TABLE_KEYS)
     modules = table.get("modules")
     specs: list[ExtensionSpec] = []
     if not isinstance(modules, list) or not modules:
-        problems.append(f"{_WHERE}.modules: expected a non-empty list of "
-                        f"{{ module = ..., smoke = ... }} tables, got {modules!r}")
+        r.fail("modules", f"expected a non-empty list of {{ module = ..., smoke = ... }} "
+                          f"tables, got {modules!r}")
     else:
-        for i, entry in enumerate(modules):
-            spec, found = _entry(i, entry)
-            problems += found
-            if spec is not None:
-                specs.append(spec)
+        found = [_entry(r.at(f"modules[{i}]"), entry) for i, entry in enumerate(modules)]
+        specs = [s for s in found if s is not None]
         names = [s.module for s in specs]
-        problems += [f"{_WHERE}.modules: {n!r} listed twice"
-                     for n in sorted({n for n in names if names.count(n) > 1})]
-    timeout = table.get("timeout", 300.0)
-    if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-            or not math.isfinite(timeout) or timeout <= 0):
-        problems.append(f"{_WHERE}.timeout: expected a positive number of seconds, "
-                        f"got {timeout!r}")
-    if problems:
-        return None, problems
+        for twice in sorted({n for n in names if names.count(n) > 1}):
+            r.fail("modules", f"{twice!r} listed twice")
+    timeout = r.number("timeout", table.get("timeout", 300.0), 1e-9,
+                       expected="a positive number of seconds")
+    if r.errors:
+        return None, r.errors
     return ExtensionsConfig(modules=tuple(specs), timeout=float(timeout)), []

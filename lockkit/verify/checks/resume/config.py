@@ -1,18 +1,18 @@
 """``[verify.resume]``: the training-resume check, validated when the project loads.
 
-Like ``[verify.embedding]`` (``lockkit.config.verify``), every key is type-checked and
-every problem collected by ``load_project``, so a mistake ends the command before any
-install. ``lockkit.verify.checks.resume.step`` runs the check;
-``lockkit.verify.checks.resume.verdict`` judges it.
+Like ``[verify.embedding]`` (``lockkit.config.verify``, whose ``command`` rule it
+shares), every key is type-checked and every problem collected by ``load_project``, so a
+mistake ends the command before any install. ``lockkit.verify.checks.resume.step`` runs
+the check; ``lockkit.verify.checks.resume.verdict`` judges it.
 """
 
 from __future__ import annotations
 
-import difflib
-import math
-import string
 from dataclasses import dataclass
 from typing import Any
+
+from lockkit._internal.keys import KeyReader
+from lockkit.config.verify import command
 
 __all__ = ["PLACEHOLDERS", "RESUME_HINT", "ResumeConfig", "resume_problems"]
 
@@ -59,76 +59,32 @@ class ResumeConfig:
 
 def resume_problems(table: Any) -> tuple[ResumeConfig | None, list[str]]:
     """The validated table, or None and every problem, each naming its key path."""
+    r = KeyReader(where="verify.resume", unknown="path: unknown key")
     if not isinstance(table, dict):
-        return None, [f"verify.resume: expected a table, got {table!r}"]
-    errors: list[str] = []
-
-    def fail(key: str, message: str) -> None:
-        errors.append(f"verify.resume.{key}: {message}")
-
+        r.fail("", f"expected a table, got {table!r}")
+        return None, r.errors
     if "none" in table:
-        none = table["none"]
-        if not isinstance(none, str) or not none.strip():
-            fail("none", f"expected the reason this project never resumes a training, "
-                         f"got {none!r}")
+        none = r.text("none", table["none"], "the reason this project never resumes a "
+                      "training")
         for key in sorted(set(table) - {"none"}):
-            fail(key, "not with none (the check is declared absent)")
-        return (None, errors) if errors else (ResumeConfig(none=none), [])
-
-    for key in sorted(set(table) - set(_REQUIRED + _OPTIONAL)):
-        close = difflib.get_close_matches(key, _REQUIRED + _OPTIONAL, n=1)
-        fail(key, "unknown key" + (f" (did you mean '{close[0]}'?)" if close else ""))
-    for key in _REQUIRED:
-        if key not in table:
-            fail(key, "missing (required)")
-    values: dict[str, Any] = {"command": _command(table.get("command"), fail)}
+            r.fail(key, "not with none (the check is declared absent)")
+        return (None, r.errors) if r.errors else (ResumeConfig(none=none), [])
+    r.unknown(table, _REQUIRED + _OPTIONAL)
+    r.require(table, _REQUIRED)
+    values: dict[str, Any] = {"command": command(
+        r, table.get("command"), PLACEHOLDERS, needed=_NEEDED,
+        use="use " + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS),
+        why="each run is told " + ", ".join(f"{{{p}}}" for p in _NEEDED))}
     for key, low, integer in (("steps", 1, True), ("resume-steps", 1, True),
                               ("atol", 0, False), ("rtol", 0, False),
                               ("timeout", 1e-9, False)):
-        values[key.replace("-", "_")] = _number(key, table.get(key), low, integer, fail)
-    reason = table.get("reason")
-    if reason is not None and (not isinstance(reason, str) or not reason.strip()):
-        fail("reason", f"expected a non-empty string, got {reason!r}")
-    elif (values["atol"] or values["rtol"]) and reason is None:
-        fail("reason", "required with a non-zero atol/rtol: say why the resumed run may "
-                       "differ (the default is exact, as a CPU resume is)")
-    values["reason"] = reason
-    if errors:
-        return None, errors
+        values[key.replace("-", "_")] = r.number(
+            key, table.get(key), low, integer=integer,
+            expected=f"{'an integer' if integer else 'a number'} >= {low:g}")
+    values["reason"] = r.text("reason", table.get("reason"))
+    if (values["atol"] or values["rtol"]) and "reason" not in table:
+        r.fail("reason", "required with a non-zero atol/rtol: say why the resumed run may "
+                         "differ (the default is exact, as a CPU resume is)")
+    if r.errors:
+        return None, r.errors
     return ResumeConfig(**{k: v for k, v in values.items() if v is not None}), []
-
-
-def _number(key: str, value: Any, low: float, integer: bool, fail: Any) -> Any:
-    if value is None:
-        return None
-    kinds = (int,) if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or not low <= value < math.inf:
-        fail(key, f"expected {'an integer' if integer else 'a number'} >= {low:g}, "
-                  f"got {value!r}")
-        return None
-    return value if integer else float(value)
-
-
-def _command(value: Any, fail: Any) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        fail("command", f"expected a non-empty list of strings, got {value!r}")
-        return None
-    try:
-        fields = [(f, spec, conv) for part in value
-                  for _, f, spec, conv in string.Formatter().parse(part) if f is not None]
-    except ValueError as exc:
-        fail("command", f"malformed placeholder: {exc} (write {{{{ for a brace)")
-        return None
-    unknown = [f for f, spec, conv in fields if spec or conv or f not in PLACEHOLDERS]
-    if unknown:
-        fail("command", f"unknown placeholder {{{unknown[0]}}}: use "
-                        + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS))
-        return None
-    missing = [p for p in _NEEDED if p not in {f for f, _, _ in fields}]
-    if missing:
-        fail("command", f"no {{{missing[0]}}} placeholder: each run is told "
-                        + ", ".join(f"{{{p}}}" for p in _NEEDED))
-        return None
-    return tuple(value)
