@@ -37,7 +37,7 @@ from lockkit.config.project import load_project
 from lockkit.errors import HashMismatch
 from lockkit.platforms.definitions import load_platforms
 from lockkit.verify.install import shared_root
-from lockkit.wheelhouse import archive, tools
+from lockkit.wheelhouse import archive, ownwheel, tools
 
 PLATFORM = "linux-cpu"
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX owners and modes")
@@ -225,9 +225,9 @@ def plants(cache: Path, lock: Path, project: Path,
              cache / "tools" / f"{lock_sha}.json": json.dumps(rows).encode()}
     if reference is not None:
         files[cache / "sbom" / f"{old_sbom_key(reference, lock)}.json"] = b'{"planted": true}\n'
-    root = tools.source_tree()
+    root = ownwheel.source_tree()
     if root is not None:
-        files[cache / "tools" / f"own-{tools._tree_digest(root)}.json"] = \
+        files[cache / "tools" / f"own-{ownwheel.tree_digest(root)}.json"] = \
             json.dumps(own).encode()
     for kind, value in (("plan", plan), ("sbom", texts["sbom.cdx.json"]), ("tools", rows)):
         key = store.key(kind, lock_sha)

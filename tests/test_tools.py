@@ -28,7 +28,7 @@ from lockkit import __version__
 from lockkit.cache.store import Cache
 from lockkit.cli import main
 from lockkit.config.project import load_project
-from lockkit.wheelhouse import archive, tools, trust
+from lockkit.wheelhouse import archive, ownwheel, tools, trust
 
 PLATFORM = "linux-cpu"
 
@@ -193,7 +193,7 @@ def test_lockkit_wheel_is_reproducible_and_complete(built, tmp_path):
     """Built again from the source tree into another cache: the same bytes; it carries the
     shipped platforms as lockkit/_platforms (pyproject's force-include), no bytecode."""
     root, wheelhouse, _, _ = built
-    assert tools.source_tree() is not None  # this checkout runs as an editable install
+    assert ownwheel.source_tree() is not None  # this checkout runs as an editable install
     again = tools.own_wheel(Cache(tmp_path / "cache"), load_project(root))
     shipped = wheelhouse / "tools" / again.filename
     assert again.path.read_bytes() == shipped.read_bytes()
@@ -285,7 +285,8 @@ def test_the_hash_pinned_route_of_tools_requirements(built, machine):
     assert run.returncode == 0, "\n".join(log[-1:])
 
 
-REBUILD = ("import sys; from pathlib import Path; from lockkit import tools; "
+REBUILD = ("import sys; from pathlib import Path; "
+           "from lockkit.wheelhouse import ownwheel as tools; "
            "assert tools.source_tree() is None; "
            "print(tools.rebuild_installed(Path(sys.argv[1])))")
 

@@ -1,6 +1,7 @@
 """``lockkit ci``: the ``[ci]`` table and a GitHub Actions workflow that gates the locks and
 verifies every platform on its runner, installing lockkit's own committed wheel by hash
-(:mod:`~lockkit.ci.workflow`).
+(:mod:`~lockkit.ci.workflow`); the workflow's text, piece by piece: YAML scalars, runner
+labels, the install step (:mod:`~lockkit.ci.render`).
 
 May import: lockkit.errors, lockkit._internal, lockkit.platforms, lockkit.config,
 lockkit.cache, lockkit.wheelhouse

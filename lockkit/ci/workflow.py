@@ -31,24 +31,29 @@ actions pinned to commits (:data:`ACTIONS`), no ``${{ }}`` in a ``run:`` but the
 values the file defines; the requirement reaches a ``shell: python`` install script
 through ``env:`` (the same on every runner's OS, no shell quoting).
 
-The workflow is written as text, not dumped by a YAML library: the output is the same
-bytes for the same inputs, reads like a hand-written file, and lockkit needs no YAML
-package at run time. Every value goes through :func:`_scalar`, which quotes whatever
-YAML would otherwise read as something else (``3.10`` as a float, ``on`` as a bool).
+The text is made of :mod:`lockkit.ci.render`'s pieces, every value through its ``scalar``.
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import os
-import re
 from collections.abc import Collection, Mapping, Sequence
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from lockkit._internal import proc as _run
 from lockkit._internal.fs import sha256_file, temp_file, write_atomic
+from lockkit.ci.render import (
+    install_step,
+    lock_path,
+    posix,
+    project_arg,
+    quoted,
+    runner_yaml,
+    scalar,
+    where_from,
+)
 from lockkit.config.keys import LockkitRequirement, Runner, runner_labels
 from lockkit.errors import BuildError, ConfigError, UsageError, WriteError
 from lockkit.platforms.arch import arch_family
@@ -81,27 +86,10 @@ ACTIONS = {
     "actions/upload-artifact": ("bbbca2ddaa5d8feaa63e36b76fdaad77386f024f", "v7.0.0"),
 }
 
-# The install step's script (`shell: python`): the requirement and hashes come from its
-# env, never from text substituted into the script.
-_INSTALL = """\
-import os, subprocess, sys, tempfile
-requirement = os.environ["LOCKKIT_REQUIREMENT"]
-hashes = os.environ["LOCKKIT_HASHES"].split()
-pip = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check"]
-if hashes:  # pip reads --hash options only from a requirements file
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        f.write(" ".join([requirement] + ["--hash=" + h for h in hashes]) + "\\n")
-    if subprocess.call(pip + ["--require-hashes", "--no-deps", "-r", f.name]):
-        sys.exit("lockkit's hash did not match, or it could not be installed")
-sys.exit(subprocess.call(pip + [requirement]))  # with hashes: only its dependencies
-"""
-
 # GitHub-hosted runners by (os, arch); a platform without one gets self-hosted labels.
 _HOSTED = {("linux", "x64"): "ubuntu-latest", ("linux", "arm64"): "ubuntu-24.04-arm",
            ("macos", "arm64"): "macos-14", ("windows", "x64"): "windows-latest"}
 _RUNNER_ARCH = {"x86_64": "x64", "arm64": "arm64"}  # GitHub's names of the arch families
-_INDICATORS = set("-?:,[]{}#&*!|>'\"%@`")
-_SPECIAL = {"y", "n", "yes", "no", "true", "false", "on", "off", "null", "~"}
 
 
 def _arch(platform: Platform) -> str:
@@ -155,56 +143,6 @@ def validate_runners(value: Any, known: Collection[str] | None,
     return found
 
 
-def _plain(value: str, flow: bool) -> bool:
-    """Whether YAML reads *value* back unquoted as this very string."""
-    if not value or value != value.strip() or value.lower() in _SPECIAL:
-        return False
-    if value[0] in _INDICATORS or value[0].isdigit() or value[0] in "+.":
-        return False  # an indicator, or something that may read as a number
-    if any(ord(c) < 0x20 or c in "\x7f\x85\u2028\u2029" for c in value):
-        return False
-    if ": " in value or " #" in value or value.endswith(":"):
-        return False
-    return not (flow and any(c in ",[]{}" for c in value))
-
-
-def _quoted(value: str) -> str:
-    """A double-quoted YAML scalar: JSON's escapes are a subset of YAML's."""
-    return json.dumps(value, ensure_ascii=True)
-
-
-def _scalar(value: str, *, flow: bool = False) -> str:
-    """*value* plain when that reads back as the same string, else double-quoted."""
-    return value if _plain(value, flow) else _quoted(value)
-
-
-def _runner_yaml(name: str, runner: Any) -> str:
-    labels = runner_labels(list(runner) if isinstance(runner, tuple) else runner)
-    if isinstance(labels, str):
-        return _scalar(labels, flow=True)
-    if labels is not None:
-        return "[" + ", ".join(_scalar(label, flow=True) for label in labels) + "]"
-    raise ConfigError(f"[ci.runners].{name}: expected a label or a non-empty list of labels, "
-                      f"got {runner!r}")
-
-
-def _project_arg(project: str) -> str:
-    """The project folder as one shell word that bash, pwsh and cmd all read the same."""
-    if PurePosixPath(project).is_absolute() or PureWindowsPath(project).is_absolute():
-        raise UsageError(f"--project {project!r}: must be relative to the repository root")
-    posix = _posix(project)
-    if posix.startswith("-"):
-        posix = "./" + posix  # not an option
-    if re.fullmatch(r"[A-Za-z0-9_./-]+", posix):
-        return posix
-    if re.search(r"[\"'$`%!\x00-\x1f]", posix):
-        raise UsageError(f"--project {project!r}: quotes, $, %, !, backquotes and control "
-                         "characters cannot be passed safely to every runner's shell")
-    return f'"{posix}"'
-
-
-
-
 def _uses(action: str) -> str:
     return "{}@{} # {}".format(action, *ACTIONS[action])
 
@@ -220,7 +158,7 @@ def own_lockkit(project: str, config: Project) -> tuple[LockkitRequirement, Tool
     from lockkit.wheelhouse.tools import own_wheel
 
     tool = own_wheel(Cache(default_cache_dir()), config)
-    where = (PurePosixPath(_posix(project)) / OWN_WHEEL_DIR / tool.filename).as_posix()
+    where = (PurePosixPath(posix(project)) / OWN_WHEEL_DIR / tool.filename).as_posix()
     return LockkitRequirement(requirement=where, hashes=(f"sha256:{tool.sha256}",),
                               source="path"), tool
 
@@ -257,8 +195,8 @@ def pin_files(req: LockkitRequirement, repo: Path,
     if req.source != "path":
         return req
     path = repo / req.requirement
-    tracked = _committed(repo, [_posix(req.requirement)])
-    if not path.is_file() or _posix(req.requirement) not in tracked:
+    tracked = _committed(repo, [posix(req.requirement)])
+    if not path.is_file() or posix(req.requirement) not in tracked:
         raise ConfigError(f"{where}: {req.requirement}: no such file committed to the "
                           f"repository ({repo})", hint="commit it, or pin lockkit otherwise")
     digest = f"sha256:{sha256_file(path)}"
@@ -266,40 +204,6 @@ def pin_files(req: LockkitRequirement, repo: Path,
         raise ConfigError(f"{where}: {req.requirement} has {digest}, not the hash given")
     return LockkitRequirement(requirement=req.requirement, hashes=(digest,), source="path")
 
-
-def _where_from(req: LockkitRequirement, own: bool) -> list[str]:
-    """The generated file's comment on where lockkit comes from."""
-    where = {"index": "the default package index (or the runner's pip configuration)",
-             "path": "a file committed to this repository", "url": "that URL",
-             "vcs": "that commit of the repository"}[req.source]
-    check = ("pip checks its hash" if req.hashes or "#sha256=" in req.requirement
-             else "the commit pins its content" if req.source == "vcs"
-             else "nothing checks its content")
-    lines = [f"# lockkit comes from {where}:", f"#   {req.requirement} ({check})."]
-    if own:
-        lines += ["# This is the default: lockkit's own wheel, written there by `lockkit ci",
-                  "# github` and installed by its sha256 (pip --require-hashes), never by name",
-                  "# from an index. Commit it with this file; [ci] lockkit in lockkit.toml",
-                  "# names another source."]
-    return lines
-
-
-def _install(req: LockkitRequirement, indent: str = "      ") -> list[str]:
-    return [f"{indent}- name: install lockkit",
-            f"{indent}  shell: python",
-            f"{indent}  env:",
-            f"{indent}    LOCKKIT_REQUIREMENT: {_scalar(req.requirement)}",
-            f"{indent}    LOCKKIT_HASHES: {_scalar(' '.join(req.hashes))}",
-            f"{indent}  run: |",
-            *(f"{indent}    {line}" for line in _INSTALL.splitlines())]
-
-
-def _posix(project: str) -> str:
-    return PureWindowsPath(project).as_posix() if "\\" in project else project
-
-
-def _lock_path(project: str, name: str) -> str:  # as hashFiles() and git ls-files take it
-    return (PurePosixPath(_posix(project)) / "locks" / f"pylock.{name}.toml").as_posix()
 
 
 def _matrix(platforms: Sequence[Platform], runners: Mapping[str, Runner],
@@ -309,10 +213,10 @@ def _matrix(platforms: Sequence[Platform], runners: Mapping[str, Runner],
     if not platforms or twice:
         raise UsageError("platforms: " + (f"named twice: {', '.join(twice)}" if twice
                                           else "at least one is needed"))
-    return [f"          - {{platform: {_scalar(p.name, flow=True)}, "
-            f"runner: {_runner_yaml(p.name, runners.get(p.name, default_runner(p)))}, "
-            f"python: {_quoted(python or p.python)}, "
-            f"lock: {_scalar(_lock_path(project, p.name), flow=True)}}}" for p in platforms]
+    return [f"          - {{platform: {scalar(p.name, flow=True)}, "
+            f"runner: {runner_yaml(p.name, runners.get(p.name, default_runner(p)))}, "
+            f"python: {quoted(python or p.python)}, "
+            f"lock: {scalar(lock_path(project, p.name), flow=True)}}}" for p in platforms]
 
 
 def _setup(python: str, indent: str = "      ") -> list[str]:
@@ -324,17 +228,17 @@ def _setup(python: str, indent: str = "      ") -> list[str]:
 
 
 def _cache(what: str, paths: Sequence[str], key: str, indent: str = "      ") -> list[str]:
-    return [f"{indent}- name: {_scalar('cache ' + what)}",
+    return [f"{indent}- name: {scalar('cache ' + what)}",
             f"{indent}  uses: {_uses('actions/cache')}", f"{indent}  with:",
             f"{indent}    path: |", *(f"{indent}      {p}" for p in paths),
-            f"{indent}    key: {_scalar(key)}"]
+            f"{indent}    key: {scalar(key)}"]
 
 
 def _lockkit_step(name: str, command: str, indent: str = "      ") -> list[str]:
     """A step running lockkit, with its cache folders set."""
-    return [f"{indent}- name: {_scalar(name)}", f"{indent}  env:",
-            *(f"{indent}    {k}: {_scalar(v)}" for k, v in CACHES.items()),
-            f"{indent}  run: {_scalar(command)}"]
+    return [f"{indent}- name: {scalar(name)}", f"{indent}  env:",
+            *(f"{indent}    {k}: {scalar(v)}" for k, v in CACHES.items()),
+            f"{indent}  run: {scalar(command)}"]
 
 
 def github_workflow(platforms: list[Platform], *, project: str = ".",
@@ -348,13 +252,13 @@ def github_workflow(platforms: list[Platform], *, project: str = ".",
     *own*, lockkit's own wheel (:func:`own_lockkit`), which the header says.
     *platforms* should be those with a committed lock (:func:`split_by_lock`).
     """
-    proj, req = _project_arg(project), lockkit
+    proj, req = project_arg(project), lockkit
     plat, caches = "${{ matrix.platform }}", list(CACHES.values())
-    all_locks = _lock_path(project, "*")
+    all_locks = lock_path(project, "*")
     lines = [
         "# Generated by `lockkit ci github`: regenerate it after changing the platforms,",
         "# their locks or [ci] in lockkit.toml rather than editing it by hand.",
-        *_where_from(req, own),
+        *where_from(req, own),
         "name: lockkit", "", "on: [push, pull_request, workflow_dispatch]", "",
         "permissions:", "  contents: read", "",
         "# A run: line holds no ${{ }} but the matrix values below, written by lockkit;",
@@ -362,9 +266,9 @@ def github_workflow(platforms: list[Platform], *, project: str = ".",
         "# (Linux, macOS) and in pwsh (Windows runners).",
         "jobs:",
         "  locks:", "    name: locks are fresh", "    runs-on: ubuntu-latest", "    steps:",
-        *_setup(_quoted(TOOL_PYTHON)),
+        *_setup(quoted(TOOL_PYTHON)),
         *_cache("uv", caches[1:], "lockkit-locks-${{ hashFiles('" + all_locks + "') }}"),
-        *_install(req),
+        *install_step(req),
         *_lockkit_step("check the locks", "lockkit compile --check "
                        + "".join(f"--platform {p.name} " for p in platforms)
                        + f"--project {proj}"),
@@ -380,9 +284,9 @@ def github_workflow(platforms: list[Platform], *, project: str = ".",
         "    runs-on: ${{ matrix.runner }}", "    steps:",
         *_setup("${{ matrix.python }}"),
         *_cache("uv, lockkit's downloads and the wheelhouse",
-                [*caches, f"{_posix(project)}/wheelhouse/{plat}"],
+                [*caches, f"{posix(project)}/wheelhouse/{plat}"],
                 f"lockkit-{plat}-${{{{ runner.os }}}}-${{{{ hashFiles(matrix.lock) }}}}"),
-        *_install(req),
+        *install_step(req),
         *_lockkit_step("build the wheelhouse",
                        f"lockkit wheelhouse build --platform {plat} --project {proj}"),
         *_lockkit_step("verify", f"lockkit verify --platform {plat} --project {proj} "
@@ -447,7 +351,7 @@ def split_by_lock(platforms: Sequence[Platform], root: Path, project: str
                   ) -> tuple[list[Platform], list[tuple[str, str]]]:
     """The platforms whose lock is committed (tracked by git), and (name, why) for each
     left out."""
-    locks = {p.name: _lock_path(project, p.name) for p in platforms}
+    locks = {p.name: lock_path(project, p.name) for p in platforms}
     tracked = _committed(root, list(locks.values()))
     left: dict[str, str] = {}
     for name, lock in locks.items():

@@ -19,7 +19,7 @@ from lockkit.cli.common import human_size, shown_path
 from lockkit.errors import ConfigError
 
 if TYPE_CHECKING:
-    from lockkit.cache.store import Entry, Pruned, Survey
+    from lockkit.cache.housekeeping import Entry, Pruned, Survey
 
 __all__ = ["handle"]
 
@@ -50,7 +50,7 @@ def _count(entries: Sequence[Entry]) -> dict[str, int]:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from lockkit.cache.store import lock_references, survey
+    from lockkit.cache.housekeeping import lock_references, survey
 
     found = survey(_root(args))
     roots, locks = _locks(args.project)
@@ -126,7 +126,7 @@ def _problem(path: Path) -> str | None:
 
 
 def _prune(args: argparse.Namespace) -> int:
-    from lockkit.cache import store as cache
+    from lockkit.cache import housekeeping as cache
 
     found = cache.survey(_root(args))  # first: a folder that is not the cache is refused
     roots, locks = _locks(args.project)

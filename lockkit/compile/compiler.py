@@ -23,7 +23,7 @@ from lockkit._internal.redact import redact
 from lockkit._internal.uv import uv_bin, uv_version
 from lockkit.cache.layout import default_cache_dir
 from lockkit.cache.memo import MemoStore
-from lockkit.compile.resolve import ResolveOptions, resolve
+from lockkit.compile.resolve import Resolution, ResolveOptions, resolve
 from lockkit.config.project import Project, normalized_inputs, resolver_inputs
 from lockkit.errors import ConfigError, LockkitError, ResolutionError
 from lockkit.index.pages import TIMEOUT
@@ -72,25 +72,13 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
     if requirements is None:
         requirements = normalized_inputs(project)
     record = inputs_record(project, platform, python, requirements)
-    existing = _existing_lock(project.lock_path(platform.name))
+    path = project.lock_path(platform.name)
+    existing = _existing_lock(path)
     indexes = Indexes.for_platform(platform, project.mirrors, project.index_url)
-    options = ResolveOptions(preferences=project.lock_path(platform.name), upgrade=upgrade,
+    options = ResolveOptions(preferences=path, upgrade=upgrade,
                              upgrade_packages=upgrade_packages,
                              exclude_newer=project.exclude_newer)
-    pages: dict[str, tuple[int, str]] = {}  # on a failure: what the PyTorch index served
-    with temp_folder("lockkit-inputs-") as tmp:
-        reqs, input_options = resolver_inputs(project, Path(tmp))
-        try:
-            resolution = resolve(reqs, platform, python, indexes, binary=uv,
-                                 fetch_page=http.page, options=options,
-                                 input_options=input_options,
-                                 prefetch=tuple(_asked_names(requirements)),
-                                 meanwhile=_imports_for_after_uv, pages_out=pages,
-                                 timeout=http.timeout)
-        except ResolutionError:
-            _no_such_torch(platform, requirements, pages)
-            raise
-    routing = resolution.routing
+    resolution = _resolve(project, platform, python, indexes, options, requirements, uv, http)
     meta = {
         "platform": platform.name, "platform-fingerprint": platform.fingerprint,
         "backend": {"kind": platform.backend.kind, "version": platform.backend.version or ""},
@@ -98,18 +86,54 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
         "lock-format": LOCK_FORMAT, "inputs-fingerprint": fingerprint(record),
         "lockkit-version": __version__, "uv-version": uv_ver,
     }
-    path = project.lock_path(platform.name)
     memos = memos if memos is not None else MemoStore(default_cache_dir())
     key = _memo_key(resolution.text, meta, record, platform, indexes, project.allow_sdist,
-                    routing)
+                    resolution.routing)
     packages = _known_lock(memos, key, existing)
     if packages is not None:
         return Outcome(platform=platform.name, path=path, status="unchanged",
                        packages=packages)
+    text, packages, hashed = _lock_text(resolution, platform, indexes, project.allow_sdist,
+                                        meta, record, http)
+    if not hashed:
+        memos.put("compile", key, {"lock-sha256": _sha256(text), "packages": packages})
+    if existing == text:
+        return Outcome(platform=platform.name, path=path, status="unchanged",
+                       packages=packages)
+    write_atomic(path, text)
+    return Outcome(platform=platform.name, path=path, status="written", packages=packages)
+
+
+def _resolve(project: Project, platform: Platform, python: str, indexes: Indexes,
+             options: ResolveOptions, requirements: dict[str, list[str]], uv: str,
+             http: _Http) -> Resolution:
+    """uv's resolution of the project's inputs for *platform*; a failure for want of a
+    torch the platform's index serves says so plainly (:func:`_no_such_torch`)."""
+    pages: dict[str, tuple[int, str]] = {}  # on a failure: what the PyTorch index served
+    with temp_folder("lockkit-inputs-") as tmp:
+        reqs, input_options = resolver_inputs(project, Path(tmp))
+        try:
+            return resolve(reqs, platform, python, indexes, binary=uv,
+                           fetch_page=http.page, options=options,
+                           input_options=input_options,
+                           prefetch=tuple(_asked_names(requirements)),
+                           meanwhile=_imports_for_after_uv, pages_out=pages,
+                           timeout=http.timeout)
+        except ResolutionError:
+            _no_such_torch(platform, requirements, pages)
+            raise
+
+
+def _lock_text(resolution: Resolution, platform: Platform, indexes: Indexes,
+               allow_sdist: tuple[str, ...], meta: dict[str, Any], record: dict[str, Any],
+               http: _Http) -> tuple[str, int, bool]:
+    """The lock's text, its package count, and whether a file was hashed over the network
+    to write it (then the lock depends on the network, not only on uv: no memo)."""
     from lockkit.lock.lockfile import build_lock, check_guards, dumps
 
+    routing = resolution.routing
     doc = resolution.doc
-    check_guards(doc, platform, indexes, project.allow_sdist, routing)
+    check_guards(doc, platform, indexes, allow_sdist, routing)
     hashed: list[str] = []
 
     def hasher(url: str) -> str:
@@ -121,16 +145,7 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
     # numbers, uv's dates) reads back from TOML as it is here (tests/test_compile.py)
     lock["tool"]["lockkit"]["packages-digest"] = packages_digest_of_read(lock["packages"])
     lock["tool"]["lockkit"]["inputs"] = record
-    text = dumps(lock)
-    if not hashed:
-        memos.put("compile", key, {"lock-sha256": _sha256(text),
-                                   "packages": len(lock["packages"])})
-    if existing == text:
-        return Outcome(platform=platform.name, path=path, status="unchanged",
-                       packages=len(lock["packages"]))
-    write_atomic(path, text)
-    return Outcome(platform=platform.name, path=path, status="written",
-                   packages=len(lock["packages"]))
+    return dumps(lock), len(lock["packages"]), bool(hashed)
 
 
 def _memo_key(uv_output: str, meta: dict[str, Any], record: dict[str, Any],
@@ -306,14 +321,7 @@ def compile_platforms(project: Project, platforms: list[Platform],
     once per platform that uses it. *timeout*: seconds an index may take to connect or
     answer (lockkit's page fetches and uv's own requests). *on_start* is told of each
     platform as its work begins."""
-    requirements = normalized_inputs(project)  # bad input fails before any work starts
-    for platform in platforms:
-        _existing_lock(project.lock_path(platform.name))
-    if not (upgrade or force):
-        _refuse_edited(project, platforms, requirements)
-    for warning in input_warnings(platforms, requirements):
-        if on_warning is not None:
-            on_warning(warning)
+    requirements = _before_work(project, platforms, upgrade or force, on_warning)
     uv = uv_bin()
     uv_ver = uv_version(uv)
 
@@ -334,21 +342,42 @@ def compile_platforms(project: Project, platforms: list[Platform],
 
     http = _Http(project, timeout=timeout)
     try:
-        workers = max(1, min(jobs, len(platforms)))
-        if workers == 1:  # no pool: concurrent.futures costs ~3 ms before uv starts
-            return [run(platform) for platform in platforms]
-        from concurrent.futures import ThreadPoolExecutor
-
-        pool = ThreadPoolExecutor(max_workers=workers)
-        try:
-            return list(pool.map(run, platforms))
-        except BaseException:
-            # Ctrl-C reaches this thread only: the workers' uv runs are killed, and any
-            # they would start, so that the workers (and their temp folders) end now
-            with _run.ending():
-                pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        finally:
-            pool.shutdown(wait=True)
+        return _run_all(run, platforms, jobs)
     finally:
         http.close()
+
+
+def _before_work(project: Project, platforms: list[Platform], edited_ok: bool,
+                 on_warning: Callable[[str], None] | None) -> dict[str, list[str]]:
+    """The normalized inputs, read before any work starts (bad input fails first); every
+    lock readable, one edited by hand refused unless *edited_ok*; the input warnings said."""
+    requirements = normalized_inputs(project)
+    for platform in platforms:
+        _existing_lock(project.lock_path(platform.name))
+    if not edited_ok:
+        _refuse_edited(project, platforms, requirements)
+    for warning in input_warnings(platforms, requirements):
+        if on_warning is not None:
+            on_warning(warning)
+    return requirements
+
+
+def _run_all(run: Callable[[Platform], Outcome], platforms: list[Platform],
+             jobs: int) -> list[Outcome]:
+    """*run* over *platforms* on up to *jobs* threads, the outcomes in order."""
+    workers = max(1, min(jobs, len(platforms)))
+    if workers == 1:  # no pool: concurrent.futures costs ~3 ms before uv starts
+        return [run(platform) for platform in platforms]
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        return list(pool.map(run, platforms))
+    except BaseException:
+        # Ctrl-C reaches this thread only: the workers' uv runs are killed, and any
+        # they would start, so that the workers (and their temp folders) end now
+        with _run.ending():
+            pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)

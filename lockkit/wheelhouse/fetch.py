@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lockkit.index.auth import Credentials
+from lockkit._internal.redact import redact
 from lockkit.cache.store import CHUNK as _CHUNK
 from lockkit.cache.store import Cache, copy_hashing, default_cache_dir
 from lockkit.errors import FetchError, HashMismatch
-from lockkit._internal.redact import redact
+from lockkit.index.auth import Credentials
 
 __all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Stopped", "Want",
            "default_cache_dir", "http_client"]

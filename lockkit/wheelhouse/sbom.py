@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lockkit import __version__
 from lockkit._internal.compat import tomllib
 from lockkit._internal.fs import write_atomic
-from lockkit.errors import ConfigError
 from lockkit._internal.redact import redact, strip_credentials
+from lockkit.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; the import is deferred at run time
     from cyclonedx.model.bom import Bom

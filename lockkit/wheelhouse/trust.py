@@ -131,7 +131,8 @@ def check_folder(folder: Path, selected: list[Selected],
         except TrustError as exc:
             problems.append(str(exc))
     placed = {c.path.name for c in checked}
-    # the top level only: tools/ holds lockkit's own wheels, not the lock's (lockkit.wheelhouse.tools)
+    # the top level only: tools/ holds lockkit's own wheels, not the lock's
+    # (lockkit.wheelhouse.tools)
     problems += [f"{p.name}: not in the committed lock" for p in sorted(folder.glob("*.whl"))
                  if p.name not in placed and p.name not in _named(problems)]
     if problems:
