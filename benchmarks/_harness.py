@@ -259,7 +259,7 @@ def _b64(digest: bytes) -> str:
 
 def synthetic_wheel(dest: Path, name: str, version: str, *, tag: str = "py3-none-any",
                     size: int = 0, requires: Sequence[str] = ()) -> Path:
-    """A valid wheel (RECORD, METADATA, WHEEL, as tests/index_server.build_wheel writes
+    """A valid wheel (RECORD, METADATA, WHEEL, as tests/support/index_server.build_wheel writes
     them) with *size* bytes of incompressible payload, stored and written in 16 MiB
     chunks: a 2 GB wheel costs its disk writes, never its size in memory."""
     dist = name.replace("-", "_")

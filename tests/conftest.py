@@ -6,104 +6,23 @@ import os
 import shutil
 import subprocess
 import sys
-import urllib.parse
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from lockkit._internal.compat import tomllib
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from index_server import Index, IndexServer, build_wheel  # noqa: E402
-from packaging.pylock import Pylock  # noqa: E402
-from pytorch_index import PyTorchIndex  # noqa: E402
-
-from lockkit.cli import main  # noqa: E402
-from lockkit.lock.lockfile import python_of  # noqa: E402
-from lockkit.platforms.definitions import load_platforms  # noqa: E402
-from lockkit.platforms.targets import environment, wheel_tags  # noqa: E402
-
-OFFICIAL = "https://download.pytorch.org/whl"  # the official PyTorch index's root
-LINUX = "cp311-cp311-linux_x86_64"
-MAC = "cp311-cp311-macosx_11_0_arm64"
-MANYLINUX = "py3-none-manylinux2014_x86_64"
-
-
-@dataclass
-class Loopback:
-    """A replica of the PyTorch index (``pt``, pages as manage_v2.py renders them, on two
-    hosts) and a default index (``default``, PEP 503 under ``/simple``), both on 127.0.0.1."""
-
-    pt: PyTorchIndex
-    server: IndexServer
-    default: Index
-
-    @property
-    def url(self) -> str:
-        """The default index's server (``<url>/simple``)."""
-        return self.server.url
-
-    def config(self, *, platforms: str = '["linux-cpu"]', extra: str = "") -> str:
-        """lockkit.toml text: the default index, and both PyTorch hosts through mirrors."""
-        mirrors = "".join(f'"{k}" = "{v}"\n' for k, v in self.pt.mirrors().items())
-        return (f'index-url = "{self.url}/simple"\nplatforms = {platforms}\n{extra}'
-                f"[mirrors]\n{mirrors}")
-
-    def wheel_requests(self) -> list[str]:
-        paths = [p for p, _ in self.server.requests] + list(self.pt.requests)
-        return [urllib.parse.unquote(p) for p in paths if p.endswith(".whl")]
-
-    def forget_requests(self) -> None:
-        self.server.requests.clear()
-        self.pt.requests.clear()
-
-
-def fill(pt: PyTorchIndex, default: Index) -> None:
-    """What the real indexes look like, in miniature.
-
-    The PyTorch index: one torch build per variant, its family packages on the same page
-    host (triton for CUDA, pytorch-triton-rocm for ROCm), single stale copies of common
-    packages at the root of ``whl/`` (listed on every variant's page), copied pages that
-    link another host's files, and a page without hashes (as nightly/aarch64 pages are).
-    The default index: current versions of those packages, and planted traps.
-    """
-    for variant in ("cpu", "cu126", "rocm6.2"):
-        deps = {"cu126": ["nvidia-cublas-cu12==12.6.4.1", "triton==3.1.0"],
-                "rocm6.2": ["pytorch-triton-rocm==3.1.0"]}.get(variant, [])
-        pt.add(variant, "torch", f"2.5.1+{variant}", requires=["filelock"] + deps,
-               tag=LINUX)
-    pt.add("cu126", "triton", "3.1.0", tag=LINUX)
-    pt.add("rocm6.2", "pytorch-triton-rocm", "3.1.0", tag=LINUX)
-    pt.without_hashes("rocm6.2", "pytorch-triton-rocm")
-    # PACKAGE_ALLOW_LIST copies: one old version each, at whl/ (every variant lists them)
-    pt.add(None, "MarkupSafe", "3.0.2", tag=LINUX)
-    pt.add(None, "jinja2", "3.1.4", requires=["MarkupSafe>=2.0"])
-    pt.add(None, "setuptools", "70.2.0")
-    pt.add(None, "requests", "2.28.1")
-    # PACKAGE_LINKS_ALLOW_LIST pages: copies pointing at another host's (old) files
-    built = default.root.parent / "copied"
-    pt.copy_page("numpy", build_wheel(built, "numpy", "1.26.3", tag=LINUX))
-    pt.copy_page("filelock", build_wheel(built, "filelock", "3.13.1"))
-    pt.copy_page("nvidia-cublas-cu12", build_wheel(built, "nvidia-cublas-cu12", "12.6.4.1",
-                                                   tag=MANYLINUX))
-    default.add("filelock", "3.16.1")
-    default.add("numpy", "2.1.0", tag=LINUX)
-    default.add("numpy", "2.1.0", tag=MAC)
-    default.add("MarkupSafe", "3.0.3", tag=LINUX)
-    default.add("MarkupSafe", "3.0.3", tag=MAC)
-    default.add("jinja2", "3.1.6", requires=["MarkupSafe>=2.0"])
-    default.add("setuptools", "80.9.0")
-    default.add("requests", "2.32.5")
-    default.add("nvidia-cublas-cu12", "12.6.4.1", tag=MANYLINUX)
-    default.add("torch", "2.5.1", requires=["filelock"], tag=MAC)
+from lockkit.cli import main
+from tests.support.index_server import IndexServer
+from tests.support.probes import fake_venv, numpy_wheel  # noqa: F401 - fixtures
+from tests.support.project import EXAMPLE, Loopback, assert_conforms, fill
+from tests.support.pytorch_index import PyTorchIndex
+from tests.support.tools import tool_wheels  # noqa: F401 - fixture
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_tools():
     """Wheelhouses without tools/ (lockkit's own dependencies come from the default index,
-    which the loopback projects do not carry): tests/test_tools.py turns tools/ back on."""
+    which the loopback projects do not carry): tests/wheelhouse/test_tools.py turns tools/ back on."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LOCKKIT_NO_TOOLS", "1")
         yield
@@ -219,37 +138,7 @@ def torch_venv(tmp_path_factory, real_torch_wheels) -> Path:
     return python
 
 
-def assert_conforms(lock: dict, platform: str, project: Path | None = None) -> None:
-    """PEP 751 as packaging enforces it, selectable for the platform; every file named."""
-    plat, python = load_platforms(project)[platform], python_of(lock, platform)
-    chosen = list(Pylock.from_dict(lock).select(environment=environment(plat, python),
-                                                tags=wheel_tags(plat, python)))
-    assert {p.name for p, _ in chosen} == {p["name"] for p in lock["packages"]}
-    for package in lock["packages"]:
-        for f in package.get("wheels", []) + ([package["sdist"]] if "sdist" in package else []):
-            path = urllib.parse.urlsplit(f["url"]).path
-            assert f["name"] == urllib.parse.unquote(path.rsplit("/", 1)[1])
-            assert "%2B" not in f["name"] and len(f["hashes"]["sha256"]) == 64
-            assert "127.0.0.1" not in f["url"] or "index" not in package or \
-                "127.0.0.1" in package["index"]  # a mirror's address never reaches the lock
-
-
 # --- the bundled example, prepared once per session -----------------------------------------
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "embeddings"
-
-
-def lockkit(*argv: str, network: bool = True) -> subprocess.CompletedProcess:
-    """The CLI in a child process; ``network=False`` runs it in a private network namespace."""
-    prefix = [] if network else _no_network()
-    return subprocess.run([*prefix, sys.executable, "-m", "lockkit", *argv],
-                          capture_output=True, text=True, timeout=1800)
-
-
-def _no_network() -> list[str]:
-    if subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode != 0:
-        pytest.skip("unshare -rn (a private network namespace) is not available here")
-    return ["unshare", "-rn"]
 
 
 def _configure(root: Path, loopback: Loopback) -> None:
@@ -299,3 +188,14 @@ def _link(src: str, dst: str) -> None:
         except OSError:
             pass
     shutil.copy2(src, dst)
+
+
+_REAL_TORCH = {"real_torch_wheels", "torch_index", "torch_venv", "example", "copy_of"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``slow``: every test that downloads, installs or runs the real CPU torch (one of the
+    fixtures that make it); ``pytest -m "not slow"`` runs the rest."""
+    for item in items:
+        if _REAL_TORCH & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -142,7 +142,7 @@ def _lock_text(resolution: Resolution, platform: Platform, indexes: Indexes,
 
     lock = build_lock(doc, platform, indexes, meta, hasher, routing)
     # the digest of the table as the file will hold it: every value in it (strings,
-    # numbers, uv's dates) reads back from TOML as it is here (tests/test_compile.py)
+    # numbers, uv's dates) reads back from TOML as it is here (tests/compile/test_compile.py)
     lock["tool"]["lockkit"]["packages-digest"] = packages_digest_of_read(lock["packages"])
     lock["tool"]["lockkit"]["inputs"] = record
     return dumps(lock), len(lock["packages"]), bool(hashed)

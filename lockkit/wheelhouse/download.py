@@ -69,7 +69,7 @@ def _fetch_all(fetcher: Fetcher, one: Callable[[Item], Got], items: list[Item],
     at exit, which made Ctrl-C wait for a stalled server's timeout); a worker still
     blocked finds the stop flag when it wakes and lands nothing. One still connecting,
     or waiting for headers or an index page, has no response to cut off: the grace
-    bounds the wait for it, and nothing at exit waits for it (tests/test_hygiene.py).
+    bounds the wait for it, and nothing at exit waits for it (tests/cli/test_hygiene.py).
     """
     todo: queue.SimpleQueue[tuple[Item, Future[Got]] | None] = queue.SimpleQueue()
     futures: list[Future[Got]] = []

@@ -1,0 +1,81 @@
+"""The benchmark harness runs and reports; no timing is asserted here (the numbers are
+noise on a shared machine: `nox -s benchmark` is where they are judged)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import _harness as h  # noqa: E402
+from _projects import synthetic_project  # noqa: E402
+
+
+def bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_startup_quick_prints_a_verdict_per_target() -> None:
+    done = bench("startup.py", "--quick", "--report-only", "--pairs", "1")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert re.match(r"target\s+lockkit\s+baseline\s+ratio\s+limit\s+verdict$", lines[2])
+    for name in ("lockkit --version (console script)", "python -m lockkit --version",
+                 "compile --check"):
+        row = next(ln for ln in lines if ln.startswith(name + "  "))
+        assert re.search(r"\d+\.\d\dx\s+(<=) \d+(\.\d+)?x\s+(PASS|FAIL)$", row), row
+    assert re.search(r"^\d of 3 targets hold", done.stdout, re.M)
+
+
+@pytest.mark.parametrize(("verdicts", "report_only", "code"), [
+    (("PASS", "PASS"), False, 0), (("PASS", "FAIL"), False, 1), (("PASS", "FAIL"), True, 0),
+    (("PASS", "SKIP"), False, 0)])
+def test_exit_status_is_the_verdict_unless_report_only(
+        verdicts: tuple[str, ...], report_only: bool, code: int,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    value = {"PASS": 1.0, "FAIL": 3.0, "SKIP": None}
+    results = [h.Result(name=f"t{i}", subject="1 s", baseline="1 s", value=value[v],
+                        target=h.Target(op="<=", limit=2), skipped="no torch" * (v == "SKIP"))
+               for i, v in enumerate(verdicts)]
+    assert [r.verdict for r in results] == list(verdicts)
+    assert h.finish("t", results, h.Options(report_only=report_only)) == code
+    assert "no torch" in capsys.readouterr().out or "SKIP" not in verdicts
+
+
+def test_floor_check_agrees_with_compile_check(tmp_path: Path) -> None:
+    """The floor is only a floor if it does the same check: fresh, then stale after an
+    input changes, then modified after a lock's packages are edited, as lockkit says."""
+    from lockkit.platforms.definitions import shipped_dir
+
+    env = h.bench_env(tmp_path)
+    with h.FastIndex(tmp_path / "index") as index:
+        project = synthetic_project(tmp_path, index, 4)
+        h.run([*h.lockkit_argv(), "compile", "--all", "--project", str(project)], env)
+    lockkit = [*h.lockkit_argv(), "compile", "--check", "--project", str(project)]
+    floor = [sys.executable, str(BENCH / "floor_check.py"), "--project", str(project),
+             "--platforms", str(shipped_dir())]
+
+    def both() -> list[tuple[int, str]]:
+        runs = [subprocess.run(a, capture_output=True, text=True, env=env) for a in (lockkit,
+                                                                                  floor)]
+        return [(r.returncode, r.stderr) for r in runs]
+
+    (lk_code, lk_err), (fl_code, fl_err) = both()
+    assert (lk_code, fl_code) == (0, 0), lk_err + fl_err
+    assert fl_err.count(": fresh") == len(list((project / "locks").glob("*.toml"))) == 18
+    reqs = project / "requirements.in"
+    reqs.write_text(reqs.read_text() + "bench-pkg-001 # a second mention changes the inputs\n")
+    (lk_code, lk_err), (fl_code, fl_err) = both()
+    assert (lk_code, fl_code) == (1, 1)
+    assert "linux-cpu: stale" in lk_err and "linux-cpu: stale" in fl_err
+    lock = project / "locks" / "pylock.linux-cpu.toml"
+    lock.write_text(lock.read_text().replace('version = "1.0.0"', 'version = "1.0.1"', 1))
+    (_, lk_err), (_, fl_err) = both()
+    assert "linux-cpu: modified" in lk_err and "linux-cpu: modified" in fl_err

@@ -1,0 +1,211 @@
+"""compile's page fetcher (``lockkit.index.pages.Http.page``, the standard library's urllib)
+behaves as the httpx client of the other commands: credentials by host, the Authorization
+header kept across a redirect on the same origin only (httpx's rule), gzip decoded, 5xx
+retried, a dead host an error naming the URL without its credentials.
+
+A real HTTP server on 127.0.0.1 answers; it records what each request carried.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import http.server
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lockkit.config.project import load_project
+from lockkit.errors import IndexError_
+from lockkit.index.pages import Http as _Http
+from tests.support.silent_server import Silent, dead_port
+
+PAGE = '<!DOCTYPE html><html><body><a href="/x/torch-2.5.1-py3-none-any.whl">t</a></body></html>'
+
+
+class Recorder(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.seen: list[tuple[str, str]] = []  # (path, Authorization)
+        self.failures = 0  # 503s still to give
+        self.redirect_to = ""
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    server: Recorder
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.seen.append((self.path, self.headers.get("Authorization", "")))
+        if self.path.startswith("/moved/"):
+            self._send(302, b"", Location=self.server.redirect_to)
+        elif self.path.startswith("/flaky/") and self.server.failures:
+            self.server.failures -= 1
+            self._send(503, b"try later")
+        elif self.path.startswith("/gz/"):
+            assert "gzip" in self.headers.get("Accept-Encoding", "")
+            self._send(200, gzip.compress(PAGE.encode()), **{"Content-Encoding": "gzip"})
+        else:
+            self._send(200, PAGE.encode())
+
+    def _send(self, code: int, body: bytes, **headers: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[Recorder, Recorder]]:
+    pair = (Recorder(), Recorder())
+    for server in pair:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield pair
+    for server in pair:
+        server.shutdown()
+        server.server_close()
+
+
+def basic(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def http_for(tmp_path: Path, index_url: str) -> _Http:
+    (tmp_path / "requirements.in").write_text("torch\n")
+    (tmp_path / "lockkit.toml").write_text(f'index-url = "{index_url}"\n')
+    return _Http(load_project(tmp_path), backoff=0.01)
+
+
+def test_credentials_follow_a_redirect_on_the_same_origin_only(servers, tmp_path):
+    home, other = servers
+    http = http_for(tmp_path, f"http://me:s3cret@{home.url[len('http://'):]}/simple")
+    home.redirect_to = f"{home.url}/simple/torch/"
+    assert http.page(f"{home.url}/moved/torch/") == (200, PAGE)
+    assert home.seen == [("/moved/torch/", basic("me", "s3cret")),
+                         ("/simple/torch/", basic("me", "s3cret"))]
+    home.redirect_to = f"{other.url}/simple/torch/"
+    assert http.page(f"{home.url}/moved/torch/") == (200, PAGE)
+    assert other.seen == [("/simple/torch/", "")]  # another origin: no Authorization
+
+
+def test_user_info_in_the_url_is_sent_as_basic_auth_not_in_the_request(servers, tmp_path):
+    home, _ = servers
+    http = http_for(tmp_path, f"{home.url}/simple")
+    host = home.url[len("http://"):]
+    assert http.page(f"http://tok%40en:p%3Ass@{host}/simple/torch/")[0] == 200
+    assert home.seen == [("/simple/torch/", basic("tok@en", "p:ss"))]
+
+
+def test_gzip_is_decoded_and_5xx_retried(servers, tmp_path):
+    home, _ = servers
+    http = http_for(tmp_path, f"{home.url}/simple")
+    assert http.page(f"{home.url}/gz/torch/") == (200, PAGE)
+    home.failures = 2
+    assert http.page(f"{home.url}/flaky/torch/") == (200, PAGE)
+    home.failures = 5
+    assert http.page(f"{home.url}/flaky/torch/") == (503, "try later")  # after 3 attempts
+    assert len([p for p, _ in home.seen if p.startswith("/flaky/")]) == 3 + 3
+
+
+def test_a_dead_host_is_an_error_naming_the_url_without_credentials(tmp_path):
+    http = http_for(tmp_path, "http://127.0.0.1:9/simple")
+    with pytest.raises(IndexError_) as dead:
+        http.page("http://me:s3cret@127.0.0.1:9/whl/cpu/torch/")
+    assert "127.0.0.1:9/whl/cpu/torch/" in str(dead.value)
+    assert "s3cret" not in str(dead.value)
+
+
+def test_a_mirror_that_never_answers_times_out_once_and_is_not_asked_again(servers, tmp_path):
+    """--timeout bounds the wait; a timeout is not retried (three of them would triple it),
+    and the host is not asked again in this run: other pages on it fail at once, naming
+    why. Another host is still asked."""
+    home, _ = servers
+    http = _Http(load_project(_project(tmp_path)), backoff=30, timeout=0.5)
+    with Silent() as silent:
+        start = time.monotonic()
+        with pytest.raises(IndexError_, match=r"no answer within 0\.5 s"):
+            http.page(f"{silent.url}/whl/cpu/torch/")
+        with pytest.raises(IndexError_, match="not asked again") as again:
+            http.page(f"{silent.url}/whl/cu128/torch/")
+        assert time.monotonic() - start < 15  # one retry would have slept 30 s
+        assert silent.accepted == 1
+    assert "no answer within 0.5 s" in str(again.value)
+    assert http.page(f"{home.url}/simple/torch/") == (200, PAGE)
+
+
+@pytest.mark.parametrize("host", ["nonexistent.invalid", "127.0.0.1:{dead}"])
+def test_an_unresolvable_or_refusing_host_fails_at_once_without_retries(tmp_path, host):
+    """A name that does not resolve, a port that refuses: a retry within seconds would
+    only repeat the answer (the retries, 30 s of back-off here, are for 5xx and resets)."""
+    host = host.format(dead=dead_port())
+    http = _Http(load_project(_project(tmp_path)), backoff=30, timeout=5)
+    start = time.monotonic()
+    with pytest.raises(IndexError_) as err:
+        http.page(f"http://{host}/whl/cpu/torch/")
+    assert time.monotonic() - start < 15
+    if host == "nonexistent.invalid":
+        assert "cannot resolve the host name nonexistent.invalid" in str(err.value)
+    assert set(http.failed) == {f"http://{host}"}
+
+
+def test_a_host_that_hangs_up_mid_request_is_retried(tmp_path):
+    """A connection closed before the answer (a restarting proxy) is worth the retries."""
+    http = _Http(load_project(_project(tmp_path)), backoff=0.01, timeout=5)
+    with Silent(hang_up=True) as server, pytest.raises(IndexError_):
+        http.page(f"{server.url}/whl/cpu/torch/")
+    assert server.accepted == 3
+
+
+def _project(tmp_path: Path) -> Path:
+    (tmp_path / "requirements.in").write_text("torch\n")
+    (tmp_path / "lockkit.toml").write_text("")
+    return tmp_path
+
+
+@pytest.fixture
+def tls_server(tmp_path) -> Iterator[tuple[Recorder, Path]]:
+    """The recorder behind TLS, with a certificate for 127.0.0.1 made by the openssl CLI."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate for 127.0.0.1")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    server = Recorder()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server, cert
+    server.shutdown()
+    server.server_close()
+
+
+def test_https_pages_trust_ssl_cert_file_and_refuse_an_unknown_certificate(
+        tls_server, tmp_path, monkeypatch):
+    server, cert = tls_server
+    url = f"https://127.0.0.1:{server.server_address[1]}/simple/torch/"
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    assert http_for(tmp_path, "https://127.0.0.1/simple").page(url) == (200, PAGE)
+    monkeypatch.delenv("SSL_CERT_FILE")  # certifi's bundle does not know this certificate
+    with pytest.raises(IndexError_, match="CERTIFICATE_VERIFY_FAILED"):
+        http_for(tmp_path, "https://127.0.0.1/simple").page(url)

@@ -1,0 +1,66 @@
+"""Today's PyTorch index variants and a CUDA 13 torch on the default index (issue 17),
+filled into the loopback replica (:class:`pytorch_index.PyTorchIndex`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.support.pytorch_index import PyTorchIndex
+
+# -- today's variants (issue 17) ------------------------------------------------------------
+# Which folders exist: manage_v2.py indexes every ``whl/<variant>`` matching
+# ACCEPTED_SUBDIR_PATTERNS (cu*, rocm*.*, cpu, xpu); the variants themselves are those uv's
+# --torch-backend knows (astral-sh/uv crates/uv-torch/src/backend.rs). One folder serves
+# several OS/arch wheels: the aarch64 and Windows builds sit beside the x86_64 ones.
+X86 = "cp311-cp311-linux_x86_64"
+ARM = "cp311-cp311-linux_aarch64"
+WIN = "cp311-cp311-win_amd64"
+MANY_X86 = "cp311-cp311-manylinux_2_28_x86_64"
+# The dependencies a CUDA 13 torch declares, as pytorch's builds set them
+# (PYTORCH_EXTRA_INSTALL_REQUIREMENTS, copied from a pytorch/test-infra build log in
+# aws/lambda/log-classifier/fixtures/classify/gha_operation_canceled.txt), trimmed to
+# three cuda-toolkit extras. The wheel on the default index has no +cu label.
+LINUX = 'platform_system == "Linux"'
+CUDA13_REQUIRES = [
+    f"cuda-toolkit[cudart,cublas,nvrtc]==13.0.3; {LINUX}",
+    f'cuda-bindings<14,>=13.0.3; {LINUX} and python_version < "3.15"',
+    f"nvidia-cudnn-cu13==9.24.0.43; {LINUX}",
+    f"nvidia-nccl-cu13==2.30.7; {LINUX}",
+    f"triton==3.7.0; {LINUX}",
+]
+# (variant, torch version, wheel tags, family dependency or None)
+CURRENT = (
+    ("cu130", "2.9.1+cu130", (X86, ARM), ("triton", "3.5.1")),
+    ("cu128", "2.9.1+cu128", (X86, ARM, WIN), ("triton", "3.5.1")),
+    ("cu128", "2.8.0+cu128", (X86, ARM, WIN), ("triton", "3.4.0")),
+    ("rocm6.4", "2.9.1+rocm6.4", (X86,), ("pytorch-triton-rocm", "3.5.1")),
+    ("rocm7.1", "2.10.0+rocm7.1", (X86,), ("triton-rocm", "3.6.0")),
+    ("xpu", "2.9.1+xpu", (X86, WIN), ("pytorch-triton-xpu", "3.5.0")),
+    ("cpu", "2.9.1+cpu", (ARM,), None),
+)
+
+
+def fill_current(pt: PyTorchIndex, default: Any) -> None:
+    """Today's variant folders (CURRENT) and, on the default index (*default*, an
+    index_server.Index), a CUDA 13 torch with its nvidia/cuda-toolkit dependencies."""
+    made: set[tuple[str, str, str]] = set()
+    for variant, version, tags, dep in CURRENT:
+        for tag in tags:
+            requires = ["filelock"]
+            if dep and tag != WIN:  # triton is a Linux dependency of torch
+                requires.append(f"{dep[0]}=={dep[1]}; {LINUX}")
+                if (variant, dep[0], dep[1] + tag) not in made:
+                    made.add((variant, dep[0], dep[1] + tag))
+                    pt.add(variant, dep[0], dep[1], tag=tag)
+            pt.add(variant, "torch", version, requires=requires, tag=tag)
+    toolkit = {"cudart": ("nvidia-cuda-runtime", "13.0.96"),
+               "cublas": ("nvidia-cublas", "13.1.0.3"),
+               "nvrtc": ("nvidia-cuda-nvrtc", "13.0.88")}
+    default.add("cuda-toolkit", "13.0.3", extras=tuple(toolkit), requires=[
+        f'{name}=={ver}.*; {LINUX} and extra == "{extra}"'
+        for extra, (name, ver) in toolkit.items()])
+    for name, ver in [*toolkit.values(), ("nvidia-cudnn-cu13", "9.24.0.43"),
+                      ("nvidia-nccl-cu13", "2.30.7"), ("cuda-bindings", "13.0.3")]:
+        default.add(name, ver, tag="py3-none-manylinux_2_28_x86_64")
+    default.add("triton", "3.7.0", tag=MANY_X86)
+    default.add("torch", "2.14.1", requires=["filelock", *CUDA13_REQUIRES], tag=MANY_X86)

@@ -1,0 +1,36 @@
+"""Shared by several stages' tests (from test_tools.py)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lockkit.wheelhouse import tools
+from tests.support.pytorch_index import PyTorchIndex
+
+
+def mirrors_of(pt: PyTorchIndex) -> str:
+    return "[mirrors]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in pt.mirrors().items())
+
+
+@pytest.fixture(scope="session")
+def tool_wheels(tmp_path_factory) -> Iterator[list[Path]]:
+    """lockkit's runtime dependencies and hatchling (its build backend), downloaded once by
+    pip from the default index, for this interpreter (the linux-cpu platform's 3.11)."""
+    if sys.version_info[:2] != (3, 11) or not sys.platform.startswith("linux"):
+        pytest.skip("the linux-cpu platform is Python 3.11 on Linux; this interpreter is not")
+    dest = tmp_path_factory.mktemp("tool-wheels")
+    run = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:",
+         "-d", str(dest), *tools.runtime_requirements(), "hatchling"],
+        capture_output=True, text=True, timeout=900)
+    if run.returncode != 0:
+        last = (run.stderr.strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"lockkit's dependencies are not available to pip here: {last}")
+    yield sorted(dest.glob("*.whl"))
+    shutil.rmtree(dest, ignore_errors=True)  # ~40 MB: numpy and uv

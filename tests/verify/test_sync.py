@@ -1,0 +1,209 @@
+"""`lockkit sync`: a real venv rebuilt from a small lock (no torch) over loopback, swapped
+in whole; a failure leaves the old venv as it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lockkit.cli import main
+from tests.support.project import lockkit
+
+# A console script declared the way wheels declare them (entry_points.txt, the format of
+# the packaging spec "Entry points specification", as setuptools writes it).
+HELLO = {
+    "hello_cli/__init__.py": "import sys\n\n\ndef main():\n    print('hello from', sys.prefix)\n",
+    "hello_cli-1.0.dist-info/entry_points.txt": "[console_scripts]\nhello-cli = hello_cli:main\n",
+}
+
+
+@pytest.fixture
+def small(tmp_path, indexes) -> Path:
+    """A project locking hello-cli (a console script) and filelock, its wheelhouse built."""
+    indexes.default.add("hello-cli", "1.0", requires=["filelock"], files=HELLO)
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "requirements.in").write_text("hello-cli\n")
+    (root / "lockkit.toml").write_text(indexes.config())
+    assert main(["compile", "--project", str(root), "--platform", "linux-cpu"]) == 0
+    assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-cpu",
+                 "--cache-dir", str(tmp_path / "cache")]) == 0
+    return root
+
+
+def sync(root: Path, *extra: str) -> int:
+    return main(["sync", "--project", str(root), "--platform", "linux-cpu", *extra])
+
+
+def run(argv: list[str]) -> str:
+    """A program of the venv, run by its path with no activation and a bare environment."""
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True,
+                          env={"PATH": "/usr/bin:/bin"}, cwd="/")
+    return done.stdout.strip()
+
+
+def siblings(venv: Path) -> list[str]:
+    return sorted(p.name for p in venv.parent.iterdir() if p.name.startswith(f"{venv.name}."))
+
+
+def umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_sync_makes_the_venv_at_its_final_path(small, capsys):
+    assert sync(small) == 0
+    venv = small / ".venv"
+    assert (venv / "pyvenv.cfg").is_file() and siblings(venv) == []
+    assert run([str(venv / "bin" / "python"), "-c", "import sys; print(sys.prefix)"]) == str(venv)
+    assert run([str(venv / "bin" / "hello-cli")]) == f"hello from {venv}"
+    assert os.stat(venv).st_mode & 0o777 == 0o777 & ~umask()
+    out, err = capsys.readouterr()
+    assert "lockkit sync linux-cpu: synced" in out
+    assert "inventory matches the lock; not verified (system/GPU/application not run)" in out
+    assert "sync: install passed" in err and "sync: inventory passed" in err
+    assert "lockkit:" not in err
+
+
+def test_second_sync_replaces_the_venv_whole(small, capsys):
+    assert sync(small) == 0
+    venv = small / ".venv"
+    (venv / "marker").write_text("from the old venv")
+    inode = venv.stat().st_ino
+    assert sync(small) == 0
+    assert not (venv / "marker").exists() and venv.stat().st_ino != inode
+    assert run([str(venv / "bin" / "hello-cli")]) == f"hello from {venv}"
+    assert siblings(venv) == []
+
+
+def test_pip_installer_rewrites_the_build_path(small, tmp_path):
+    """pip writes absolute shebangs (no relocatable mode): the scripts of the swapped venv,
+    pip's own included, and activate name the final folder."""
+    venv = tmp_path / "dev-env"
+    assert sync(small, "--venv", str(venv), "--installer", "pip") == 0
+    assert run([str(venv / "bin" / "hello-cli")]) == f"hello from {venv}"
+    assert "pip" in run([str(venv / "bin" / "pip"), "--version"])
+    assert (venv / "bin" / "pip").read_text().splitlines()[0] == f"#!{venv}/bin/python3.11"
+    assert f'VIRTUAL_ENV="{venv}"' in (venv / "bin" / "activate").read_text()
+    assert "(dev-env)" in (venv / "bin" / "activate").read_text()
+    build_path = [p.name for p in (venv / "bin").iterdir()
+                  if p.is_file() and ".lockkit-new-" in p.read_text(errors="replace")]
+    assert build_path == [] and siblings(venv) == []
+
+
+def test_tampered_wheel_leaves_the_old_venv_untouched(small, capsys):
+    assert sync(small) == 0
+    venv = small / ".venv"
+    (venv / "marker").write_text("from the old venv")
+    inode = venv.stat().st_ino
+    wheel = next((small / "wheelhouse" / "linux-cpu").glob("hello_cli-*.whl"))
+    data = bytearray(wheel.read_bytes())
+    data[len(data) // 2] ^= 0x01  # same size: only the hash can tell
+    wheel.unlink()
+    wheel.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert sync(small) == 1
+    assert (venv / "marker").read_text() == "from the old venv"
+    assert venv.stat().st_ino == inode and siblings(venv) == []
+    assert run([str(venv / "bin" / "hello-cli")]) == f"hello from {venv}"
+    out, err = capsys.readouterr()
+    assert "not synced (failed)" in out
+    assert "hello_cli-1.0-py3-none-any.whl" in err and "was not touched" in err
+    # ends as every failure does (before: 'lockkit: sync failed: ...')
+    assert [ln for ln in err.splitlines() if ln.startswith("lockkit: ")][-1].startswith(
+        "lockkit: error: sync failed: ")
+
+
+def test_a_folder_that_is_not_a_venv_is_refused(small, tmp_path, capsys):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("keep me")
+    assert sync(small, "--venv", str(folder)) == 2
+    assert (folder / "notes.txt").read_text() == "keep me" and siblings(folder) == []
+    err = capsys.readouterr().err
+    assert f"--venv {folder}: not empty and not a venv lockkit made for linux-cpu " \
+        "(holds notes.txt); choose an empty or new folder" in err
+    assert len([ln for ln in err.splitlines() if ln.startswith("lockkit: error")]) == 1
+
+
+def test_verify_that_fails_swaps_nothing(small, capsys):
+    """--verify runs the system step too; without torch it fails, so the old venv stays."""
+    assert sync(small) == 0
+    venv = small / ".venv"
+    (venv / "marker").write_text("from the old venv")
+    capsys.readouterr()
+    assert sync(small, "--verify") == 1
+    assert (venv / "marker").is_file() and siblings(venv) == []
+    out, err = capsys.readouterr()
+    assert "not synced (failed)" in out and "dossier:" in err
+    (report,) = (small / ".lockkit" / "reports" / "linux-cpu").iterdir()
+    doc = json.loads((report / "dossier.json").read_text())
+    steps = {s["name"]: s["status"] for s in doc["steps"]}
+    assert doc["first_error"].startswith("system:"), doc["first_error"]
+    assert steps["inventory"] == "passed" and steps["gpu"] == "not-run"
+
+
+def test_offline_sync_from_the_wheelhouse(small):
+    run_ = lockkit("sync", "--project", str(small), "--platform", "linux-cpu", network=False)
+    assert run_.returncode == 0, run_.stderr
+    venv = small / ".venv"
+    assert run([str(venv / "bin" / "hello-cli")]) == f"hello from {venv}"
+
+
+def test_verify_of_the_example_passes_and_swaps(copy_of, capsys):
+    """The example (real CPU torch, outside git): every verify step passes on the venv
+    built beside .venv, whose files stay out of the application's clean copy."""
+    project = copy_of()
+    files = len([p for p in project.rglob("*") if p.is_file()])
+    assert sync(project, "--verify") == 0
+    venv = project / ".venv"
+    out, err = capsys.readouterr()
+    assert f"synced {venv}: verified (every verify step passed)" in out, out + err
+    (report,) = (project / ".lockkit" / "reports" / "linux-cpu").iterdir()
+    doc = json.loads((report / "dossier.json").read_text())
+    steps = {s["name"]: s for s in doc["steps"]}
+    assert doc["result"] == "passed" and len(steps) == 10
+    built = Path(steps["venv"]["detail"]["path"])
+    assert built.parent == project and built.name.startswith(".venv.lockkit-new-")
+    assert steps["application"]["detail"]["copied_files"] <= files
+    assert run([str(venv / "bin" / "python"), "-c", "import torch; print(torch.__file__)"]
+               ).startswith(str(venv))
+    assert siblings(venv) == []
+
+
+def test_the_venv_lockkit_runs_from_is_refused(tmp_path):
+    """Replacing the running venv would pull lockkit's own lazily imported modules away."""
+    from lockkit.errors import UsageError
+    from lockkit.verify.sync import target
+
+    with pytest.raises(UsageError, match="lockkit runs from this venv"):
+        target(Path(sys.prefix), "linux-cpu")
+    assert target(tmp_path / "new", "linux-cpu") == tmp_path / "new"  # absent: made by sync
+    link = tmp_path / "link"
+    link.symlink_to(Path(sys.prefix))
+    with pytest.raises(UsageError, match="lockkit runs from this venv"):
+        target(link, "linux-cpu")
+
+
+def test_verify_keep_venv_says_where_the_venv_is(small, capsys):
+    """Issue 15: --keep-venv left a temp folder; the output names it, and points to sync."""
+    import re
+    import shutil
+
+    code = main(["verify", "--project", str(small), "--platform", "linux-cpu", "--keep-venv",
+                 "--report-dir", str(small / "report")])
+    assert code == 1  # no torch in this lock: the system step fails, the venv is kept
+    err = capsys.readouterr().err
+    found = re.search(r"venv kept: (\S+) \(remove (\S+) when done; 'lockkit sync'", err)
+    assert found, err
+    venv, folder = Path(found[1]), Path(found[2])
+    try:
+        assert (venv / "pyvenv.cfg").is_file() and venv.parent == folder
+    finally:
+        shutil.rmtree(folder)
