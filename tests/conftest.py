@@ -22,7 +22,8 @@ from tests.support.tools import tool_wheels  # noqa: F401 - fixture
 @pytest.fixture(scope="session", autouse=True)
 def _no_tools():
     """Wheelhouses without tools/ (lockkit's own dependencies come from the default index,
-    which the loopback projects do not carry): tests/wheelhouse/test_tools.py turns tools/ back on."""
+    which the loopback projects do not carry): tests/wheelhouse/test_tools.py turns tools/
+    back on."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LOCKKIT_NO_TOOLS", "1")
         yield

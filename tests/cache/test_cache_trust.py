@@ -568,6 +568,7 @@ def tool_pins(out: Path) -> set[str]:
     return {ln.rsplit(":", 1)[1] for ln in text.splitlines() if "--hash=sha256:" in ln}
 
 
+@pytest.mark.slow
 @pytest.mark.network
 @posix_only
 def test_planted_tools_memos_in_a_shared_cache_pin_nothing_planted(tools_project, intruder,
@@ -603,6 +604,7 @@ def test_planted_tools_memos_in_a_shared_cache_pin_nothing_planted(tools_project
     assert archive.pack(tmp_path / "out", tmp_path / "wh.tar", lock=lock, project_dir=root)
 
 
+@pytest.mark.slow
 @pytest.mark.network
 @posix_only
 def test_tools_pins_kept_in_the_folder_are_read_back_only_when_they_hold(tools_project,

@@ -451,6 +451,7 @@ def _installed(venv: Path) -> set[str]:
     return {f"{p['name']}=={p['version']}" for p in json.loads(out)}
 
 
+@pytest.mark.slow
 @pytest.mark.network  # pip installs lockkit's dependencies from the default index
 def test_the_install_step_checks_the_hash_then_installs_the_dependencies(tmp_path, platforms):
     server = IndexServer(tmp_path / "index")
@@ -477,6 +478,7 @@ def test_the_install_step_checks_the_hash_then_installs_the_dependencies(tmp_pat
                 assert "lockkit's hash did not match" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.network  # uv builds lockkit's own wheel: hatchling from the default index
 def test_the_default_install_step_never_installs_a_lockkit_an_index_serves(tmp_path,
                                                                             monkeypatch):

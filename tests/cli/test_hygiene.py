@@ -544,6 +544,7 @@ def test_ctrl_c_during_a_compile_leaves_no_uv_no_temp_folder_and_exits_130(proje
 _LOCKKIT_FRAME = re.compile(r'File "[^"]*[/\\]lockkit[/\\][^"]*\.py"')
 
 
+@pytest.mark.slow
 @posix_only
 @pytest.mark.parametrize("how", ["console-script", "python -m"])
 def test_ctrl_c_at_any_moment_of_the_start_never_shows_a_lockkit_traceback(project, indexes,

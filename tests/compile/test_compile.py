@@ -355,6 +355,7 @@ def test_bad_input_is_one_line_exit_2_and_keeps_the_old_lock(project, capsys, se
     assert path.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_no_resolution_and_unreachable_index(project, capsys):
     (project / "requirements.in").write_text("torch==7.0\n")
     assert main(["compile", "--project", str(project)]) == 1

@@ -128,6 +128,7 @@ def test_a_stalled_mirror_fails_within_timeout_naming_the_mirror(tmp_path, index
     assert took < 20, f"{took:.1f} s"
 
 
+@pytest.mark.slow
 def test_the_timeout_bounds_uvs_own_requests(tmp_path, indexes, capsys):
     """--timeout reaches uv (its read timeout): a default index that never answers fails a
     platform without a PyTorch index in uv's few retries of 1 s, not of its own 30 s."""

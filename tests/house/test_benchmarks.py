@@ -22,6 +22,7 @@ def bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_startup_quick_prints_a_verdict_per_target() -> None:
     done = bench("startup.py", "--quick", "--report-only", "--pairs", "1")
     assert done.returncode == 0, done.stderr
@@ -49,6 +50,7 @@ def test_exit_status_is_the_verdict_unless_report_only(
     assert "no torch" in capsys.readouterr().out or "SKIP" not in verdicts
 
 
+@pytest.mark.slow
 def test_floor_check_agrees_with_compile_check(tmp_path: Path) -> None:
     """The floor is only a floor if it does the same check: fresh, then stale after an
     input changes, then modified after a lock's packages are edited, as lockkit says."""

@@ -314,6 +314,7 @@ def test_a_wrong_token_in_the_index_path_is_never_shown(path_token, tmp_path, to
         assert_nowhere(secret, root, tmp_path / "cache", printed=err)
 
 
+@pytest.mark.slow
 def test_a_whole_url_variable_as_index_url_is_read_back_installed_and_never_written(
         indexes, tmp_path, capfd, monkeypatch):
     """``index-url = "${INDEX_URL}"``: the lock holds ``https://${INDEX_URL}/...`` (a URL

@@ -123,6 +123,7 @@ def exported(project, indexes, capsys, tmp_path) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_a_fresh_venvs_pip_installs_the_export(exported, project, indexes, tmp_path):
     lock = project / "locks" / "pylock.linux-cpu.toml"
     python = _fresh_venv(tmp_path / "venv")
@@ -143,6 +144,7 @@ def test_a_fresh_venvs_pip_installs_the_export(exported, project, indexes, tmp_p
     assert not [p for p, _ in indexes.server.requests if "/torch/" in p]  # ... never a page
 
 
+@pytest.mark.slow
 def test_pip_refuses_a_tampered_hash(exported, tmp_path):
     text = exported.read_text()
     digest = text.split("numpy==2.1.0 \\\n    --hash=sha256:")[1][:64]
@@ -153,6 +155,7 @@ def test_pip_refuses_a_tampered_hash(exported, tmp_path):
     assert "DO NOT MATCH THE HASHES" in run.stderr and "numpy" in run.stderr
 
 
+@pytest.mark.slow
 def test_the_pylock_export_installs_with_uv(project, indexes, capsys, tmp_path):
     import uv
 

@@ -280,6 +280,7 @@ def chain(root: Path, version: str, path: list[Path], tmp: Path) -> dict:
     return doc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["3.10", "3.12"])
 def test_the_chain_runs_on_the_locks_python(version, make, numpy_for, tmp_path):
     """compile -> wheelhouse -> export -> verify -> sync with ``python = "<version>"``, the
@@ -292,6 +293,7 @@ def test_the_chain_runs_on_the_locks_python(version, make, numpy_for, tmp_path):
     chain(root, version, [link(tmp_path / "bin", f"python{version}", found)], tmp_path)
 
 
+@pytest.mark.slow
 def test_the_locks_python_wins_over_the_platforms_default_found_on_path(
         make, numpy_for, tmp_path):
     """Always runs: the project's linux-cpu defaults to another Python than the running

@@ -132,6 +132,7 @@ def _fake_cpu_runs(tmp_path: Path, *builds: tuple[str, str]) -> list[Path]:
     ("2.5.1+cpu", "3.16.2", {"filelock.version", "filelock.sha256"}),
     ("2.5.1", "3.16.1", {"torch.version", "torch.sha256"}),  # only the local label differs
 ])
+@pytest.mark.slow
 def test_package_changes_are_the_packages_layer_only(tmp_path, b_torch, b_filelock, keys):
     a, b = _fake_cpu_runs(tmp_path, ("2.5.1+cpu", "3.16.1"), (b_torch, b_filelock))
     code, out = diff(a, b)

@@ -246,6 +246,7 @@ class Generator:  # first touched by the GPU probe's matrix product
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout and signals")
 @pytest.mark.parametrize("lang,error", [("C.UTF-8", "killed by SIGABRT"),
                                         ("hang.UTF-8", "timed out after 5s")])
+@pytest.mark.slow
 def test_a_gpu_check_that_dies_keeps_the_system_facts(tmp_path, monkeypatch, lang, error):
     """`system_probe.py --then-gpu` imports torch once; the system report is flushed before
     the GPU work, so a crash or hang there fails only the GPU part."""

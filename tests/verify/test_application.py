@@ -170,6 +170,7 @@ def refingerprint(root: Path, path: str) -> None:
     _git(root, "commit", "-q", "-am", f"{path} changed")
 
 
+@pytest.mark.slow
 def test_outside_the_tolerance_names_the_file_and_json_path(built, tmp_path):
     root = app_project(built, tmp_path)
     (root / "app.py").write_text(APP.replace("0.25 +", "0.26 +"))
@@ -181,6 +182,7 @@ def test_outside_the_tolerance_names_the_file_and_json_path(built, tmp_path):
     assert "first difference $.loss: got 0.26, reference 0.2500001" in doc["first_error"]
 
 
+@pytest.mark.slow
 def test_failures_of_the_command_are_named(built, tmp_path):
     root = app_project(built, tmp_path)
     (root / "app.py").write_text("import time, sys\n"
@@ -258,6 +260,7 @@ def test_application_none_waives_the_step_and_a_stale_lock_is_a_warning(built, t
     assert "skipped (waived)" in run.stdout
 
 
+@pytest.mark.slow
 def test_wheelhouse_build_warns_on_a_stale_lock(built, tmp_path):
     root = tmp_path / "proj"
     shutil.copytree(built, root)

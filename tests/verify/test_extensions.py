@@ -173,6 +173,7 @@ def test_an_import_failure_and_a_false_smoke_are_named(ext_venv, tmp_path):
     assert checks[1].stage == "smoke" and "returned False" in (checks[1].error or "")
 
 
+@pytest.mark.slow
 def test_a_hanging_smoke_names_its_module_and_keeps_the_others(ext_venv, tmp_path):
     specs = [{"module": "json"}, {"module": "fake_ext", "smoke": "__import__('time').sleep(60)"},
              {"module": "os"}]

@@ -190,6 +190,7 @@ def _gone(pid: int) -> bool:
     return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
 
 
+@pytest.mark.slow
 @posix_only
 @pytest.mark.parametrize("script", ["gpu_probe.py", "system_probe.py"])
 def test_hang_times_out_and_kills_the_process_group(fake_venv, tmp_path, script):

@@ -82,6 +82,7 @@ def test_second_sync_replaces_the_venv_whole(small, capsys):
     assert siblings(venv) == []
 
 
+@pytest.mark.slow
 def test_pip_installer_rewrites_the_build_path(small, tmp_path):
     """pip writes absolute shebangs (no relocatable mode): the scripts of the swapped venv,
     pip's own included, and activate name the final folder."""

@@ -208,6 +208,7 @@ def test_no_gpu_on_a_gpu_platform_is_incomplete_never_passed(fake_project):
     assert doc["steps"][-1]["reason"] == "gpu skipped"
 
 
+@pytest.mark.slow
 def test_a_hanging_probe_fails_its_step_with_a_timeout(fake_project):
     root = fake_project("linux-cpu", local="cpu", cuda=None, hang=True)
     code, doc = verify_fake(root, "linux-cpu", "--probe-timeout", "3")

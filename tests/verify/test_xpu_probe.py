@@ -24,6 +24,7 @@ def test_xpu_platform_probe_arguments():
     assert gpu_args(load_platforms()["linux-xpu"]) == ["--expect", "xpu", "--device", "xpu"]
 
 
+@pytest.mark.slow
 def test_xpu_build_with_a_device_passes(fake_venv, numpy_wheel):  # noqa: F811
     checks = checks_of(gpu(fake_venv(numpy_wheel, **XPU_FAKE, devices=1),
                            *gpu_args(load_platforms()["linux-xpu"])))

@@ -128,6 +128,7 @@ def built(tmp_path_factory, tool_wheels):
     shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.slow
 @pytest.mark.network
 def test_tools_are_listed_pinned_and_apart_from_the_app(built):
     root, wheelhouse, server, pt = built
@@ -167,6 +168,7 @@ def tools_sha(path: Path) -> str:
     return sha256_file(path)
 
 
+@pytest.mark.slow
 @pytest.mark.network
 def test_lockkit_wheel_is_reproducible_and_complete(built, tmp_path):
     """Built again from the source tree into another cache: the same bytes; it carries the
@@ -235,6 +237,7 @@ def machine(built, tmp_path_factory):
     shutil.rmtree(here, ignore_errors=True)  # two venvs with numpy and uv: ~300 MB
 
 
+@pytest.mark.slow
 @pytest.mark.network
 def test_the_offline_machine_installs_lockkit_and_verifies(built, machine):
     root, wheelhouse, _, _ = built
@@ -252,6 +255,7 @@ def test_the_offline_machine_installs_lockkit_and_verifies(built, machine):
     assert "verify linux-cpu: passed" in run.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.network
 def test_the_hash_pinned_route_of_tools_requirements(built, machine):
     """tools/requirements.txt's own instructions: every tool pinned by hash, any pip."""
@@ -299,6 +303,7 @@ def test_an_installed_lockkit_rebuilds_its_wheel(built, machine):
     assert "lockkit/wheelhouse/tools.py: differs from the installed" in run.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.network
 def test_a_rebuild_of_the_folder_takes_its_pins_and_asks_no_index(built, tmp_path):
     """The tools' resolution is kept in the wheelhouse's own tools/requirements.txt, under

@@ -10,6 +10,8 @@ import re
 import stat
 from pathlib import Path
 
+import pytest
+
 from lockkit._internal.compat import tomllib
 from lockkit.cache.store import Cache
 from lockkit.cli import main
@@ -149,6 +151,7 @@ def test_wheelhouse_of_another_lock_with_lock_sha256_edited_is_refused(project, 
     assert_refused_before_install(code, doc, "missing (torch==2.5.1+cpu)")
 
 
+@pytest.mark.slow
 def test_honest_wheelhouse_packs_and_unpacks_with_the_committed_lock(project, tmp_path):
     lock = _compile(project, "torch==2.5.1\nnumpy\n")
     assert main(["wheelhouse", "build", "--project", str(project), "--platform", PLATFORM,

@@ -325,6 +325,7 @@ def modern_pip(tmp_path_factory) -> Path:
     return wheels[-1]
 
 
+@pytest.mark.slow
 def test_offline_install_with_requirements_and_hashes(built, tmp_path):
     python = _venv(tmp_path / "venv")
     subprocess.run([*_no_network(), str(python), "-m", "pip", "install", "--isolated", "-q",
@@ -333,6 +334,7 @@ def test_offline_install_with_requirements_and_hashes(built, tmp_path):
     assert _installed(python) == EXPECTED
 
 
+@pytest.mark.slow
 def test_printed_hint_installs_with_a_fresh_venvs_pip(built, tmp_path):
     """What unpack prints, run as printed (bar the interpreter's path) with no network: the
     first route works with the pip a fresh venv brings; that pip cannot read pylock.toml,
@@ -354,6 +356,7 @@ def test_printed_hint_installs_with_a_fresh_venvs_pip(built, tmp_path):
         assert old.returncode != 0 and "Invalid requirement: 'lock-version" in old.stderr
 
 
+@pytest.mark.slow
 def test_offline_install_from_pylock_with_pip26(built, tmp_path, modern_pip):
     python = _venv(tmp_path / "venv")
     subprocess.run([*_no_network(), str(python), f"{modern_pip}/pip", "install", "--isolated",
@@ -362,6 +365,7 @@ def test_offline_install_from_pylock_with_pip26(built, tmp_path, modern_pip):
     assert _installed(python) == EXPECTED
 
 
+@pytest.mark.slow
 def test_offline_install_from_pylock_with_uv(built, tmp_path):
     import uv
 
@@ -373,6 +377,7 @@ def test_offline_install_from_pylock_with_uv(built, tmp_path):
     assert _installed(python) == EXPECTED
 
 
+@pytest.mark.slow
 def test_pip26_dry_run_report_selects_the_lock(built, tmp_path, modern_pip):
     """Conformance: pip >= 26.1 reads the wheelhouse's pylock.toml as PEP 751 says."""
     python = _venv(tmp_path / "venv")
@@ -386,6 +391,7 @@ def test_pip26_dry_run_report_selects_the_lock(built, tmp_path, modern_pip):
     assert chosen == EXPECTED
 
 
+@pytest.mark.slow
 def test_uv_dry_run_selects_the_lock(built, tmp_path):
     import uv
 
@@ -416,6 +422,7 @@ def test_wheelhouse_through_a_link_rewriting_mirror(project, indexes, tmp_path):
     assert (tmp_path / "wh" / TORCH).read_bytes() == served(indexes)
 
 
+@pytest.mark.slow
 def test_simple_tree_serves_as_an_index(built, tmp_path):
     """The folder under any static web server is a PEP 503 index pip installs from."""
     import functools
