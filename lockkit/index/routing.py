@@ -32,13 +32,15 @@ Its pages carry no credentials either: a mirror's ``user:token@`` is stripped fr
 link, and uv finds the credentials for the mirror hosts in a netrc file that lockkit
 writes 0600 into the compile's private temp folder and names in ``NETRC`` for uv alone
 (``lockkit.index.auth.uv_netrc``); the folder is removed when the compile ends, however it ends.
-Why a netrc and not a proxy of the files through this index: uv keeps fetching metadata
-and files itself, with its own range requests, retries, authentication and cache, and
-this server stays a server of small pages, not of gigabyte wheels. The cost: a netrc
-holds one login per host name, so two mirrors on one host with different credentials are
-refused with a message (lockkit's own requests key credentials by scheme, host and
-port). A ``${VAR}`` in a mirror's *path* is part of the address, not user info: it stays
-in the links, which only the prefix's holder can read.
+Why not proxy the files through this index: uv keeps fetching metadata and files itself,
+with its own range requests, retries, authentication and cache, and this server stays a
+server of small pages. The cost: a netrc holds one login per host name, so two mirrors on
+one host with different credentials are refused with a message. A ``${VAR}`` in a
+mirror's *path* is part of the address, not user info: it stays in the links, which only
+the prefix's holder can read.
+
+The server is the standard library's (:mod:`lockkit.index.loopback`), with a listen
+backlog (``BACKLOG``) for uv's bursts of connections.
 """
 
 from __future__ import annotations
@@ -46,24 +48,24 @@ from __future__ import annotations
 import hmac
 import html
 import secrets
-import socket
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name as canonical_name
 
 from lockkit._internal.redact import redact, strip_credentials
+from lockkit.index.loopback import Loopback
 from lockkit.index.pages import parse_links
 from lockkit.index.urls import Mirrors, origin
 
 if TYPE_CHECKING:
     from packaging.version import Version
 
-__all__ = ["Listed", "Page", "RoutingIndex", "parse_links", "resolve_href", "served_versions"]
+__all__ = ["Listed", "Page", "RoutingIndex", "resolve_href", "served_versions"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,11 +158,8 @@ class RoutingIndex:
         self._lock = threading.Lock()
         self.pages: dict[str, Page] = {}
         self.asked: set[str] = set()  # the family names uv asked for (not only prefetched)
-        self.answered = 0  # requests answered, and when the last one was
-        self.last_answer = 0.0
         self._loading: dict[str, threading.Event] = {}
-        self._sock: socket.socket | None = None
-        self._closing = False
+        self._server: Loopback | None = None
         # 256 random bits, new for every compile: what makes the port useless to others
         self._prefix = secrets.token_urlsafe(32)
 
@@ -254,8 +253,8 @@ class RoutingIndex:
     # -- the server ------------------------------------------------------------------------
     @property
     def url(self) -> str:
-        assert self._sock is not None, "RoutingIndex used outside its 'with' block"
-        return f"http://127.0.0.1:{self._sock.getsockname()[1]}/{self._prefix}/simple"
+        assert self._server is not None, "RoutingIndex used outside its 'with' block"
+        return f"http://127.0.0.1:{self._server.port}/{self._prefix}/simple"
 
     def answer(self, path: str) -> tuple[int, bytes]:
         """The answer to a GET of *path*: a family page under the prefix, else 404 (the
@@ -283,10 +282,20 @@ class RoutingIndex:
 
     def __enter__(self) -> RoutingIndex:
         """Listen at once: uv starts right after, its first connections wait in the queue."""
-        if self._sock is None:
-            self._sock = listen()
-        threading.Thread(target=self._accept, name="lockkit-routing", daemon=True).start()
+        if self._server is None:
+            self._server = Loopback(self.answer)
+        self._server.start()
         return self
+
+    @property
+    def answered(self) -> int:
+        """Requests answered so far (any, under the prefix or not)."""
+        return self._server.answered if self._server is not None else 0
+
+    @property
+    def last_answer(self) -> float:
+        """When the last request was answered (``time.monotonic()``; 0: none yet)."""
+        return self._server.last_answer if self._server is not None else 0.0
 
     def quiet(self, *, idle: float, limit: float) -> None:
         """Return once uv has asked something and then nothing for *idle* seconds (its
@@ -299,101 +308,9 @@ class RoutingIndex:
             time.sleep(idle / 4)
 
     def __exit__(self, *exc: object) -> None:
-        if self._sock is not None:
-            self._closing = True
-            try:
-                self._sock.shutdown(socket.SHUT_RDWR)  # wakes accept() at once
-            except OSError:
-                pass
-            self._sock.close()
+        if self._server is not None:
+            self._server.close()
 
-    # A server of its own, not http.server: that module costs ~15 ms to import (email's
-    # header parser), and its handler ~0.2 ms per request; uv asks once per package name.
-    def _accept(self) -> None:
-        assert self._sock is not None
-        while not self._closing:
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
-
-    def _connection(self, conn: socket.socket) -> None:
-        """HTTP/1.1 GETs on one kept-alive connection, answered in order."""
-        try:
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            reader = conn.makefile("rb")
-            while True:
-                request = _read_request(reader)
-                if request is None:
-                    return
-                method, path, close = request
-                if method == "GET":
-                    code, body = self.answer(path)
-                else:
-                    code, body = 405, b"only GET"
-                conn.sendall(_response(code, body, close))
-                self.answered += 1
-                self.last_answer = time.monotonic()
-                if close:
-                    return
-        except (OSError, ValueError):
-            return  # a client that hung up or spoke no HTTP: nothing to answer
-        finally:
-            conn.close()
-
-
-def listen() -> socket.socket:
-    """The routing index's socket: 127.0.0.1, a free port, a backlog for uv's bursts."""
-    return socket.create_server(("127.0.0.1", 0), backlog=BACKLOG)
-
-
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-            502: "Bad Gateway"}
-_LINE_LIMIT = 65536
-_HEADERS_LIMIT = 100
-
-
-def _read_request(reader: Any) -> tuple[str, str, bool] | None:
-    """``(method, target, close)`` of the next request, or None at the end of the stream.
-    Raises ValueError for what is not HTTP/1.x."""
-    line = reader.readline(_LINE_LIMIT + 1)
-    if not line:
-        return None
-    parts = line.decode("latin-1").split()
-    if len(line) > _LINE_LIMIT or len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        raise ValueError("not an HTTP/1.x request line")
-    close = parts[2] == "HTTP/1.0"
-    length = 0
-    for _ in range(_HEADERS_LIMIT):
-        header = reader.readline(_LINE_LIMIT + 1)
-        if header in (b"\r\n", b"\n", b""):
-            break
-        name, _, value = header.decode("latin-1").partition(":")
-        key, value = name.strip().lower(), value.strip().lower()
-        if key == "connection":
-            close = value == "close" if value in ("close", "keep-alive") else close
-        elif key == "content-length":
-            length = int(value)
-    else:
-        raise ValueError("too many header lines")
-    if length:
-        reader.read(length)  # a body on a GET: read past it
-    return parts[0], parts[1], close
-
-
-def _response(code: int, body: bytes, close: bool) -> bytes:
-    head = (f"HTTP/1.1 {code} {_REASONS.get(code, 'Error')}\r\n"
-            "Content-Type: text/html; charset=utf-8\r\n"
-            f"Content-Length: {len(body)}\r\n"
-            "Cache-Control: no-store\r\n"  # a new port every compile
-            f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n")
-    return head.encode("latin-1") + body
-
-
-# uv asks for every package at once: Python's default backlog of 5 overflows, the kernel
-# drops connections and uv waits out its retry (0.2 to 1.6 s)
-BACKLOG = 128
 
 _EMPTY = "<!DOCTYPE html>\n<html><body></body></html>\n"
 

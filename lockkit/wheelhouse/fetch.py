@@ -10,10 +10,11 @@ cache never leave a partial file under a final name.
 from __future__ import annotations
 
 import hashlib
+import queue
 import socket
 import threading
 import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from lockkit.cache.store import CHUNK as _CHUNK
 from lockkit.cache.store import Cache, copy_hashing, default_cache_dir
 from lockkit.errors import FetchError, HashMismatch
 from lockkit.index.auth import Credentials
+from lockkit.index.http import CONNECT_TIMEOUT, Client, Policy
 
 __all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Stopped", "Want",
            "default_cache_dir", "http_client"]
@@ -71,14 +73,19 @@ class _Retry(Exception):
 
 
 class Fetcher:
-    """Obtains wanted files into the cache; the HTTP client is passed in (testable)."""
+    """Obtains wanted files into the cache; the HTTP client is passed in (testable): a
+    :class:`~lockkit.index.http.Client` (:func:`http_client`) or any ``httpx.Client``.
+
+    A download is retried *attempts* times in all, as :class:`~lockkit.index.http.Policy`
+    spaces them, after any transport failure, a 5xx or a body cut short: a build of
+    gigabytes is worth a few seconds of patience with a host that stalled."""
 
     def __init__(self, client: Any, cache: Cache, *, find_links: Sequence[Path] = (),
                  attempts: int = 4, backoff: float = 0.5,
                  on_bytes: Callable[[int], None] | None = None,
                  max_unknown_size: int = MAX_UNKNOWN_SIZE) -> None:
         self.client, self.cache, self.find_links = client, cache, tuple(find_links)
-        self.attempts, self.backoff = attempts, backoff
+        self.policy = Policy(attempts=attempts, backoff=backoff, fail_fast=False)
         self.on_bytes = on_bytes or (lambda n: None)
         self.max_unknown_size = max_unknown_size
         self.stopped = threading.Event()
@@ -140,16 +147,16 @@ class Fetcher:
         return Got(want=want, path=path, origin=f"find-links {folder}", downloaded=0)
 
     def _from_url(self, want: Want, url: str) -> Got:
-        for attempt in range(1, self.attempts + 1):
+        for attempt in range(self.policy.attempts):
             try:
                 size = self._download(want, url)
                 return Got(want=want, path=self.cache.path(want.sha256), origin=redact(url),
                            downloaded=size)
             except _Retry as exc:
-                if attempt == self.attempts:
+                if attempt + 1 == self.policy.attempts:
                     raise FetchError(f"{want.filename} from {redact(url)}: {exc} "
-                                     f"(gave up after {attempt} attempts)") from None
-                if self.stopped.wait(self.backoff * 2 ** (attempt - 1)):
+                                     f"(gave up after {attempt + 1} attempts)") from None
+                if self.stopped.wait(self.policy.pause(attempt)):
                     raise Stopped(want.filename) from None
         raise AssertionError("unreachable")
 
@@ -180,7 +187,6 @@ class Fetcher:
         out, partial = self.cache.new_partial()
         with self._lock:
             self._open[partial] = None
-        received = 0
         try:
             if self.stopped.is_set():  # stopped while this file was being opened
                 out.close()
@@ -193,25 +199,8 @@ class Fetcher:
                     raise FetchError(f"{redact(url)}: HTTP {resp.status_code}",
                                      hint=_refused(resp.status_code))
                 cap = self._cap(want, url, resp.headers.get("Content-Length"))
-                digest = hashlib.sha256()
-                # The raw body, as it came, in the transport's own reads: iter_bytes() copies
-                # every chunk once more, and a chunk size makes httpx join reads into it
-                # (measured on loopback: 423 MB/s as read, 352 MB/s re-chunked to 1 MiB).
-                # The identity encoding was asked for; a server that compresses anyway is
-                # decoded (the hash is of the file's own bytes).
-                encoding = resp.headers.get("Content-Encoding", "").strip().lower()
-                chunks = (_raw_body(resp) if encoding in ("", "identity")
-                          else resp.iter_bytes(_CHUNK))
-                for chunk in chunks:
-                    if self.stopped.is_set():
-                        raise Stopped(want.filename)
-                    received += len(chunk)
-                    if received > cap.limit:
-                        raise cap.error(received)
-                    out.write(chunk)
-                    digest.update(chunk)
-                    self._report(want.sha256, received)
-            self._check(want, url, received, digest.hexdigest())
+                received, digest = self._body(want, resp, out, cap)
+            self._check(want, url, received, digest)
             if self.stopped.is_set():
                 raise Stopped(want.filename)
             self.cache.commit(partial, want.sha256)
@@ -221,6 +210,8 @@ class Fetcher:
                 raise Stopped(want.filename) from None
             if isinstance(exc, OSError):
                 raise
+            if not self.policy.retries(exc):
+                raise FetchError(f"{redact(url)}: {self.policy.why(exc, url)}") from None
             raise _Retry(f"{type(exc).__name__}: {redact(str(exc))}") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:  # too many redirects, a bad URL
             raise FetchError(f"{redact(url)}: {type(exc).__name__}: {redact(str(exc))}") from None
@@ -228,6 +219,29 @@ class Fetcher:
             with self._lock:
                 self._open.pop(partial, None)
             partial.unlink(missing_ok=True)
+
+    def _body(self, want: Want, resp: Any, out: Any, cap: _Cap) -> tuple[int, str]:
+        """Read the body through httpx, hashed and written on a second thread
+        (:class:`_Sink`) while the next bytes are read; returns their count and sha256.
+
+        The pieces come as the transport read them (``iter_raw()``; a *chunk_size* would
+        join them, one more copy under the GIL: 0.9 CPU-s for 500 MB became 1.8) and go
+        to the sink in lists of about ``CHUNK`` bytes. The identity encoding was asked
+        for; a server that compresses anyway is decoded (the hash is of the file's own
+        bytes)."""
+        encoding = resp.headers.get("Content-Encoding", "").strip().lower()
+        pieces = resp.iter_raw() if encoding in ("", "identity") else resp.iter_bytes()
+        received = 0
+        with _Sink(out) as sink:
+            for batch in _batches(pieces, _CHUNK):
+                if self.stopped.is_set():
+                    raise Stopped(want.filename)
+                received += sum(map(len, batch))
+                if received > cap.limit:
+                    raise cap.error(received)
+                sink.put(batch)
+                self._report(want.sha256, received)
+        return received, sink.hexdigest()
 
     def _report(self, sha256: str, received: int) -> None:
         """Tell on_bytes what this attempt brought past the file's mark (only ever > 0)."""
@@ -268,52 +282,69 @@ class Fetcher:
                                f"match the lock's {want.sha256}; the file was discarded")
 
 
-# Below this many bytes left after the first read, the body goes through h11 to its end
-# and the connection is kept for the next file (a TLS handshake costs more than the copies).
-_DIRECT_MIN = 8 << 20
+class _Sink:
+    """Writes and hashes a body's lists of pieces on a thread of its own, in order.
+
+    hashlib and a file's ``write`` release the GIL on large buffers, so the reading
+    thread (httpx, h11: Python that holds the GIL) goes on with the next pieces meanwhile,
+    and several downloads at once share the cores. Each list is joined here, off the
+    reader's thread, and hashed and written at once: measured on loopback against
+    ``curl -Z`` (``benchmarks/download.py``), the join cost less wall time than 16 updates
+    and writes of 64 KiB, each releasing and taking back the GIL. At most ``_QUEUED``
+    lists wait. A write that failed (a full disk) is raised to the reader at its next
+    list, or on leaving the ``with`` block."""
+
+    def __init__(self, out: Any) -> None:
+        self._out = out
+        self._digest = hashlib.sha256()
+        self._queue: queue.Queue[list[bytes] | None] = queue.Queue(maxsize=_QUEUED)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="lockkit-hash", daemon=True)
+        self._thread.start()
+
+    def put(self, batch: list[bytes]) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put(batch)
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()
+
+    def _run(self) -> None:
+        while (batch := self._queue.get()) is not None:
+            if self._error is None:  # after a failed write: drained, never written
+                try:
+                    data = b"".join(batch)  # one write and one update (one GIL release each)
+                    self._out.write(data)
+                    self._digest.update(data)
+                except BaseException as exc:  # noqa: BLE001 - handed to the reader
+                    self._error = exc
+
+    def __enter__(self) -> _Sink:
+        return self
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        if kind is None and self._error is not None:
+            raise self._error
 
 
-def _raw_body(resp: Any) -> Iterator[bytes]:
-    """The body of a large HTTP/1.1 response with a Content-Length, read from the
-    connection itself once the first chunk has come through httpx.
+_QUEUED = 8  # lists of about CHUNK bytes waiting for the sink, per download
 
-    Through h11, every byte is copied three times more under the GIL (into its receive
-    buffer, out as the event's data, into bytes for httpcore): measured on loopback, one
-    150 MB wheel took 0.16 CPU-s through iter_raw() and 0.06 read from the socket, and two
-    downloads at once contend for that GIL. The connection is httpcore's documented
-    ``network_stream`` extension (a plain socket, TLS, or TLS through a proxy alike).
-    h11 hands out everything it holds of a Content-Length body as one event
-    (``h11/_readers.py``, ``ContentLengthReader``: ``maybe_extract_at_most(remaining)``),
-    so after the first chunk its buffer is empty and the rest of the body is the next
-    bytes on the connection. h11 never sees the end of that body: httpcore closes the
-    connection when the response closes (``_response_closed``), and the pool opens a new
-    one. The bytes are hash-checked and counted as always; a short body is a retry."""
-    raw = resp.iter_raw()
-    stream = resp.extensions.get("network_stream")
-    length = resp.headers.get("Content-Length", "")
-    first = next(raw, b"")
-    yield first
-    left = int(length) - len(first) if length.isdigit() else 0
-    if (stream is None or resp.http_version != "HTTP/1.1" or left < _DIRECT_MIN
-            or "Transfer-Encoding" in resp.headers):
-        yield from raw
-        return
-    import httpcore
-    import httpx
 
-    timeout = resp.request.extensions.get("timeout", {}).get("read")
-    while left > 0:
-        try:
-            data = stream.read(min(left, _CHUNK), timeout)
-        except httpcore.TimeoutException as exc:
-            raise httpx.ReadTimeout(str(exc) or "timed out", request=resp.request) from None
-        except httpcore.NetworkError as exc:
-            raise httpx.ReadError(str(exc) or "connection lost", request=resp.request) from None
-        if not data:
-            raise httpx.RemoteProtocolError("the server closed the connection before the "
-                                            "end of the body", request=resp.request)
-        left -= len(data)
-        yield data
+def _batches(pieces: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
+    """*pieces* in lists of at least *size* bytes (the last may hold fewer), not copied."""
+    batch: list[bytes] = []
+    held = 0
+    for piece in pieces:
+        batch.append(piece)
+        held += len(piece)
+        if held >= size:
+            yield batch
+            batch, held = [], 0
+    if batch:
+        yield batch
 
 
 @dataclass(frozen=True)
@@ -342,47 +373,11 @@ def _refused(status: int) -> str | None:
 
 
 def http_client(*, connections: int = 8, timeout: float = 60.0,
-                credentials: Credentials | None = None) -> _LazyClient:
-    """The client downloads share: redirects followed, URL user info sent as Basic auth,
-    and *credentials* (the project's, by host) for URLs without user info: a lock's URLs
-    never carry any.
-
-    httpx is imported and the client built on the first request only, so a build that
-    finds every file in the cache (the warm rebuild) never pays for either.
-    """
-    return _LazyClient(connections, timeout, credentials or Credentials())
-
-
-class _LazyClient:
-    def __init__(self, connections: int, timeout: float, credentials: Credentials) -> None:
-        self._args = (max(1, connections), timeout)
-        self._client: Any = None
-        self._lock = threading.Lock()
-        self.credentials = credentials
-
-    def open(self) -> None:
-        """Import httpx and build the client now (before download threads start, so none
-        waits on another's import); a no-op once built."""
-        with self._lock:
-            if self._client is None:
-                import httpx
-
-                connections, timeout = self._args
-                self._client = httpx.Client(
-                    timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0)),
-                    follow_redirects=True, limits=httpx.Limits(max_connections=connections))
-
-    def stream(self, method: str, url: str, **kw: Any) -> Any:
-        kw.setdefault("auth", self.credentials.auth(url))
-        self.open()
-        return self._client.stream(method, url, **kw)
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-
-    def __enter__(self) -> _LazyClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+                credentials: Credentials | None = None) -> Client:
+    """The client downloads share (:mod:`lockkit.index.http`'s policy): *connections* at
+    once, *timeout* seconds for each read, the connection within ``CONNECT_TIMEOUT``, and
+    *credentials* (the project's, by host) for URLs without user info: a lock's URLs
+    never carry any. Built on the first request only."""
+    return Client(Policy(timeout=timeout, connect=min(timeout, CONNECT_TIMEOUT),
+                         connections=connections, attempts=4, fail_fast=False),
+                  credentials or Credentials())

@@ -35,7 +35,8 @@ def test_routing_server_takes_uvs_bursts():
     import urllib.error
     import urllib.request
 
-    from lockkit.index.routing import BACKLOG, RoutingIndex
+    from lockkit.index.loopback import BACKLOG
+    from lockkit.index.routing import RoutingIndex
     from lockkit.index.urls import Mirrors
 
     def never(url: str) -> tuple[int, str]:

@@ -1,7 +1,7 @@
-"""compile's page fetcher (``lockkit.index.pages.Http.page``, the standard library's urllib)
-behaves as the httpx client of the other commands: credentials by host, the Authorization
-header kept across a redirect on the same origin only (httpx's rule), gzip decoded, 5xx
-retried, a dead host an error naming the URL without its credentials.
+"""compile's page fetcher (``lockkit.index.pages.Http.page``, through the one client policy
+of ``lockkit.index.http``): credentials by host, the Authorization header kept across a
+redirect on the same origin only, gzip decoded, 5xx retried, a dead host an error naming
+the URL without its credentials.
 
 A real HTTP server on 127.0.0.1 answers; it records what each request carried.
 """

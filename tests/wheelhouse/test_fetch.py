@@ -1,4 +1,5 @@
-"""Downloads of large files: the body read past h11 is checked and retried as any other."""
+"""Downloads of large files: read through httpx in large pieces, hashed and written on a
+second thread, checked and retried as any other."""
 
 from __future__ import annotations
 
@@ -15,10 +16,9 @@ import pytest
 
 from lockkit.cache.store import Cache
 from lockkit.errors import HashMismatch
-from lockkit.wheelhouse import fetch
 from lockkit.wheelhouse.fetch import Fetcher, Stopped, Want, http_client
 
-BIG = 24 << 20  # well past fetch._DIRECT_MIN after the first read
+BIG = 24 << 20  # many pieces of fetch's CHUNK, several of them queued for the sink
 
 
 class BodyServer:
@@ -146,15 +146,16 @@ def test_stop_cuts_a_large_body_off(served, tmp_path):
     assert list((tmp_path / "c" / "partial").iterdir()) == []
 
 
-def test_small_bodies_keep_the_connection(tmp_path):
-    """Below the threshold the body goes through h11 to its end: one connection serves
-    every file (a TLS handshake per file would cost more than the copies)."""
+@pytest.mark.parametrize("size", [2 << 20, BIG])
+def test_bodies_keep_the_connection(tmp_path, size):
+    """Every body is read through httpx to its end: one connection serves every file (a
+    TLS handshake per file would cost more than the copies)."""
     server = BodyServer(b"")
     try:
         with http_client(timeout=5.0) as client:
             fetcher = Fetcher(client, Cache(tmp_path / "c"))
             for _ in range(3):
-                server.body = os.urandom(fetch._DIRECT_MIN // 4)
+                server.body = os.urandom(size)
                 assert fetcher.fetch(want(server)).path.read_bytes() == server.body
     finally:
         server.close()

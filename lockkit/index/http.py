@@ -1,0 +1,192 @@
+"""The one HTTP client policy: every request lockkit makes goes through a client built here.
+
+compile's PyTorch index pages and the hashes of files their page gave none
+(:mod:`lockkit.index.pages`), the wheelhouse's and verify's downloads
+(:mod:`lockkit.wheelhouse.fetch`) are all sent by a :class:`Client`: one ``httpx.Client``
+made from one :class:`Policy`, which decides, once for all of them:
+
+- TLS: certifi's CA bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set (what pip,
+  uv and httpx itself trust), through :func:`tls_context`;
+- proxies: from the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``,
+  ``NO_PROXY``: httpx's ``trust_env``);
+- credentials: by host (:mod:`lockkit.index.auth`), as Basic auth; redirects are followed
+  and the Authorization header is kept on the same origin only (httpx drops it for any
+  other host);
+- the user agent ``lockkit/<version>``;
+- timeouts: *timeout* seconds for the connection and for each read (seconds without a
+  byte), the connection bounded by *connect* when that is given;
+- retries: *attempts* in all, ``backoff * 2 ** n`` seconds apart (:meth:`Policy.pause`),
+  for a 5xx or a connection broken mid-way. With *fail_fast* (compile), a host that
+  :func:`unreachable` says a retry within seconds would only find again (its name does not
+  resolve, it refuses, it does not answer in time, its certificate is not trusted) is not
+  retried; downloads (no *fail_fast*) retry every transport failure.
+
+httpx is imported, and the client built, on the first request only: a warm rebuild that
+finds every file in the cache never pays for either.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lockkit import __version__
+from lockkit._internal.redact import redact
+
+if TYPE_CHECKING:
+    import ssl
+
+    import httpx
+
+    from lockkit.index.auth import Credentials
+
+__all__ = ["CONNECT_TIMEOUT", "TIMEOUT", "USER_AGENT", "Client", "Policy", "tls_context",
+           "unreachable"]
+
+USER_AGENT = f"lockkit/{__version__}"
+TIMEOUT = 30.0  # seconds: compile --timeout's default (connect, and each read)
+CONNECT_TIMEOUT = 15.0  # the longest a download waits for its connection
+
+
+@dataclass(frozen=True, kw_only=True)
+class Policy:
+    """How one command's requests are sent (see the module's docstring)."""
+
+    timeout: float = TIMEOUT
+    connect: float | None = None  # None: *timeout*
+    attempts: int = 3
+    backoff: float = 0.5
+    fail_fast: bool = True
+    connections: int | None = None  # the pool's size; None: httpx's default
+
+    def pause(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt *attempt* (counted from 0)."""
+        return self.backoff * 2 ** attempt
+
+    def retries(self, exc: BaseException) -> bool:
+        """Whether a transport failure is worth another attempt under this policy."""
+        return not (self.fail_fast and unreachable(exc))
+
+    def why(self, exc: BaseException, url: str) -> str:
+        """A transport failure as the end of "cannot fetch URL: ...", with no secret."""
+        import httpx
+
+        if isinstance(exc, httpx.ConnectTimeout):
+            return f"no answer within {self.connect or self.timeout:g} s"
+        if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
+            return f"no answer within {self.timeout:g} s"
+        resolve = next((e for e in _causes(exc) if isinstance(e, socket.gaierror)), None)
+        if resolve is not None:
+            import urllib.parse
+
+            host = urllib.parse.urlsplit(url).hostname or ""
+            return f"cannot resolve the host name {redact(host)}: {resolve.strerror}"
+        return redact(str(exc)) or type(exc).__name__
+
+    def build(self) -> httpx.Client:
+        """A new ``httpx.Client`` that sends requests as this policy says."""
+        import httpx
+
+        limits = (httpx.Limits(max_connections=max(1, self.connections))
+                  if self.connections else httpx.Limits())
+        return httpx.Client(
+            verify=tls_context(), trust_env=True, follow_redirects=True, limits=limits,
+            headers={"User-Agent": USER_AGENT},
+            timeout=httpx.Timeout(self.timeout, connect=self.connect or self.timeout))
+
+
+def tls_context() -> ssl.SSLContext:
+    """certifi's CA bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set; a bundle
+    that cannot be loaded is a :class:`~lockkit.errors.ConfigError` naming the variable
+    (not a network failure of whichever URL came first)."""
+    import os
+    import ssl
+
+    cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+    if not cafile and not capath:
+        import certifi
+
+        cafile = certifi.where()
+    try:
+        return ssl.create_default_context(cafile=cafile or None, capath=capath or None)
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        from lockkit.errors import ConfigError
+
+        where = f"SSL_CERT_FILE={cafile}" if os.environ.get("SSL_CERT_FILE") else \
+            f"SSL_CERT_DIR={capath}" if capath else f"certifi's bundle {cafile}"
+        raise ConfigError(f"{where}: cannot load CA certificates: "
+                          f"{getattr(exc, 'strerror', None) or exc}",
+                          hint="name a PEM file of CA certificates, or unset it to use "
+                               "certifi's") from None
+
+
+def unreachable(exc: BaseException) -> bool:
+    """A failure that a retry within seconds would only repeat: the name does not resolve,
+    the host refuses or does not answer in time, its certificate is not trusted, the URL
+    is not one httpx can send. (A 5xx, or a connection reset mid-exchange, is worth a
+    retry.) A wait for a free connection of the pool is none of these: it says nothing of
+    the host."""
+    import ssl
+
+    import httpx
+
+    if isinstance(exc, httpx.PoolTimeout):
+        return False
+    if isinstance(exc, (httpx.TimeoutException, TimeoutError, httpx.InvalidURL,
+                        httpx.UnsupportedProtocol)):
+        return True
+    return any(isinstance(e, (socket.gaierror, ConnectionRefusedError,
+                              ssl.SSLCertVerificationError)) for e in _causes(exc))
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """*exc* and the exceptions it was raised from (httpx's from httpcore's from the
+    socket's)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+class Client:
+    """One command's HTTP client: built from *policy* on its first request, shared by
+    every thread, and sending each request with the *credentials* of its host."""
+
+    def __init__(self, policy: Policy | None = None,
+                 credentials: Credentials | None = None) -> None:
+        from lockkit.index.auth import Credentials
+
+        self.policy = policy or Policy()
+        self.credentials = credentials if credentials is not None else Credentials()
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
+
+    def open(self) -> httpx.Client:
+        """The httpx client, built now if it is not yet (before download threads start,
+        so that none waits on another's import)."""
+        with self._lock:
+            if self._client is None:
+                self._client = self.policy.build()
+            return self._client
+
+    def stream(self, method: str, url: str, **kw: Any) -> Any:
+        """``httpx.Client.stream``, with the credentials of *url*'s host unless *auth* is
+        given."""
+        kw.setdefault("auth", self.credentials.auth(url))
+        return self.open().stream(method, url, **kw)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
