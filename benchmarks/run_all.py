@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import _harness as h
 import compile as compile_
+import download
 import rss
 import startup
 import verify
@@ -24,7 +25,7 @@ __all__ = ["BENCHMARKS", "main"]
 
 BENCHMARKS: dict[str, Callable[[h.Options], list[h.Result]]] = {
     "startup": startup.measure, "compile": compile_.measure, "wheelhouse": wheelhouse.measure,
-    "rss": rss.measure, "verify": verify.measure,
+    "download": download.measure, "rss": rss.measure, "verify": verify.measure,
 }
 
 

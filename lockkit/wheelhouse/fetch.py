@@ -76,9 +76,10 @@ class Fetcher:
     """Obtains wanted files into the cache; the HTTP client is passed in (testable): a
     :class:`~lockkit.index.http.Client` (:func:`http_client`) or any ``httpx.Client``.
 
-    A download is retried *attempts* times in all, as :class:`~lockkit.index.http.Policy`
-    spaces them, after any transport failure, a 5xx or a body cut short: a build of
-    gigabytes is worth a few seconds of patience with a host that stalled."""
+    A download is tried *attempts* times in all, spaced as
+    :class:`~lockkit.index.http.Policy` says, after any transport failure (no
+    ``fail_fast``), a 5xx or a body cut short: a build of gigabytes is worth a few seconds
+    of patience with a host that stalled or refused."""
 
     def __init__(self, client: Any, cache: Cache, *, find_links: Sequence[Path] = (),
                  attempts: int = 4, backoff: float = 0.5,
@@ -210,8 +211,6 @@ class Fetcher:
                 raise Stopped(want.filename) from None
             if isinstance(exc, OSError):
                 raise
-            if not self.policy.retries(exc):
-                raise FetchError(f"{redact(url)}: {self.policy.why(exc, url)}") from None
             raise _Retry(f"{type(exc).__name__}: {redact(str(exc))}") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:  # too many redirects, a bad URL
             raise FetchError(f"{redact(url)}: {type(exc).__name__}: {redact(str(exc))}") from None
@@ -355,7 +354,8 @@ class _Cap:
 
 def _cut(resp: Any) -> None:
     """Wake a thread blocked reading *resp*: shut its socket down (``close`` alone does not
-    interrupt a ``recv`` in another thread)."""
+    interrupt a ``recv`` in another thread). The socket is found through httpcore's
+    documented ``network_stream`` response extension; nothing is read from it here."""
     if resp is None:
         return
     stream = getattr(resp, "extensions", {}).get("network_stream")
@@ -379,5 +379,5 @@ def http_client(*, connections: int = 8, timeout: float = 60.0,
     *credentials* (the project's, by host) for URLs without user info: a lock's URLs
     never carry any. Built on the first request only."""
     return Client(Policy(timeout=timeout, connect=min(timeout, CONNECT_TIMEOUT),
-                         connections=connections, attempts=4, fail_fast=False),
+                         connections=connections, fail_fast=False),
                   credentials or Credentials())

@@ -4,6 +4,7 @@ noise on a shared machine: `nox -s benchmark` is where they are judged)."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,17 @@ def test_startup_quick_prints_a_verdict_per_target() -> None:
         row = next(ln for ln in lines if ln.startswith(name + "  "))
         assert re.search(r"\d+\.\d\dx\s+(<=) \d+(\.\d+)?x\s+(PASS|FAIL)$", row), row
     assert re.search(r"^\d of 3 targets hold", done.stdout, re.M)
+
+
+def test_download_quick_times_lockkit_and_curl_on_both_cases() -> None:
+    if shutil.which("curl") is None:
+        pytest.skip("needs curl, the baseline")
+    done = bench("download.py", "--quick", "--report-only", "--pairs", "1")
+    assert done.returncode == 0, done.stderr
+    for name in ("cold download (8 files, 42 MB)", "cold download (1 file, 17 MB)"):
+        row = next(ln for ln in done.stdout.splitlines() if ln.startswith(name + "  "))
+        assert re.search(r"curl -Z .*\d+\.\d\dx\s+>= 0\.67x\s+(PASS|FAIL)$", row), row
+    assert "CPU median lockkit" in done.stdout
 
 
 @pytest.mark.parametrize(("verdicts", "report_only", "code"), [
