@@ -83,7 +83,8 @@ def test_compile_fails_fast_on_a_refusing_host_and_a_download_retries_it(tmp_pat
     host again in the run, a download retries it (a build of gigabytes is worth the
     seconds, as for a stall)."""
     import httpx
-    from silent_server import dead_port
+
+    from tests.support.silent_server import dead_port
 
     url = f"http://127.0.0.1:{dead_port()}/w-1.0-py3-none-any.whl"
     with Client(Policy(timeout=5)) as client, pytest.raises(httpx.ConnectError) as refused:
