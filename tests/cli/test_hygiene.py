@@ -570,10 +570,15 @@ def test_ctrl_c_at_any_moment_of_the_start_never_shows_a_lockkit_traceback(proje
         _, err = proc.communicate(timeout=60)
         outcomes.append((proc.returncode, err))
         assert not _LOCKKIT_FRAME.search(err), err
-        if "Traceback" not in err and "Fatal Python error" not in err:
+        if "Exception ignored" in err:
+            # CPython ran a callback of its own (the import lock's weakref) when the signal
+            # came, printed the KeyboardInterrupt and dropped it: the command ran to its end
+            assert proc.returncode in (0, 130), err
+        elif "Traceback" not in err and "Fatal Python error" not in err:
             assert proc.returncode in (130, -signal.SIGINT), err
             said = {line for line in err.splitlines() if not line.endswith(": resolving...")}
             assert said <= {"lockkit: interrupted; nothing was left half-written"}, err
-    assert not (project / "locks").exists()
+    if all(code != 0 for code, _ in outcomes):
+        assert not (project / "locks").exists()  # interrupted every time: nothing written
     # the signal came while lockkit ran at least once (not only before or after it)
     assert any(code == 130 for code, _ in outcomes), outcomes
