@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["Options", "Result", "Sample", "Pairs", "Target", "FastIndex", "bench_env",
+__all__ = ["fresh", "Options", "Result", "Sample", "Pairs", "Target", "FastIndex", "bench_env",
            "cli", "finish", "lockkit_argv", "measure_pairs", "median_s", "peak_rss",
            "print_table", "run", "run_timed", "synthetic_wheel", "workdir"]
 
@@ -139,6 +139,17 @@ def measure_pairs(subject: Callable[[], float], baseline: Callable[[], float],
         print(f"  {label}: {median_s(pairs.subject)} vs {median_s(pairs.baseline)} "
               f"-> {pairs.ratio:.2f}x ({pairs.spread()})", file=sys.stderr)
     return pairs
+
+
+def fresh(work: Path, timed: Callable[[Path], float]) -> Callable[[], float]:
+    """*timed* given a new empty folder each call, removed after (untimed)."""
+    def call() -> float:
+        folder = Path(tempfile.mkdtemp(dir=work))
+        try:
+            return timed(folder)
+        finally:
+            shutil.rmtree(folder)
+    return call
 
 
 def median_s(values: list[float]) -> str:

@@ -25,7 +25,6 @@ import resource
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -170,17 +169,6 @@ def curl_fetch(files: dict[str, tuple[str, int]], base: str, env: dict[str, str]
     return timed
 
 
-def fresh(work: Path, timed: Callable[[Path], float]) -> Callable[[], float]:
-    """*timed* given a new empty folder each call, removed after (untimed)."""
-    def call() -> float:
-        folder = Path(tempfile.mkdtemp(dir=work))
-        try:
-            return timed(folder)
-        finally:
-            shutil.rmtree(folder)
-    return call
-
-
 def case(name: str, sizes_mb: Sequence[int], opts: h.Options) -> h.Result:
     scale = 12.5 if opts.quick else 1.0
     sizes = [int(s * MB / scale) for s in sizes_mb]
@@ -194,8 +182,8 @@ def case(name: str, sizes_mb: Sequence[int], opts: h.Options) -> h.Result:
         env = h.bench_env(work)
         cpu = Cpu()
         with Served(work / "files") as server:
-            pairs = h.measure_pairs(fresh(work, lockkit_fetch(files, server.url, cpu.lockkit)),
-                                    fresh(work, curl_fetch(files, server.url, env, cpu.curl)),
+            pairs = h.measure_pairs(h.fresh(work, lockkit_fetch(files, server.url, cpu.lockkit)),
+                                    h.fresh(work, curl_fetch(files, server.url, env, cpu.curl)),
                                     opts, label)
     lk, base = total / 1e6 / min(pairs.subject), total / 1e6 / min(pairs.baseline)
     return h.Result(name=label, subject=f"{h.median_s(pairs.subject)} (best {lk:.0f} MB/s)",

@@ -15,9 +15,7 @@ limits curl.
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,17 +28,6 @@ __all__ = ["measure"]
 
 MB = h.MB
 SIZES_MB = (150, 100, 80, 60, 50, 30, 20, 10)  # 500 MB, the largest as big as torch's CPU wheel
-
-
-def fresh(work: Path, timed: Callable[[Path], float]) -> Callable[[], float]:
-    """*timed* given a new empty folder each call, removed after (untimed)."""
-    def call() -> float:
-        folder = Path(tempfile.mkdtemp(dir=work))
-        try:
-            return timed(folder)
-        finally:
-            shutil.rmtree(folder)
-    return call
 
 
 class ServerLoad:
@@ -83,9 +70,9 @@ def cold(work: Path, build: list[str], urls: list[str], total: int, env: dict[st
         curl += ["-o", url.rsplit("/", 1)[1], url]
     load = ServerLoad()
     pairs = h.measure_pairs(
-        fresh(work, lambda d: h.run_timed([*build, "--cache-dir", d / "cache", "--out",
+        h.fresh(work, lambda d: h.run_timed([*build, "--cache-dir", d / "cache", "--out",
                                            d / "out"], env).seconds),
-        fresh(work, load.wrap(lambda d: h.run_timed(curl, env, cwd=d).seconds)),
+        h.fresh(work, load.wrap(lambda d: h.run_timed(curl, env, cwd=d).seconds)),
         opts, "cold wheelhouse")
     lk, base = total / 1e6 / median(pairs.subject), total / 1e6 / median(pairs.baseline)
     return h.Result(name=f"cold wheelhouse ({len(urls)} files, {total / 1e6:.0f} MB)",
@@ -100,9 +87,9 @@ def warm(work: Path, build: list[str], env: dict[str, str], opts: h.Options) -> 
     python = [sys.executable, "-c", "pass"]
     hashed: list[str | Path] = ["openssl", "dgst", "-sha256", *sorted(built.glob("*.whl"))]
     pairs = h.measure_pairs(
-        fresh(work, lambda d: h.run_timed([*build, "--cache-dir", cache, "--out", d / "out"],
+        h.fresh(work, lambda d: h.run_timed([*build, "--cache-dir", cache, "--out", d / "out"],
                                           env).seconds),
-        fresh(work, lambda d: h.run_timed(["cp", "-al", built, d / "copy"], env).seconds
+        h.fresh(work, lambda d: h.run_timed(["cp", "-al", built, d / "copy"], env).seconds
               + h.run_timed(hashed, env).seconds + h.run_timed(python, env).seconds),
         opts, "warm wheelhouse")
     return h.Result(name="warm wheelhouse rebuild", subject=h.median_s(pairs.subject),
