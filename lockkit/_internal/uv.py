@@ -3,7 +3,7 @@ its version."""
 
 from __future__ import annotations
 
-from importlib import metadata
+from functools import cache
 from pathlib import Path
 
 from lockkit._internal import proc
@@ -17,9 +17,13 @@ def uv_bin() -> str:
     return uv.find_uv_bin()
 
 
+@cache
 def uv_version(binary: str | None = None) -> str:
-    """The version of *binary* (default: the uv package's own, read from its metadata)."""
+    """The version of *binary* (default: the uv package's own, read from its metadata;
+    importlib.metadata is imported here, as compile asks while uv runs)."""
     if binary is None or Path(binary) == Path(uv_bin()):
+        from importlib import metadata
+
         return metadata.version("uv")
     out = proc.check([binary, "--version"], what=f"{binary} --version", timeout=60).stdout.split()
     return out[1] if len(out) > 1 else "unknown"

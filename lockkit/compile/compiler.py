@@ -56,12 +56,14 @@ def _asked_names(requirements: dict[str, list[str]]) -> list[str]:
 
 
 def _imports_for_after_uv() -> None:
-    """What compile needs once uv is done (tomli_w, packaging.pylock: ~30 ms), imported
-    while uv resolves."""
+    """What compile needs once uv is done (tomli_w, packaging.pylock, and uv's version
+    through importlib.metadata: ~45 ms), done while uv resolves."""
     import lockkit.lock.lockfile  # noqa: F401
 
+    uv_version(uv_bin())
 
-def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
+
+def compile_one(project: Project, platform: Platform, uv: str,
                 http: _Http, upgrade: bool = False,
                 upgrade_packages: tuple[str, ...] = (),
                 requirements: dict[str, list[str]] | None = None,
@@ -84,7 +86,7 @@ def compile_one(project: Project, platform: Platform, uv: str, uv_ver: str,
         "backend": {"kind": platform.backend.kind, "version": platform.backend.version or ""},
         "torch-index": platform.torch_index or "", "python": python,
         "lock-format": LOCK_FORMAT, "inputs-fingerprint": fingerprint(record),
-        "lockkit-version": __version__, "uv-version": uv_ver,
+        "lockkit-version": __version__, "uv-version": uv_version(uv),
     }
     memos = memos if memos is not None else MemoStore(default_cache_dir())
     key = _memo_key(resolution.text, meta, record, platform, indexes, project.allow_sdist,
@@ -323,7 +325,6 @@ def compile_platforms(project: Project, platforms: list[Platform],
     platform as its work begins."""
     requirements = _before_work(project, platforms, upgrade or force, on_warning)
     uv = uv_bin()
-    uv_ver = uv_version(uv)
 
     memos = MemoStore(default_cache_dir())
 
@@ -331,7 +332,7 @@ def compile_platforms(project: Project, platforms: list[Platform],
         if on_start:
             on_start(platform)
         try:
-            outcome = compile_one(project, platform, uv, uv_ver, http, upgrade, upgrade_packages,
+            outcome = compile_one(project, platform, uv, http, upgrade, upgrade_packages,
                                   requirements, memos)
         except LockkitError as exc:
             outcome = Outcome(platform=platform.name, path=project.lock_path(platform.name),
