@@ -98,19 +98,6 @@ def test_the_smoke_expression_is_never_evaluated_by_lockkit(tmp_path):
 
 # --- the probe, in a venv -------------------------------------------------------------
 
-@pytest.fixture(scope="session")
-def numpy_wheel(tmp_path_factory) -> Path:
-    """A real numpy wheel: the fake torch's tensors are numpy arrays."""
-    dest = tmp_path_factory.mktemp("numpy-wheel")
-    run = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:",
-         "--no-deps", "-d", str(dest), "numpy"], capture_output=True, text=True, timeout=600)
-    wheels = sorted(dest.glob("numpy-*.whl"))
-    if run.returncode != 0 or not wheels:
-        pytest.skip(f"no numpy wheel is available to pip on this machine: {run.stderr[-200:]}")
-    return wheels[0]
-
-
 @pytest.fixture
 def ext_venv(tmp_path, numpy_wheel):
     def make(**ext: Any) -> Path:

@@ -133,18 +133,6 @@ def test_a_driver_too_old_is_named_before_the_device_it_makes_unreachable():
 
 # --- torchvision / torchaudio inside a venv -------------------------------------------
 
-@pytest.fixture(scope="session")
-def numpy_wheel(tmp_path_factory) -> Path:
-    dest = tmp_path_factory.mktemp("numpy-wheel")
-    run = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:",
-         "--no-deps", "-d", str(dest), "numpy"], capture_output=True, text=True, timeout=600)
-    wheels = sorted(dest.glob("numpy-*.whl"))
-    if run.returncode != 0 or not wheels:
-        pytest.skip(f"no numpy wheel is available to pip on this machine: {run.stderr[-200:]}")
-    return wheels[0]
-
-
 @pytest.fixture
 def venv_of(tmp_path, numpy_wheel):
     """``make(torch=..., vision=..., audio=...)`` -> a venv's interpreter holding those fakes."""
