@@ -19,14 +19,13 @@ __all__ = ["handle"]
 def handle(args: argparse.Namespace) -> int:
     from lockkit.ci import workflow as ci
     from lockkit.config.project import load_project
-    from lockkit.platforms.definitions import load_platforms, select_platforms
+    from lockkit.platforms.definitions import load_catalog
 
     repo, rel = ci.locate_project(args.project, Path.cwd())
     project = load_project(repo / rel)
-    known = load_platforms(project.root)
-    selected = select_platforms(known, args.platform, args.all, project.platforms,
-                                project.config_file)
-    runners = ci.validate_runners(project.runners, known,
+    catalog = load_catalog(project.root)
+    selected = catalog.select(args.platform, args.all, project.platforms, project.config_file)
+    runners = ci.validate_runners(project.runners, [*catalog.platforms, *catalog.broken],
                                   where=f"{project.config_file}: [ci.runners]")
     lockkit = (ci.pin_files(project.ci_lockkit, repo, f"{project.config_file}: [ci] lockkit")
                if project.ci_lockkit else None)

@@ -60,9 +60,10 @@ def human_size(n: int) -> str:
 def pick_platform(project: Project, name: str | None, command: str) -> Platform:
     """The named platform, else the config's only one, else the best this machine runs
     that has a lock (said on stderr as ``<command>: picked ...``); its lock must exist."""
-    from lockkit.platforms.definitions import load_platforms, select_platforms
+    from lockkit.platforms.definitions import load_catalog
 
-    known = load_platforms(project.root)
+    catalog = load_catalog(project.root)
+    known = catalog.platforms
     if name is None and len(project.platforms) != 1:
         from lockkit.platforms.host import choose
 
@@ -70,8 +71,8 @@ def pick_platform(project: Project, name: str | None, command: str) -> Platform:
         name = picked.platform.name
         ui.say(f"{command}: picked {name} for this machine ({picked.reason})")
     # without a name, the config's only platform: an unknown one is traced to the file
-    platform, = select_platforms(known, [name] if name else [], False, project.platforms,
-                                 project.config_file)
+    platform, = catalog.select([name] if name else [], False, project.platforms,
+                               project.config_file)
     if not project.lock_path(platform.name).is_file():
         raise UsageError(f"{project.lock_path(platform.name)}: no lock",
                          hint=f"run 'lockkit compile --platform {platform.name}'")

@@ -20,12 +20,12 @@ __all__ = ["handle"]
 
 def handle(args: argparse.Namespace) -> int:
     from lockkit.config.project import load_project
-    from lockkit.platforms.definitions import load_platforms, select_platforms
+    from lockkit.platforms.definitions import load_catalog
 
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url,
                            exclude_newer=args.exclude_newer)
-    selected = select_platforms(load_platforms(project.root), args.platform, args.all,
-                                project.platforms, project.config_file)
+    selected = load_catalog(project.root).select(args.platform, args.all, project.platforms,
+                                                 project.config_file)
     if args.check:
         return _check(project, selected)
     from lockkit.compile.compiler import compile_platforms

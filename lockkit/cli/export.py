@@ -19,13 +19,12 @@ def handle(args: argparse.Namespace) -> int:
     from lockkit.config.project import load_project
     from lockkit.lock import export
     from lockkit.lock.freshness import stale_warning
-    from lockkit.platforms.definitions import load_platforms, select_platforms
+    from lockkit.platforms.definitions import load_catalog
 
     if args.format == "pylock" and args.output is not None:
         export.check_pylock_name(args.output)
     project = load_project(args.project, mirrors=args.mirror)
-    platform, = select_platforms(load_platforms(project.root), [args.platform], False,
-                                 project.platforms)
+    platform, = load_catalog(project.root).select([args.platform], False, project.platforms)
     if args.format == "pylock":
         text = export.pylock_text(project, platform, official=args.official)
     else:

@@ -1,5 +1,6 @@
 """``lockkit platforms``: the known platforms as a table, JSON or Markdown, or the ones this
-machine runs (``--host``). The result goes to stdout."""
+machine runs (``--host``). The result goes to stdout. A malformed platform file does not hide
+the others: they are listed, then its error is raised (exit 2), naming the file and key."""
 
 from __future__ import annotations
 
@@ -18,26 +19,40 @@ __all__ = ["handle"]
 
 
 def handle(args: argparse.Namespace) -> int:
-    from lockkit.platforms.definitions import load_platforms, markdown_table
+    from lockkit.platforms.definitions import load_catalog
 
-    platforms = load_platforms(project_root(args.project))
-    if args.host:
-        return _host(platforms, args.json)
-    if args.json:
-        print(json.dumps([p.summary() for p in platforms.values()], indent=2))
-        return 0
-    if args.markdown:
-        print(markdown_table(platforms), end="")
-        return 0
-    rows = [(p.name, p.os, p.arch, p.python, p.backend_label,
-             f"alias of {p.alias_of}" if p.alias_of else p.torch_index or "(default index)",
-             p.torch_releases) for p in platforms.values()]
-    ui.print_table("lockkit platforms", ("name", "os", "arch", "python", "backend", "torch index",
-                                         "torch releases"), rows, stream=sys.stdout)
+    catalog = load_catalog(project_root(args.project))
+    _show(catalog.platforms, args)
+    error = catalog.error()
+    if error is not None:
+        raise error
     return 0
 
 
-def _host(platforms: dict[str, Any], as_json: bool) -> int:
+def _show(platforms: dict[str, Any], args: argparse.Namespace) -> None:
+    from lockkit.platforms.definitions import markdown_table
+
+    if args.host:
+        _host(platforms, args.json)
+    elif args.json:
+        print(json.dumps([p.summary() for p in platforms.values()], indent=2))
+    elif args.markdown:
+        print(markdown_table(platforms), end="")
+    else:
+        rows = [(p.name, p.os, p.arch, p.python, p.backend_label, _torch_from(p),
+                 p.torch_releases) for p in platforms.values()]
+        ui.print_table("lockkit platforms", ("name", "os", "arch", "python", "backend",
+                                             "torch index", "torch releases"), rows,
+                       stream=sys.stdout)
+
+
+def _torch_from(p: Any) -> str:
+    if p.alias_of:
+        return f"alias of {p.alias_of}"
+    return p.torch_index or ("(default index)" if p.has_torch else "(no torch)")
+
+
+def _host(platforms: dict[str, Any], as_json: bool) -> None:
     from lockkit.platforms import host
 
     fits, out = host.rank(platforms.values(), host.detect())
@@ -45,10 +60,9 @@ def _host(platforms: dict[str, Any], as_json: bool) -> int:
         print(json.dumps({"runs": [{"name": r.platform.name, "reason": r.reason} for r in fits],
                           "ruled_out": [{"name": r.platform.name, "reason": r.reason}
                                         for r in out]}, indent=2))
-        return 0
+        return
     rows: list[tuple[int | str, str, str, str]] = [
         (i, r.platform.name, "runs here", r.reason) for i, r in enumerate(fits, 1)]
     rows += [("", r.platform.name, "ruled out", r.reason) for r in out]
     ui.print_table("lockkit platforms --host", ("#", "platform", "verdict", "why"), rows,
                    stream=sys.stdout)
-    return 0

@@ -32,7 +32,7 @@ def _build(args: argparse.Namespace) -> int:
     from lockkit.config.project import load_project
     from lockkit.index.auth import Credentials
     from lockkit.lock.freshness import stale_warning
-    from lockkit.platforms.definitions import load_platforms, select_platforms
+    from lockkit.platforms.definitions import load_catalog
     from lockkit.wheelhouse import build as wheelhouse
     from lockkit.wheelhouse.fetch import http_client
 
@@ -40,8 +40,7 @@ def _build(args: argparse.Namespace) -> int:
         if not folder.is_dir():
             raise UsageError(f"--find-links {folder}: not a folder")
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
-    platform, = select_platforms(load_platforms(project.root), [args.platform], False,
-                                 project.platforms)
+    platform, = load_catalog(project.root).select([args.platform], False, project.platforms)
     out = check(args.out or project.root / "wheelhouse" / platform.name, kind="wheelhouse",
                 platform=platform.name, project=project.root,
                 flag="--out" if args.out else None)  # before any download

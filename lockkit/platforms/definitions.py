@@ -3,6 +3,11 @@
 Shipped files live in ``lockkit/_platforms`` when installed (the repository's
 ``platforms/`` folder in a checkout); a project's own ``platforms/`` folder adds
 or overrides them by name.
+
+``[torch]`` and ``[gpu]`` are optional: a platform without ``[torch]`` (a service that needs
+no PyTorch) has no PyTorch index and no torch family, so every package comes from the
+default index; without ``[gpu]`` its device is the CPU. Such a file means exactly what
+``[torch] packages = []`` and ``[gpu] device = "cpu"`` meant before, so its locks stay fresh.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import hashlib
 import json
 import re
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -22,8 +27,9 @@ from lockkit._internal.compat import tomllib
 from lockkit._internal.keys import KeyReader, did_you_mean
 from lockkit.errors import PlatformError
 
-__all__ = ["Backend", "Platform", "closest_platform", "load_platforms", "markdown_table",
-           "select_platforms", "shipped_dir", "unknown_platform"]
+__all__ = ["Backend", "Catalog", "Platform", "closest_platform", "load_catalog",
+           "load_platforms", "markdown_table", "select_platforms", "shipped_dir",
+           "unknown_platform"]
 
 KINDS = ("cpu", "cuda", "rocm", "xpu", "mps")
 DEVICES = ("cpu", "cuda", "xpu", "mps")
@@ -31,8 +37,8 @@ OSES = ("linux", "macos", "windows")
 _TOP = {"name", "os", "arch", "python", "python-platform", "backend", "torch", "gpu", "description",
         "macos-deployment-target", "alias-of"}
 _ALIAS_TOP = {"alias-of", "description"}
-_REQUIRED = ("os", "arch", "python", "python-platform", "backend", "torch", "gpu")
-# each table's keys, and those it requires
+_REQUIRED = ("os", "arch", "python", "python-platform", "backend")
+# each table's keys, and those it requires when it is there ([torch] and [gpu] are optional)
 _TABLES = {"backend": ({"kind", "version"}, ("kind",)),
            "torch": ({"index", "packages", "file-hosts", "releases"}, ("packages",)),
            "gpu": ({"device", "cuda", "hip"}, ("device",))}
@@ -97,6 +103,12 @@ class Platform:
                 "gpu": {"device": self.gpu_device, "cuda": self.gpu_cuda, "hip": self.gpu_hip}}
 
     @property
+    def has_torch(self) -> bool:
+        """Whether the platform routes a torch family (``[torch] packages``): without one,
+        nothing goes to a PyTorch index and a lock without torch is what it should be."""
+        return bool(self.torch_packages)
+
+    @property
     def backend_label(self) -> str:
         return self.backend.kind + (f" {self.backend.version}" if self.backend.version else "")
 
@@ -136,7 +148,8 @@ def parse_platform(path: Path) -> Platform | _Alias:
     tables = {key: r.table(data, key) for key in _TABLES}
     for key, (known, required) in _TABLES.items():
         r.at(key).unknown(tables[key], known)
-        r.at(key).require(tables[key], required, why=None)
+        if isinstance(data.get(key), dict):
+            r.at(key).require(tables[key], required, why=None)
     backend, torch, gpu = (r.at(key) for key in ("backend", "torch", "gpu"))
     name = r.typed("name", data.get("name"), str) or path.stem
     _check_name(r, name)
@@ -154,6 +167,9 @@ def parse_platform(path: Path) -> Platform | _Alias:
     index, packages, hosts, releases = _torch(torch, tables["torch"])
     device = gpu.choice("device", gpu.typed("device", tables["gpu"].get("device"), str),
                         DEVICES, says="is not one of")
+    if "gpu" not in data and "torch" in data and kind not in (None, "cpu"):
+        r.fail("gpu", f"missing (required with [torch] and backend kind {kind!r}: the "
+                      "device its GPU check runs on)")
     cuda, hip = (gpu.typed(key, tables["gpu"].get(key), str) for key in ("cuda", "hip"))
     macos_target = r.typed("macos-deployment-target", data.get("macos-deployment-target"), str)
     if macos_target is not None and not _MACOS_TARGET.fullmatch(macos_target):
@@ -164,7 +180,7 @@ def parse_platform(path: Path) -> Platform | _Alias:
         name=name, os=os_, arch=arch, python=python, python_platform=python_platform,
         backend=Backend(kind=kind, version=version), torch_index=index,
         torch_packages=packages, torch_file_hosts=hosts,
-        gpu_device=device, gpu_cuda=cuda, gpu_hip=hip,
+        gpu_device=device or "cpu", gpu_cuda=cuda, gpu_hip=hip,
         macos_target=macos_target, torch_releases=releases,
         description=data.get("description", ""), source=str(path),
     )
@@ -230,39 +246,83 @@ def _parse_alias(r: KeyReader, data: dict[str, Any], path: Path) -> _Alias:
                   source=path)
 
 
-def _resolve_alias(alias: _Alias, found: dict[str, Platform]) -> Platform:
+def _resolve_alias(alias: _Alias, found: dict[str, Platform], broken: Iterable[str]) -> Platform:
     """The alias is the target's definition under the family name, saying which it stands for
     (a lock compiled under the family name stays where it was: ``pylock.<alias>.toml``)."""
     target = found.get(alias.target)
     if target is None or target.alias_of:
         known = sorted(n for n, p in found.items() if not p.alias_of)
-        why = "is itself an alias" if target else "is not a known platform"
+        why = ("is itself an alias" if target else "is a malformed platform file"
+               if alias.target in broken else "is not a known platform")
         raise PlatformError(f"{alias.source}: alias-of: {alias.target!r} {why}"
                             + did_you_mean(alias.target, known))
     return replace(target, name=alias.name, alias_of=target.name, source=str(alias.source),
                    description=alias.description or f"alias of {target.name}")
 
 
-def load_platforms(project_dir: Path | None = None) -> dict[str, Platform]:
-    """Shipped platforms, then the project's ``platforms/*.toml`` overriding by name; family
-    names (``alias-of``) resolved last, so a project may point one at its own platform."""
+@dataclass(frozen=True)
+class Catalog:
+    """Every platform file read: the valid platforms, and each malformed file's error under
+    its name (the file's stem), so one broken file stops only what needs that platform."""
+
+    platforms: dict[str, Platform]
+    broken: dict[str, PlatformError]
+
+    def error(self, names: Collection[str] | None = None) -> PlatformError | None:
+        """The error of the malformed files among *names* (all of them when None)."""
+        errors = [e for n, e in self.broken.items() if names is None or n in names]
+        if len(errors) > 1:
+            return PlatformError("; ".join(str(e) for e in errors))
+        return errors[0] if errors else None
+
+    def select(self, names: Sequence[str], all_: bool, configured: Sequence[str],
+               source: Path | str | None = None) -> list[Platform]:
+        """:func:`select_platforms`, after the errors of the malformed files it asks for
+        (``--all`` asks for every one)."""
+        error = self.error(None if all_ else list(names) or list(configured))
+        if error is not None:
+            raise error
+        return select_platforms(self.platforms, names, all_, configured, source)
+
+
+def load_catalog(project_dir: Path | None = None) -> Catalog:
+    """Shipped platforms, then the project's ``platforms/*.toml`` overriding by name (a
+    malformed file too: its name is then broken, not the shipped one); family names
+    (``alias-of``) resolved last, so a project may point one at its own platform."""
     folders = [shipped_dir()]
     if project_dir is not None and (project_dir / "platforms").is_dir():
         folders.append(project_dir / "platforms")
     found: dict[str, Platform] = {}
     aliases: dict[str, _Alias] = {}
+    broken: dict[str, PlatformError] = {}
     for folder in folders:
         for path in sorted(folder.glob("*.toml")):
-            plat = parse_platform(path)
+            try:
+                plat = parse_platform(path)
+            except PlatformError as exc:
+                plat, broken[path.stem] = None, exc
+            name = plat.name if plat else path.stem
+            for table in (found, aliases, broken if plat else {}):
+                table.pop(name, None)
             if isinstance(plat, _Alias):
-                found.pop(plat.name, None)
-                aliases[plat.name] = plat
-            else:
-                aliases.pop(plat.name, None)
-                found[plat.name] = plat
+                aliases[name] = plat
+            elif plat is not None:
+                found[name] = plat
     for alias in aliases.values():
-        found[alias.name] = _resolve_alias(alias, found)
-    return dict(sorted(found.items()))
+        try:
+            found[alias.name] = _resolve_alias(alias, found, broken)
+        except PlatformError as exc:
+            broken[alias.name] = exc
+    return Catalog(platforms=dict(sorted(found.items())), broken=dict(sorted(broken.items())))
+
+
+def load_platforms(project_dir: Path | None = None) -> dict[str, Platform]:
+    """Every platform of :func:`load_catalog`, a malformed file an error (see Catalog)."""
+    catalog = load_catalog(project_dir)
+    error = catalog.error()
+    if error is not None:
+        raise error
+    return catalog.platforms
 
 
 def markdown_table(platforms: dict[str, Platform]) -> str:
@@ -271,7 +331,7 @@ def markdown_table(platforms: dict[str, Platform]) -> str:
     lines = ["| platform | OS | arch | backend | torch from | torch releases |",
              "|---|---|---|---|---|---|"]
     for p in platforms.values():
-        where = p.torch_index or "the default index"
+        where = p.torch_index or ("the default index" if p.has_torch else "no torch")
         if p.alias_of:
             where = f"alias of `{p.alias_of}`"
         lines.append(f"| `{p.name}` | {p.os} | {p.arch} | {p.backend_label} | {where} | "

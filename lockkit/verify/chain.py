@@ -39,9 +39,11 @@ _ROCM = re.compile(r"rocm(\d+)\.(\d+)(?:\.[\w.]+)?")
 
 def system_step(step: Step, python: Path, found: Findings, *, timeout: float,
                 record: _run.Recorder | None = None,
-                gpu_args: Sequence[str] | None = None, pycache: Path | None = None) -> None:
+                gpu_args: Sequence[str] | None = None, pycache: Path | None = None,
+                no_torch: str | None = None) -> None:
     """The system chain as the interpreter sees it, into ``found.system`` (kept even when
-    the step fails); ``StepFailed`` when torch reports no version.
+    the step fails); ``StepFailed`` when torch reports no version, unless *no_torch* says
+    why none is expected (a platform without torch: the rest of the chain is the finding).
 
     With *gpu_args*, the GPU probe runs in the same process right after (one torch
     import, not two); its report waits in ``found.gpu_result`` for :func:`gpu_step`."""
@@ -53,7 +55,9 @@ def system_step(step: Step, python: Path, found: Findings, *, timeout: float,
     step.detail.update({"torch": torch.version, "torch.version.cuda": torch.cuda,
                         "torch.version.hip": torch.hip, "build": torch.build,
                         "devices": len(torch.devices)})
-    if not torch.version:
+    if not torch.version and no_torch:
+        step.detail["torch"] = f"not checked: {no_torch}"
+    elif not torch.version:
         raise StepFailed(f"torch: {torch.error or 'reports no version (not importable?)'}")
 
 

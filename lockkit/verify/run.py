@@ -18,6 +18,13 @@ writes no report (the caller renders them with :mod:`lockkit.report`).
 every step runs (the gpu step's checks run on the CPU). On a GPU platform it skips the
 gpu step, and so the application and resume steps that need it (they would run on that
 GPU, against references made there): the result is ``incomplete``, never ``passed``.
+
+A platform without torch (no ``[torch]`` table) whose lock names no torch has nothing to
+check on a device: the system step records the interpreter and OS without torch, and the
+gpu step is skipped saying so, a skip that blocks nothing and leaves the result
+``passed`` (as a declared waiver does). The application and resume steps run as the
+project declares them: a service's own check needs no torch. Should the lock name torch
+all the same (from the default index), it is checked as on any CPU platform.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ PLAN: list[tuple[str, tuple[str, ...]]] = [
     ("inventory", ("install",)), ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
     ("extensions", ("system",)), ("application", ("gpu",)), ("resume", ("gpu",)),
 ]
+NO_TORCH = "the platform has no torch (no [torch] table) and its lock names none"
 ISOLATION = ("installer calls ran with --no-config/--isolated and without PIP_*/UV_* "
              "variables: no user or global pip/uv configuration was used")
 
@@ -108,18 +116,24 @@ def step_bodies(run: Run) -> dict[str, Callable[[Step], None]]:
     opts = run.opts
     skip_gpu = opts.no_gpu and opts.platform.backend.kind != "cpu"
 
+    def no_torch() -> str | None:  # known once the install step has read the lock
+        return None if opts.platform.has_torch or "torch" in run.expected else NO_TORCH
+
     def host(step: Step) -> None:
         run.found.code = git_state(run, opts.project.root)
         rebuild.host_step(run, step)
 
     def system(step: Step) -> None:
         assert run.python is not None
+        probe_gpu = not (skip_gpu or no_torch())
         chain.system_step(step, run.python, run.found, timeout=opts.probe_timeout,
                           record=run.recorder("system"), pycache=run.pycache,
-                          gpu_args=None if skip_gpu else chain.gpu_args(opts.platform,
-                                                                        run.expected))
+                          gpu_args=chain.gpu_args(opts.platform, run.expected)
+                          if probe_gpu else None, no_torch=no_torch())
 
     def gpu(step: Step) -> None:
+        if no_torch():
+            raise StepSkipped(f"{NO_TORCH}: nothing to check on a device", waived=True)
         if skip_gpu:
             raise StepSkipped("--no-gpu: the device was not checked, so the rebuild is not "
                               "proven")

@@ -29,7 +29,7 @@ from packaging.utils import (
 from lockkit._internal.fs import sha256_file
 from lockkit.errors import TrustError, UsageError
 from lockkit.lock.lockfile import python_of, read_lock
-from lockkit.platforms.definitions import Platform, load_platforms
+from lockkit.platforms.definitions import Platform, load_catalog
 from lockkit.platforms.targets import select
 
 __all__ = ["Checked", "Selected", "TrustError", "check_folder", "committed",
@@ -107,7 +107,10 @@ def committed(lock_path: Path, project_dir: Path | None = None) -> list[Selected
     """The selection of a lock file for the platform its ``[tool.lockkit]`` names."""
     data, _ = read_lock(lock_path)
     name = data.get("tool", {}).get("lockkit", {}).get("platform")
-    platforms = load_platforms(project_dir)
+    catalog = load_catalog(project_dir)
+    platforms, broken = catalog.platforms, catalog.error([str(name)])
+    if broken is not None:
+        raise broken
     if name not in platforms:
         raise UsageError(f"{lock_path}: [tool.lockkit].platform is {name!r}, not a known "
                          "platform", hint="pass a lock written by 'lockkit compile'")
