@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
+    from lockkit.platforms.definitions import Platform
+
 __all__ = ["handle"]
 
 
@@ -29,7 +31,7 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show(platforms: dict[str, Any], args: argparse.Namespace) -> None:
+def _show(platforms: dict[str, Platform], args: argparse.Namespace) -> None:
     from lockkit.platforms.definitions import markdown_table
 
     if args.host:
@@ -46,7 +48,7 @@ def _show(platforms: dict[str, Any], args: argparse.Namespace) -> None:
                        stream=sys.stdout)
 
 
-def _torch_from(p: Any) -> str:
+def _torch_from(p: Platform) -> str:
     if p.alias_of:
         return f"alias of {p.alias_of}"
     return p.torch_index or ("(default index)" if p.has_torch else "(no torch)")

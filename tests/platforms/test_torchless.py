@@ -21,8 +21,7 @@ from lockkit._internal.compat import tomllib
 from lockkit.ci import workflow as ci
 from lockkit.cli import main
 from lockkit.errors import PlatformError
-from lockkit.platforms.definitions import (Platform, load_catalog, load_platforms,
-                                           parse_platform)
+from lockkit.platforms.definitions import Platform, load_catalog, load_platforms, parse_platform
 from tests.support.project import assert_conforms
 
 ROOT = Path(__file__).parents[2]
@@ -179,6 +178,7 @@ def test_another_platforms_malformed_file_does_not_stop_this_one(tmp_path, index
 
 def test_the_ci_workflow_runs_it_on_a_hosted_runner():
     plat = parse_platform(EXAMPLE)
+    assert isinstance(plat, Platform)
     assert ci.default_runner(plat) == "ubuntu-latest"
     own = ci.LockkitRequirement(requirement=".lockkit/ci/lockkit-1.0-py3-none-any.whl",
                                 hashes=(f"sha256:{'a' * 64}",), source="path")
