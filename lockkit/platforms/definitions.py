@@ -252,8 +252,8 @@ def _resolve_alias(alias: _Alias, found: dict[str, Platform], broken: Iterable[s
     target = found.get(alias.target)
     if target is None or target.alias_of:
         known = sorted(n for n, p in found.items() if not p.alias_of)
-        why = ("is itself an alias" if target else "is a malformed platform file"
-               if alias.target in broken else "is not a known platform")
+        why = "is itself an alias" if target else (
+            "is a malformed platform file" if alias.target in broken else "is not a known platform")
         raise PlatformError(f"{alias.source}: alias-of: {alias.target!r} {why}"
                             + did_you_mean(alias.target, known))
     return replace(target, name=alias.name, alias_of=target.name, source=str(alias.source),
@@ -300,9 +300,9 @@ def load_catalog(project_dir: Path | None = None) -> Catalog:
             try:
                 plat = parse_platform(path)
             except PlatformError as exc:
-                plat, broken[path.stem] = None, exc
+                plat, broken[path.stem] = None, exc  # broken under its file's name
             name = plat.name if plat else path.stem
-            for table in (found, aliases, broken if plat else {}):
+            for table in (found, aliases, broken if plat else {}):  # what it overrides
                 table.pop(name, None)
             if isinstance(plat, _Alias):
                 aliases[name] = plat

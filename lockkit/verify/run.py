@@ -19,7 +19,7 @@ every step runs (the gpu step's checks run on the CPU). On a GPU platform it ski
 gpu step, and so the application and resume steps that need it (they would run on that
 GPU, against references made there): the result is ``incomplete``, never ``passed``.
 
-A platform without torch (no ``[torch]`` table) whose lock names no torch has nothing to
+A platform without torch (no ``[torch]`` packages) whose lock names no torch has nothing to
 check on a device: the system step records the interpreter and OS without torch, and the
 gpu step is skipped saying so, a skip that blocks nothing and leaves the result
 ``passed`` (as a declared waiver does). The application and resume steps run as the
@@ -55,7 +55,7 @@ PLAN: list[tuple[str, tuple[str, ...]]] = [
     ("inventory", ("install",)), ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
     ("extensions", ("system",)), ("application", ("gpu",)), ("resume", ("gpu",)),
 ]
-NO_TORCH = "the platform has no torch (no [torch] table) and its lock names none"
+NO_TORCH = "the platform has no torch ([torch] absent or empty) and its lock names none"
 ISOLATION = ("installer calls ran with --no-config/--isolated and without PIP_*/UV_* "
              "variables: no user or global pip/uv configuration was used")
 
