@@ -289,6 +289,7 @@ def test_two_copies_of_a_project_verify_to_dossiers_without_path_noise(fake_proj
     shutil.copytree(first, second)
     docs = [verify_fake(root, "linux-cpu", "--junit", str(root / "report" / "junit.xml"))[1]
             for root in (first, second)]
+    assert _shared(first / "report") == _shared(second / "report")
     assert [d["roots"]["project"] for d in docs] == [str(first), str(second)]
     assert docs[0]["roots"]["tmp"] != docs[1]["roots"]["tmp"]
     assert docs[1]["lock"] == "<project>/locks/pylock.linux-cpu.toml"
@@ -297,7 +298,6 @@ def test_two_copies_of_a_project_verify_to_dossiers_without_path_noise(fake_proj
     for doc in docs:  # the roots' own paths are in the listing only
         rest = json.dumps({k: v for k, v in doc.items() if k != "roots"})
         assert [path for path in doc["roots"].values() if path in rest] == []
-    assert _shared(first / "report") == _shared(second / "report")
     run = lockkit("diff", str(first / "report"), str(second / "report"))
     assert run.returncode == 0 and run.stdout.startswith("no differences"), run.stdout
 
@@ -373,7 +373,7 @@ def test_a_second_verify_links_torch_from_uv_and_reuses_its_bytecode(copy_of, tm
 
     cache = Path(os.environ["LOCKKIT_CACHE_DIR"])  # the session's (conftest)
     project = copy_of()
-    code, doc, reports = verify(project)
+    code, doc, reports = verify(project, "--absolute-paths")
     assert code == 0, doc["first_error"]
     shutil.rmtree(reports)
     venv = next(s for s in doc["steps"] if s["name"] == "venv")["detail"]["path"]
@@ -388,7 +388,7 @@ def test_a_second_verify_links_torch_from_uv_and_reuses_its_bytecode(copy_of, tm
     assert wheel.parent.name == hashlib.sha256(wheel.read_bytes()).hexdigest()
     with open(cache / "verify" / "venvs" / "linux-cpu.lock", "a+b") as held:
         fcntl.flock(held.fileno(), fcntl.LOCK_EX)
-        code, doc, _ = verify(project)
+        code, doc, _ = verify(project, "--absolute-paths")
     assert code == 0, doc["first_error"]
     venv = next(s for s in doc["steps"] if s["name"] == "venv")["detail"]["path"]
     assert not Path(venv).is_relative_to(cache)  # a temp venv: the folder was taken
