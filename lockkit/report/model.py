@@ -234,9 +234,8 @@ class Dossier:
                 environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()),
                 extensions=_opt(ExtensionsResult, checks.get("extensions")),
                 resume=_opt(ResumeResult, checks.get("resume")),
-                warnings=tuple(map(str, d.get("warnings") or ())),
-                hang=d["hang"] if isinstance(d.get("hang"), Mapping) else None,
-                roots=_roots(d.get("roots")))
+                warnings=tuple(map(str, d.get("warnings") or ())), roots=_roots(d.get("roots")),
+                hang=d["hang"] if isinstance(d.get("hang"), Mapping) else None)
         except SchemaError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
