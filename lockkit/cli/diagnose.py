@@ -19,6 +19,7 @@ __all__ = ["handle"]
 def handle(args: argparse.Namespace) -> int:
     from lockkit.report import json as json_format
     from lockkit.report import terminal
+    from lockkit.report.roots import absolute
     from lockkit.verify.diagnose import default_python, diagnose, no_torch
 
     if args.python is not None and not args.python.exists():
@@ -31,7 +32,8 @@ def handle(args: argparse.Namespace) -> int:
     dossier = diagnose(python, args.expect, source=source, timeout=args.probe_timeout,
                        command_line=tuple(["lockkit", *sys.argv[1:]]))
     if args.json:
-        sys.stdout.write(json_format.dumps(dossier))
+        sys.stdout.write(json_format.dumps(absolute(dossier) if args.absolute_paths
+                                           else dossier))
     else:
         terminal.steps_table(dossier)
         terminal.diagnose_facts(dossier)

@@ -231,6 +231,8 @@ def verify(sub: Any) -> None:
     ver.add_argument("--json", action="store_true",
                      help="print the dossier's JSON document instead of the steps table "
                           "(the same document as dossier.json and 'diagnose --json')")
+    ver.add_argument("--absolute-paths", action="store_true", help="write the dossier's paths "
+                     "as they are, not relative to its roots (<project>/..., <venv>/...)")
     ver.add_argument("--variant", metavar="NAME",
                      help="record this run as an intended variant (e.g. fp16-weights); "
                           "'lockkit diff' lists its declared differences apart")
@@ -252,6 +254,7 @@ def diagnose(sub: Any) -> None:
     diag.add_argument("--expect", choices=("cpu", "cuda", "rocm", "mps"),
                       help="backend the torch build must have (default: the one it reports)")
     diag.add_argument("--json", action="store_true", help="print the report as JSON")
+    diag.add_argument("--absolute-paths", action="store_true", help="paths not as <venv>/...")
     diag.add_argument("--probe-timeout", type=float, default=300.0, metavar="S")
 
 

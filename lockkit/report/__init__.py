@@ -5,7 +5,8 @@
 ``dossier.md`` (:mod:`~lockkit.report.markdown`), JUnit XML (:mod:`~lockkit.report.junit`),
 the tables a command prints (:mod:`~lockkit.report.terminal`), and ``lockkit diff``: which
 layer a difference comes from (:mod:`~lockkit.report.diff`). :func:`write_folder` writes a
-run's report folder. Nothing here runs a check.
+run's report folder. Paths in what is written are relative to the run's named roots
+(:mod:`~lockkit.report.roots`). Nothing here runs a check.
 
 May import: lockkit.errors, lockkit._internal
 """
@@ -21,15 +22,17 @@ from lockkit._internal.redact import redact
 from lockkit.report import json as json_format
 from lockkit.report import markdown
 from lockkit.report.model import Dossier
+from lockkit.report.roots import relative_text
 
 __all__ = ["write_folder"]
 
 
 def write_folder(folder: Path, dossier: Dossier, attachments: Mapping[str, str]) -> None:
-    """``dossier.json``, ``dossier.md`` and the run's attachments (logs), redacted; each
-    file written whole or not at all, the JSON last (its presence means a complete folder)."""
+    """``dossier.json``, ``dossier.md`` and the run's attachments (logs), redacted, their
+    paths relative to the dossier's roots; each file written whole or not at all, the JSON
+    last (its presence means a complete folder)."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in attachments.items():
-        write_atomic(folder / name, redact(text))
+        write_atomic(folder / name, redact(relative_text(text, dossier.roots)))
     write_atomic(folder / "dossier.md", markdown.render(dossier))
     write_atomic(folder / "dossier.json", json_format.dumps(dossier))

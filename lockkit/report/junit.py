@@ -8,9 +8,11 @@ because a step's crash is recorded by :mod:`lockkit.verify.steps` as ``failed``.
 
 The shape follows the common (Jenkins/Ant) JUnit schema that GitHub, GitLab and
 Jenkins test reporters read: numeric ``tests``/``failures``/``errors``/``skipped``/
-``time``, ``timestamp`` without a zone. Every message goes through
-:func:`lockkit._internal.redact.redact`, and characters XML 1.0 cannot carry (terminal escapes
-in a subprocess's output) are dropped so the file always parses.
+``time``, ``timestamp`` without a zone. Paths are the dossier document's: relative to
+its roots, each root a ``root.<name>`` property (:mod:`~lockkit.report.roots`). Every
+message goes through :func:`lockkit._internal.redact.redact`, and characters XML 1.0
+cannot carry (terminal escapes in a subprocess's output) are dropped so the file always
+parses.
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ def to_junit(dossier: Dossier | Mapping[str, Any]) -> ET.Element:
     for key in _PROPERTIES:
         if doc.get(key) is not None:
             ET.SubElement(props, "property", name=key, value=_text(doc[key]))
+    for name, path in (doc.get("roots") or {}).items():
+        ET.SubElement(props, "property", name=f"root.{name}", value=_text(path))
     for step in steps:
         _testcase(suite, step, classname)
     return root

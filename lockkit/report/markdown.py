@@ -1,5 +1,6 @@
 """A dossier for people: the verdict and first error, the steps, the commands, the
-inventory, the system chain and the application's checks (``dossier.md``)."""
+inventory, the system chain and the application's checks (``dossier.md``). Its paths are
+written relative to the dossier's roots, listed once in the facts (:mod:`~lockkit.report.roots`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 
 from lockkit._internal.redact import redact
 from lockkit.report.model import Dossier
+from lockkit.report.roots import relative
 
 __all__ = ["render"]
 
@@ -16,6 +18,7 @@ def _cell(text: str) -> str:
 
 
 def render(d: Dossier) -> str:
+    d = relative(d, d.roots)
     lines = _verdict(d) + _facts(d) + _steps(d) + _commands(d) + _inventory(d) + _system(d)
     lines += _gpu_chain(d) + _toolchain(d) + _extensions(d)
     lines += _fingerprints(d) + _application(d) + _resume(d) + _stacks(d)
@@ -41,7 +44,10 @@ def _verdict(d: Dossier) -> list[str]:
 
 
 def _facts(d: Dossier) -> list[str]:
-    return [f"- {label}: `{value}`" for label, value in (
+    roots = (["- paths relative to: " + ", ".join(f"`<{name}>` = `{path}`"
+                                                  for name, path in d.roots.items())]
+             if d.roots else [])
+    return roots + [f"- {label}: `{value}`" for label, value in (
         ("lockkit version", d.lockkit_version), ("started", d.started),
         ("command line", " ".join(d.command_line)), ("lock", d.lock),
         ("lock sha256", d.lock_sha256), ("interpreter", d.interpreter),

@@ -12,7 +12,9 @@ command records' ``timed_out``; a schema-1 dossier is upgraded on load, a newer 
 refused with one line. Later additions to schema 2 are optional keys a reader of an
 earlier schema-2 document finds absent: ``warnings`` (things the run noticed that do not
 change its result, such as a stale lock), a step's ``waived`` and a fingerprint's
-``uncommitted`` flag, and the ``command`` kind of the application check.
+``uncommitted`` flag, the ``command`` kind of the application check, and ``roots``: the
+folders the document's paths are written relative to (:mod:`~lockkit.report.roots`;
+absent in the absolute form, ``--absolute-paths``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from lockkit.report.records import (  # noqa: F401 - re-exported: the model is o
     Variant,
     _req,
 )
+from lockkit.report.roots import relative
 
 __all__ = ["SCHEMA_VERSION", "ApplicationResult", "CheckResult", "CommandRecord", "Dossier",
            "ExtensionCheck", "ExtensionsResult", "NativePackage", "Fingerprint", "GitState",
@@ -51,6 +54,15 @@ RESULTS = ("passed", "failed", "incomplete")
 
 def _opt(cls: Any, value: Any) -> Any:
     return cls.from_dict(value) if isinstance(value, Mapping) else None
+
+
+def _roots(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise SchemaError(f"roots: expected an object of name -> absolute path, got {value!r}")
+    return dict(value)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,6 +104,9 @@ class Dossier:
     # where a command that passed its timeout stalled (lockkit.verify.hang): step, phase, frame,
     # detail and the stacks every process of its group printed
     hang: Mapping[str, Any] | None = None
+    # name -> absolute folder (project, venv, wheelhouse, cache, tmp): the JSON document and
+    # dossier.md write the paths under them as <name>/... (lockkit.report.roots); {}: as they are
+    roots: Mapping[str, str] = field(default_factory=dict)
 
     def step(self, name: str) -> StepResult | None:
         return next((s for s in self.steps if s.name == name), None)
@@ -112,7 +127,16 @@ class Dossier:
         return [s for s in self.steps if s.waived]
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document: schema 1's keys, in its order, plus schema 2's additions."""
+        """The JSON document: schema 1's keys, in its order, plus schema 2's additions; its
+        paths relative to the roots, listed after ``kind``, when there are roots."""
+        doc = relative(self._document(), self.roots)
+        if not self.roots:
+            return doc
+        head = {"schema_version": doc.pop("schema_version"), "kind": doc.pop("kind"),
+                "roots": dict(self.roots)}
+        return {**head, **doc}
+
+    def _document(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
             "schema_version": self.schema_version, "kind": self.kind,
             "lockkit_version": self.lockkit_version, "started": self.started,
@@ -210,7 +234,7 @@ class Dossier:
                 environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()),
                 extensions=_opt(ExtensionsResult, checks.get("extensions")),
                 resume=_opt(ResumeResult, checks.get("resume")),
-                warnings=tuple(map(str, d.get("warnings") or ())),
+                warnings=tuple(map(str, d.get("warnings") or ())), roots=_roots(d.get("roots")),
                 hang=d["hang"] if isinstance(d.get("hang"), Mapping) else None)
         except SchemaError:
             raise

@@ -14,6 +14,7 @@ from lockkit._internal import proc as _run
 from lockkit._internal.redact import redact
 from lockkit.errors import UsageError
 from lockkit.report.model import CommandRecord, Dossier
+from lockkit.report.roots import named_roots
 from lockkit.verify import chain
 from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, Steps, overall
@@ -83,7 +84,8 @@ def no_torch(dossier: Dossier) -> bool:
 def diagnose(python: Path | None = None, expect: str | None = None, *, source: str = "",
              timeout: float = 300.0, command_line: tuple[str, ...] = ()) -> Dossier:
     """Run the probes with *python* (default: :func:`default_python`); return the
-    dossier. *source* says how the interpreter was chosen (kept in the system step)."""
+    dossier, its root the interpreter's venv. *source* says how the interpreter was chosen
+    (kept in the system step)."""
     if python is None:
         python, source = default_python()
     started = _dt.datetime.now(_dt.timezone.utc)
@@ -115,4 +117,13 @@ def diagnose(python: Path | None = None, expect: str | None = None, *, source: s
                    started=started.strftime("%Y-%m-%dT%H:%M:%SZ"),
                    command_line=command_line, python=str(python), result=overall(steps),
                    first_error=steps.first_error, steps=tuple(s.result() for s in steps),
-                   commands=tuple(commands), system=found.system, gpu=found.gpu)
+                   commands=tuple(commands), system=found.system, gpu=found.gpu,
+                   roots=named_roots(venv=_venv_of(found)))
+
+
+def _venv_of(found: Findings) -> str | None:
+    """The probed interpreter's venv (its ``sys.prefix``), the root of its paths; None
+    for an interpreter outside a venv (its prefix is the system's, not a run's)."""
+    python = found.system.section("python") if found.system is not None else {}
+    prefix = python.get("prefix")
+    return prefix if python.get("in_venv") and isinstance(prefix, str) else None

@@ -40,6 +40,7 @@ from lockkit import __version__
 from lockkit._internal.fs import sha256_file
 from lockkit.lock import freshness
 from lockkit.report.model import Dossier, Variant
+from lockkit.report.roots import named_roots
 from lockkit.verify import chain, install, probe, rebuild
 from lockkit.verify.checks.application.step import app_step
 from lockkit.verify.checks.extensions.step import extensions_step
@@ -156,7 +157,8 @@ def step_bodies(run: Run) -> dict[str, Callable[[Step], None]]:
 
 
 def make_dossier(run: Run, started: _dt.datetime) -> Dossier:
-    """The dossier of *run*, started at *started* (the steps that ran, what they found)."""
+    """The dossier of *run*, started at *started* (the steps that ran, what they found),
+    with the run's roots: its documents write the paths under them relative to them."""
     opts, found = run.opts, run.found
     lock = opts.project.lock_path(opts.platform.name)
     return Dossier(
@@ -178,4 +180,6 @@ def make_dossier(run: Run, started: _dt.datetime) -> Dossier:
         fingerprints=found.fingerprints, embedding_config=found.embedding_config,
         application_config=found.application_config, warnings=found.warnings,
         environment_passed_to_probes=tuple(sorted(probe.ALLOWED_VARS)),
-        extensions=found.extensions, resume=found.resume, hang=found.hang)
+        extensions=found.extensions, resume=found.resume, hang=found.hang,
+        roots=named_roots(project=opts.project.root, venv=run.venv, wheelhouse=run.wheelhouse,
+                          cache=opts.cache_root, tmp=run.work))

@@ -446,7 +446,8 @@ def test_verify_under_a_group_writable_cache_uses_no_uv_cache_or_bytecode_there(
     planted = {p: sorted(p.rglob("*")) for p in (cache / "verify" / "pyc", cache / "verify" / "uv")}
     reports = project / "report"
     run = lockkit("verify", "--project", str(project), "--platform", PLATFORM, "--no-gpu",
-                  "--report-dir", str(reports), "--cache-dir", str(cache), network=False)
+                  "--report-dir", str(reports), "--cache-dir", str(cache), "--absolute-paths",
+                  network=False)
     doc = json.loads((reports / "dossier.json").read_text())
     steps = {s["name"]: s for s in doc["steps"]}
     assert steps["install"]["status"] == "passed", doc["first_error"]

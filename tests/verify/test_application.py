@@ -402,8 +402,8 @@ def test_diagnose_defaults_to_the_active_venv_then_python_on_path(tmp_path):
     # the command says which it used, and probes that one (no torch there: system fails)
     env = {**os.environ, "VIRTUAL_ENV": str(venv)}
     run = subprocess.run([sys.executable, "-m", "lockkit", "diagnose", "--json",
-                          "--probe-timeout", "60"], capture_output=True, text=True, env=env,
-                         timeout=120)
+                          "--absolute-paths", "--probe-timeout", "60"],
+                         capture_output=True, text=True, env=env, timeout=120)
     assert f"diagnose: {venv / 'bin' / 'python'} (the active venv" in run.stderr
     doc = json.loads(run.stdout)
     assert doc["python"] == str(venv / "bin" / "python")

@@ -3,6 +3,7 @@ one plain line when that interpreter has no torch."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -74,3 +75,19 @@ def test_no_torch_is_one_plain_line_naming_the_interpreter(tmp_path, own_bin):
     assert lines == ["lockkit: no torch in .venv/bin/python; give --python PATH "
                      "(an interpreter with torch)"]
     assert "Traceback" not in run.stderr
+
+
+def test_diagnose_json_writes_paths_relative_to_the_venv(fake_venv):
+    """Issue 26: the document's paths under the probed venv are <venv>/..., the venv listed
+    once in ``roots``; ``--absolute-paths`` writes them as they are."""
+    python = fake_venv(version="2.5.1+cpu", cuda=None)
+    venv = python.parent.parent
+    argv = [sys.executable, "-m", "lockkit", "diagnose", "--python", str(python), "--json"]
+    doc = json.loads(subprocess.run(argv, capture_output=True, text=True, timeout=120).stdout)
+    assert doc["roots"] == {"venv": str(venv)} and doc["python"] == "<venv>/bin/python"
+    assert doc["system"]["torch"]["file"].startswith("<venv>/lib/")
+    assert str(venv) not in json.dumps({k: v for k, v in doc.items() if k != "roots"})
+    run = subprocess.run([*argv, "--absolute-paths"], capture_output=True, text=True,
+                         timeout=120)
+    doc = json.loads(run.stdout)
+    assert "roots" not in doc and doc["python"] == str(python)

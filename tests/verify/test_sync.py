@@ -170,7 +170,8 @@ def test_verify_of_the_example_passes_and_swaps(copy_of, capsys):
     doc = json.loads((report / "dossier.json").read_text())
     steps = {s["name"]: s for s in doc["steps"]}
     assert doc["result"] == "passed" and len(steps) == 10
-    built = Path(steps["venv"]["detail"]["path"])
+    assert steps["venv"]["detail"]["path"] == "<venv>"  # the dossier's paths: portable
+    built = Path(doc["roots"]["venv"])
     assert built.parent == project and built.name.startswith(".venv.lockkit-new-")
     assert steps["application"]["detail"]["copied_files"] <= files
     assert run([str(venv / "bin" / "python"), "-c", "import torch; print(torch.__file__)"]

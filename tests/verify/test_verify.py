@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -266,6 +267,55 @@ def test_verify_json_prints_the_dossier_document(fake_project):
     assert any(c["argv"][:2] == [str(Path(c["argv"][0])), "-I"] for c in host)  # recorded
 
 
+def _shared(report: Path) -> dict[str, str]:
+    """dossier.json, dossier.md and JUnit of *report* as a second machine would compare them:
+    the roots' listing left out, every number (timings, timestamps) written N."""
+    doc = json.loads((report / "dossier.json").read_text())
+    md = [line for line in (report / "dossier.md").read_text().splitlines()
+          if not line.startswith("- paths relative to: ")]
+    junit = [line for line in (report / "junit.xml").read_text().splitlines()
+             if 'name="root.' not in line]
+    texts = {"json": json.dumps({k: v for k, v in doc.items() if k != "roots"}),
+             "md": "\n".join(md), "junit": "\n".join(junit)}
+    return {name: re.sub(r"\d+", "N", text) for name, text in texts.items()}
+
+
+def test_two_copies_of_a_project_verify_to_dossiers_without_path_noise(fake_project, tmp_path):
+    """Issue 26: one lock verified from two project folders (their venvs, wheelhouses and
+    temp folders apart, as on two machines). The documents write paths relative to the
+    roots, listed once, so they differ in no path and ``lockkit diff`` finds nothing."""
+    first = fake_project("linux-cpu", local="cpu", cuda=None)
+    second = tmp_path / "elsewhere" / "proj"
+    shutil.copytree(first, second)
+    docs = [verify_fake(root, "linux-cpu", "--junit", str(root / "report" / "junit.xml"))[1]
+            for root in (first, second)]
+    assert _shared(first / "report") == _shared(second / "report")
+    assert [d["roots"]["project"] for d in docs] == [str(first), str(second)]
+    assert docs[0]["roots"]["tmp"] != docs[1]["roots"]["tmp"]
+    assert docs[1]["lock"] == "<project>/locks/pylock.linux-cpu.toml"
+    assert docs[1]["wheelhouse"] == "<wheelhouse>"
+    assert docs[1]["steps"][ORDER.index("venv")]["detail"]["path"] == "<venv>"
+    for doc in docs:  # the roots' own paths are in the listing only
+        rest = json.dumps({k: v for k, v in doc.items() if k != "roots"})
+        assert [path for path in doc["roots"].values() if path in rest] == []
+    run = lockkit("diff", str(first / "report"), str(second / "report"))
+    assert run.returncode == 0 and run.stdout.startswith("no differences"), run.stdout
+
+
+def test_absolute_paths_writes_the_paths_as_they_are(fake_project):
+    root = fake_project("linux-cpu", local="cpu", cuda=None)
+    junit = root / "junit.xml"
+    _, doc = verify_fake(root, "linux-cpu", "--absolute-paths", "--junit", str(junit))
+    assert "roots" not in doc
+    assert doc["lock"] == str(root / "locks" / "pylock.linux-cpu.toml")
+    assert doc["wheelhouse"] == str(root / "wheelhouse" / "linux-cpu")
+    venv = doc["steps"][ORDER.index("venv")]["detail"]["path"]
+    assert Path(venv).is_absolute() and Path(venv, "bin", "python").exists()
+    md = (root / "report" / "dossier.md").read_text()
+    assert "paths relative to" not in md and "<project>" not in md and str(root) in md
+    assert 'name="root.' not in junit.read_text()
+
+
 def test_inventory_that_differs_from_the_lock(tmp_path):
     """A wheel that smuggles in a second distribution: the venv no longer matches the lock."""
     pt = PyTorchIndex(tmp_path / "pytorch")
@@ -323,7 +373,7 @@ def test_a_second_verify_links_torch_from_uv_and_reuses_its_bytecode(copy_of, tm
 
     cache = Path(os.environ["LOCKKIT_CACHE_DIR"])  # the session's (conftest)
     project = copy_of()
-    code, doc, reports = verify(project)
+    code, doc, reports = verify(project, "--absolute-paths")
     assert code == 0, doc["first_error"]
     shutil.rmtree(reports)
     venv = next(s for s in doc["steps"] if s["name"] == "venv")["detail"]["path"]
@@ -338,7 +388,7 @@ def test_a_second_verify_links_torch_from_uv_and_reuses_its_bytecode(copy_of, tm
     assert wheel.parent.name == hashlib.sha256(wheel.read_bytes()).hexdigest()
     with open(cache / "verify" / "venvs" / "linux-cpu.lock", "a+b") as held:
         fcntl.flock(held.fileno(), fcntl.LOCK_EX)
-        code, doc, _ = verify(project)
+        code, doc, _ = verify(project, "--absolute-paths")
     assert code == 0, doc["first_error"]
     venv = next(s for s in doc["steps"] if s["name"] == "venv")["detail"]["path"]
     assert not Path(venv).is_relative_to(cache)  # a temp venv: the folder was taken
