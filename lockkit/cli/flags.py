@@ -215,13 +215,17 @@ def verify(sub: Any) -> None:
                      help="skip GPU work: on a GPU platform the gpu and application "
                           "steps (result: incomplete); on a CPU platform nothing")
     ver.add_argument("--report-dir", type=Path, metavar="DIR",
-                     help="where the dossier goes: a new or empty folder, or an earlier "
-                          "report of the platform (default: "
-                          ".lockkit/reports/<platform>/<UTC time>, -2, -3... if taken)")
+                     help="where the dossier goes: a new or empty folder, or an earlier report "
+                          "of the platform (default: .lockkit/reports/<platform>/<UTC time>, "
+                          "-2, -3... if taken)")
     ver.add_argument("--keep-venv", action="store_true",
-                     help="keep the rebuilt venv in its temp folder (its path is printed; "
-                          "the folder is yours to remove). For a venv to work in, use "
-                          "'lockkit sync'")
+                     help="keep the rebuilt venv in its temp folder (its path is printed; the "
+                          "folder is yours to remove). For a venv to work in, use 'lockkit sync'")
+    ver.add_argument("--existing", type=Path, metavar="PYTHON",
+                     help="check this interpreter's environment as it is, not rebuilt (nothing "
+                          "installed or changed; files against RECORD): result passed-existing")
+    ver.add_argument("--strict", action="store_true",
+                     help="with --existing: packages the lock does not name fail the inventory")
     ver.add_argument("--probe-timeout", type=float, default=300.0, metavar="S",
                      help="seconds before a hung probe counts as failed (default 300)")
     ver.add_argument("--cache-dir", type=Path, metavar="DIR",
@@ -229,8 +233,7 @@ def verify(sub: Any) -> None:
     ver.add_argument("--junit", type=Path, metavar="FILE",
                      help="also write a JUnit XML report, one test case per step")
     ver.add_argument("--json", action="store_true",
-                     help="print the dossier's JSON document instead of the steps table "
-                          "(the same document as dossier.json and 'diagnose --json')")
+                     help="print the dossier's JSON document (dossier.json) instead of the table")
     ver.add_argument("--variant", metavar="NAME",
                      help="record this run as an intended variant (e.g. fp16-weights); "
                           "'lockkit diff' lists its declared differences apart")

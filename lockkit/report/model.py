@@ -12,7 +12,9 @@ command records' ``timed_out``; a schema-1 dossier is upgraded on load, a newer 
 refused with one line. Later additions to schema 2 are optional keys a reader of an
 earlier schema-2 document finds absent: ``warnings`` (things the run noticed that do not
 change its result, such as a stale lock), a step's ``waived`` and a fingerprint's
-``uncommitted`` flag, and the ``command`` kind of the application check.
+``uncommitted`` flag, the ``command`` kind of the application check, and, from ``verify
+--existing``, ``environment``, the result ``passed-existing`` and the inventory's
+``altered`` files.
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ __all__ = ["SCHEMA_VERSION", "ApplicationResult", "CheckResult", "CommandRecord"
            "TorchFacts", "Variant", "STATUSES", "RESULTS"]
 
 SCHEMA_VERSION = 2
-RESULTS = ("passed", "failed", "incomplete")
+# "passed-existing": every step of a ``verify --existing`` passed; an environment checked
+# as it was, never to be read as a rebuild's "passed"
+RESULTS = ("passed", "passed-existing", "failed", "incomplete")
 
 
 def _opt(cls: Any, value: Any) -> Any:
@@ -92,6 +96,14 @@ class Dossier:
     # where a command that passed its timeout stalled (lockkit.verify.hang): step, phase, frame,
     # detail and the stacks every process of its group printed
     hang: Mapping[str, Any] | None = None
+    # verify --existing: "existing environment (not rebuilt)"; None for a rebuild
+    environment: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """Every step passed (or was waived): a rebuild's ``passed``, or an existing
+        environment's ``passed-existing``."""
+        return self.result in ("passed", "passed-existing")
 
     def step(self, name: str) -> StepResult | None:
         return next((s for s in self.steps if s.name == name), None)
@@ -125,6 +137,8 @@ class Dossier:
                        variant=self.variant.to_dict() if self.variant else None)
         else:
             doc["python"] = self.python
+        if self.environment is not None:  # only then: a rebuild's document is unchanged
+            doc["environment"] = self.environment
         doc.update(result=self.result, first_error=self.first_error,
                    warnings=list(self.warnings))
         if self.hang is not None:  # only then: documents of runs that did not hang unchanged
@@ -211,7 +225,8 @@ class Dossier:
                 extensions=_opt(ExtensionsResult, checks.get("extensions")),
                 resume=_opt(ResumeResult, checks.get("resume")),
                 warnings=tuple(map(str, d.get("warnings") or ())),
-                hang=d["hang"] if isinstance(d.get("hang"), Mapping) else None)
+                hang=d["hang"] if isinstance(d.get("hang"), Mapping) else None,
+                environment=d.get("environment"))
         except SchemaError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
