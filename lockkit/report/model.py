@@ -50,7 +50,7 @@ __all__ = ["SCHEMA_VERSION", "ApplicationResult", "CheckResult", "CommandRecord"
 SCHEMA_VERSION = 2
 # "passed-existing": every step of a ``verify --existing`` passed; an environment checked
 # as it was, never to be read as a rebuild's "passed"
-RESULTS = ("passed", "passed-existing", "failed", "incomplete")
+RESULTS = ("passed", "failed", "incomplete", "passed-existing")
 
 
 def _opt(cls: Any, value: Any) -> Any:
@@ -224,9 +224,8 @@ class Dossier:
                 environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()),
                 extensions=_opt(ExtensionsResult, checks.get("extensions")),
                 resume=_opt(ResumeResult, checks.get("resume")),
-                warnings=tuple(map(str, d.get("warnings") or ())),
-                hang=d["hang"] if isinstance(d.get("hang"), Mapping) else None,
-                environment=d.get("environment"))
+                warnings=tuple(map(str, d.get("warnings") or ())), environment=d.get("environment"),
+                hang=d["hang"] if isinstance(d.get("hang"), Mapping) else None)
         except SchemaError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError) as exc:

@@ -16,8 +16,9 @@ lock does not name are listed as extras, a failure with ``--strict`` only.
 
 Nothing here writes into the environment: no installer runs (``pip check`` reads), the
 bytecode of every command goes to the run's temp folder (``pycache_prefix``), and the
-run's ``venv`` stays None, so ``--keep-venv``'s clean-up never reaches it. The dossier says ``existing environment (not rebuilt)``, and a run where
-every step passed reads ``passed-existing``, never a rebuild's ``passed``
+run's ``venv`` stays None, so ``--keep-venv``'s clean-up never reaches it. The dossier
+says ``existing environment (not rebuilt)``, and a run where every step passed reads
+``passed-existing``, never a rebuild's ``passed``
 (:func:`lockkit.verify.run.make_dossier`).
 """
 

@@ -18,6 +18,9 @@ writes no report (the caller renders them with :mod:`lockkit.report`).
 every step runs (the gpu step's checks run on the CPU). On a GPU platform it skips the
 gpu step, and so the application and resume steps that need it (they would run on that
 GPU, against references made there): the result is ``incomplete``, never ``passed``.
+
+``--existing PYTHON`` checks that interpreter's environment instead of a rebuild
+(:mod:`lockkit.verify.existing`, its own plan); its pass reads ``passed-existing``.
 """
 
 from __future__ import annotations

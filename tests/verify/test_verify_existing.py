@@ -220,7 +220,7 @@ def test_bad_existing_flags_exit_2_with_one_line(locked, tmp_path, capsys, given
     paths = {"missing": tmp_path / "nope", "plain": tmp_path / "plain",
              "python": Path(sys.executable)}
     (tmp_path / "plain").write_text("")
-    path = paths.get(given)  # type: ignore[arg-type]
+    path = paths.get(given) if given else None
     argv = ["verify", "--project", str(locked), "--platform", "linux-cpu",
             *(["--existing", str(path)] if path else []), *extra]
     capsys.readouterr()
