@@ -31,6 +31,7 @@ import io
 import json
 import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -143,21 +144,22 @@ def record_problems(label: str, base: Path, record: str | None) -> list[str]:
     one its RECORD (*record*, paths relative to *base*) hashes, or that is gone."""
     if record is None:
         return [f"{label}: no RECORD in its metadata: its files cannot be checked"]
-    problems = []
-    for path, want in _hashed(record):
+
+    def check(row: tuple[str, str]) -> str | None:
+        path, want = row
         algorithm, _, digest = want.partition("=")
         file = Path(os.path.normpath(base / path))
         if algorithm not in hashlib.algorithms_guaranteed or algorithm in ("md5", "sha1"):
-            problems.append(f"{label}: {path}: RECORD hash {want!r}: not an algorithm the "
-                            "wheel spec allows")
-        elif not file.is_file():
-            problems.append(f"{label}: {path}: listed in RECORD, missing")
-        else:
-            got = _digest(file, algorithm)
-            if got != digest:
-                problems.append(f"{label}: {path}: RECORD {algorithm}={digest}, "
-                                f"file {algorithm}={got}")
-    return problems
+            return f"{label}: {path}: RECORD hash {want!r}: not an algorithm the wheel spec allows"
+        if not file.is_file():
+            return f"{label}: {path}: listed in RECORD, missing"
+        got = _digest(file, algorithm)
+        return (None if got == digest
+                else f"{label}: {path}: RECORD {algorithm}={digest}, file {algorithm}={got}")
+
+    # hashlib releases the GIL on large buffers: a CUDA torch's gigabytes hash on every core
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        return [p for p in pool.map(check, _hashed(record)) if p is not None]
 
 
 def _hashed(record: str) -> Iterator[tuple[str, str]]:
