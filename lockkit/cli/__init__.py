@@ -1,7 +1,8 @@
 """The command line: thin commands over the stages; the only place that exits.
 
 - :mod:`~lockkit.cli.parser`: the commands, usage errors, the flags' ranges;
-- :mod:`~lockkit.cli.flags`: each command's flags and help;
+- :mod:`~lockkit.cli.flags` (and :mod:`~lockkit.cli.whflags` for ``wheelhouse``): each
+  command's flags and help;
 - one module per command, each with ``handle(args)``: :mod:`~lockkit.cli.platforms`,
   :mod:`~lockkit.cli.compile`, :mod:`~lockkit.cli.wheelhouse` (build, pack, sbom, unpack),
   :mod:`~lockkit.cli.verify`, :mod:`~lockkit.cli.diagnose`, :mod:`~lockkit.cli.diff`,

@@ -7,15 +7,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cache", "ci", "compile", "diagnose", "diff", "export", "platforms", "sync", "verify",
-           "wheelhouse"]
+__all__ = ["FOUND", "cache", "ci", "compile", "diagnose", "diff", "export", "platforms",
+           "project_args", "sync", "verify"]
 
-_FOUND = ("project folder holding lockkit.toml (default: the nearest folder with lockkit.toml "
+FOUND = ("project folder holding lockkit.toml (default: the nearest folder with lockkit.toml "
           "or [tool.lockkit], from the current one up to the repository root)")
 
 
-def _project_args(p: Any) -> None:
-    p.add_argument("--project", type=Path, default=None, metavar="DIR", help=_FOUND)
+def project_args(p: Any) -> None:
+    p.add_argument("--project", type=Path, default=None, metavar="DIR", help=FOUND)
     p.add_argument("--mirror", action="append", default=[], metavar="OFFICIAL=MIRROR",
                    help="serve an official URL prefix from a mirror (repeatable; the longest "
                         "prefix wins). The PyTorch index links files on a second host: map "
@@ -40,7 +40,7 @@ def _install_from(p: Any) -> None:
 def platforms(sub: Any) -> None:
     plat = sub.add_parser("platforms", help="list the known platforms",
                           description="List shipped platforms and the project's own.")
-    plat.add_argument("--project", type=Path, default=None, metavar="DIR", help=_FOUND)
+    plat.add_argument("--project", type=Path, default=None, metavar="DIR", help=FOUND)
     plat.add_argument("--json", action="store_true", help="print a JSON list (a CI matrix input)")
     plat.add_argument("--markdown", action="store_true",
                       help="print the README's platform table (Markdown)")
@@ -78,122 +78,7 @@ def compile(sub: Any) -> None:
     comp.add_argument("--timeout", type=float, default=30.0, metavar="S",
                       help="seconds an index may take to connect or answer before it counts "
                            "as unreachable (default 30)")
-    _project_args(comp)
-
-
-def wheelhouse(sub: Any) -> None:
-    wh = sub.add_parser(
-        "wheelhouse", help="download a lock's wheels into an offline-installable folder",
-        description="Build, pack and unpack per-platform wheelhouses: every wheel of "
-                    "locks/pylock.<platform>.toml, hash-checked, with a pylock.toml, a "
-                    "requirements.txt and a PEP 503 simple/ tree that install with no network.")
-    whsub = wh.add_subparsers(dest="wheelhouse_command", metavar="ACTION", required=True)
-    _wheelhouse_build(whsub)
-    _wheelhouse_pack(whsub)
-    _wheelhouse_sbom(whsub)
-    _wheelhouse_unpack(whsub)
-
-
-def _wheelhouse_build(whsub: Any) -> None:
-    build = whsub.add_parser(
-        "build", help="fetch the lock's wheels into wheelhouse/<platform>/",
-        description="Fetch every file the platform's lock selects (cache, --find-links, "
-                    "mirror, then the lock's URL), verify each sha256 while it streams, and "
-                    "write the folder atomically. A second build of the same lock downloads "
-                    "nothing. tools/ carries lockkit and its dependencies for the platform "
-                    "(each hash-checked, pinned in tools/requirements.txt), so the offline "
-                    "machine can run 'lockkit verify'; they are not part of the application's "
-                    "requirements.txt or pylock.toml.")
-    build.add_argument("--platform", required=True, metavar="NAME",
-                       help="platform whose lock to use")
-    build.add_argument("--out", type=Path, metavar="DIR",
-                       help="output folder: a new or empty one, or a wheelhouse lockkit "
-                            "built for the platform, which is replaced (default: "
-                            "<project>/wheelhouse/<platform>)")
-    build.add_argument("--find-links", action="append", type=Path, default=[], metavar="DIR",
-                       help="folder of files to take by hash before downloading (repeatable)")
-    # One download per core: over loopback each is CPU-bound (hashing, h11 under the GIL),
-    # and measured on 2 cores, 2 at once moved 973 MB/s where 4 moved 410 and 8 moved 387.
-    # Over a slow link, more at once can help: --jobs.
-    build.add_argument("--jobs", type=int, default=max(2, os.cpu_count() or 1),
-                       help="downloads at once (default: the core count, at least 2)")
-    build.add_argument("--cache-dir", type=Path, metavar="DIR",
-                       help="content-addressed download cache (default: the user cache folder, "
-                            "or $LOCKKIT_CACHE_DIR)")
-    build.add_argument("--retries", type=int, default=3,
-                       help="retries of a 5xx, reset, timeout or truncated body (default 3)")
-    build.add_argument("--timeout", type=float, default=60.0,
-                       help="seconds without data before a download counts as timed out")
-    build.add_argument("--fallback-to-official", action="store_true",
-                       help="after a configured mirror fails, try the official host "
-                            "(default: an air-gapped build never reaches for it)")
-    build.add_argument(
-        "--no-tools", action="store_true",
-        default=os.environ.get("LOCKKIT_NO_TOOLS", "") not in ("", "0"),
-        help="leave out tools/ (lockkit's own wheel and its dependencies, resolved for the "
-             "platform from index-url, for running 'lockkit verify' on the offline machine: "
-             "pip install --no-index --find-links <wheelhouse>/tools lockkit); also "
-             "LOCKKIT_NO_TOOLS=1. A platform whose Python lockkit does not support gets "
-             "no tools/, with a note")
-    _project_args(build)
-
-
-def _wheelhouse_pack(whsub: Any) -> None:
-    pack = whsub.add_parser(
-        "pack", help="write the wheelhouse as one reproducible archive",
-        description="Pack wheelhouse/<platform>/ into one tar with one top folder, "
-                    "<platform>-wheelhouse/ (manifest.json and SHA256SUMS first, then sorted "
-                    "members, fixed times, owners and modes): the same folder gives the "
-                    "same bytes. The folder must be the wheelhouse of the lock it was built "
-                    "from: every wheel hashed against it, every other file derived again.")
-    pack.add_argument("--platform", required=True, metavar="NAME")
-    pack.add_argument("--project", type=Path, default=None, metavar="DIR", help=_FOUND)
-    pack.add_argument("--from", dest="folder", type=Path, metavar="DIR",
-                      help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
-    pack.add_argument("-o", "--output", type=Path, metavar="FILE",
-                      help="archive (default: <project>/wheelhouse/<platform>.wheelhouse.tar)")
-    pack.add_argument("--lock", type=Path, metavar="FILE",
-                      help="the committed lock the folder was built from (default: the "
-                           "one its manifest names, in <project>/locks)")
-
-
-def _wheelhouse_sbom(whsub: Any) -> None:
-    sbom = whsub.add_parser(
-        "sbom", help="(re)write the wheelhouse's CycloneDX SBOM",
-        description="Write sbom.cdx.json (CycloneDX 1.6 JSON) for an existing wheelhouse "
-                    "folder, from its manifest.json and the lock it was built from: every "
-                    "file's name, version, package URL, sha256 and the lock's URL, for a site "
-                    "to review before the folder crosses its air gap. 'wheelhouse build' "
-                    "writes it already; this is for folders built before, or for a copy "
-                    "elsewhere (-o). The same lock gives the same bytes.")
-    sbom.add_argument("--platform", required=True, metavar="NAME")
-    sbom.add_argument("--project", type=Path, default=None, metavar="DIR", help=_FOUND)
-    sbom.add_argument("--from", dest="folder", type=Path, metavar="DIR",
-                      help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
-    sbom.add_argument("--lock", type=Path, metavar="FILE",
-                      help="the lock the folder was built from (default: "
-                           "<project>/locks/pylock.<platform>.toml)")
-    sbom.add_argument("-o", "--output", type=Path, metavar="FILE",
-                      help="write here instead (default: sbom.cdx.json in the folder, which "
-                           "is then listed in its manifest.json)")
-
-
-def _wheelhouse_unpack(whsub: Any) -> None:
-    unpack = whsub.add_parser(
-        "unpack", help="check and extract a wheelhouse archive",
-        description="Check every member against the archive's manifest before anything "
-                    "appears; refuse members outside its top folder, links, devices, "
-                    "absolute or '..' paths and unlisted members; leave nothing behind on "
-                    "failure.")
-    unpack.add_argument("archive", type=Path, metavar="FILE")
-    unpack.add_argument("--out", type=Path, metavar="DIR",
-                        help="destination folder: a new or empty one, or a wheelhouse "
-                             "lockkit wrote for the archive's platform, which is replaced "
-                             "(default: the archive's name without .wheelhouse.tar, in the "
-                             "current folder, as 'tar xf' extracts)")
-    unpack.add_argument("--lock", type=Path, metavar="FILE",
-                        help="also check every wheel by hash against this committed lock "
-                             "(locks/pylock.<platform>.toml)")
+    project_args(comp)
 
 
 def verify(sub: Any) -> None:
@@ -215,13 +100,17 @@ def verify(sub: Any) -> None:
                      help="skip GPU work: on a GPU platform the gpu and application "
                           "steps (result: incomplete); on a CPU platform nothing")
     ver.add_argument("--report-dir", type=Path, metavar="DIR",
-                     help="where the dossier goes: a new or empty folder, or an earlier "
-                          "report of the platform (default: "
-                          ".lockkit/reports/<platform>/<UTC time>, -2, -3... if taken)")
+                     help="where the dossier goes: a new or empty folder, or an earlier report "
+                          "of the platform (default: .lockkit/reports/<platform>/<UTC time>, "
+                          "-2, -3... if taken)")
     ver.add_argument("--keep-venv", action="store_true",
-                     help="keep the rebuilt venv in its temp folder (its path is printed; "
-                          "the folder is yours to remove). For a venv to work in, use "
-                          "'lockkit sync'")
+                     help="keep the rebuilt venv in its temp folder (its path is printed; the "
+                          "folder is yours to remove). For a venv to work in, use 'lockkit sync'")
+    ver.add_argument("--existing", type=Path, metavar="PYTHON",
+                     help="check this interpreter's environment as it is, not rebuilt (nothing "
+                          "installed or changed; files against RECORD): result passed-existing")
+    ver.add_argument("--strict", action="store_true",
+                     help="with --existing: packages the lock does not name fail the inventory")
     ver.add_argument("--probe-timeout", type=float, default=300.0, metavar="S",
                      help="seconds before a hung probe counts as failed (default 300)")
     ver.add_argument("--cache-dir", type=Path, metavar="DIR",
@@ -229,8 +118,7 @@ def verify(sub: Any) -> None:
     ver.add_argument("--junit", type=Path, metavar="FILE",
                      help="also write a JUnit XML report, one test case per step")
     ver.add_argument("--json", action="store_true",
-                     help="print the dossier's JSON document instead of the steps table "
-                          "(the same document as dossier.json and 'diagnose --json')")
+                     help="print the dossier's JSON document (dossier.json) instead of the table")
     ver.add_argument("--absolute-paths", action="store_true", help="write the dossier's paths "
                      "as they are, not relative to its roots (<project>/..., <venv>/...)")
     ver.add_argument("--variant", metavar="NAME",
@@ -240,7 +128,7 @@ def verify(sub: Any) -> None:
     ver.add_argument("--changes", action="append", default=[], metavar="LAYER",
                      choices=("code", "data", "packages", "system", "result"),
                      help="a layer the variant is meant to change (repeatable; with --variant)")
-    _project_args(ver)
+    project_args(ver)
 
 
 def diagnose(sub: Any) -> None:
@@ -397,4 +285,4 @@ def sync(sub: Any) -> None:
                      help="seconds before a hung probe counts as failed (with --verify)")
     syn.add_argument("--cache-dir", type=Path, metavar="DIR",
                      help="download cache when fetching the lock's URLs")
-    _project_args(syn)
+    project_args(syn)

@@ -11,7 +11,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from lockkit import __version__
-from lockkit.cli import flags
+from lockkit.cli import flags, whflags
 from lockkit.errors import UsageError
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def command_of(args: argparse.Namespace) -> str:
 
 # Every command and the function that adds its flags, in the order of ``lockkit --help``.
 FLAGS: dict[str, Callable[[Any], None]] = {
-    "platforms": flags.platforms, "compile": flags.compile, "wheelhouse": flags.wheelhouse,
+    "platforms": flags.platforms, "compile": flags.compile, "wheelhouse": whflags.wheelhouse,
     "verify": flags.verify, "diagnose": flags.diagnose, "diff": flags.diff, "ci": flags.ci,
     "export": flags.export, "cache": flags.cache, "sync": flags.sync}
 

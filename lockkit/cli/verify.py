@@ -3,6 +3,7 @@ The steps table (or ``--json``, the dossier's document) goes to stdout, status t
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -31,21 +32,25 @@ def handle(args: argparse.Namespace) -> int:
     from lockkit.cache.store import default_cache_dir
     from lockkit.config.project import load_project
     from lockkit.verify.context import Options as VerifyOptions
+    from lockkit.verify.existing import PLAN as EXISTING
     from lockkit.verify.run import PLAN, verify
 
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
     platform = pick_platform(project, args.platform, "verify")
     check_given_paths(args)
+    existing = _existing(args)
     variant = _variant(args)
     report_dir = (check(args.report_dir, kind="report", platform=platform.name,
                         project=project.root, flag="--report-dir")
                   if args.report_dir else None)  # before the run, not after it
 
-    with ui.progress(f"verifying {platform.name}", total=len(PLAN)) as advance:
+    with ui.progress(f"verifying {platform.name}",
+                     total=len(EXISTING if existing else PLAN)) as advance:
         outcome = verify(VerifyOptions(
             project=project, platform=platform,
             wheelhouse=args.wheelhouse.absolute() if args.wheelhouse else None,
             python=args.python.absolute() if args.python else None,
+            existing=existing, strict=args.strict,
             installer=args.installer, no_gpu=args.no_gpu,
             keep_venv=args.keep_venv, probe_timeout=args.probe_timeout,
             cache_root=(args.cache_dir or default_cache_dir()).absolute(),
@@ -57,6 +62,26 @@ def handle(args: argparse.Namespace) -> int:
               new_report_folder(project.root / ".lockkit" / "reports" / platform.name,
                                 outcome.dossier.started.replace("-", "").replace(":", "")))
     return _report(outcome, folder, args)
+
+
+def _existing(args: argparse.Namespace) -> Path | None:
+    """``--existing PYTHON``: an interpreter that runs, and no flag of a rebuild beside it;
+    ``--strict`` only with it."""
+    if args.existing is None:
+        if args.strict:
+            raise UsageError("--strict goes with --existing PYTHON (a rebuilt venv's extras "
+                             "always fail its inventory)")
+        return None
+    given = args.existing
+    if not given.is_file() or not os.access(given, os.X_OK):
+        raise UsageError(f"--existing {given}: " + ("not an executable interpreter"
+                                                   if given.exists() else "no such file"))
+    for flag, value in (("--python", args.python), ("--wheelhouse", args.wheelhouse),
+                        ("--keep-venv", args.keep_venv)):
+        if value:
+            raise UsageError(f"--existing checks an environment as it is: {flag} is for a "
+                             "rebuild and does not go with it")
+    return given.absolute()  # not resolved: a venv's python links out of the venv
 
 
 def _variant(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -105,7 +130,7 @@ def _report(outcome: Outcome, folder: Path, args: argparse.Namespace) -> int:
                "'lockkit sync' builds a venv to work in)")
     ui.say(f"dossier: {shown_path(folder / 'dossier.json')} "
            "(and dossier.md, installed-after.txt)")
-    if dossier.result != "passed":  # ends as every failure does: "lockkit: error: ..."
+    if not dossier.passed:  # ends as every failure does: "lockkit: error: ..."
         raise VerifyError(f"verify {dossier.result}: "
                           f"{dossier.first_error or dossier.why_incomplete}",
                           hint=f"every step's result and output: "

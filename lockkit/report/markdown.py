@@ -30,6 +30,8 @@ def _verdict(d: Dossier) -> list[str]:
     lines = [f"# lockkit {d.kind}: {d.subject}", "",
              f"**Result: {d.result}**" + (f" — first error: {d.first_error}"
                                           if d.first_error else ""), ""]
+    if d.environment:  # verify --existing: never to be read as a rebuild
+        lines += [f"**{d.environment[0].upper()}{d.environment[1:]}:** `{d.interpreter}`", ""]
     if d.hang:  # the procedure: aim the diagnosis at the layer where it stalled
         lines += [f"> **Stalled:** {d.hang.get('step')}: {d.hang.get('phase')}"
                   + (f" at `{d.hang['frame']}`" if d.hang.get("frame") else "")

@@ -12,9 +12,10 @@ command records' ``timed_out``; a schema-1 dossier is upgraded on load, a newer 
 refused with one line. Later additions to schema 2 are optional keys a reader of an
 earlier schema-2 document finds absent: ``warnings`` (things the run noticed that do not
 change its result, such as a stale lock), a step's ``waived`` and a fingerprint's
-``uncommitted`` flag, the ``command`` kind of the application check, and ``roots``: the
+``uncommitted`` flag, the ``command`` kind of the application check, ``roots``: the
 folders the document's paths are written relative to (:mod:`~lockkit.report.roots`;
-absent in the absolute form, ``--absolute-paths``).
+absent in the absolute form, ``--absolute-paths``), and, from ``verify --existing``,
+``environment``, the result ``passed-existing`` and the inventory's ``altered`` files.
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ __all__ = ["SCHEMA_VERSION", "ApplicationResult", "CheckResult", "CommandRecord"
            "TorchFacts", "Variant", "STATUSES", "RESULTS"]
 
 SCHEMA_VERSION = 2
-RESULTS = ("passed", "failed", "incomplete")
+# "passed-existing": every step of a ``verify --existing`` passed; an environment checked
+# as it was, never to be read as a rebuild's "passed"
+RESULTS = ("passed", "failed", "incomplete", "passed-existing")
 
 
 def _opt(cls: Any, value: Any) -> Any:
@@ -107,6 +110,14 @@ class Dossier:
     # name -> absolute folder (project, venv, wheelhouse, cache, tmp): the JSON document and
     # dossier.md write the paths under them as <name>/... (lockkit.report.roots); {}: as they are
     roots: Mapping[str, str] = field(default_factory=dict)
+    # verify --existing: "existing environment (not rebuilt)"; None for a rebuild
+    environment: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """Every step passed (or was waived): a rebuild's ``passed``, or an existing
+        environment's ``passed-existing``."""
+        return self.result in ("passed", "passed-existing")
 
     def step(self, name: str) -> StepResult | None:
         return next((s for s in self.steps if s.name == name), None)
@@ -149,6 +160,8 @@ class Dossier:
                        variant=self.variant.to_dict() if self.variant else None)
         else:
             doc["python"] = self.python
+        if self.environment is not None:  # only then: a rebuild's document is unchanged
+            doc["environment"] = self.environment
         doc.update(result=self.result, first_error=self.first_error,
                    warnings=list(self.warnings))
         if self.hang is not None:  # only then: documents of runs that did not hang unchanged
@@ -184,14 +197,7 @@ class Dossier:
         """Load a dossier written by this or an earlier lockkit (schema 1 is upgraded)."""
         if not isinstance(d, Mapping):
             raise SchemaError("expected a JSON object")
-        version = d.get("schema_version", 1)  # documents from before the field: schema 1
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise SchemaError(f"schema_version: expected a number, got {version!r}")
-        if version > SCHEMA_VERSION:
-            raise SchemaError(f"schema_version {version} is newer than this lockkit reads "
-                              f"({SCHEMA_VERSION}): upgrade lockkit")
-        if version < 1:
-            raise SchemaError(f"schema_version {version}: no such dossier schema")
+        version = _schema_version(d)
         kind = _req(d, "kind", "")
         if kind not in ("verify", "diagnose"):
             raise SchemaError(f"kind: {kind!r} is not verify or diagnose")
@@ -235,8 +241,21 @@ class Dossier:
                 extensions=_opt(ExtensionsResult, checks.get("extensions")),
                 resume=_opt(ResumeResult, checks.get("resume")),
                 warnings=tuple(map(str, d.get("warnings") or ())), roots=_roots(d.get("roots")),
+                environment=d.get("environment"),
                 hang=d["hang"] if isinstance(d.get("hang"), Mapping) else None)
         except SchemaError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
             raise SchemaError(f"malformed ({type(exc).__name__}: {exc})") from None
+
+
+def _schema_version(d: Mapping[str, Any]) -> int:
+    version = d.get("schema_version", 1)  # documents from before the field: schema 1
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SchemaError(f"schema_version: expected a number, got {version!r}")
+    if version > SCHEMA_VERSION:
+        raise SchemaError(f"schema_version {version} is newer than this lockkit reads "
+                          f"({SCHEMA_VERSION}): upgrade lockkit")
+    if version < 1:
+        raise SchemaError(f"schema_version {version}: no such dossier schema")
+    return version

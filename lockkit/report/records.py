@@ -249,23 +249,37 @@ class Inventory:
     extra: tuple[str, ...] = ()
     mismatched: tuple[str, ...] = ()
     seed: tuple[str, ...] = ()
+    # verify --existing: installed files that differ from their RECORD hash, or are gone
+    altered: tuple[str, ...] = ()
 
     @property
     def problems(self) -> list[str]:
+        return self.failures(extras=True)
+
+    def failures(self, *, extras: bool) -> list[str]:
+        """What fails the inventory; *extras*: whether packages the lock does not name do
+        (``verify --existing`` lists them, and fails on them with ``--strict`` only)."""
         return (([f"missing {', '.join(self.missing)}"] if self.missing else [])
-                + ([f"not in the lock {', '.join(self.extra)}"] if self.extra else [])
-                + list(self.mismatched))
+                + ([f"not in the lock {', '.join(self.extra)}"] if self.extra and extras
+                   else [])
+                + list(self.mismatched)
+                + ([f"files differ from their RECORD: {self.altered[0]}"
+                    + (" (and more: the inventory lists them)" if len(self.altered) > 1
+                       else "")] if self.altered else []))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"expected": self.expected, "installed": self.installed,
-                "missing": list(self.missing), "extra": list(self.extra),
-                "mismatched": list(self.mismatched), "seed": list(self.seed)}
+        doc = {"expected": self.expected, "installed": self.installed,
+               "missing": list(self.missing), "extra": list(self.extra),
+               "mismatched": list(self.mismatched), "seed": list(self.seed)}
+        if self.altered:  # only then: a rebuild's inventory reads as before
+            doc["altered"] = list(self.altered)
+        return doc
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Inventory:
         return cls(expected=int(d.get("expected") or 0), installed=int(d.get("installed") or 0),
                    **{k: tuple(d.get(k) or ()) for k in ("missing", "extra", "mismatched",
-                                                         "seed")})
+                                                         "seed", "altered")})
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,7 +18,8 @@ __all__ = ["diagnose_facts", "diff_json", "diff_text", "steps_table", "warnings"
 
 
 def steps_table(d: Dossier) -> None:
-    ui.print_table(f"lockkit {d.kind} {d.platform or ''}".rstrip() + f": {d.result}",
+    ui.print_table(f"lockkit {d.kind} {d.platform or ''}".rstrip() + f": {d.result}"
+                   + (f" ({d.environment})" if d.environment else ""),
                    ("#", "step", "status", "seconds", "first error / reason"),
                    [(i, s.name, s.shown_status, f"{s.duration_s:.2f}", s.note)
                     for i, s in enumerate(d.steps, 1)], stream=sys.stdout)

@@ -31,6 +31,10 @@ class Options:
     platform: Platform
     wheelhouse: Path | None = None
     python: Path | None = None
+    # verify --existing: this interpreter's environment is checked as it is, not rebuilt
+    # (lockkit.verify.existing); strict: packages the lock does not name fail its inventory
+    existing: Path | None = None
+    strict: bool = False
     installer: str = "uv"
     no_gpu: bool = False
     keep_venv: bool = False

@@ -24,7 +24,7 @@ from lockkit.lock.lockfile import python_of, read_lock
 from lockkit.verify.context import Run
 from lockkit.verify.steps import StepFailed
 
-__all__ = ["find_interpreter", "interpreter_tags", "lock_python"]
+__all__ = ["find_interpreter", "given_interpreter", "interpreter_tags", "lock_python"]
 
 
 def lock_python(run: Run) -> str:
@@ -49,14 +49,8 @@ def find_interpreter(run: Run, version: str) -> tuple[Path, dict[str, Any]]:
     fails to run and is passed by. None found: one line naming the version, the lock and
     how to give one (``--python PATH``)."""
     lock = run.opts.project.lock_path(run.opts.platform.name).name
-    given = run.opts.python
-    if given is not None:
-        facts = _interpreter_facts(run, given)
-        if facts["version"] != version:
-            raise StepFailed(f"--python {given} is Python {facts['version']}; {lock} is for "
-                             f"Python {version}: pass --python with a Python {version} "
-                             "interpreter")
-        return given, facts
+    if run.opts.python is not None:
+        return given_interpreter(run, run.opts.python, version, "--python")
     for candidate in _candidates(run, version):
         try:
             facts = _interpreter_facts(run, candidate)
@@ -68,6 +62,18 @@ def find_interpreter(run: Run, version: str) -> tuple[Path, dict[str, Any]]:
                      f"'uv python find {version}' and python{version} on PATH found none): "
                      f"pass --python PATH to a Python {version} interpreter, or install one "
                      f"('uv python install {version}')")
+
+
+def given_interpreter(run: Run, given: Path, version: str, flag: str
+                      ) -> tuple[Path, dict[str, Any]]:
+    """*given* (by *flag*: ``--python``, ``verify --existing``) and its facts; it must be
+    Python *version*, the lock's."""
+    lock = run.opts.project.lock_path(run.opts.platform.name).name
+    facts = _interpreter_facts(run, given)
+    if facts["version"] != version:
+        raise StepFailed(f"{flag} {given} is Python {facts['version']}; {lock} is for "
+                         f"Python {version}: pass {flag} with a Python {version} interpreter")
+    return given, facts
 
 
 def _candidates(run: Run, version: str) -> Iterator[Path]:

@@ -223,14 +223,17 @@ def _tail(err: bytes) -> str:
 
 
 def run_lines(python: Path, script: str, args: Sequence[str], timeout: float,
-              record: _run.Recorder | None = None
+              record: _run.Recorder | None = None, pycache: Path | None = None
               ) -> tuple[list[dict[str, Any]], str | None, str]:
     """A probe that prints one JSON object per line as it goes (``gpu_probe.py
     --extensions``): every object it printed, why it ended early (None: it exited 0) and
     its stderr, so a hang or a crash keeps what came before it. It runs with
     ``-X faulthandler`` (``-I`` ignores ``PYTHONFAULTHANDLER``) and gets SIGABRT at the
-    timeout, so its stderr then holds every thread's stack (:mod:`lockkit.verify.hang`)."""
-    command = [str(python), "-I", "-X", "faulthandler", str(_probe_path(script)), *args]
+    timeout, so its stderr then holds every thread's stack (:mod:`lockkit.verify.hang`).
+    *pycache*: as :func:`run_chain`'s."""
+    command = [str(python), "-I", "-X", "faulthandler",
+               *(["-X", f"pycache_prefix={pycache}"] if pycache else []),
+               str(_probe_path(script)), *args]
     result = _run.call(command, timeout=timeout, env=probe_env(), record=record,
                        stacks_on_timeout=True)
     if result.timed_out:

@@ -22,6 +22,7 @@ from lockkit._internal.compat import tomllib
 from lockkit._internal.proc import last_error_line
 from lockkit._internal.uv import uv_bin
 from lockkit.platforms.arch import arch_family, host_arch, host_os
+from lockkit.platforms.definitions import Platform
 from lockkit.report.model import Inventory, PackageRow
 from lockkit.verify.context import Run
 from lockkit.verify.install import (
@@ -33,18 +34,14 @@ from lockkit.verify.install import (
 from lockkit.verify.interpreter import find_interpreter, interpreter_tags, lock_python
 from lockkit.verify.steps import Step, StepFailed
 
-__all__ = ["check_step", "host_step", "inventory_step", "venv_step"]
+__all__ = ["check_machine", "check_step", "host_step", "inventory_step", "package_table",
+           "same_version", "venv_step"]
 
 
 # --- host --------------------------------------------------------------------------------
 
 def host_step(run: Run, step: Step) -> None:
-    plat = run.opts.platform
-    here_os, here_arch = host_os(), host_arch()
-    step.detail.update(os=here_os, arch=here_arch, platform_os=plat.os, platform_arch=plat.arch)
-    if here_os != plat.os or here_arch != arch_family(plat.arch):
-        raise StepFailed(f"this machine is {here_os}/{here_arch}; platform {plat.name} is "
-                         f"{plat.os}/{plat.arch}: verify it on a {plat.os}/{plat.arch} machine")
+    check_machine(run.opts.platform, step)
     python, facts = find_interpreter(run, lock_python(run))
     step.detail["interpreter"] = run.found.python = facts
     run.interpreter = python
@@ -56,6 +53,15 @@ def host_step(run: Run, step: Step) -> None:
         if bad:
             raise StepFailed(f"{len(bad)} wheel(s) do not install on this interpreter "
                              f"({facts['platform']}): {', '.join(bad[:3])}")
+
+
+def check_machine(plat: Platform, step: Step) -> None:
+    """This machine's OS and CPU family are the platform's (``verify --existing`` too)."""
+    here_os, here_arch = host_os(), host_arch()
+    step.detail.update(os=here_os, arch=here_arch, platform_os=plat.os, platform_arch=plat.arch)
+    if here_os != plat.os or here_arch != arch_family(plat.arch):
+        raise StepFailed(f"this machine is {here_os}/{here_arch}; platform {plat.name} is "
+                         f"{plat.os}/{plat.arch}: verify it on a {plat.os}/{plat.arch} machine")
 
 
 # --- venv --------------------------------------------------------------------------------
@@ -150,9 +156,9 @@ def inventory_step(run: Run, step: Step) -> None:
                            if n not in run.expected)),
         mismatched=tuple(sorted(f"{n}: lock {run.expected[n]}, installed {v}"
                                 for n, v in installed.items()
-                                if n in run.expected and not _same_version(v, run.expected[n]))),
+                                if n in run.expected and not same_version(v, run.expected[n]))),
         seed=tuple(sorted(run.seed)))
-    run.found.packages = _package_table(run.opts.project.lock_path(run.opts.platform.name),
+    run.found.packages = package_table(run.opts.project.lock_path(run.opts.platform.name),
                                            installed)
     run.found.inventory = inventory
     if run.opts.installer == "uv":
@@ -168,7 +174,7 @@ def inventory_step(run: Run, step: Step) -> None:
                          + "; ".join(inventory.problems))
 
 
-def _package_table(lock: Path, installed: dict[str, str]) -> tuple[PackageRow, ...]:
+def package_table(lock: Path, installed: dict[str, str]) -> tuple[PackageRow, ...]:
     """Each installed distribution with the index and sha256 the lock gives its version."""
     try:
         entries = {canonicalize_name(p["name"]): p
@@ -185,7 +191,7 @@ def _package_table(lock: Path, installed: dict[str, str]) -> tuple[PackageRow, .
     return tuple(rows)
 
 
-def _same_version(a: str, b: str) -> bool:
+def same_version(a: str, b: str) -> bool:
     """Exact, local label included: 2.5.1 is not 2.5.1+rocm6.2."""
     try:
         return Version(a) == Version(b) and Version(a).local == Version(b).local

@@ -25,6 +25,9 @@ gpu step is skipped saying so, a skip that blocks nothing and leaves the result
 ``passed`` (as a declared waiver does). The application and resume steps run as the
 project declares them: a service's own check needs no torch. Should the lock name torch
 all the same (from the default index), it is checked as on any CPU platform.
+
+``--existing PYTHON`` checks that interpreter's environment instead of a rebuild
+(:mod:`lockkit.verify.existing`, its own plan); its pass reads ``passed-existing``.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from lockkit._internal.fs import sha256_file
 from lockkit.lock import freshness
 from lockkit.report.model import Dossier, Variant
 from lockkit.report.roots import named_roots
-from lockkit.verify import chain, install, probe, rebuild
+from lockkit.verify import chain, existing, install, probe, rebuild
 from lockkit.verify.checks.application.step import app_step
 from lockkit.verify.checks.extensions.step import extensions_step
 from lockkit.verify.checks.resume.step import resume_step
@@ -73,15 +76,18 @@ class Outcome:
 
 
 def verify(opts: Options) -> Outcome:
+    """With ``opts.existing``, the environment of that interpreter is checked as it is
+    (:mod:`lockkit.verify.existing`): no venv is made, nothing is installed."""
     started = _dt.datetime.now(_dt.timezone.utc)
     work = Path(tempfile.mkdtemp(prefix="lockkit-verify-"))
-    run = new_run(opts, work, PLAN)
+    plan = existing.PLAN if opts.existing else PLAN
+    run = new_run(opts, work, plan)
     try:
-        execute(run, PLAN)
+        execute(run, plan, existing.bodies(run) if opts.existing else None)
         dossier = make_dossier(run, started)
     finally:
         run.release()
-        kept = opts.keep_venv and run.venv is not None
+        kept = opts.keep_venv and run.venv is not None  # never an --existing environment
         if kept:
             shutil.rmtree(work / "app", ignore_errors=True)
             shutil.rmtree(work / "resume", ignore_errors=True)
@@ -161,6 +167,9 @@ def make_dossier(run: Run, started: _dt.datetime) -> Dossier:
     with the run's roots: its documents write the paths under them relative to them."""
     opts, found = run.opts, run.found
     lock = opts.project.lock_path(opts.platform.name)
+    result = overall(run.steps)
+    if opts.existing and result == "passed":  # never to be read as a rebuild's pass
+        result = "passed-existing"
     return Dossier(
         kind="verify", lockkit_version=__version__,
         started=started.strftime("%Y-%m-%dT%H:%M:%SZ"), command_line=opts.command_line,
@@ -171,9 +180,12 @@ def make_dossier(run: Run, started: _dt.datetime) -> Dossier:
         wheelhouse=str(run.wheelhouse) if run.wheelhouse else None,
         options={"platform": opts.platform.name, "installer": opts.installer,
                  "no_gpu": opts.no_gpu, "probe_timeout": opts.probe_timeout,
-                 "python": (found.python or {}).get("full")},
+                 "python": (found.python or {}).get("full"),
+                 **({"existing": str(opts.existing), "strict": opts.strict}
+                    if opts.existing else {})},
+        environment=existing.LABEL if opts.existing else None,
         variant=Variant.from_dict(opts.variant),
-        result=overall(run.steps), first_error=run.steps.first_error,
+        result=result, first_error=run.steps.first_error,
         steps=tuple(s.result() for s in run.steps), commands=tuple(run.commands),
         packages=found.packages, inventory=found.inventory, system=found.system,
         gpu=found.gpu, application=found.application, code=found.code,

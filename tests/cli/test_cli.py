@@ -330,7 +330,7 @@ def test_a_command_imports_its_own_module_alone(tmp_path, argv, commands):
                          text=True, timeout=60, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     loaded = set(run.stdout.splitlines()[-1].split())
-    assert loaded == {"lockkit.cli.parser", "lockkit.cli.flags"} | commands
+    assert loaded == {"lockkit.cli.parser", "lockkit.cli.flags", "lockkit.cli.whflags"} | commands
 
 
 def test_a_profiler_sees_the_whole_run(tmp_path):

@@ -84,7 +84,7 @@ def extensions_step(run: Run, step: Step) -> None:
     spec_file.write_text(json.dumps(specs), encoding="utf-8")
     lines, ended, stderr = probe.run_lines(
         run.python, "gpu_probe.py", ["--extensions", str(spec_file), "--device", device],
-        timeout=cfg.timeout, record=run.recorder("extensions"))
+        timeout=cfg.timeout, record=run.recorder("extensions"), pycache=run.pycache)
     stalled = hang.explain(stderr) if ended and ended.startswith("timed out") else None
     if stalled is not None:
         ended = f"{ended} ({stalled.summary})"
