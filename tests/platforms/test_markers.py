@@ -37,7 +37,7 @@ def test_every_shipped_marker_holds_for_its_target_only(name):
                            f"platform_machine == '{plat.arch}'")
     assert plat.arch in ARCHES[plat.os]  # the shipped files use the interpreter's spelling
     marker = Marker(plat.marker)
-    env: dict[str, str] = {**environment(plat, plat.python)}
+    env = {key: str(value) for key, value in environment(plat, plat.python).items()}
     assert marker.evaluate(env)
     for other in (a for a in ARCHES[plat.os] if a != plat.arch):
         assert not marker.evaluate({**env, "platform_machine": other})
