@@ -31,7 +31,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - the benchmarks run on 3.11+
     import tomli as tomllib
 
-LOCK_FORMAT = 1  # lockkit.lock.freshness.LOCK_FORMAT
+LOCK_FORMAT = 2  # lockkit.lock.freshness.LOCK_FORMAT
 _COMMENT = re.compile(r"(^|\s+)#.*$")  # lockkit.config.reqfile: pip's comment rule
 _LINE = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*([<>=!~][^;#]*)?$")
 _KNOWN = {"requirements", "platforms", "python", "index-url", "mirrors", "allow-sdist",
@@ -121,7 +121,13 @@ def lock_state(path: Path, fingerprint: str) -> str:
     tool = data["tool"]["lockkit"]
     if sha256_json(data["packages"]) != tool.get("packages-digest"):
         return "modified"
-    return "fresh" if tool.get("inputs-fingerprint") == fingerprint else "stale"
+    if tool.get("inputs-fingerprint") != fingerprint:
+        return "stale"
+    # lockkit.lock.freshness._old_form: an arch-less environments, an sdist (no allow-sdist)
+    envs = data.get("environments") or []
+    old_form = not any("platform_machine" in str(e) for e in envs) or any(
+        "sdist" in p for p in data["packages"])
+    return "stale" if old_form else "fresh"
 
 
 def main(argv: list[str]) -> int:

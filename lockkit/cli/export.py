@@ -29,7 +29,8 @@ def handle(args: argparse.Namespace) -> int:
         text = export.pylock_text(project, platform, official=args.official)
     else:
         reqs = export.requirements(project, platform, official=args.official)
-        name = args.output.name if args.output is not None else export.DEFAULT_NAME
+        # the file as given (absolute stays absolute): the hint is run from anywhere
+        name = str(args.output) if args.output is not None else export.DEFAULT_NAME
         text = export.requirements_text(reqs, name)
         if reqs.unmirrored:
             ui.say(f"warning: {', '.join(reqs.unmirrored)}: a mirror serves the index but "

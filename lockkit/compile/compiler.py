@@ -142,7 +142,7 @@ def _lock_text(resolution: Resolution, platform: Platform, indexes: Indexes,
         hashed.append(url)  # fetched now: the lock depends on the network, not only on uv
         return http.hash(url)
 
-    lock = build_lock(doc, platform, indexes, meta, hasher, routing)
+    lock = build_lock(doc, platform, indexes, meta, hasher, routing, allow_sdist=allow_sdist)
     # the digest of the table as the file will hold it: every value in it (strings,
     # numbers, uv's dates) reads back from TOML as it is here (tests/compile/test_compile.py)
     lock["tool"]["lockkit"]["packages-digest"] = packages_digest_of_read(lock["packages"])

@@ -10,9 +10,10 @@ requirement, then its ``--hash`` options on continuation lines, sorted):
 - a torch-family package (its lock ``index`` is the platform's PyTorch index) is pinned by
   direct URL to the one file the lock selects, with that file's hash: no index is left to
   choose, so the default index can never hand pip a same-named build;
-- every other package is ``name==version`` with the hash of every file the lock lists for
-  it (all wheels and the sdist: pip may pick any), and comes from the one ``--index-url``
-  line, the lock's default index. A package whose index is neither is pinned by URL too.
+- every other package is ``name==version`` with the hash of every wheel the lock lists for
+  it (pip may pick any), and of its sdist only when allow-sdist names the package; it
+  comes from the one ``--index-url`` line, the lock's default index. A package whose index
+  is neither is pinned by URL too.
 
 pip's docs (``topics/secure-installs.md``) allow a URL-pinned requirement in hash-checking
 mode ("pinned (either to a URL, filesystem path or using ==)") and require a local
@@ -35,6 +36,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
+import shlex
 import urllib.parse
 from collections import Counter
 from collections.abc import Mapping
@@ -143,6 +145,7 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
     torch_index = (platform.torch_index or "").rstrip("/")
     default = _default_index(entries, torch_index)
     pins, unmirrored = [], []
+    allowed = {canonicalize_name(n) for n in project.allow_sdist}
     python = python_of(data, path)
     for package, dist in select(pylock, platform, python, path, ConfigError):
         name = canonicalize_name(package.name)
@@ -157,9 +160,8 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
                                url=requirement_form(urls(dist.url)),
                                hashes=_hashes([_as_file(dist)], where)))
             continue
-        files = [*entry.get("wheels", []), *([entry["sdist"]] if "sdist" in entry else [])]
         pins.append(Pinned(name=name, version=str(package.version),
-                           hashes=_hashes(files, where)))
+                           hashes=_hashes(_files(entry, name in allowed), where)))
     return Requirements(platform=platform, lock=path.relative_to(project.root).as_posix(),
                         lock_sha256=sha, python=python,
                         index_url=requirement_form(urls(default)) if default else None,
@@ -168,14 +170,29 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
                         unmirrored=tuple(unmirrored))
 
 
+def _files(entry: dict[str, Any], sdist_allowed: bool) -> list[dict[str, Any]]:
+    """The files a by-version line hashes: the wheels, and the sdist only where allow-sdist
+    names the package (or it has no wheel: the lock's one file), so that pip, free to pick
+    any hashed file, never builds one a lock of an older form still lists."""
+    wheels = list(entry.get("wheels", []))
+    sdist = [entry["sdist"]] if "sdist" in entry and (sdist_allowed or not wheels) else []
+    return wheels + sdist
+
+
 def _as_file(dist: Any) -> dict[str, Any]:
     return {"name": getattr(dist, "name", None), "url": dist.url, "hashes": dist.hashes or {}}
 
 
 def requirements_text(reqs: Requirements, filename: str = DEFAULT_NAME) -> str:
-    """The file: a header saying what it is and how to install it, then the lines."""
-    python = (".venv-rebuild\\Scripts\\python.exe" if reqs.platform.os == "windows"
-              else ".venv-rebuild/bin/python")
+    """The file: a header saying what it is and how to install it, then the lines.
+    *filename* is the path the file is written to, as the user gave it (``-o``): the
+    install line names it so, quoted for the target's shell where it needs quoting."""
+    windows = reqs.platform.os == "windows"
+    python = ".venv-rebuild\\Scripts\\python.exe" if windows else ".venv-rebuild/bin/python"
+    if windows:
+        filename = f'"{filename}"' if re.search(r"\s", filename) else filename
+    else:
+        filename = shlex.quote(filename)
     lines = [
         f"# lockkit export --platform {reqs.platform.name}: {reqs.lock} "
         f"(sha256 {reqs.lock_sha256})",

@@ -10,8 +10,8 @@ A lock records, in ``[tool.lockkit]``:
 
 ``check`` then tells four states apart: *missing*; *modified* (the packages table no
 longer matches its digest: a hand edit, a merge gone wrong); *stale* (an input changed,
-and which one); *fresh*. lockkit's own version is not an input: an upgrade invalidates
-locks only when ``LOCK_FORMAT`` changes.
+and which one; or the lock holds what lockkit no longer writes, named); *fresh*. lockkit's
+own version is not an input: an upgrade invalidates locks only when ``LOCK_FORMAT`` changes.
 """
 
 from __future__ import annotations
@@ -32,7 +32,10 @@ from lockkit.platforms.definitions import Platform
 __all__ = ["LOCK_FORMAT", "Outcome", "Verdict", "check", "check_platforms", "fingerprint",
            "inputs_record", "lock_python", "packages_digest_of_read", "stale_warning"]
 
-LOCK_FORMAT = 1  # bump when what lockkit writes changes in a way old locks must be redone for
+# Bump when what lockkit writes changes in a way old locks must be redone for (it is in
+# every inputs fingerprint and, through the lock's metadata, in compile's memo key).
+# 2: environments name the architecture; sdists only for the packages in allow-sdist.
+LOCK_FORMAT = 2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,12 +125,38 @@ def check(path: Path, current: dict[str, Any], platform: Platform | None = None)
     if not digest_ok:
         return Verdict(status="modified", detail="its packages table was edited after "
                                                  "lockkit wrote it")
+    old_form = _old_form(data, current, platform)
     if tool.get("inputs-fingerprint") == fingerprint(current):
-        return Verdict(status="fresh")
+        return Verdict(status="stale", detail=old_form) if old_form else Verdict(status="fresh")
     detail = explain(tool.get("inputs"), current)
     if platform is not None:
         detail = detail.replace(_PLATFORM_CHANGED, platform_change(tool, platform))
-    return Verdict(status="stale", detail=detail)
+    return Verdict(status="stale", detail="; ".join(d for d in (detail, old_form) if d))
+
+
+def _old_form(data: dict[str, Any], current: dict[str, Any],
+              platform: Platform | None) -> str:
+    """What a lock of an older form holds that lockkit no longer writes, in words: an
+    ``environments`` without the architecture (pip and uv install it on any CPU) and sdists
+    of packages not in allow-sdist (an installer builds them where no wheel fits)."""
+    from packaging.utils import canonicalize_name
+
+    said = []
+    envs = data.get("environments")
+    shown = ", ".join(map(str, envs)) if isinstance(envs, list) else repr(envs)
+    if not (isinstance(envs, list) and any("platform_machine" in str(e) for e in envs)):
+        said.append(f"its environments name no architecture ({shown})")
+    elif platform is not None and envs != [platform.marker]:
+        said.append(f"its environments are {shown}, not {platform.marker}")
+    allowed = {canonicalize_name(n) for n in current["options"].get("allow-sdist", [])}
+    sdists = [str(p.get("name")) for p in data.get("packages", [])
+              if isinstance(p, dict) and "sdist" in p
+              and canonicalize_name(str(p.get("name"))) not in allowed]
+    if sdists:
+        more = f" and {len(sdists) - 5} more" if len(sdists) > 5 else ""
+        said.append(f"it lists the sdist of {len(sdists)} package(s) not in allow-sdist "
+                    f"({', '.join(sdists[:5])}{more})")
+    return "; ".join(said)
 
 
 def stale_warning(project: Project, platform: Platform) -> str | None:

@@ -139,9 +139,15 @@ def _backend_problems(doc: dict[str, Any], platform: Platform) -> list[str]:
 
 def build_lock(doc: dict[str, Any], platform: Platform, indexes: Indexes,
                meta: dict[str, Any], hasher: Hasher,
-               routing: RoutingIndex | None = None) -> dict[str, Any]:
-    """The lock as written: official URLs, no credentials, every file hashed and named, sorted."""
+               routing: RoutingIndex | None = None, *,
+               allow_sdist: tuple[str, ...]) -> dict[str, Any]:
+    """The lock as written: official URLs, no credentials, every file hashed and named, sorted.
+
+    A package's sdist is written only when *allow_sdist* names it: a lock lists what may
+    be installed, and an installer given a lock with an sdist builds it, silently, on a
+    machine no wheel fits (another CPU, an older glibc)."""
     family = set(platform.torch_packages)
+    allowed = {canonicalize_name(n) for n in allow_sdist}
     self_hashed: list[str] = []
     packages = []
     for pkg in sorted(doc.get("packages", []), key=lambda p: canonicalize_name(p["name"])):
@@ -161,7 +167,7 @@ def build_lock(doc: dict[str, Any], platform: Platform, indexes: Indexes,
             official = listed.official if listed else indexes.mirrors.official(f["url"])
             return _file(f, official, hasher, self_hashed)
 
-        if "sdist" in pkg:
+        if "sdist" in pkg and name in allowed:
             out["sdist"] = entry(pkg["sdist"])
         if pkg.get("wheels"):
             out["wheels"] = sorted((entry(w) for w in pkg["wheels"]), key=lambda w: w["name"])

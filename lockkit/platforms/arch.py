@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 
 __all__ = ["ARCH_FAMILY", "OS_OF_SYS_PLATFORM", "SYS_PLATFORM_OF_OS", "arch_family", "host_arch",
-           "host_os"]
+           "host_os", "platform_machine"]
 
 # sys.platform -> lockkit's OS name, and back.
 OS_OF_SYS_PLATFORM = {"linux": "linux", "darwin": "macos", "win32": "windows"}
@@ -22,6 +23,14 @@ ARCH_FAMILY = {"x86_64": "x86_64", "amd64": "x86_64", "x64": "x86_64",
 def arch_family(arch: str) -> str:
     """``AMD64``/``x86_64`` -> ``x86_64``; ``aarch64``/``ARM64`` -> ``arm64``."""
     return ARCH_FAMILY.get(arch.lower(), arch.lower())
+
+
+def platform_machine(arch: str, spellings: Iterable[str]) -> str:
+    """*arch* as the target's interpreter spells ``platform.machine()``: the one of
+    *spellings* (an OS's, ``lockkit.platforms.definitions.ARCHES``) it names, ignoring
+    case (``amd64`` -> ``AMD64`` on Windows); *arch* itself when none does. Markers compare
+    it exactly, so a lock's ``environments`` and lockkit's own selection both use this."""
+    return next((s for s in spellings if s.lower() == arch.lower()), arch)
 
 
 def _machine() -> str:

@@ -119,9 +119,15 @@ class Platform:
 
     @property
     def marker(self) -> str:
-        """The PEP 508 environment this platform's locks are for."""
+        """The PEP 508 environment this platform's locks are for: OS and architecture, so
+        that pip and uv refuse a lock on another CPU before they fetch anything.
+        ``platform_machine`` is spelled as the target's interpreter reports it (installers
+        compare it exactly): the :data:`ARCHES` spelling that *arch* names, ignoring case."""
+        from lockkit.platforms.arch import platform_machine
+
         sys_platform = {"linux": "linux", "macos": "darwin", "windows": "win32"}[self.os]
-        return f"sys_platform == '{sys_platform}'"
+        machine = platform_machine(self.arch, ARCHES[self.os])
+        return f"sys_platform == '{sys_platform}' and platform_machine == '{machine}'"
 
 
 def shipped_dir() -> Path:

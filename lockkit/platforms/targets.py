@@ -17,7 +17,8 @@ from packaging.markers import Environment
 from packaging.pylock import Package, Pylock, PylockSelectError
 
 from lockkit.errors import LockkitError
-from lockkit.platforms.definitions import Platform
+from lockkit.platforms.arch import platform_machine
+from lockkit.platforms.definitions import ARCHES, Platform
 
 __all__ = ["environment", "select", "wheel_tags"]
 
@@ -34,7 +35,8 @@ def environment(platform: Platform, python: str) -> Environment:
     os_name, sys_platform, system = _ENV[platform.os]
     return {
         "os_name": os_name, "sys_platform": sys_platform, "platform_system": system,
-        "platform_machine": platform.arch, "platform_release": "", "platform_version": "",
+        "platform_machine": platform_machine(platform.arch, ARCHES[platform.os]),
+        "platform_release": "", "platform_version": "",
         "python_version": python, "python_full_version": f"{python}.0",
         "implementation_name": "cpython", "implementation_version": f"{python}.0",
         "platform_python_implementation": "CPython",

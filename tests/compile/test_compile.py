@@ -261,9 +261,10 @@ def test_a_lockkit_upgrade_keeps_locks_fresh_unless_the_format_changes(project, 
     assert compile_(project, "--platform", "linux-cpu") == 0
     monkeypatch.setattr(compiler, "__version__", "99.0.0")
     assert check_line(project, capsys)[0] == 0
-    monkeypatch.setattr(freshness, "LOCK_FORMAT", freshness.LOCK_FORMAT + 1)
+    now = freshness.LOCK_FORMAT
+    monkeypatch.setattr(freshness, "LOCK_FORMAT", now + 1)
     code, line = check_line(project, capsys)
-    assert code == 1 and "lock format 1 -> 2 (a newer lockkit)" in line
+    assert code == 1 and f"lock format {now} -> {now + 1} (a newer lockkit)" in line
 
 
 def test_check_outside_a_project_is_a_usage_error(tmp_path, capsys):

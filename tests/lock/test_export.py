@@ -57,10 +57,12 @@ def lock_hashes(lock: dict, name: str) -> list[str]:
     return sorted(f"sha256:{f['hashes']['sha256']}" for f in files)
 
 
-def test_torch_by_url_the_others_by_version_with_every_file_hashed(project, indexes, capsys):
+def test_torch_by_url_the_others_by_version_with_every_wheel_hashed(project, indexes, capsys):
     indexes.default.add_sdist("filelock", "3.16.1")  # a package with a wheel and an sdist
     lock = compiled(project)
-    assert len(lock_hashes(lock, "filelock")) == 2
+    (filelock,) = [p for p in lock["packages"] if p["name"] == "filelock"]
+    assert "sdist" not in filelock  # not in allow-sdist: wheels only, in the lock ...
+    assert len(lock_hashes(lock, "filelock")) == 1
     text = export(project, capsys)
     lines = logical(text)
     torch_url = f"{indexes.pt.r2}/whl/cpu/{TORCH_FILE}"  # the lock's R2 URL, mirrored
@@ -72,6 +74,51 @@ def test_torch_by_url_the_others_by_version_with_every_file_hashed(project, inde
     assert f"(sha256 {hashlib.sha256(raw).hexdigest()})" in text.splitlines()[0]
     assert "pip install --require-hashes -r requirements-rebuild.txt" in text
     assert export(project, capsys) == text  # the same lock, the same bytes
+
+
+def _sdist_hash(lock: dict, name: str) -> str:
+    (pkg,) = [p for p in lock["packages"] if p["name"] == name]
+    return f"sha256:{pkg['sdist']['hashes']['sha256']}"
+
+
+def test_allow_sdist_keeps_the_sdist_in_the_lock_and_the_export(project, indexes, capsys):
+    indexes.default.add_sdist("filelock", "3.16.1")
+    (project / "lockkit.toml").write_text(indexes.config(extra='allow-sdist = ["filelock"]\n'))
+    lock = compiled(project)
+    assert len(lock_hashes(lock, "filelock")) == 2
+    assert logical(export(project, capsys))["filelock==3.16.1"] == lock_hashes(lock, "filelock")
+
+
+def test_an_older_locks_sdist_is_not_exported_without_allow_sdist(project, indexes, capsys):
+    """A lock that still lists a package's sdist (compiled while allow-sdist named it, or by
+    an older lockkit): the export hashes the wheels only, so pip can never build it."""
+    indexes.default.add_sdist("filelock", "3.16.1")
+    (project / "lockkit.toml").write_text(indexes.config(extra='allow-sdist = ["filelock"]\n'))
+    lock = compiled(project)
+    (project / "lockkit.toml").write_text(indexes.config())
+    capsys.readouterr()
+    assert main(["export", "--project", str(project), "--platform", "linux-cpu"]) == 0
+    out, err = capsys.readouterr()
+    hashes = logical(out)["filelock==3.16.1"]
+    assert len(hashes) == 1 and _sdist_hash(lock, "filelock") not in hashes
+    assert "is stale" in err and "allow-sdist" in err
+
+
+@pytest.mark.parametrize("name", ["req.txt", "a folder/req's.txt"])
+def test_the_install_hint_names_the_file_as_given(project, capsys, tmp_path, name):
+    """``-o /abs/path/req.txt``: the hint names that path (quoted for the shell where it
+    must be), so it is right from any folder, not only from the file's own."""
+    import shlex
+
+    compiled(project)
+    out = tmp_path / name
+    out.parent.mkdir(exist_ok=True)
+    assert main(["export", "--project", str(project), "--platform", "linux-cpu",
+                 "-o", str(out)]) == 0
+    hint = [ln for ln in out.read_text().splitlines() if "--require-hashes -r" in ln]
+    assert hint == [f"#   .venv-rebuild/bin/python -m pip install --require-hashes -r "
+                    f"{shlex.quote(str(out))}"]
+    assert shlex.split(hint[0].split("#", 1)[1])[-1] == str(out)
 
 
 def test_official_keeps_the_lock_urls(project, indexes, capsys):
@@ -129,8 +176,14 @@ def test_a_fresh_venvs_pip_installs_the_export(exported, project, indexes, tmp_p
     python = _fresh_venv(tmp_path / "venv")
     pip_version = _pip(python, "--version").stdout.split()[1]
     assert int(pip_version.split(".")[0]) < 26  # a pip that cannot read pylock.toml
-    run = _pip(python, "install", "--isolated", "--quiet", "--require-hashes",
-               "-r", str(exported))
+    # the file's own install line, as printed (bar the venv's path), run from another folder
+    hint = next(ln for ln in exported.read_text().splitlines() if "--require-hashes -r" in ln)
+    line = hint.split("#", 1)[1].strip().replace(".venv-rebuild/bin/python", str(python))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    run = subprocess.run(["sh", "-c", line.replace(" install ", " install --isolated -q ")],
+                         cwd=elsewhere, capture_output=True, text=True, env=_clean_env(),
+                         timeout=600)
     assert run.returncode == 0, run.stderr
     listed = json.loads(_pip(python, "list", "--isolated", "--format=json").stdout)
     assert {p["name"]: p["version"] for p in listed if p["name"] not in

@@ -19,6 +19,20 @@ def mirrors_of(pt: PyTorchIndex) -> str:
 
 
 @pytest.fixture(scope="session")
+def modern_pip(tmp_path_factory) -> Path:
+    """A pip wheel >= 26.1 (the first with ``-r pylock.toml``), run from the wheel itself
+    (``python <wheel>/pip``), downloaded once from the default index."""
+    dest = tmp_path_factory.mktemp("pip26")
+    run = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                          "--only-binary", ":all:", "pip>=26.1", "-d", str(dest)],
+                         capture_output=True, text=True, timeout=300)
+    wheels = sorted(dest.glob("pip-*.whl"))
+    if run.returncode != 0 or not wheels:
+        pytest.skip("no pip >= 26.1 available to download here (needed for -r pylock.toml)")
+    return wheels[-1]
+
+
+@pytest.fixture(scope="session")
 def tool_wheels(tmp_path_factory) -> Iterator[list[Path]]:
     """lockkit's runtime dependencies and hatchling (its build backend), downloaded once by
     pip from the default index, for this interpreter (the linux-cpu platform's 3.11)."""

@@ -312,19 +312,6 @@ def built(project, tmp_path) -> Path:
     return project / "wheelhouse" / "linux-cpu"
 
 
-@pytest.fixture(scope="session")
-def modern_pip(tmp_path_factory) -> Path:
-    """A pip wheel >= 26 (the first with ``-r pylock.toml``), run from the wheel itself."""
-    dest = tmp_path_factory.mktemp("pip26")
-    run = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                          "--only-binary", ":all:", "pip>=26.1", "-d", str(dest)],
-                         capture_output=True, text=True, timeout=300)
-    wheels = sorted(dest.glob("pip-*.whl"))
-    if run.returncode != 0 or not wheels:
-        pytest.skip("no pip >= 26.1 available to download here (needed for -r pylock.toml)")
-    return wheels[-1]
-
-
 @pytest.mark.slow
 def test_offline_install_with_requirements_and_hashes(built, tmp_path):
     python = _venv(tmp_path / "venv")
