@@ -272,8 +272,8 @@ def test_the_example_resumes_exactly_and_a_dropped_optimizer_is_named(copy_of):
     assert [c["step"] for c in doc["commands"]].count("resume") == 5  # git + A, B, R, C
     broken = copy_of()
     toml = broken / "lockkit.toml"
-    toml.write_text(toml.read_text().replace('"--resume", "{resume}"]',
-                                             '"--resume", "{resume}", "--break", "optimizer"]'))
+    toml.write_text(toml.read_text().replace('"--device", "{device}"]',
+                                             '"--device", "{device}", "--break", "optimizer"]'))
     code, doc = _verify(broken)
     assert code == 1 and doc["result"] == "failed"
     assert doc["first_error"].startswith(
