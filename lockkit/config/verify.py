@@ -21,8 +21,8 @@ from typing import Any
 from lockkit._internal.keys import KeyReader
 from lockkit.errors import ConfigError
 
-__all__ = ["EMBEDDING_HINT", "EmbeddingConfig", "command", "embedding_problems", "fingerprints",
-           "load_embedding_config", "relative_path"]
+__all__ = ["DEVICE_USE", "EMBEDDING_HINT", "EmbeddingConfig", "command", "embedding_problems",
+           "fingerprints", "load_embedding_config", "relative_path"]
 
 EMBEDDING_HINT = "see examples/embeddings/lockkit.toml for a complete table"
 
@@ -30,7 +30,10 @@ _REQUIRED = ("command", "embeddings", "ids", "sample", "reference", "reference-i
              "dtype", "dim", "reason", "fingerprints")
 _OPTIONAL = ("key", "atol", "rtol", "min-cosine", "timeout")
 _DTYPES = ("float16", "float32", "float64")
-_PLACEHOLDERS = ("python", "out")
+_PLACEHOLDERS = ("python", "out", "device")
+# Where the commands run: {device} is the platform's torch device (``cpu``, ``cuda:0`` on a
+# CUDA or ROCm platform, ``xpu:0``, ``mps``), filled in by verify (``Options.device``).
+DEVICE_USE = "{device} (the platform's torch device: cpu, cuda:0, xpu:0 or mps)"
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 
@@ -96,7 +99,8 @@ def _read(r: KeyReader, project_root: Path, table: Any) -> dict[str, Any]:
     r.require(table, _REQUIRED)
     root, get = project_root.resolve(), table.get
     values = {
-        "command": command(r, get("command"), _PLACEHOLDERS, use="use {python} and {out}",
+        "command": command(r, get("command"), _PLACEHOLDERS,
+                           use="use {python}, {out} and " + DEVICE_USE,
                            needed=("out",),
                            why="the application must write into the folder lockkit re-reads"),
         "embeddings": relative_path(r, "embeddings", get("embeddings"), None),

@@ -17,12 +17,19 @@ from lockkit.verify import hang
 from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, Steps
 
-__all__ = ["Options", "Run", "UV_CACHE"]
+__all__ = ["Options", "Run", "UV_CACHE", "torch_device"]
 
 # uv's cache for one verify, inside its temp folder: the user's cache would keep an
 # unpacked copy of torch (~700 MB) for every wheelhouse path verified, and nothing
 # removes those. Same filesystem as the venv, so uv hard-links from it (no second copy).
 UV_CACHE = "uv-cache"
+
+
+def torch_device(gpu: str) -> str:
+    """The torch device string of a platform's ``[gpu] device``: device 0 of ``cuda``
+    (ROCm's torch answers to ``torch.cuda`` too, so its platforms say ``cuda``) and of
+    ``xpu``; ``cpu`` and ``mps`` (one device) as they are."""
+    return f"{gpu}:0" if gpu in ("cuda", "xpu") else gpu
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +56,12 @@ class Options:
     # is private to the user (install.shared_root); None, or a cache other users can
     # write: a uv cache and bytecode of the run's own, in its temp folder, removed with it
     cache_root: Path | None = None
+
+    @property
+    def device(self) -> str:
+        """Where the platform's checks run: its smoke calls, and the application and
+        resume commands (their ``{device}`` placeholder)."""
+        return torch_device(self.platform.gpu_device)
 
 
 @dataclass

@@ -7,8 +7,10 @@ an installer treats it as the real thing. Its ``torch`` knows its build (``__ver
 ``torch.backends`` flags and settings, and on purpose not everything: the probes must
 turn a missing attribute into a recorded error. Matrix products go through numpy when
 the venv has it (the probe then runs its real comparison); without numpy the fake has no
-tensors at all. ``hang`` and ``crash`` make ``import torch`` never return, or kill the
-interpreter, as a broken native library would.
+tensors at all. It keeps a CPU generator and one per CUDA device (``manual_seed``,
+``rand``, ``get_rng_state``, ``torch.cuda.get_rng_state_all``), so a training script can
+show a device generator left out of a resume. ``hang`` and ``crash`` make ``import torch``
+never return, or kill the interpreter, as a broken native library would.
 """
 
 from __future__ import annotations
@@ -105,6 +107,59 @@ backends = types.SimpleNamespace(
     mps=types.SimpleNamespace(is_built=lambda: _CONFIG["mps"],
                               is_available=lambda: _CONFIG["mps"] and _DEVICES > 0),
 )
+
+# Random numbers as torch keeps them: one generator for the CPU and one per CUDA device;
+# manual_seed seeds them all, and a draw on "cuda:0" (dropout there) comes from the
+# device's, so a resume that restores only the CPU one draws other numbers on the GPU.
+import random as _random
+
+_CPU_RNG = _random.Random(0)
+_CUDA_RNGS = [_random.Random(index + 1) for index in range(_DEVICES)]
+
+
+def manual_seed(seed):
+    _CPU_RNG.seed(seed)
+    for index, generator in enumerate(_CUDA_RNGS):
+        generator.seed(seed * 1000 + index + 1)
+
+
+def get_rng_state():
+    return _CPU_RNG.getstate()
+
+
+def set_rng_state(state):
+    _CPU_RNG.setstate(state)
+
+
+def _generator(device):
+    device = str(device)
+    if device == "cpu":
+        return _CPU_RNG
+    if device.startswith("cuda") and cuda.is_available():
+        return _CUDA_RNGS[_ordinal(int(device.partition(":")[2] or 0))]
+    raise RuntimeError(f"fake torch: no generator for device {{device!r}}")
+
+
+def rand(*size, device="cpu"):
+    import numpy
+
+    generator = _generator(device)
+    count = int(numpy.prod(size))
+    draws = [generator.random() for _ in range(count)]
+    return Tensor(numpy.array(draws, dtype="float32").reshape(size), str(device))
+
+
+def _get_rng_state_all():
+    return [generator.getstate() for generator in _CUDA_RNGS[:cuda.device_count()]]
+
+
+def _set_rng_state_all(states):
+    for generator, state in zip(_CUDA_RNGS, states):
+        generator.setstate(state)
+
+
+cuda.get_rng_state_all = _get_rng_state_all
+cuda.set_rng_state_all = _set_rng_state_all
 
 
 def get_default_dtype():

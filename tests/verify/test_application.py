@@ -326,7 +326,8 @@ def test_a_valid_table_loads_into_its_dataclass(tmp_path):
     cfg = load_project(tmp_path).application
     assert isinstance(cfg, ApplicationConfig)
     assert cfg.expected_outputs == ("out/a.bin", "out/m.json")
-    assert cfg.argv(Path("/v/bin/python")) == ["/v/bin/python", "-m", "app", "{literal}"]
+    assert cfg.argv(Path("/v/bin/python"), "cpu") == ["/v/bin/python", "-m", "app",
+                                                       "{literal}"]
     assert cfg.fingerprints == (("ref/m.json", "a" * 64),) and cfg.timeout == 600
     assert cfg.to_dict()["compare"]["out/m.json"]["reason"] == "float32 sums"
 

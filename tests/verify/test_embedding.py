@@ -74,8 +74,8 @@ def run_embed(python: Path, root: Path, out: Path) -> subprocess.CompletedProces
     """The configured command, from the project copy, with an empty environment."""
     cfg = example_config()
     env = {"SYSTEMROOT": os.environ["SYSTEMROOT"]} if os.name == "nt" else {}
-    return subprocess.run(command(cfg, python, out), cwd=root, env=env, capture_output=True,
-                          text=True, timeout=cfg.timeout, check=True)
+    return subprocess.run(command(cfg, python, out, "cpu"), cwd=root, env=env,
+                          capture_output=True, text=True, timeout=cfg.timeout, check=True)
 
 
 # --- the real application, real torch --------------------------------------------------
@@ -93,6 +93,9 @@ def test_embed_in_a_clean_folder_matches_the_committed_reference(torch_venv, cop
         "files", "count", "ids", "dim", "dtype", "finite", "reference", "tolerance"]
     run = json.loads((out / "run.json").read_text())
     assert run["deterministic"] is True and run["threads"] == 1
+    # issue 26: what decides the numbers on a GPU is recorded too (CPU torch has the flags)
+    assert run["device"] == "cpu" and run["tf32"] == {"cuda.matmul": False, "cudnn": True}
+    assert run["float32_matmul_precision"] == "highest"
     json.dumps(result.to_dict())  # the dossier can hold it
 
 
@@ -148,8 +151,9 @@ def test_the_reference_itself_passes(copy, out):
 
 
 def test_command_substitutes_placeholders():
-    argv = command(example_config(), Path("venv") / "bin" / "python", Path("o"))
-    assert argv == [str(Path("venv/bin/python")), "embed.py", "--out", "o"]
+    argv = command(example_config(), Path("venv") / "bin" / "python", Path("o"), "cuda:0")
+    assert argv == [str(Path("venv/bin/python")), "embed.py", "--out", "o", "--device",
+                    "cuda:0"]
 
 
 def test_no_embedding_table_means_no_check(tmp_path):

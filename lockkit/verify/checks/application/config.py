@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lockkit._internal.keys import KeyReader
-from lockkit.config.verify import command, fingerprints, relative_path
+from lockkit.config.verify import DEVICE_USE, command, fingerprints, relative_path
 
 __all__ = ["APPLICATION_HINT", "ApplicationConfig", "Comparison", "application_problems"]
 
@@ -28,7 +28,8 @@ APPLICATION_HINT = "see 'The application check' in the README for a complete tab
 
 _KEYS = ("command", "timeout", "outputs", "compare", "fingerprints")
 _COMPARE_KEYS = ("reference", "atol", "rtol", "reason")
-_USE = "only {python} (the rebuilt venv's interpreter); paths are relative to the copy"
+_USE = ("only {python} (the rebuilt venv's interpreter) and " + DEVICE_USE
+        + "; paths are relative to the copy")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,8 +64,8 @@ class ApplicationConfig:
         compared = tuple(c.output for c in self.compare if c.output not in self.outputs)
         return self.outputs + compared
 
-    def argv(self, python: Path) -> list[str]:
-        return [part.format(python=str(python)) for part in self.command]
+    def argv(self, python: Path, device: str) -> list[str]:
+        return [part.format(python=str(python), device=device) for part in self.command]
 
     def to_dict(self) -> dict[str, Any]:
         """The table as written in lockkit.toml, for the dossier."""
@@ -116,7 +117,7 @@ def _read(r: KeyReader, root: Path, table: dict[str, Any]) -> ApplicationConfig 
     r.unknown(table, _KEYS)
     r.require(table, ("command",))
     values: dict[str, Any] = {
-        "command": command(r, table.get("command"), ("python",), use=_USE),
+        "command": command(r, table.get("command"), ("python", "device"), use=_USE),
         "timeout": r.number("timeout", table.get("timeout"), 1e-9),
         "outputs": _outputs(r, root, table.get("outputs")),
         "compare": _compare(r.at("compare"), root, table.get("compare")),

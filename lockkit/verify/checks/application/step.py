@@ -72,7 +72,7 @@ def _run_app(run: Run, step: Step, argv: list[str], timeout: float, copy: Path,
     result = run.call("application", argv, timeout=timeout, env=env, cwd=copy,
                       stacks_on_timeout=True)
     run.attachments["application.log"] = (result.stdout + result.stderr)[-20000:]
-    step.detail["environment"] = sorted(env)
+    step.detail.update(environment=sorted(env), device=run.opts.device)
     if result.timed_out:
         report = run.note_hang("application", result, copy)
         where = f": {report.summary}" if report else ""
@@ -88,7 +88,8 @@ def _command_check(run: Run, step: Step, cfg: ApplicationConfig) -> None:
         raise StepFailed(f"output {present[0]} exists before the command ran (it is "
                          "committed): name a path the command writes")
     assert run.python is not None
-    result = _run_app(run, step, cfg.argv(run.python), cfg.timeout, copy, "command")
+    result = _run_app(run, step, cfg.argv(run.python, run.opts.device), cfg.timeout, copy,
+                      "command")
     said = "" if result.ok else ": " + last_error_line(result.stderr or result.stdout)
     checks = [CheckResult(name="command", passed=result.ok,
                           detail=f"exited {result.returncode}{said}")]
@@ -119,8 +120,8 @@ def _embedding_check(run: Run, step: Step, cfg: embedding.EmbeddingConfig) -> No
     out = run.work / "app" / "out"
     out.mkdir()
     assert run.python is not None
-    result = _run_app(run, step, embedding.command(cfg, run.python, out), cfg.timeout, copy,
-                      "embedding command")
+    argv = embedding.command(cfg, run.python, out, run.opts.device)
+    result = _run_app(run, step, argv, cfg.timeout, copy, "embedding command")
     if not result.ok:
         raise StepFailed(f"the embedding command exited {result.returncode}: "
                          f"{last_error_line(result.stderr or result.stdout)}")

@@ -38,9 +38,11 @@ __all__ = [
 ]
 
 
-def command(cfg: EmbeddingConfig, python: Path, out: Path) -> list[str]:
-    """The argument list to run in the project root, under ``cfg.timeout`` seconds."""
-    return [part.format(python=str(python), out=str(out)) for part in cfg.command]
+def command(cfg: EmbeddingConfig, python: Path, out: Path, device: str) -> list[str]:
+    """The argument list to run in the project root, under ``cfg.timeout`` seconds;
+    *device* is the platform's torch device (``cpu``, ``cuda:0``, ``xpu:0``, ``mps``)."""
+    return [part.format(python=str(python), out=str(out), device=device)
+            for part in cfg.command]
 
 
 def file_hashes(cfg: EmbeddingConfig, root: Path) -> list[tuple[str, str, str | None]]:

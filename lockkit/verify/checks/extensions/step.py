@@ -24,15 +24,10 @@ from lockkit.verify import hang, probe
 from lockkit.verify.context import Run
 from lockkit.verify.steps import Step, StepFailed
 
-__all__ = ["extensions_step", "native_packages", "probe_device"]
+__all__ = ["extensions_step", "native_packages"]
 
 _LIBRARY = re.compile(r"\.(?:so(?:\.\d+)*|pyd|dylib)$")
 _EXAMPLES = 5
-
-
-def probe_device(device: str) -> str:
-    """The torch device string a platform's ``[gpu] device`` names (device 0)."""
-    return f"{device}:0" if device in ("cuda", "xpu") else device
 
 
 def native_packages(wheelhouse: Path | None,
@@ -77,7 +72,7 @@ def extensions_step(run: Run, step: Step) -> None:
         return
     assert run.python is not None
     gpu_skipped = opts.no_gpu and opts.platform.gpu_device != "cpu"
-    device = "cpu" if gpu_skipped else probe_device(opts.platform.gpu_device)
+    device = "cpu" if gpu_skipped else opts.device
     specs = [{"module": m.module, **({} if gpu_skipped or not m.smoke else {"smoke": m.smoke})}
              for m in cfg.modules]
     spec_file = run.work / "extensions.json"

@@ -12,14 +12,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockkit._internal.keys import KeyReader
-from lockkit.config.verify import command
+from lockkit.config.verify import DEVICE_USE, command
 
 __all__ = ["PLACEHOLDERS", "RESUME_HINT", "ResumeConfig", "resume_problems"]
 
 RESUME_HINT = ("see examples/embeddings/lockkit.toml and the README's "
                "\"Checking a training resume\" for a complete table")
-PLACEHOLDERS = ("python", "out", "steps", "checkpoint", "resume")
-_NEEDED = PLACEHOLDERS[1:]  # {python} is optional: the command may name another launcher
+PLACEHOLDERS = ("python", "out", "steps", "checkpoint", "resume", "device")
+# {python} is optional (the command may name another launcher), and so is {device}
+_NEEDED = ("out", "steps", "checkpoint", "resume")
 _REQUIRED = ("command", "steps", "resume-steps")
 _OPTIONAL = ("atol", "rtol", "reason", "timeout")
 
@@ -39,10 +40,11 @@ class ResumeConfig:
     timeout: float = 600.0
 
     def argv(self, *, python: str, out: str, steps: int, checkpoint: str,
-             resume: bool) -> list[str]:
+             resume: bool, device: str) -> list[str]:
         """One run's argument list: the placeholders of the contract filled in."""
         values = {"python": python, "out": out, "steps": str(steps),
-                  "checkpoint": checkpoint, "resume": "1" if resume else "0"}
+                  "checkpoint": checkpoint, "resume": "1" if resume else "0",
+                  "device": device}
         return [part.format(**values) for part in self.command]
 
     def to_dict(self) -> dict[str, Any]:
@@ -73,7 +75,7 @@ def resume_problems(table: Any) -> tuple[ResumeConfig | None, list[str]]:
     r.require(table, _REQUIRED)
     values: dict[str, Any] = {"command": command(
         r, table.get("command"), PLACEHOLDERS, needed=_NEEDED,
-        use="use " + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS),
+        use="use " + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS[:-1]) + " and " + DEVICE_USE,
         why="each run is told " + ", ".join(f"{{{p}}}" for p in _NEEDED))}
     for key, low, integer in (("steps", 1, True), ("resume-steps", 1, True),
                               ("atol", 0, False), ("rtol", 0, False),

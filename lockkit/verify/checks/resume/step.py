@@ -44,6 +44,7 @@ def resume_step(run: Run, step: Step) -> None:
     base = run.work / "resume"
     copy = base / "project"
     step.detail["copied_files"] = clean_copy(run, run.opts.project.root, copy, "resume")[0]
+    step.detail["device"] = run.opts.device  # {device}: where the training runs
     home = base / "home"
     home.mkdir(parents=True)
     env = command_env(home)  # a run past its timeout prints every stack
@@ -81,7 +82,7 @@ def _one(run: Run, cfg: ResumeConfig, copy: Path, env: dict[str, str], name: str
     checkpoint.mkdir(exist_ok=True)  # R's and C's already hold a copy of B's
     assert run.python is not None
     argv = cfg.argv(python=str(run.python), out=str(out), steps=steps,
-                    checkpoint=str(checkpoint), resume=resume)
+                    checkpoint=str(checkpoint), resume=resume, device=run.opts.device)
     if run.pycache is not None:  # the shared venv's bytecode (rebuild.venv_step)
         env = {**env, "PYTHONPYCACHEPREFIX": str(run.pycache)}
     result = _run.call(argv, timeout=cfg.timeout, env=env, cwd=copy,

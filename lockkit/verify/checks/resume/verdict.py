@@ -10,8 +10,10 @@
 - **C** is a new process that restores B's checkpoint and runs the M remaining steps.
 
 Each run writes ``steps.json`` (per step: loss, lr, batch ids), ``end.json`` (step
-counter, scheduler state, RNG draws taken at its end) and ``state.npz`` (model and
-optimizer tensors). Only numpy and json are needed here: the host never imports torch.
+counter, scheduler state, RNG draws taken at its end: python's, numpy's and torch's CPU
+generator, and on a GPU the device's own, e.g. ``cuda``, which dropout there draws from)
+and ``state.npz`` (model and optimizer tensors). Only numpy and json are needed here: the
+host never imports torch.
 
 The comparisons follow the projects that test their own resume:
 - torchtitan's checkpoint-resume loss comparison (``scripts/loss_compare.py
@@ -41,7 +43,7 @@ import numpy as np
 __all__ = ["RUNS", "ResumeVerdict", "RunOutput", "RunOutputError", "compare", "read_run"]
 
 RUNS = ("A", "B", "R", "C")
-RNGS = ("python", "numpy", "torch")
+RNGS = ("python", "numpy", "torch")  # required; any other entry is a device's generator
 
 
 class RunOutputError(ValueError):
@@ -76,11 +78,15 @@ def read_run(name: str, out: Path) -> RunOutput:
     if not isinstance(rng, dict) or not all(isinstance(rng.get(k), list) for k in RNGS):
         raise RunOutputError(f"run {name}: end.json: rng: expected lists of draws for "
                              f"{', '.join(RNGS)}")
+    other = next((k for k, v in rng.items() if not isinstance(v, list)), None)
+    if other is not None:
+        raise RunOutputError(f"run {name}: end.json: rng.{other}: expected a list of draws "
+                             f"(of the {other} device's generator), got {rng[other]!r}")
     scheduler = end.get("scheduler", {})
     if not isinstance(scheduler, dict):
         raise RunOutputError(f"run {name}: end.json: scheduler: expected an object")
     return RunOutput(name=name, steps=tuple(steps), end_step=end["step"], scheduler=scheduler,
-                     rng={k: tuple(rng[k]) for k in RNGS}, arrays=_arrays(name, out))
+                     rng={k: tuple(v) for k, v in rng.items()}, arrays=_arrays(name, out))
 
 
 def _json(name: str, path: Path) -> Any:
@@ -240,7 +246,11 @@ def _state_diff(x: RunOutput, y: RunOutput, atol: float, rtol: float, x_is: str,
                    if x.scheduler.get(k) != y.scheduler.get(k))
         return (f"scheduler not restored ({key}: {y.scheduler.get(key)!r} {y_is}, "
                 f"{x.scheduler.get(key)!r} {x_is})")
-    for rng in RNGS:
+    devices = sorted((set(x.rng) | set(y.rng)) - set(RNGS))
+    for rng in (*RNGS, *devices):
+        if rng not in y.rng or rng not in x.rng:
+            return (f"{rng} RNG draws only {x_is if rng in x.rng else y_is} (every run on "
+                    "the device writes them)")
         if x.rng[rng] != y.rng[rng]:
             return (f"{rng} RNG not restored (draws {_draws(y.rng[rng])} {y_is}, "
                     f"{_draws(x.rng[rng])} {x_is})")
