@@ -455,5 +455,6 @@ def write(report: dict[str, Any]) -> int:
     sys.stdout.flush()
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main())
