@@ -40,14 +40,17 @@ _ROCM = re.compile(r"rocm(\d+)\.(\d+)(?:\.[\w.]+)?")
 def system_step(step: Step, python: Path, found: Findings, *, timeout: float,
                 record: _run.Recorder | None = None,
                 gpu_args: Sequence[str] | None = None, pycache: Path | None = None,
-                no_torch: str | None = None) -> None:
+                no_torch: str | None = None, collect_env: bool = True) -> None:
     """The system chain as the interpreter sees it, into ``found.system`` (kept even when
     the step fails); ``StepFailed`` when torch reports no version, unless *no_torch* says
     why none is expected (a platform without torch: the rest of the chain is the finding).
 
     With *gpu_args*, the GPU probe runs in the same process right after (one torch
-    import, not two); its report waits in ``found.gpu_result`` for :func:`gpu_step`."""
-    result, found.gpu_result = probe.run_chain(python, gpu_args, timeout, record, pycache)
+    import, not two); its report waits in ``found.gpu_result`` for :func:`gpu_step`.
+    *collect_env* False: torch's ``collect_env`` is not run (diagnose runs it only after a
+    GPU step that failed)."""
+    result, found.gpu_result = probe.run_chain(python, gpu_args, timeout, record, pycache,
+                                               collect_env)
     facts = found.system = SystemFacts(raw=result.data or {})
     if result.status != "passed":
         raise StepFailed(f"system probe: {result.error}")

@@ -13,9 +13,9 @@ from lockkit import __version__
 from lockkit._internal import proc as _run
 from lockkit._internal.redact import redact
 from lockkit.errors import UsageError
-from lockkit.report.model import CommandRecord, Dossier
+from lockkit.report.model import CommandRecord, Dossier, SystemFacts
 from lockkit.report.roots import named_roots
-from lockkit.verify import chain
+from lockkit.verify import chain, probe
 from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, Steps, overall
 
@@ -81,6 +81,19 @@ def no_torch(dossier: Dossier) -> bool:
         "No module named 'torch'" in (torch.error or "")
 
 
+def _with_collect_env(system: SystemFacts | None, steps: Steps, python: Path, timeout: float,
+                      record: _run.Recorder) -> SystemFacts | None:
+    """*system* with torch's ``collect_env`` when the GPU step failed, else with why not:
+    it imports torch, so a failed system step leaves it nothing to add."""
+    if system is None:
+        return None
+    if steps["gpu"].status == "failed":
+        info = probe.run_collect_env(python, timeout, record)
+    else:
+        info = {"skipped": "run only when the gpu step fails"}
+    return SystemFacts(raw={**system.raw, "collect_env": info})
+
+
 def diagnose(python: Path | None = None, expect: str | None = None, *, source: str = "",
              timeout: float = 300.0, command_line: tuple[str, ...] = ()) -> Dossier:
     """Run the probes with *python* (default: :func:`default_python`); return the
@@ -98,21 +111,31 @@ def diagnose(python: Path | None = None, expect: str | None = None, *, source: s
             step=step, argv=tuple(redact(a) for a in r.argv), returncode=r.returncode,
             duration_s=round(r.duration, 3), timed_out=r.timed_out))
 
+    # One process for both steps (one torch import); without --expect, the probe expects
+    # the build it finds. torchvision / torchaudio: checked when installed (no lock here).
+    # torch's collect_env (seconds: pip, nvidia-smi, a second torch import) runs only
+    # when the GPU step fails, where its answers help (issue 26).
+    probe_args = ["--expect", expect or "auto", "--installed"]
+
+    def system(step: Step) -> None:
+        step.detail["interpreter_source"] = source or "given"
+        chain.system_step(step, python, found, timeout=timeout, record=recorder("system"),
+                          gpu_args=probe_args, collect_env=False)
+
     def gpu(step: Step) -> None:
         assert found.system is not None  # the system step passed
         build = found.system.torch.build
         kind = expect or (build if build in _DEVICE else "cpu")
         step.detail["expect"] = kind
         step.detail["expect_source"] = "--expect" if expect else "the torch build found"
-        chain.gpu_step(step, python, ["--expect", kind, "--device", _DEVICE[kind]], found,
+        step.detail["companions"] = "torchvision and torchaudio as installed (no lock)"
+        chain.gpu_step(step, python, ["--expect", kind, "--device", _DEVICE[kind],
+                                      "--installed"], found,
                        timeout=timeout, record=recorder("gpu"))
-
-    def system(step: Step) -> None:
-        step.detail["interpreter_source"] = source or "given"
-        chain.system_step(step, python, found, timeout=timeout, record=recorder("system"))
 
     steps.execute("system", system)
     steps.execute("gpu", gpu)
+    found.system = _with_collect_env(found.system, steps, python, timeout, recorder("gpu"))
     return Dossier(kind="diagnose", lockkit_version=__version__,
                    started=started.strftime("%Y-%m-%dT%H:%M:%SZ"),
                    command_line=command_line, python=str(python), result=overall(steps),

@@ -28,7 +28,7 @@ from lockkit._internal import proc as _run
 from lockkit.verify.probes.system_probe import DETERMINISM_VARS, TOOLCHAIN_VARS
 
 __all__ = ["PROBES_DIR", "GPU_CHECKS", "ProbeResult", "Status", "gpu_status", "probe_env",
-           "run_chain", "run_lines", "run_probe"]
+           "run_chain", "run_collect_env", "run_lines", "run_probe"]
 
 PROBES_DIR = Path(__file__).resolve().parent / "probes"
 # The order the GPU step judges them in: gpu_probe.py's, with the host's driver check
@@ -101,20 +101,23 @@ def run_probe(python: Path, script: str, args: Sequence[str] = (), timeout: floa
 
 
 def run_chain(python: Path, gpu_args: Sequence[str] | None, timeout: float,
-              record: _run.Recorder | None = None,
-              pycache: Path | None = None) -> tuple[ProbeResult, ProbeResult | None]:
+              record: _run.Recorder | None = None, pycache: Path | None = None,
+              collect_env: bool = True) -> tuple[ProbeResult, ProbeResult | None]:
     """The system probe and (unless *gpu_args* is None) the GPU probe in one process
     (``system_probe.py --then-gpu ARGS``): torch is imported once. Each part is judged as
     if it had run alone: a GPU check that hangs or crashes fails the GPU part only, since
     the system report was printed and flushed before it started. *pycache*: the
-    interpreter's ``pycache_prefix`` (``-X``, which ``-I`` does not ignore)."""
+    interpreter's ``pycache_prefix`` (``-X``, which ``-I`` does not ignore). torch's
+    ``collect_env`` runs beside the GPU checks; *collect_env* False: not at all (see
+    :func:`run_collect_env`)."""
     command = [str(python), "-I", *(["-X", f"pycache_prefix={pycache}"] if pycache else []),
                str(_probe_path("system_probe.py"))]
+    command += [] if collect_env else ["--no-collect-env"]
     if gpu_args is not None:
         command += ["--then-gpu", *gpu_args]
     result = _run.call(command, timeout=timeout, env=probe_env(), record=record)
     reports = {d.get("probe"): d for d in _objects(result.stdout)}
-    parts = [("system", reports.get("system"))]
+    parts = [("system", _with_collect_env(reports, result))]
     if gpu_args is not None:
         parts.append(("gpu", reports.get("gpu")))
     judged: list[ProbeResult] = []
@@ -136,6 +139,32 @@ def run_chain(python: Path, gpu_args: Sequence[str] | None, timeout: float,
                                       returncode=result.returncode,
                                       stderr_tail=_tail(result.stderr.encode())))
     return judged[0], (judged[1] if gpu_args is not None else None)
+
+
+def run_collect_env(python: Path, timeout: float,
+                    record: _run.Recorder | None = None) -> dict[str, Any]:
+    """torch's ``collect_env`` report on its own (``system_probe.py --collect-env``), for the
+    system facts' ``collect_env``: ``{"info": ..., "seconds": ...}`` or ``{"error": ...}``."""
+    result = run_probe(python, "system_probe.py", ["--collect-env"], timeout=timeout,
+                       record=record)
+    if result.data is None or result.data.get("probe") != "collect_env":
+        return {"error": result.error or "no report from system_probe.py --collect-env"}
+    return {k: v for k, v in result.data.items() if k != "probe"}
+
+
+def _with_collect_env(reports: Mapping[Any, dict[str, Any]],
+                      result: _run.Result) -> dict[str, Any] | None:
+    """The system report with its ``collect_env`` back in place: with ``--then-gpu`` it ran
+    beside the GPU checks and came last, as a line of its own."""
+    system = reports.get("system")
+    if system is None or "pending" not in (system.get("collect_env") or {}):
+        return system
+    late = reports.get("collect_env")
+    if late is not None:
+        info = {k: v for k, v in late.items() if k != "probe"}
+    else:
+        info = {"error": f"not reported: the probe ended first ({_run.outcome(result)})"}
+    return {**system, "collect_env": info}
 
 
 def _objects(out: str) -> list[dict[str, Any]]:

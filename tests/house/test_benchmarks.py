@@ -36,6 +36,16 @@ def test_startup_quick_prints_a_verdict_per_target() -> None:
     assert re.search(r"^\d of 3 targets hold", done.stdout, re.M)
 
 
+@pytest.mark.slow
+def test_diagnose_quick_is_a_ratio_against_importing_torch() -> None:
+    done = bench("diagnose.py", "--quick", "--report-only", "--pairs", "1")
+    assert done.returncode == 0, done.stderr
+    row = next(ln for ln in done.stdout.splitlines()
+               if ln.startswith("diagnose (real CPU torch)  "))
+    assert re.search(r'python -c "import torch"\s+\d+\.\d\dx\s+<= 1\.5x\s+(PASS|FAIL)$', row) \
+        or "SKIP" in row, row
+
+
 def test_download_quick_times_lockkit_and_curl_on_both_cases() -> None:
     if shutil.which("curl") is None:
         pytest.skip("needs curl, the baseline")

@@ -10,9 +10,11 @@ Three sub-checks, in order, each ``passed``, ``failed``, ``error`` (it raised) o
 2. ``device`` - the expected device is visible (no CPU fallback is ever taken);
 3. ``matmul`` - a seeded float32 product on the device agrees with a float64 CPU one
    within the tolerance recorded in the output;
-4. ``torchvision`` / ``torchaudio`` (``--vision`` / ``--audio``: the lock has them) - the
+4. ``torchvision`` / ``torchaudio`` (``--vision`` / ``--audio``: the lock has them;
+   ``--installed``: whichever is installed, as ``lockkit diagnose`` has no lock) - the
    companion reports the CUDA (or, on ROCm, the local label) torch reports, and one of
-   its compiled ops runs on the device and agrees with the CPU (``skipped``: not locked).
+   its compiled ops runs on the device and agrees with the CPU (``skipped``: not locked,
+   or not installed).
 
 A later check is skipped when an earlier one of the first three did not pass. One JSON
 object goes to stdout and the exit code is 0 whenever the script could run: the host
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import math
 import os
@@ -344,17 +347,29 @@ def torch_summary(torch: Any) -> dict[str, Any]:
             "file": getattr(torch, "__file__", None)}
 
 
+def companion_skip(name: str, locked: bool, args: argparse.Namespace) -> str | None:
+    """Why companion *name* is not checked, or None. ``--installed``: it is checked when
+    it is installed, whether or not it imports (one that fails to import, such as a
+    torchvision of another CUDA major, is a finding); finding it imports nothing."""
+    if locked:
+        return None
+    if not args.installed:
+        return "not locked"
+    return None if importlib.util.find_spec(name) is not None else "not installed"
+
+
 def run_checks(args: argparse.Namespace) -> dict[str, Any]:
     report: dict[str, Any] = {"probe": "gpu", "schema": SCHEMA, "args": vars(args)}
     torch, failure = import_torch()
     report["torch"] = {"error": failure} if failure else torch_summary(torch)
     checks: dict[str, dict[str, Any]] = {}
     blocked = None
-    wanted = (True, True, True, args.vision, args.audio)
+    skips = (None, None, None, companion_skip("torchvision", args.vision, args),
+             companion_skip("torchaudio", args.audio, args))
     runs = (build_check, device_check, matmul_check, vision_check, audio_check)
-    for i, (name, check, want) in enumerate(zip(CHECKS, runs, wanted)):  # noqa: B905
-        if not want:
-            checks[name] = {"status": "skipped", "reason": "not locked"}
+    for i, (name, check, skip) in enumerate(zip(CHECKS, runs, skips)):  # noqa: B905
+        if skip:
+            checks[name] = {"status": "skipped", "reason": skip}
         elif blocked:
             checks[name] = {"status": "skipped", "reason": blocked}
         elif failure:
@@ -426,6 +441,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--source", help="where the expectation comes from, for messages")
     parser.add_argument("--vision", action="store_true", help="torchvision is locked: check it")
     parser.add_argument("--audio", action="store_true", help="torchaudio is locked: check it")
+    parser.add_argument("--installed", action="store_true",
+                        help="check torchvision / torchaudio when installed (no lock)")
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--atol", type=float, default=1e-3)
     parser.add_argument("--rtol", type=float, default=1e-4)

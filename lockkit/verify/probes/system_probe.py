@@ -27,6 +27,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 SCHEMA = 1
@@ -49,6 +50,7 @@ TOOLS = (("cc", "--version"), ("gcc", "--version"), ("clang", "--version"), ("cl
          ("ninja", "--version"))
 TOOL_TIMEOUT = 10
 COLLECT_ENV_TIMEOUT = 60
+PENDING = "runs beside the GPU checks; reported after them"
 # The child leads its own session (the probe kills it with whatever it ran). It starts
 # before the probe imports torch, so it must not outlive the probe if the probe is killed
 # (lockkit's timeout kills the probe's group, not this session): a watchdog thread ends
@@ -356,23 +358,46 @@ def numpy_info() -> dict[str, Any]:
     return {"version": numpy.__version__}
 
 
-def collect() -> dict[str, Any]:
+def collect(env_mode: str = "wait") -> tuple[dict[str, Any], CollectEnv | None]:
+    """The report, and collect_env still running when *env_mode* is ``beside`` (the GPU
+    checks run next, in this process: its report is printed last, as its own line, so it
+    runs beside them, not before). ``wait``: it is waited for and kept in the report;
+    ``skip``: it is not run (diagnose asks for it only when the GPU step fails).
+
+    The driver and toolchain tools (nvidia-smi, compilers: subprocesses, each waited for
+    with the GIL released) run in a second thread while this one imports torch."""
     report: dict[str, Any] = {"probe": "system", "schema": SCHEMA, "os": attempt(os_info),
                               "arch": platform.machine(), "libc": attempt(libc_info),
-                              "cpu": attempt(cpu_info), "python": attempt(python_info),
-                              "driver": attempt(driver_info)}
-    env_report = CollectEnv()
-    torch, failure = import_torch()
-    report["torch"] = failure or attempt(lambda: torch_info(torch))
-    report["numpy"] = attempt(numpy_info)
-    report["settings"] = attempt(lambda: settings_info(torch))
-    report["toolchain"] = attempt(toolchain_info)
-    if torch is None:
+                              "cpu": attempt(cpu_info), "python": attempt(python_info)}
+    env_report = CollectEnv() if env_mode != "skip" else None
+    with ThreadPoolExecutor(max_workers=1) as tools:
+        driver = tools.submit(attempt, driver_info)
+        toolchain = tools.submit(attempt, toolchain_info)
+        torch, failure = import_torch()
+        report["driver"] = driver.result()
+        report["torch"] = failure or attempt(lambda: torch_info(torch))
+        report["numpy"] = attempt(numpy_info)
+        report["settings"] = attempt(lambda: settings_info(torch))
+        report["toolchain"] = toolchain.result()
+    if env_report is None:
+        report["collect_env"] = {"skipped": "not asked for (run with --collect-env)"}
+    elif torch is None:
         env_report.stop()
         report["collect_env"] = {"error": "torch is not importable"}
+    elif env_mode == "beside":
+        report["collect_env"] = {"pending": PENDING}
+        return report, env_report
     else:
         report["collect_env"] = attempt(env_report.result)
-    return report
+    return report, None
+
+
+def gpu_argv(args: list[str], report: dict[str, Any]) -> list[str]:
+    """``--expect auto`` (diagnose without --expect): the build this report found."""
+    torch = report.get("torch")
+    build = torch.get("build") if isinstance(torch, dict) else None
+    return [str(build or "cpu") if a == "auto" and args[i - 1 : i] == ["--expect"] else a
+            for i, a in enumerate(args)]
 
 
 def _sibling(name: str) -> Any:
@@ -392,23 +417,42 @@ def main(argv: list[str] | None = None) -> int:
 
     ``--then-gpu ARGS...``: then run gpu_probe.py's checks with ARGS in this same process
     (torch is imported once), printing its report as a second line. The system report is
-    flushed first, so a GPU check that hangs or crashes still leaves it behind.
+    flushed first, so a GPU check that hangs or crashes still leaves it behind. Its
+    ``collect_env`` is then ``{"pending": ...}``: torch's report runs beside the GPU
+    checks and comes last, as ``{"probe": "collect_env", ...}`` (the host puts it back).
+    ``--expect auto`` among ARGS stands for the torch build this report found.
+    ``--no-collect-env`` first: torch's report is not run. ``--collect-env`` alone: only
+    torch's report, as ``{"probe": "collect_env", ...}``.
     """
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--collect-env"]:  # torch's own report only, as one line
+        return write({"probe": "collect_env", **attempt(CollectEnv().result)})
+    env_mode = "skip" if argv[:1] == ["--no-collect-env"] else "wait"
+    argv = argv[1:] if env_mode == "skip" else argv
+    then_gpu = argv[:1] == ["--then-gpu"]
+    env_mode = "beside" if then_gpu and env_mode == "wait" else env_mode
     real_stdout = os.dup(1)
     os.dup2(2, 1)  # C-level chatter from drivers or torch goes to stderr
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            report = collect()
+            report, pending = collect(env_mode)
     finally:
         sys.stdout.flush()
         os.dup2(real_stdout, 1)
         os.close(real_stdout)
+    write(report)
+    if not then_gpu:
+        return 0
+    code = int(_sibling("gpu_probe").main(gpu_argv(argv[1:], report)))
+    if pending is not None:
+        write({"probe": "collect_env", **attempt(pending.result)})
+    return code
+
+
+def write(report: dict[str, Any]) -> int:
     sys.stdout.write(json.dumps(report, default=str) + "\n")
     sys.stdout.flush()
-    if argv[:1] == ["--then-gpu"]:
-        return int(_sibling("gpu_probe").main(argv[1:]))
     return 0
 
 
