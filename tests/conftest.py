@@ -13,7 +13,7 @@ import pytest
 from lockkit._internal.compat import tomllib
 from lockkit.cli import main
 from tests.support.index_server import IndexServer
-from tests.support.probes import fake_venv, numpy_wheel  # noqa: F401 - fixtures
+from tests.support.probes import fake_venv, numpy_wheel, venv_of  # noqa: F401 - fixtures
 from tests.support.project import EXAMPLE, Loopback, assert_conforms, fill
 from tests.support.pytorch_index import PyTorchIndex
 from tests.support.tools import modern_pip, tool_wheels  # noqa: F401 - fixtures

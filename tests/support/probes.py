@@ -18,7 +18,7 @@ from lockkit.verify.probe import (
     ProbeResult,
     run_probe,
 )
-from tests.support.fake_torch import build_fake_torch
+from tests.support.fake_torch import build_fake_audio, build_fake_torch, build_fake_vision
 
 
 @pytest.fixture(scope="session")
@@ -64,6 +64,28 @@ def _fake_venv(root: Path, numpy: Path | None, fake: dict[str, Any]) -> Path:
         capture_output=True, text=True, env=isolated_env(), timeout=300)
     assert install.returncode == 0, install.stderr
     return python
+
+
+@pytest.fixture
+def venv_of(tmp_path, numpy_wheel) -> Callable[..., Path]:
+    """``make(torch, vision=None, audio=None)`` -> a venv's interpreter holding those fakes
+    and numpy; ``None``: that companion is not installed."""
+    def make(torch: dict[str, Any], vision: dict[str, Any] | None = None,
+             audio: dict[str, Any] | None = None) -> Path:
+        wheels = tmp_path / "wheels"
+        built = [build_fake_torch(wheels, **torch), Path(shutil.copy(numpy_wheel, wheels))]
+        if vision is not None:
+            built.append(build_fake_vision(wheels, **vision))
+        if audio is not None:
+            built.append(build_fake_audio(wheels, **audio))
+        venv = tmp_path / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+        subprocess.run([uv.find_uv_bin(), "pip", "install", "--quiet", "--python", str(python),
+                        "--no-index", "--no-cache", "--no-config", "--no-deps",
+                        *map(str, built)], check=True, env=isolated_env(), timeout=300)
+        return python
+    return make
 
 
 def gpu(python: Path, *args: str, timeout: float = 60, env: dict[str, str] | None = None

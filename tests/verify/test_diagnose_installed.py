@@ -13,20 +13,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uv
 
-from lockkit._internal.proc import isolated_env
 from lockkit.verify.diagnose import diagnose
 from lockkit.verify.probe import PROBES_DIR, probe_env, run_chain
-from tests.support.fake_torch import build_fake_audio, build_fake_torch, build_fake_vision
 from tests.support.project import lockkit
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX venv layout")
@@ -36,28 +30,6 @@ CPU = {"version": "2.5.1+cpu", "cuda": None, "hip": None}
 ROCM62 = {"version": "2.5.1+rocm6.2", "cuda": None, "hip": "6.2.41133-dd7f95766",
           "devices": 1, "device_name": "AMD Instinct MI300X"}
 KERNEL = "CUDA error: no kernel image is available for execution on the device"
-
-
-@pytest.fixture
-def venv_of(tmp_path, numpy_wheel) -> Callable[..., Path]:
-    """``make(torch, vision=None, audio=None)`` -> a venv's interpreter holding those fakes
-    and numpy; ``None``: that companion is not installed."""
-    def make(torch: dict[str, Any], vision: dict[str, Any] | None = None,
-             audio: dict[str, Any] | None = None) -> Path:
-        wheels = tmp_path / "wheels"
-        built = [build_fake_torch(wheels, **torch), Path(shutil.copy(numpy_wheel, wheels))]
-        if vision is not None:
-            built.append(build_fake_vision(wheels, **vision))
-        if audio is not None:
-            built.append(build_fake_audio(wheels, **audio))
-        venv = tmp_path / "venv"
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        python = venv / "bin" / "python"
-        subprocess.run([uv.find_uv_bin(), "pip", "install", "--quiet", "--python", str(python),
-                        "--no-index", "--no-cache", "--no-config", "--no-deps",
-                        *map(str, built)], check=True, env=isolated_env(), timeout=300)
-        return python
-    return make
 
 
 def checks(d: Any) -> dict[str, dict[str, Any]]:

@@ -10,22 +10,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uv
 
-from lockkit._internal.proc import isolated_env
 from lockkit.cli import main
 from lockkit.platforms.definitions import load_platforms
 from lockkit.platforms.host import _MIN_DRIVER, driver_minimum
 from lockkit.verify.chain import driver_check, gpu_args, locked_backend
 from lockkit.verify.probe import gpu_status, run_probe
-from tests.support.fake_torch import build_fake_audio, build_fake_torch, build_fake_vision
+from tests.support.fake_torch import build_fake_torch
 from tests.support.index_server import IndexServer
 from tests.support.project import lockkit
 from tests.support.pytorch_index import PyTorchIndex
@@ -132,27 +127,6 @@ def test_a_driver_too_old_is_named_before_the_device_it_makes_unreachable():
 
 
 # --- torchvision / torchaudio inside a venv -------------------------------------------
-
-@pytest.fixture
-def venv_of(tmp_path, numpy_wheel):
-    """``make(torch=..., vision=..., audio=...)`` -> a venv's interpreter holding those fakes."""
-    def make(torch: dict[str, Any], vision: dict[str, Any] | None = None,
-             audio: dict[str, Any] | None = None) -> Path:
-        wheels = tmp_path / "wheels"
-        built = [build_fake_torch(wheels, **torch), Path(shutil.copy(numpy_wheel, wheels))]
-        if vision is not None:
-            built.append(build_fake_vision(wheels, **vision))
-        if audio is not None:
-            built.append(build_fake_audio(wheels, **audio))
-        venv = tmp_path / "venv"
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-        subprocess.run([uv.find_uv_bin(), "pip", "install", "--quiet", "--python", str(python),
-                        "--no-index", "--no-cache", "--no-config", "--no-deps",
-                        *map(str, built)], check=True, env=isolated_env(), timeout=300)
-        return python
-    return make
-
 
 def companions(python: Path, *args: str) -> dict[str, dict[str, Any]]:
     result = run_probe(python, "gpu_probe.py", ["--vision", "--audio", *args], timeout=60)
