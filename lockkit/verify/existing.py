@@ -47,7 +47,8 @@ from lockkit.verify.steps import Step, StepFailed
 from lockkit.verify.workspace import git_state
 from lockkit.wheelhouse import trust
 
-__all__ = ["LABEL", "PLAN", "bodies", "host_step", "inventory_step", "record_problems"]
+__all__ = ["LABEL", "PLAN", "bodies", "host_step", "inventory_step", "record_problems",
+           "venv_root"]
 
 LABEL = "existing environment (not rebuilt)"
 PLAN: list[tuple[str, tuple[str, ...]]] = [
@@ -116,6 +117,15 @@ def inventory_step(run: Run, step: Step) -> None:
     problems = inventory.failures(extras=run.opts.strict)
     if problems:
         raise StepFailed("the environment differs from the lock: " + "; ".join(problems))
+
+
+def venv_root(run: Run) -> str | None:
+    """The existing environment's folder, the ``<venv>`` root of its dossier: its
+    ``sys.prefix`` when that is a venv (a system Python's prefix, ``/usr``, is no one
+    run's folder: its paths stay as they are)."""
+    python = run.found.python or {}
+    prefix = python.get("prefix")
+    return prefix if python.get("in_venv") and isinstance(prefix, str) else None
 
 
 def _distributions(run: Run) -> dict[str, tuple[str, str, str | None]]:

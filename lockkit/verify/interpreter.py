@@ -92,7 +92,8 @@ def _candidates(run: Run, version: str) -> Iterator[Path]:
 _FACTS = ("import json, platform, sys, sysconfig; print(json.dumps({'version': "
           "'%d.%d' % sys.version_info[:2], 'full': platform.python_version(), "
           "'implementation': sys.implementation.name, 'platform': sysconfig.get_platform(), "
-          "'executable': sys.executable}))")
+          "'executable': sys.executable, 'prefix': sys.prefix, "
+          "'in_venv': sys.prefix != sys.base_prefix}))")
 
 
 def _interpreter_facts(run: Run, python: Path) -> dict[str, Any]:

@@ -193,5 +193,7 @@ def make_dossier(run: Run, started: _dt.datetime) -> Dossier:
         application_config=found.application_config, warnings=found.warnings,
         environment_passed_to_probes=tuple(sorted(probe.ALLOWED_VARS)),
         extensions=found.extensions, resume=found.resume, hang=found.hang,
-        roots=named_roots(project=opts.project.root, venv=run.venv, wheelhouse=run.wheelhouse,
+        roots=named_roots(project=opts.project.root,
+                          venv=run.venv or (existing.venv_root(run) if opts.existing else None),
+                          wheelhouse=run.wheelhouse,
                           cache=opts.cache_root, tmp=run.work))

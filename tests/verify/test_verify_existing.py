@@ -120,7 +120,10 @@ def test_an_untampered_environment_passes_as_existing_never_as_a_rebuild(locked,
     assert {s for n, s in statuses(doc).items() if n not in waived} == {"passed"}
     assert doc["result"] == "passed-existing" and doc["result"] != "passed"
     assert doc["environment"] == "existing environment (not rebuilt)"
-    assert doc["interpreter"] == str(python) and doc["options"]["existing"] == str(python)
+    # the environment is the dossier's <venv> root (a venv: its sys.prefix), so the
+    # dossier holds no path of this machine's environment but that one line
+    assert doc["roots"]["venv"] == str(env)
+    assert doc["interpreter"] == doc["options"]["existing"] == "<venv>/bin/python"
     assert doc["inventory"]["missing"] == doc["inventory"]["extra"] == []
     assert doc["inventory"]["mismatched"] == [] and "altered" not in doc["inventory"]
     assert not any("install" in c["argv"] or c["argv"][1:2] == ["venv"]
@@ -133,7 +136,9 @@ def test_an_untampered_environment_passes_as_existing_never_as_a_rebuild(locked,
     folder = Path(doc["command_line"][doc["command_line"].index("--report-dir") + 1])
     md = (folder / "dossier.md").read_text()
     assert "**Result: passed-existing**" in md
-    assert f"**Existing environment (not rebuilt):** `{python}`" in md
+    assert "**Existing environment (not rebuilt):** `<venv>/bin/python`" in md
+    shown = [line for line in md.splitlines() if not line.startswith("- paths relative to:")]
+    assert len(shown) < len(md.splitlines()) and str(env) not in "\n".join(shown)
     assert Dossier.from_dict(doc).to_dict() == doc
 
 
@@ -192,7 +197,7 @@ def test_an_environment_built_by_pip_lists_pip_as_an_extra(locked, tmp_path):
     assert code == 0 and doc["result"] == "passed-existing", out
     assert any(e.startswith("pip==") for e in doc["inventory"]["extra"])
     check = next(c for c in doc["commands"] if c["step"] == "pip-check")
-    assert check["argv"] == [str(python), "-m", "pip", "check", "--isolated",
+    assert check["argv"] == ["<venv>/bin/python", "-m", "pip", "check", "--isolated",
                              "--disable-pip-version-check"]
 
 
