@@ -283,6 +283,8 @@ def sync(sub: Any) -> None:
                           ".lockkit/reports/<platform>/")
     syn.add_argument("--probe-timeout", type=float, default=300.0, metavar="S",
                      help="seconds before a hung probe counts as failed (with --verify)")
+    syn.add_argument("--absolute-paths", action="store_true", help="with --verify: write the "
+                     "dossier's paths as they are, not relative to its roots")
     syn.add_argument("--cache-dir", type=Path, metavar="DIR",
                      help="download cache when fetching the lock's URLs")
     project_args(syn)

@@ -58,7 +58,7 @@ def _report(done: Synced, project: Project, platform: Platform,
                    [(i, s.name, s.shown_status, f"{s.duration_s:.2f}", s.note)
                     for i, s in enumerate(d.steps, 1)], stream=sys.stdout)
     if args.verify:
-        _write_dossier(done, project, platform)
+        _write_dossier(done, project, platform, absolute_paths=args.absolute_paths)
     for warning in d.warnings:
         ui.say(f"warning: {warning}")
     if not done.swapped:
@@ -78,11 +78,15 @@ def _report(done: Synced, project: Project, platform: Platform,
     return 0
 
 
-def _write_dossier(done: Synced, project: Project, platform: Platform) -> None:
-    """With --verify, the dossier of the run, where verify writes its own."""
+def _write_dossier(done: Synced, project: Project, platform: Platform, *,
+                   absolute_paths: bool) -> None:
+    """With --verify, the dossier of the run, where verify writes its own (its paths
+    relative to its roots, as verify's, unless --absolute-paths)."""
     from lockkit.report import write_folder
+    from lockkit.report.roots import absolute
 
     stamp = done.dossier.started.replace("-", "").replace(":", "")
     folder = new_report_folder(project.root / ".lockkit" / "reports" / platform.name, stamp)
-    write_folder(folder, done.dossier, done.attachments)
+    write_folder(folder, absolute(done.dossier) if absolute_paths else done.dossier,
+                 done.attachments)
     ui.say(f"dossier: {shown_path(folder / 'dossier.json')}")

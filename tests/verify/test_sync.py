@@ -150,6 +150,25 @@ def test_verify_that_fails_swaps_nothing(small, capsys):
     assert steps["inventory"] == "passed" and steps["gpu"] == "not-run"
 
 
+@pytest.mark.parametrize("absolute", [False, True])
+def test_the_sync_dossier_is_portable_unless_absolute_paths(small, capsys, absolute):
+    """sync --verify writes verify's dossier, its paths relative to the run's roots;
+    --absolute-paths writes them as they are, as verify's flag does."""
+    assert sync(small, "--verify", *(["--absolute-paths"] if absolute else [])) == 1
+    capsys.readouterr()
+    (report,) = (small / ".lockkit" / "reports" / "linux-cpu").iterdir()
+    text = (report / "dossier.json").read_text()
+    doc = json.loads(text)
+    path = next(s for s in doc["steps"] if s["name"] == "venv")["detail"]["path"]
+    if absolute:
+        assert "roots" not in doc and "<venv>" not in text and "<project>" not in text
+        assert Path(path).parent == small and Path(path).name.startswith(".venv.")
+    else:
+        assert path == "<venv>" and doc["roots"]["project"] == str(small)
+        rest = {k: v for k, v in doc.items() if k != "roots"}
+        assert str(small) not in json.dumps(rest)
+
+
 def test_offline_sync_from_the_wheelhouse(small):
     run_ = lockkit("sync", "--project", str(small), "--platform", "linux-cpu", network=False)
     assert run_.returncode == 0, run_.stderr
