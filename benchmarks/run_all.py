@@ -1,4 +1,5 @@
-"""Every benchmark of issue 16's targets, one after another, and one summary table.
+"""Every benchmark target (issue 16's, and diagnose's of issue 26), one after another, and
+one summary table.
 
 `nox -s benchmark` runs this. Each benchmark is also a script of its own
 (`python benchmarks/startup.py --quick`, ...). A benchmark that cannot run (its setup
@@ -15,6 +16,7 @@ from collections.abc import Callable
 
 import _harness as h
 import compile as compile_
+import diagnose
 import download
 import rss
 import startup
@@ -26,6 +28,7 @@ __all__ = ["BENCHMARKS", "main"]
 BENCHMARKS: dict[str, Callable[[h.Options], list[h.Result]]] = {
     "startup": startup.measure, "compile": compile_.measure, "wheelhouse": wheelhouse.measure,
     "download": download.measure, "rss": rss.measure, "verify": verify.measure,
+    "diagnose": diagnose.measure,
 }
 
 
