@@ -78,14 +78,19 @@ def venv_of(tmp_path, numpy_wheel) -> Callable[..., Path]:
             built.append(build_fake_vision(wheels, **vision))
         if audio is not None:
             built.append(build_fake_audio(wheels, **audio))
-        venv = tmp_path / "venv"
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-        subprocess.run([uv.find_uv_bin(), "pip", "install", "--quiet", "--python", str(python),
-                        "--no-index", "--no-cache", "--no-config", "--no-deps",
-                        *map(str, built)], check=True, env=isolated_env(), timeout=300)
-        return python
+        return venv_with(tmp_path / "venv", built)
     return make
+
+
+def venv_with(venv: Path, wheels: list[Path]) -> Path:
+    """A new venv at *venv* holding exactly *wheels* (no index, no dependencies), installed
+    by uv isolated from any configuration; its interpreter."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    subprocess.run([uv.find_uv_bin(), "pip", "install", "--quiet", "--python", str(python),
+                    "--no-index", "--no-cache", "--no-config", "--no-deps",
+                    *map(str, wheels)], check=True, env=isolated_env(), timeout=300)
+    return python
 
 
 def gpu(python: Path, *args: str, timeout: float = 60, env: dict[str, str] | None = None

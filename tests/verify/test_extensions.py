@@ -5,17 +5,12 @@ passing end to end with the real CPU torch."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uv
 
-from lockkit._internal.proc import isolated_env
 from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
 from lockkit.report import markdown
@@ -26,6 +21,7 @@ from lockkit.verify.checks.extensions.step import _checks, native_packages
 from lockkit.verify.probe import run_lines
 from tests.support.fake_torch import build_fake_extension, build_fake_torch
 from tests.support.index_server import build_wheel
+from tests.support.probes import venv_with
 from tests.support.project import lockkit
 
 KERNEL = "CUDA error: no kernel image is available for execution on the device"
@@ -104,13 +100,7 @@ def ext_venv(tmp_path, numpy_wheel):
         wheels = tmp_path / "wheels"
         built = [build_fake_torch(wheels, version="2.5.1+cu126", cuda="12.6", devices=1),
                  build_fake_extension(wheels, **ext), numpy_wheel]
-        venv = tmp_path / "venv"
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-        subprocess.run([uv.find_uv_bin(), "pip", "install", "--quiet", "--python", str(python),
-                        "--no-index", "--no-cache", "--no-config", "--no-deps",
-                        *map(str, built)], check=True, env=isolated_env(), timeout=300)
-        return python
+        return venv_with(tmp_path / "venv", built)
     return make
 
 
