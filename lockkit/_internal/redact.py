@@ -9,6 +9,7 @@ dossier or a lock shows the config's own text, never what the environment held.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import urllib.parse
@@ -27,8 +28,12 @@ def remember(placeholder: str, value: str) -> None:
     """Record that *placeholder* (``${VAR}``) was filled with *value* in this process."""
     if len(value) < _MIN_SECRET:
         return
+    # the forms a message may hold it in: as is, percent-encoded in a URL, quoted by
+    # repr() (a refused line is shown as {line!r}) or inside a JSON string
+    forms = {value, urllib.parse.quote(value), urllib.parse.quote(value, safe=""),
+             repr(value)[1:-1], json.dumps(value)[1:-1]}
     with _lock:
-        for form in {value, urllib.parse.quote(value), urllib.parse.quote(value, safe="")}:
+        for form in forms:
             _expanded[form] = placeholder
 
 
