@@ -4,7 +4,11 @@ Two kinds of secret reach a URL: ``user:token@`` (replaced by ``***@``), and the
 a ``${VAR}`` placeholder, wherever it sits (host, path, query). ``lockkit.index.urls.expand``
 reports every value it fills in through :func:`remember`; from then on :func:`redact` and
 :func:`conceal` put the literal ``${VAR}`` back in its place, so a message, a log line, a
-dossier or a lock shows the config's own text, never what the environment held.
+dossier or a lock shows the config's own text, never what the environment held. Loading
+the project fills in the index URLs' variables at once, so the values are known before the
+first message. The choke points: ``ui.say`` and ``ui.print_table`` (every status line,
+warning, error and table), and each dossier renderer's output (``report.json``,
+``report.markdown``, ``report.junit``, ``report.write_folder``'s attachments).
 """
 
 from __future__ import annotations

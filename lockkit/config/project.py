@@ -148,9 +148,10 @@ def _known_secrets(data: Any, flags: list[str]) -> None:
     """Fill in (and so make known to :func:`redact`) every ``${VAR}`` of the index URLs,
     from the file and the flags, before anything can be said: a message printed before
     the first request (a bad input line, a warning) never shows a value either."""
-    table = data if isinstance(data, dict) else {}
-    mirrors = table.get("mirrors") if isinstance(table.get("mirrors"), dict) else {}
-    for text in [table.get("index-url"), *mirrors.values(), *flags]:
+    table: dict[str, Any] = data if isinstance(data, dict) else {}
+    mirrors = table.get("mirrors")
+    values = list(mirrors.values()) if isinstance(mirrors, dict) else []
+    for text in [table.get("index-url"), *values, *flags]:
         if isinstance(text, str):
             expand(text)
 
