@@ -19,9 +19,9 @@ TOKEN = "s3cr3t-t0ken-7f1c"  # the value of ${IDX_TOKEN}: never to be printed
 CONFIG = 'platforms = ["linux-cpu"]\nindex-url = "http://deploy:${IDX_TOKEN}@127.0.0.1:9/simple"\n'
 
 
-def compile_(root: Path, *extra: str) -> subprocess.CompletedProcess:
+def compile_(root: Path, *extra: str, token: str = TOKEN) -> subprocess.CompletedProcess:
     """``lockkit compile`` of *root*, ${IDX_TOKEN} set; a hang fails the test (timeout)."""
-    env = {**os.environ, "IDX_TOKEN": TOKEN}
+    env = {**os.environ, "IDX_TOKEN": token}
     return subprocess.run([sys.executable, "-m", "lockkit", "compile", "--project", str(root),
                            *extra], capture_output=True, text=True, timeout=60, env=env,
                           stdin=subprocess.DEVNULL)
@@ -123,12 +123,17 @@ def test_a_refused_pyproject_outside_the_project_is_named_never_quoted(tmp_path)
     'platforms = ["linux-cpu"]\n[mirrors]\n'
     '"https://download-r2.pytorch.org" = "http://ci:${IDX_TOKEN}@127.0.0.1:9/r2"\n',
 ], ids=["index-url", "mirror"])
-def test_a_config_token_is_concealed_in_an_error_printed_before_any_request(tmp_path, config):
+@pytest.mark.parametrize("token", [TOKEN, TOKEN.replace("-", "\\")],
+                         ids=["plain", "backslashes"])
+def test_a_config_token_is_concealed_in_an_error_printed_before_any_request(tmp_path, config,
+                                                                            token):
     """The value of a ${VAR} in index-url or a mirror is known to the redaction from the
     moment the config is read: a refused line of the project's own (quoted: it is inside
-    the project) that holds the value shows ``${IDX_TOKEN}`` instead."""
-    root = project(tmp_path, f"numpy {TOKEN}\n", config)
-    run = compile_(root)
+    the project) that holds the value shows ``${IDX_TOKEN}`` instead, also where the line
+    is quoted as Python's repr() writes it (a backslash doubled)."""
+    root = project(tmp_path, f"numpy {token}\n", config)
+    run = compile_(root, token=token)
     assert run.returncode == 2, run.stderr
-    assert "'${IDX_TOKEN}' after 'numpy' is not a version clause" in run.stderr
-    assert TOKEN not in run.stdout + run.stderr
+    assert f"{root / 'requirements.in'}:1: " in run.stderr and "${IDX_TOKEN}" in run.stderr
+    for form in (token, repr(token)[1:-1], "s3cr3t"):
+        assert form not in run.stdout + run.stderr
