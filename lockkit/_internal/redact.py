@@ -4,11 +4,16 @@ Two kinds of secret reach a URL: ``user:token@`` (replaced by ``***@``), and the
 a ``${VAR}`` placeholder, wherever it sits (host, path, query). ``lockkit.index.urls.expand``
 reports every value it fills in through :func:`remember`; from then on :func:`redact` and
 :func:`conceal` put the literal ``${VAR}`` back in its place, so a message, a log line, a
-dossier or a lock shows the config's own text, never what the environment held.
+dossier or a lock shows the config's own text, never what the environment held. Loading
+the project fills in the index URLs' variables at once, so the values are known before the
+first message. The choke points: ``ui.say`` and ``ui.print_table`` (every status line,
+warning, error and table), and each dossier renderer's output (``report.json``,
+``report.markdown``, ``report.junit``, ``report.write_folder``'s attachments).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import urllib.parse
@@ -27,8 +32,12 @@ def remember(placeholder: str, value: str) -> None:
     """Record that *placeholder* (``${VAR}``) was filled with *value* in this process."""
     if len(value) < _MIN_SECRET:
         return
+    # the forms a message may hold it in: as is, percent-encoded in a URL, quoted by
+    # repr() (a refused line is shown as {line!r}) or inside a JSON string
+    forms = {value, urllib.parse.quote(value), urllib.parse.quote(value, safe=""),
+             repr(value)[1:-1], json.dumps(value)[1:-1]}
     with _lock:
-        for form in {value, urllib.parse.quote(value), urllib.parse.quote(value, safe="")}:
+        for form in forms:
             _expanded[form] = placeholder
 
 

@@ -69,8 +69,11 @@ def _once(message: str | None) -> Callable[[], None]:
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
                 stream: TextIO | None = None) -> None:
+    """A table (a step's note may hold an error's text: every cell is redacted, as
+    :func:`say` redacts its line)."""
     stream = stream or sys.stderr
-    cells = [[("" if c is None else str(c)) for c in row] for row in rows]
+    title = redact(title)
+    cells = [[redact("" if c is None else str(c)) for c in row] for row in rows]
     if interactive(stream):
         from rich.table import Table
 
@@ -115,9 +118,11 @@ def progress(description: str, total: float | None, *, bytes_: bool = False,
     cols: list[Any] = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn()]
     cols += [DownloadColumn(), TransferSpeedColumn()] if bytes_ else [MofNCompleteColumn()]
     with Progress(*cols, TimeElapsedColumn(), console=console(), transient=True) as bar:
-        task = bar.add_task(description, total=total)
+        task = bar.add_task(redact(description), total=total)
+
         def advance(n: float = 1, description: str | None = None) -> None:
-            bar.update(task, advance=n, description=description)
+            bar.update(task, advance=n,
+                       description=None if description is None else redact(description))
 
         yield advance
 
@@ -180,6 +185,6 @@ def transfer(description: str, files: int, total_bytes: int | None,
 
     with Progress(TextColumn("{task.description}"), BarColumn(), _Amount(),
                   TimeElapsedColumn(), console=console(), transient=True) as bar:
-        f = bar.add_task(description, total=files, unit="files")
+        f = bar.add_task(redact(description), total=files, unit="files")
         b = bar.add_task("downloaded", total=total_bytes or None, unit="bytes")
         yield Transfer(bar, f, b)

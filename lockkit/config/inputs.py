@@ -3,7 +3,9 @@
 Requirement files (see ``lockkit.config.reqfile``) and pyproject.toml (``[project].dependencies``,
 the selected extras and PEP 735 dependency groups): what uv is given (:func:`resolver_inputs`)
 and what ``compile --check`` compares (:func:`normalized_inputs`). Every problem of a file is
-reported at once, naming the file and the key or line.
+reported at once, naming the file and the key or line. Only regular files are read, and
+what is wrong in a file outside the project is said without quoting it
+(:mod:`lockkit.config.inputfile`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from packaging.utils import canonicalize_name
 
 from lockkit._internal.compat import tomllib
 from lockkit._internal.keys import KeyReader
+from lockkit.config.inputfile import NOT_FOUND, OUTSIDE_HINT, is_inside, not_regular
 from lockkit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -65,7 +68,7 @@ def normalized_inputs(project: Project) -> dict[str, list[str]]:
         if is_pyproject(entry):
             found.update(_pyproject_inputs(project, (project.root / entry).resolve()))
             continue
-        for f in read_tree(project.root / entry):
+        for f in read_tree(project.root / entry, project.root):
             found[_label(project, f.path)] = sorted(
                 f"{e.kind} {_label(project, e.path)}" if isinstance(e, Include) else e
                 for e in f.entries)
@@ -78,9 +81,15 @@ START_HINT = ("to start a project here, write requirements.in (one requirement a
 
 
 def _check_present(project: Project) -> None:
-    """Each input exists: in a folder with neither a config nor the default input, say
-    how to start a project; else name the missing input by the config key naming it."""
-    missing = [e for e in project.requirements if not (project.root / e).is_file()]
+    """Each input exists and is a regular file: in a folder with neither a config nor the
+    default input, say how to start a project; else name the missing or refused input by
+    the config key naming it. Nothing is opened here (opening a FIFO blocks)."""
+    problems = [(e, not_regular(project.root / e)) for e in project.requirements]
+    refused = [f"{_named_at(project, i)}: {e!r}: {p}" for i, (e, p) in enumerate(problems)
+               if p is not None and p != NOT_FOUND]
+    if refused:
+        raise ConfigError("; ".join(refused))
+    missing = [e for e, p in problems if p == NOT_FOUND]
     if not missing:
         return
     if project.config_file is None:
@@ -90,6 +99,13 @@ def _check_present(project: Project) -> None:
                       + ", ".join(repr(e) for e in missing)
                       + f": not found in {project.root}",
                       hint="create it, or name the project's inputs in requirements")
+
+
+def _named_at(project: Project, index: int) -> str:
+    """Where an input is named: the config's key, or the default input's place."""
+    if project.config_file is None:
+        return f"{project.root} (the default input)"
+    return f"{project.config_file}: requirements[{index}]"
 
 
 def resolver_inputs(project: Project, workdir: Path) -> tuple[list[Path], tuple[str, ...]]:
@@ -102,7 +118,7 @@ def resolver_inputs(project: Project, workdir: Path) -> tuple[list[Path], tuple[
     lockkit, not the project, decides each package's index, per platform.
     """
     plain = [project.root / e for e in project.requirements if not is_pyproject(e)]
-    files: list[Path] = [_write_flat(plain, workdir)] if plain else []
+    files: list[Path] = [_write_flat(plain, workdir, project.root)] if plain else []
     options: list[str] = []
     for entry in filter(is_pyproject, project.requirements):
         path = (project.root / entry).resolve()
@@ -114,10 +130,10 @@ def resolver_inputs(project: Project, workdir: Path) -> tuple[list[Path], tuple[
     return files, tuple(options)
 
 
-def _write_flat(paths: list[Path], workdir: Path) -> Path:
+def _write_flat(paths: list[Path], workdir: Path, root: Path) -> Path:
     from lockkit.config.reqfile import flatten
 
-    requirements, constraints = flatten(paths)
+    requirements, constraints = flatten(paths, root)
     out = workdir / "requirements.txt"
     if constraints:
         (workdir / "constraints.txt").write_text("\n".join(constraints) + "\n", encoding="utf-8")
@@ -146,6 +162,9 @@ def _pyproject_inputs(project: Project, path: Path) -> dict[str, list[str]]:
     groups = _by_name(data.get("dependency-groups"))
     found.update(_selected(r, label, groups, project.groups, "groups", "dependency-groups",
                            lambda n: _group(r, groups, n, ())))
+    if r.errors and not is_inside(path, project.root):
+        raise ConfigError(f"{path}: {len(r.errors)} problem(s) in what it declares (not shown: "
+                          f"the file is outside the project {project.root})", hint=OUTSIDE_HINT)
     r.raise_if_any()
     return found
 

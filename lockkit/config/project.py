@@ -22,7 +22,7 @@ from lockkit._internal.redact import redact
 from lockkit.config.inputs import is_pyproject, load_toml, normalized_inputs, resolver_inputs
 from lockkit.config.keys import LockkitRequirement, Runner, lockkit_requirement, runner_labels
 from lockkit.errors import UsageError
-from lockkit.index.urls import is_index_url
+from lockkit.index.urls import expand, is_index_url
 
 if TYPE_CHECKING:  # the [verify.*] modules are imported when a [verify] table is read
     from lockkit.config.verify import EmbeddingConfig
@@ -127,6 +127,7 @@ def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
     """
     root = project_root(root)
     path, data = _read_table(root)
+    _known_secrets(data, [index_url or "", *(mirrors or [])])
     options = _from_file(root, path, data)
     options["mirrors"] = {**options.get("mirrors", {}), **_mirror_flags(mirrors or [])}
     if index_url is not None:
@@ -141,6 +142,18 @@ def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
         if flag.errors:
             raise UsageError(flag.errors[0], hint=_RFC3339_HINT)
     return Project(root=root, config_file=path, **options)
+
+
+def _known_secrets(data: Any, flags: list[str]) -> None:
+    """Fill in (and so make known to :func:`redact`) every ``${VAR}`` of the index URLs,
+    from the file and the flags, before anything can be said: a message printed before
+    the first request (a bad input line, a warning) never shows a value either."""
+    table: dict[str, Any] = data if isinstance(data, dict) else {}
+    mirrors = table.get("mirrors")
+    values = list(mirrors.values()) if isinstance(mirrors, dict) else []
+    for text in [table.get("index-url"), *values, *flags]:
+        if isinstance(text, str):
+            expand(text)
 
 
 def _from_file(root: Path, path: Path | None, data: Any) -> dict[str, Any]:

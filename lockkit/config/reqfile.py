@@ -6,6 +6,9 @@ where to look (``--index-url``), local folders, editable installs. Every logical
 sorted into a requirement, an include (``-r``/``-c``), an option that changes nothing in
 a hashed lock of wheels (accepted), or something refused with a line saying what to do
 instead. All of a file's refusals are reported together.
+
+Only regular files are read, and a refused line of a file outside the project is named by
+its number and its problem, never quoted (:mod:`lockkit.config.inputfile`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from packaging.specifiers import InvalidSpecifier, Specifier
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from lockkit.config.inputfile import NOT_FOUND, OUTSIDE_HINT, is_inside, not_regular, read_text
 from lockkit.errors import ConfigError
 
 __all__ = ["MAX_DEPTH", "Include", "RequirementFile", "flatten", "logical_lines",
@@ -50,7 +54,13 @@ _HASH = re.compile(r"^(sha256|sha384|sha512):([0-9a-fA-F]+)$")
 
 
 class _Refused(Exception):
-    """One line lockkit cannot take; the message says why and what to do."""
+    """One line lockkit cannot take; the message says why and what to do, quoting the
+    line; *hidden* says what is wrong without quoting anything (for a file outside the
+    project)."""
+
+    def __init__(self, message: str, hidden: str = "not a requirement lockkit can lock") -> None:
+        super().__init__(message)
+        self.hidden = hidden
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,11 +222,13 @@ def _hashes(options: list[str]) -> set[str]:
         name, _, value = token.partition("=")
         if name != "--hash":
             raise _Refused(f"option {name!r} after a requirement is not allowed (only --hash "
-                           "is: build settings never apply to a lock of wheels)")
+                           "is: build settings never apply to a lock of wheels)",
+                           "an option other than --hash after a requirement")
         value = value or next(it, "")
         match = _HASH.match(value)
         if not match:
-            raise _Refused(f"malformed --hash {value!r}: expected sha256:<hex digest>")
+            raise _Refused(f"malformed --hash {value!r}: expected sha256:<hex digest>",
+                           "a malformed --hash: expected sha256:<hex digest>")
         found.add(f"--hash={match[1]}:{match[2].lower()}")
     return found
 
@@ -227,41 +239,38 @@ def _option(line: str, folder: Path) -> str | Include:
     name, value = (match[1], match[2].strip()) if match else (line.split()[0], "")
     if name in _INCLUDES:
         target = (folder / value).resolve()
-        if not value or not target.is_file():
-            raise _Refused(f"{name} {value}: file not found")
+        problem = not_regular(folder / value) if value else NOT_FOUND
+        if problem == NOT_FOUND:
+            raise _Refused(f"{name} {value}: file not found",
+                           f"{name}: the file it includes is not found")
+        if problem:
+            raise _Refused(f"{name} {value}: {problem}", f"{name}: what it includes is not a "
+                                                         "regular file")
         return Include(kind=_INCLUDES[name], path=target)
     if name in ("-e", "--editable"):
-        raise _Refused(f"{line!r} is an editable install; {_FROM_INDEXES}")
-    if name in _REFUSED:
-        raise _Refused(f"option {name!r} {_REFUSED[name]}")
+        raise _Refused(f"{line!r} is an editable install; {_FROM_INDEXES}",
+                       f"an editable install; {_FROM_INDEXES}")
+    if name in _REFUSED:  # the option's name is one of lockkit's own: nothing is quoted
+        raise _Refused(f"option {name!r} {_REFUSED[name]}", f"option {name!r} {_REFUSED[name]}")
     if name in _HARMLESS:
         return f"{name}={value}" if value else name
     import difflib
 
     close = difflib.get_close_matches(name, [*_INCLUDES, *_HARMLESS, *_REFUSED], n=1)
-    raise _Refused(f"unknown option {name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise _Refused(f"unknown option {name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
+                   "an unknown option")
 
 
-def _read_text(path: Path) -> str:
-    if not path.is_file():
-        raise ConfigError(f"{path}: requirement file not found")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})",
-                          hint="save the file as UTF-8") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-
-
-def read_file(path: Path) -> RequirementFile:
-    """Read and check one file, every refused line reported at once. A file already read
-    with the same text (compile reads its inputs twice: the record and uv's flat file) is
-    not parsed again."""
-    text = _read_text(path)
+def read_file(path: Path, root: Path | None = None) -> RequirementFile:
+    """Read and check one file, every refused line reported at once; a line of a file
+    outside the project at *root* (default: the file's own folder) is never quoted. A
+    file already read with the same text (compile reads its inputs twice: the record and
+    uv's flat file) is not parsed again."""
+    text = read_text(path, "requirement file")
     known = _parsed.get((path, text))
     if known is not None:
         return known
+    inside = is_inside(path, root or path.parent)
     entries: list[str | Include] = []
     errors: list[str] = []
     for number, line in logical_lines(text):
@@ -269,7 +278,10 @@ def read_file(path: Path) -> RequirementFile:
             entries.append(_option(line, path.parent) if line.startswith("-")
                            else _requirement(line))
         except _Refused as exc:
-            errors.append(f"{path}:{number}: {exc}")
+            errors.append(f"{path}:{number}: {exc if inside else exc.hidden}")
+    if errors and not inside:
+        raise ConfigError("; ".join(errors) + f" (line{'s' if len(errors) > 1 else ''} not "
+                          f"shown: the file is outside the project {root})", hint=OUTSIDE_HINT)
     if errors:
         raise ConfigError("; ".join(errors))
     found = RequirementFile(path=path, text=text, entries=tuple(entries))
@@ -292,7 +304,8 @@ class _Walk:
     current chain (each with its entries still to read), each file entered once (by
     *seen*'s key), and at most :data:`MAX_DEPTH` deep."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path | None) -> None:
+        self.root = root
         self.chain: list[tuple[RequirementFile, Iterator[str | Include], bool]] = []
         self.seen: set[tuple[Path, bool]] = set()
 
@@ -306,7 +319,7 @@ class _Walk:
                 f"{MAX_DEPTH} files deep in a chain of -r/-c includes starting at "
                 f"{self.chain[0][0].path}", hint="include the files from fewer levels")
         self.seen.add((path, constraint))
-        found = read_file(path)
+        found = read_file(path, self.root)
         self.chain.append((found, iter(found.entries), constraint))
         return found
 
@@ -322,9 +335,10 @@ class _Walk:
                 yield entry, constraint
 
 
-def read_tree(path: Path) -> list[RequirementFile]:
-    """A file and, depth first, every file it includes (each once)."""
-    walk = _Walk()
+def read_tree(path: Path, root: Path | None = None) -> list[RequirementFile]:
+    """A file and, depth first, every file it includes (each once); *root* is the
+    project's (default: the file's folder), outside which no line is quoted."""
+    walk = _Walk(root or path.resolve().parent)
     first = walk.enter(path.resolve())
     found = [first] if first is not None else []
     for entry, _ in walk.entries():
@@ -335,15 +349,17 @@ def read_tree(path: Path) -> list[RequirementFile]:
     return found
 
 
-def flatten(paths: list[Path]) -> tuple[list[str], list[str]]:
+def flatten(paths: list[Path], root: Path | None = None) -> tuple[list[str], list[str]]:
     """The requirements and the constraints of files and their includes, in reading order.
 
     What uv is given instead of the user's files: uv does not join a continuation inside
     a requirement (pip does), and this way uv resolves exactly what lockkit checked. As
-    in pip, whatever a ``-c`` reaches, at any depth, only constrains.
+    in pip, whatever a ``-c`` reaches, at any depth, only constrains. *root* is as in
+    :func:`read_tree` (default: the first file's folder).
     """
     out: tuple[list[str], list[str]] = ([], [])
-    walk = _Walk()  # one for all the paths: a file reached twice is read once
+    # one walk for all the paths: a file reached twice is read once
+    walk = _Walk(root or (paths[0].resolve().parent if paths else None))
     for path in paths:
         walk.enter(path.resolve())
         for entry, constraint in walk.entries():

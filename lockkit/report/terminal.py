@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lockkit._internal import ui
+from lockkit._internal.redact import redact
 from lockkit.report.model import Dossier
 
 __all__ = ["diagnose_facts", "diff_json", "diff_text", "steps_table", "warnings"]
@@ -41,7 +42,7 @@ def diagnose_facts(d: Dossier) -> None:
                          ("torch.version.hip", torch and torch.hip),
                          ("cuDNN", torch and torch.cudnn), ("MIOpen", torch and torch.miopen),
                          ("devices", torch and torch.device_count)):
-        print(f"{label}: {value}")
+        print(redact(f"{label}: {value}"))
 
 
 def _cell(value: Any) -> str:
