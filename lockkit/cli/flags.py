@@ -59,6 +59,10 @@ def compile(sub: Any) -> None:
     comp.add_argument("--all", action="store_true", help="compile every known platform")
     comp.add_argument("--check", action="store_true",
                       help="write nothing; exit 1 if a lock is missing or stale (the CI gate)")
+    comp.add_argument("--locked", action="store_true",
+                      help="write nothing; resolve again (the locks' pins preferred) and exit 1 "
+                           "naming every package, version, file, URL or hash that differs "
+                           "from the committed lock (the CI gate; needs the indexes)")
     # One uv per core. "One at a time measured faster" was an artefact of the servers'
     # listen backlog of 5 dropping uv's connection bursts (now 128, routing index included).
     jobs = os.cpu_count() or 1
