@@ -165,13 +165,13 @@ def diff(sub: Any) -> None:
 
 def ci(sub: Any) -> None:
     ci = sub.add_parser("ci", help="write a CI workflow that verifies every platform",
-                        description="Generate CI configuration: a 'compile --check' job, then "
+                        description="Generate CI configuration: a 'compile --locked' job, then "
                                     "one verify job per platform on its own runner.")
     cisub = ci.add_subparsers(dest="ci_command", metavar="SYSTEM", required=True)
     gh = cisub.add_parser(
         "github", help="write a GitHub Actions workflow",
         description="Write a GitHub Actions workflow: a 'locks' job running 'lockkit compile "
-                    "--check', then a matrix with one job per platform on its runner label "
+                    "--locked', then a matrix with one job per platform on its runner label "
                     "([ci.runners] in lockkit.toml overrides the defaults), each building the "
                     "wheelhouse, running 'lockkit verify --junit' and uploading the dossier. "
                     "Only platforms with a committed lock get a job (the others are named on "

@@ -13,7 +13,7 @@ import pytest
 
 from lockkit._internal.compat import tomllib
 from lockkit.cli import main
-from lockkit.lock.freshness import packages_digest_of_read
+from lockkit.lock.freshness import fingerprint, packages_digest_of_read
 from tests.support.index_server import IndexServer
 from tests.support.project import LINUX, MAC, OFFICIAL
 
@@ -176,3 +176,30 @@ def test_locked_with_a_flag_that_would_change_its_answer_is_a_usage_error(tmp_pa
     assert capsys.readouterr().err.splitlines()[0] == (
         f"lockkit: error: --locked and {flag} cannot be given together: {why}")
     assert not (tmp_path / "locks").exists()
+
+
+def test_without_an_index_url_check_says_what_it_took_on_its_word(project, indexes, capsys):
+    """uv's built-in default index is not named by lockkit: with no index-url its files'
+    hosts are taken on their word, and the verdict says so; a PyTorch host is still
+    refused for a package that is not torch's."""
+    assert compile_(project) == 0
+    config = project / "lockkit.toml"
+    config.write_text(config.read_text().replace(f'index-url = "{indexes.url}/simple"\n', ""))
+    path = project / LOCK
+    text = path.read_text()
+    tool = tomllib.loads(text)["tool"]["lockkit"]
+    record = tool["inputs"]
+    record["options"]["index-url"] = ""
+    path.write_text(text.replace(f'index-url = "{indexes.url}/simple"\nallow-sdist',
+                                 'index-url = ""\nallow-sdist')
+                    .replace(tool["inputs-fingerprint"], fingerprint(record)))
+    capsys.readouterr()
+    assert compile_(project, "--check") == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"linux-cpu: fresh ({LOCK})",
+        "note: linux-cpu: the default index's file URLs were checked only not to be on a "
+        "PyTorch host: the project sets no index-url, and lockkit does not name uv's built-in "
+        "one ('lockkit compile --locked' compares them with a resolution)"]
+    forge(project, "numpy", OFFICIAL + "/numpy-1.26.3-" + LINUX + ".whl", "0" * 64)
+    code, line = verdict(project, capsys)
+    assert code == 1 and "is on a PyTorch host, where only the torch-family packages" in line
