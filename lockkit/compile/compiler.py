@@ -103,14 +103,15 @@ def locked_one(project: Project, platform: Platform, uv: str, http: _Http,
     verdict = check(path, record, platform, Origins.of(project, platform))
     if verdict.status == "missing":
         return Outcome(platform=platform.name, path=path, status="missing")
-    existing = _existing_lock(path) or ""
-    options = ResolveOptions(preferences=path, exclude_newer=project.exclude_newer)
-    text, packages, _ = _prepare(project, platform, uv, http, options,
-                                 requirements).lock_text(http)
     try:
-        committed = tomllib.loads(existing)
+        committed = tomllib.loads(_existing_lock(path) or "")
     except tomllib.TOMLDecodeError:
         committed = None  # the verdict says "modified: not a lock lockkit wrote"
+    # uv reads only the versions of its preferences; one that is no TOML it cannot read
+    options = ResolveOptions(preferences=path if committed is not None else None,
+                             exclude_newer=project.exclude_newer)
+    text, packages, _ = _prepare(project, platform, uv, http, options,
+                                 requirements).lock_text(http)
     said = differences(committed, tomllib.loads(text)) if committed is not None else []
     status = verdict.status if verdict.status != "fresh" else "differs" if said else "matches"
     return Outcome(platform=platform.name, path=path, status=status, packages=packages,

@@ -20,24 +20,18 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from lockkit._internal.redact import redact
+from lockkit.lock.origins import shown
 
 __all__ = ["differences"]
 
 # [tool.lockkit] keys that are not the lock's content: lockkit's own version is not an
 # input (an upgrade invalidates locks only through LOCK_FORMAT), nor is uv's.
 _NOT_CONTENT = ("lockkit-version", "uv-version")
-_LONG = 120  # a value longer than this is said to differ, not shown
+_LONG = 120  # a longer value (a dependencies list) is cut
 
 
 def _shown(value: Any) -> str:
-    """A lock value fit for one line: secrets redacted, control characters escaped, long
-    values (a dependencies list) not shown."""
-    if value is None:
-        return "(none)"
-    text = value if isinstance(value, str) else repr(value)
-    text = redact(text).encode("unicode_escape").decode("ascii")
-    return text if len(text) <= _LONG else f"{text[:_LONG - 3]}..."
+    return shown(value, _LONG)
 
 
 def _by_name(packages: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:

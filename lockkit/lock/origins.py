@@ -33,10 +33,27 @@ if TYPE_CHECKING:
     from lockkit.config.project import Project
     from lockkit.platforms.definitions import Platform
 
-__all__ = ["Origins"]
+__all__ = ["Origins", "shown"]
 
 _SOURCES = ("vcs", "directory", "archive")  # package sources compile never writes
 _SHOWN = 5  # strays named in a verdict; the rest are counted
+
+
+def shown(value: Any, limit: int = 200) -> str:
+    """A value read from a lock (anyone's text), fit for one line of a message: secrets
+    redacted, control characters escaped, cut at *limit* characters."""
+    if value is None:
+        return "(none)"
+    text = redact(value if isinstance(value, str) else repr(value))
+    text = text.encode("unicode_escape").decode("ascii")
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
+def _entries(pkg: dict[str, Any]) -> list[Any]:
+    """A package's file entries (its wheels and sdist) as the lock holds them."""
+    wheels = pkg.get("wheels", [])
+    found = list(wheels) if isinstance(wheels, list) else [wheels]
+    return found + ([pkg["sdist"]] if "sdist" in pkg else [])
 
 
 def _origins(url: str) -> set[str]:
@@ -106,31 +123,30 @@ class Origins:
             if not isinstance(pkg, dict):
                 continue
             name = canonicalize_name(str(pkg.get("name")))
-            who = f"{name} {pkg.get('version')}"
+            who = shown(f"{name} {pkg.get('version')}")
             said += [f"{who}: a {key} source, which compile never writes"
                      for key in _SOURCES if key in pkg]
-            files = [*pkg.get("wheels", []), *([pkg["sdist"]] if "sdist" in pkg else [])]
-            for entry in files:
+            for entry in _entries(pkg):
                 said += [f"{who}: {why}" for why in self._stray(name, entry)]
         return said
 
     def _stray(self, name: str, entry: Any) -> list[str]:
         if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
-            shown = entry.get("name", entry) if isinstance(entry, dict) else entry
-            return [f"a file without a URL ({redact(str(shown))}), which compile never writes"]
+            what = entry.get("name", entry) if isinstance(entry, dict) else entry
+            return [f"a file without a URL ({shown(what)}), which compile never writes"]
         url = entry["url"]
         where = _origins(url)
         if name in self.family:
             return [] if where & self.torch else \
-                [f"{redact(url)} is not on the PyTorch index's hosts or their mirrors"]
+                [f"{shown(url)} is not on the PyTorch index's hosts or their mirrors"]
         if self.default is not None and where & self.default:
             return []
         if where & self.torch:
-            return [f"{redact(url)} is on a PyTorch host, where only the torch-family "
+            return [f"{shown(url)} is on a PyTorch host, where only the torch-family "
                     "packages come from"]
         if self.default is None:
             return []
-        return [f"{redact(url)} is not on the index-url's host or its mirror"]
+        return [f"{shown(url)} is not on the index-url's host or its mirror"]
 
     def detail(self, strays: list[str]) -> str:
         """A verdict's detail for *strays* (the first few, the rest counted)."""

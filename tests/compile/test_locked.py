@@ -13,7 +13,9 @@ import pytest
 
 from lockkit._internal.compat import tomllib
 from lockkit.cli import main
-from lockkit.lock.freshness import fingerprint, packages_digest_of_read
+from lockkit.config.project import load_project
+from lockkit.lock.freshness import fingerprint, packages_digest_of_read, stale_warning
+from lockkit.platforms.definitions import load_platforms
 from tests.support.index_server import IndexServer
 from tests.support.project import LINUX, MAC, OFFICIAL
 
@@ -74,6 +76,11 @@ def test_a_wheel_pointed_at_another_host_is_not_fresh_and_not_locked(project, el
     assert line.startswith(f"linux-cpu: modified ({LOCK}): files on hosts compile does not "
                            "take them from")
     assert f"numpy 2.1.0: {url} is not on the index-url's host or its mirror" in line
+    # verify and wheelhouse build, which use a lock as it is, warn of it too
+    project_ = load_project(project)
+    warning = stale_warning(project_, load_platforms(project)["linux-cpu"])
+    assert warning is not None and warning.startswith("pylock.linux-cpu.toml is modified")
+    assert url in warning
     code, err = locked(project, capsys)
     assert code == 1
     assert f"linux-cpu: modified ({LOCK}): files on hosts" in err
