@@ -174,9 +174,7 @@ def check(path: Path, current: dict[str, Any], platform: Platform | None = None,
                                                  "lockkit wrote it")
     old_form = _old_form(data, current, platform)
     if tool.get("inputs-fingerprint") == fingerprint(current):
-        strays = origins.strays(data) if origins is not None else []
-        if strays:
-            assert origins is not None
+        if origins is not None and (strays := origins.strays(data)):
             return Verdict(status="modified", detail=origins.detail(strays))
         if old_form:
             return Verdict(status="stale", detail=old_form)
