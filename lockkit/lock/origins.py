@@ -61,7 +61,7 @@ def _origins(url: str) -> set[str]:
     (``https://${INDEX_URL}/...`` is the variable's host). An origin without a host (a
     variable not set here) stands for nothing."""
     found = set()
-    for form in (url, expand(url)):
+    for form in (url, expand(url)) if "${" in url else (url,):
         try:
             said = origin(form)
         except ValueError:  # http://[not-an-address
@@ -123,11 +123,12 @@ class Origins:
             if not isinstance(pkg, dict):
                 continue
             name = canonicalize_name(str(pkg.get("name")))
-            who = shown(f"{name} {pkg.get('version')}")
-            said += [f"{who}: a {key} source, which compile never writes"
-                     for key in _SOURCES if key in pkg]
-            for entry in _entries(pkg):
-                said += [f"{who}: {why}" for why in self._stray(name, entry)]
+            why = [f"a {key} source, which compile never writes" for key in _SOURCES
+                   if key in pkg]
+            why += [w for entry in _entries(pkg) for w in self._stray(name, entry)]
+            if why:
+                who = shown(f"{name} {pkg.get('version')}")
+                said += [f"{who}: {w}" for w in why]
         return said
 
     def _stray(self, name: str, entry: Any) -> list[str]:
