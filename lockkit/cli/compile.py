@@ -106,12 +106,12 @@ def _locked(project: Project, outcomes: list[Outcome]) -> int:
     bad = [o for o in outcomes if o.status != "matches"]
     if bad:
         raise StaleLockError("locks not what a fresh resolution makes: "
-                             + ", ".join(_first_word(o) for o in bad),
+                             + ", ".join(_in_one_line(o) for o in bad),
                              hint="run 'lockkit compile' and commit the locks it writes")
     return 0
 
 
-def _first_word(outcome: Outcome) -> str:
+def _in_one_line(outcome: Outcome) -> str:
     """``linux-cpu (differs: numpy 2.1.0: ..., and 2 more)``: one lock in the error line."""
     said = [d for d in (outcome.detail, *outcome.differences) if d]
     if not said:
