@@ -1,11 +1,13 @@
 """A GitHub Actions workflow that gates locks and verifies every platform on its runner.
 
-Two jobs: ``locks`` fails the run when a lock is missing or stale (``compile --check``),
-then ``verify`` builds each platform's wheelhouse and verifies it on a runner of that
-platform, one matrix entry per platform with a committed lock (a platform without one
-would fail ``locks`` and with it every job), uploading the dossier and JUnit file whether
-or not verify passed. uv's cache, lockkit's download cache and the wheelhouse are cached
-under a key holding the platform lock's hash.
+Two jobs: ``locks`` fails the run when a lock is missing, stale, edited, or not what a
+fresh resolution makes (``compile --locked``: the offline ``--check`` verdict and then uv
+again, every difference named; a pull request that swaps a file and recomputes the lock's
+digest fails here), then ``verify`` builds each platform's wheelhouse and verifies it on a
+runner of that platform, one matrix entry per platform with a committed lock (a platform
+without one would fail ``locks`` and with it every job), uploading the dossier and JUnit
+file whether or not verify passed. uv's cache, lockkit's download cache and the wheelhouse
+are cached under a key holding the platform lock's hash.
 
 **Where lockkit comes from.** ``[ci] lockkit`` is one pip requirement line, checked at
 load (:func:`lockkit.config.keys.lockkit_requirement`): ``lockkit==1.2.3`` (with
@@ -269,7 +271,7 @@ def github_workflow(platforms: list[Platform], *, project: str = ".",
         *_setup(quoted(TOOL_PYTHON)),
         *_cache("uv", caches[1:], "lockkit-locks-${{ hashFiles('" + all_locks + "') }}"),
         *install_step(req),
-        *_lockkit_step("check the locks", "lockkit compile --check "
+        *_lockkit_step("check the locks against a fresh resolution", "lockkit compile --locked "
                        + "".join(f"--platform {p.name} " for p in platforms)
                        + f"--project {proj}"),
         "",

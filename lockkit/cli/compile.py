@@ -1,5 +1,6 @@
 """``lockkit compile``: write locks/pylock.<platform>.toml, or with ``--check`` say whether
-every lock is fresh (the CI gate). The table goes to stdout, status to stderr."""
+every lock is fresh (offline), or with ``--locked`` whether every lock is what a fresh
+resolution makes (the CI gate). The table goes to stdout, status to stderr."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     import argparse
 
     from lockkit.config.project import Project
+    from lockkit.lock.freshness import Outcome
     from lockkit.platforms.definitions import Platform
 
 __all__ = ["handle"]
@@ -29,6 +31,14 @@ def handle(args: argparse.Namespace) -> int:
     if args.check:
         return _check(project, selected)
     from lockkit.compile.compiler import compile_platforms
+
+    if args.locked:
+        _need_config(project, "--locked")
+        outcomes = compile_platforms(project, selected, jobs=args.jobs, locked=True,
+                                     timeout=args.timeout,
+                                     on_start=lambda p: ui.say(f"{p.name}: resolving..."),
+                                     on_warning=lambda m: ui.say(f"warning: {m}"))
+        return _locked(project, outcomes)
 
     phase = None if ui.interactive() else (lambda p: ui.say(f"{p.name}: resolving..."))
     with ui.progress("resolving " + ", ".join(p.name for p in selected),
@@ -50,13 +60,18 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check(project: Project, selected: list[Platform]) -> int:
-    """``--check``: write nothing; every selected lock fresh, else exit 1 naming the rest."""
+def _need_config(project: Project, flag: str) -> None:
     if project.config_file is None:
-        raise UsageError(f"--check: no lockkit.toml (or [tool.lockkit] in pyproject.toml) "
+        raise UsageError(f"{flag}: no lockkit.toml (or [tool.lockkit] in pyproject.toml) "
                          f"in {project.root}",
                          hint="run it in the project's folder, or name that folder "
                               "with --project")
+
+
+def _check(project: Project, selected: list[Platform]) -> int:
+    """``--check``: write nothing; every selected lock fresh, else exit 1 naming the rest.
+    What a fresh verdict took on its word is said, one note per platform."""
+    _need_config(project, "--check")
     from lockkit.lock.freshness import check_platforms  # the gate imports no resolver
 
     outcomes = check_platforms(project, selected)
@@ -64,8 +79,42 @@ def _check(project: Project, selected: list[Platform]) -> int:
     for o in outcomes:
         detail = f": {o.detail}" if o.detail else ""
         ui.say(f"{o.platform}: {o.status} ({o.path.relative_to(project.root)}){detail}")
+        if o.note and o.status == "fresh":
+            ui.say(f"note: {o.platform}: {o.note}")
     if bad:
         raise StaleLockError(
             "locks not fresh: " + ", ".join(f"{o.platform} ({o.status})" for o in bad),
             hint="run 'lockkit compile' and commit the locks")
     return 0
+
+
+def _locked(project: Project, outcomes: list[Outcome]) -> int:
+    """``--locked``: each lock's verdict, then every difference on a line of its own;
+    exit 1 naming the locks that differ (and the first difference of each), or a
+    resolution's own error."""
+    for o in outcomes:
+        if o.error is None:
+            detail = f": {o.detail}" if o.detail else ""
+            ui.say(f"{o.platform}: {o.status} ({o.path.relative_to(project.root)}){detail}")
+            for difference in o.differences:
+                ui.say(f"  {difference}")
+    failed = [o for o in outcomes if o.error]
+    for o in failed[1:]:
+        ui.say(f"error: {o.error}")
+    if failed:
+        raise failed[0].error  # type: ignore[misc]
+    bad = [o for o in outcomes if o.status != "matches"]
+    if bad:
+        raise StaleLockError("locks not what a fresh resolution makes: "
+                             + ", ".join(_in_one_line(o) for o in bad),
+                             hint="run 'lockkit compile' and commit the locks it writes")
+    return 0
+
+
+def _in_one_line(outcome: Outcome) -> str:
+    """``linux-cpu (differs: numpy 2.1.0: ..., and 2 more)``: one lock in the error line."""
+    said = [d for d in (outcome.detail, *outcome.differences) if d]
+    if not said:
+        return f"{outcome.platform} ({outcome.status})"
+    more = f", and {len(said) - 1} more" if len(said) > 1 else ""
+    return f"{outcome.platform} ({outcome.status}: {said[0]}{more})"

@@ -58,7 +58,13 @@ def compile(sub: Any) -> None:
                       help="platform to compile (repeatable; default: the config's list)")
     comp.add_argument("--all", action="store_true", help="compile every known platform")
     comp.add_argument("--check", action="store_true",
-                      help="write nothing; exit 1 if a lock is missing or stale (the CI gate)")
+                      help="write nothing, offline; exit 1 if a lock is missing, stale or "
+                           "edited (a file on a host compile does not take it from)")
+    comp.add_argument("--locked", action="store_true",
+                      help="write nothing; resolve again (the locks' pins preferred) and exit 1 "
+                           "naming every package, version, file, URL or hash that differs "
+                           "from the committed lock (the CI gate: --check and more; needs the "
+                           "indexes)")
     # One uv per core. "One at a time measured faster" was an artefact of the servers'
     # listen backlog of 5 dropping uv's connection bursts (now 128, routing index included).
     jobs = os.cpu_count() or 1
@@ -161,13 +167,13 @@ def diff(sub: Any) -> None:
 
 def ci(sub: Any) -> None:
     ci = sub.add_parser("ci", help="write a CI workflow that verifies every platform",
-                        description="Generate CI configuration: a 'compile --check' job, then "
+                        description="Generate CI configuration: a 'compile --locked' job, then "
                                     "one verify job per platform on its own runner.")
     cisub = ci.add_subparsers(dest="ci_command", metavar="SYSTEM", required=True)
     gh = cisub.add_parser(
         "github", help="write a GitHub Actions workflow",
         description="Write a GitHub Actions workflow: a 'locks' job running 'lockkit compile "
-                    "--check', then a matrix with one job per platform on its runner label "
+                    "--locked', then a matrix with one job per platform on its runner label "
                     "([ci.runners] in lockkit.toml overrides the defaults), each building the "
                     "wheelhouse, running 'lockkit verify --junit' and uploading the dossier. "
                     "Only platforms with a committed lock get a job (the others are named on "

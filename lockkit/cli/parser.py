@@ -87,6 +87,10 @@ _EXCLUSIVE: tuple[tuple[str, str, str], ...] = (
     ("check", "upgrade", "--check writes nothing, so nothing is upgraded"),
     ("check", "upgrade_package", "--check writes nothing, so nothing is upgraded"),
     ("check", "force", "--check writes nothing, so no lock is taken as preferences"),
+    ("locked", "check", "--locked checks everything --check does, and resolves again"),
+    ("locked", "upgrade", "--locked compares with the locks' own pins"),
+    ("locked", "upgrade_package", "--locked compares with the locks' own pins"),
+    ("locked", "force", "--locked reports an edited lock as a difference"),
 )
 
 

@@ -1,4 +1,4 @@
-"""compile: constraints + platform -> locks/pylock.<platform>.toml (and --check).
+"""compile: constraints + platform -> locks/pylock.<platform>.toml (and --locked).
 
 Same inputs, same lock: when every input of the lock writer (uv's output, the lock's
 metadata, the inputs record, the platform, the indexes and mirrors, the sdists allowed,
@@ -6,24 +6,29 @@ the files the routing index listed, and lockkit's own code through the memo key)
 made the lock on disk, that lock is kept as it is, without being rebuilt. What is
 remembered (:mod:`lockkit.cache.memo`, kind ``compile``) is only the lock's sha256 and its
 package count, and it is used only when the lock on disk has that sha256.
+
+``--locked`` (:func:`locked_one`) uses no memo: it resolves, builds the lock compile would
+write and compares it with the committed one (:mod:`lockkit.compile.locked`), writing
+nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lockkit import __version__
 from lockkit._internal import proc as _run
 from lockkit._internal.fs import temp_folder, write_atomic
-from lockkit._internal.redact import redact
 from lockkit._internal.uv import uv_bin, uv_version
 from lockkit.cache.layout import default_cache_dir
 from lockkit.cache.memo import MemoStore
-from lockkit.compile.resolve import Resolution, ResolveOptions, resolve
+from lockkit.compile.locked import differences
+from lockkit.compile.resolve import Resolution, ResolveOptions, no_such_torch, resolve
+from lockkit.compile.slips import asked_names, input_warnings
 from lockkit.config.project import Project, normalized_inputs, resolver_inputs
 from lockkit.errors import ConfigError, LockkitError, ResolutionError
 from lockkit.index.pages import TIMEOUT
@@ -32,27 +37,17 @@ from lockkit.index.urls import Indexes
 from lockkit.lock.freshness import (
     LOCK_FORMAT,
     Outcome,
+    check,
     check_platforms,
     fingerprint,
     inputs_record,
     lock_python,
     packages_digest_of_read,
 )
+from lockkit.lock.origins import Origins
 from lockkit.platforms.definitions import Platform
 
-if TYPE_CHECKING:
-    from packaging.requirements import Requirement
-
-__all__ = ["Outcome", "compile_platforms", "check_platforms"]
-
-
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-
-
-def _asked_names(requirements: dict[str, list[str]]) -> list[str]:
-    """The names the inputs ask for directly (their family pages are fetched early)."""
-    return [m.group() for reqs in requirements.values() for r in reqs
-            if not r.startswith("-") and (m := _NAME.match(r))]
+__all__ = ["Outcome", "check_platforms", "compile_platforms", "input_warnings", "locked_one"]
 
 
 def _imports_for_after_uv() -> None:
@@ -70,33 +65,22 @@ def compile_one(project: Project, platform: Platform, uv: str,
                 memos: MemoStore | None = None) -> Outcome:
     """One platform's lock; *memos* remembers which lock the same inputs made (None: the
     user's cache)."""
-    python = lock_python(project, platform)
     if requirements is None:
         requirements = normalized_inputs(project)
-    record = inputs_record(project, platform, python, requirements)
     path = project.lock_path(platform.name)
     existing = _existing_lock(path)
-    indexes = Indexes.for_platform(platform, project.mirrors, project.index_url)
     options = ResolveOptions(preferences=path, upgrade=upgrade,
                              upgrade_packages=upgrade_packages,
                              exclude_newer=project.exclude_newer)
-    resolution = _resolve(project, platform, python, indexes, options, requirements, uv, http)
-    meta = {
-        "platform": platform.name, "platform-fingerprint": platform.fingerprint,
-        "backend": {"kind": platform.backend.kind, "version": platform.backend.version or ""},
-        "torch-index": platform.torch_index or "", "python": python,
-        "lock-format": LOCK_FORMAT, "inputs-fingerprint": fingerprint(record),
-        "lockkit-version": __version__, "uv-version": uv_version(uv),
-    }
+    run = _prepare(project, platform, uv, http, options, requirements)
     memos = memos if memos is not None else MemoStore(default_cache_dir())
-    key = _memo_key(resolution.text, meta, record, platform, indexes, project.allow_sdist,
-                    resolution.routing)
+    key = _memo_key(run.resolution.text, run.meta, run.record, platform, run.indexes,
+                    project.allow_sdist, run.resolution.routing)
     packages = _known_lock(memos, key, existing)
     if packages is not None:
         return Outcome(platform=platform.name, path=path, status="unchanged",
                        packages=packages)
-    text, packages, hashed = _lock_text(resolution, platform, indexes, project.allow_sdist,
-                                        meta, record, http)
+    text, packages, hashed = run.lock_text(http)
     if not hashed:
         memos.put("compile", key, {"lock-sha256": _sha256(text), "packages": packages})
     if existing == text:
@@ -106,11 +90,74 @@ def compile_one(project: Project, platform: Platform, uv: str,
     return Outcome(platform=platform.name, path=path, status="written", packages=packages)
 
 
+def locked_one(project: Project, platform: Platform, uv: str, http: _Http,
+               requirements: dict[str, list[str]]) -> Outcome:
+    """``compile --locked`` for one platform: the committed lock's verdict (as
+    ``--check`` gives it), then every difference from the lock a fresh resolution makes
+    (:mod:`lockkit.compile.locked`), its pins preferred. Nothing is written, the memo is
+    neither read nor written."""
+    from lockkit._internal.compat import tomllib
+
+    path = project.lock_path(platform.name)
+    record = inputs_record(project, platform, lock_python(project, platform), requirements)
+    verdict = check(path, record, platform, Origins.of(project, platform))
+    if verdict.status == "missing":
+        return Outcome(platform=platform.name, path=path, status="missing")
+    try:
+        committed = tomllib.loads(_existing_lock(path) or "")
+    except tomllib.TOMLDecodeError:
+        committed = None  # the verdict says "modified: not a lock lockkit wrote"
+    # uv reads only the versions of its preferences; one that is no TOML it cannot read
+    options = ResolveOptions(preferences=path if committed is not None else None,
+                             exclude_newer=project.exclude_newer)
+    text, packages, _ = _prepare(project, platform, uv, http, options,
+                                 requirements).lock_text(http)
+    said = differences(committed, tomllib.loads(text)) if committed is not None else []
+    status = verdict.status if verdict.status != "fresh" else "differs" if said else "matches"
+    return Outcome(platform=platform.name, path=path, status=status, packages=packages,
+                   detail=verdict.detail, differences=tuple(said))
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Prepared:
+    """One platform's resolution and what the lock writer takes with it."""
+
+    platform: Platform
+    indexes: Indexes
+    resolution: Resolution
+    meta: dict[str, Any]
+    record: dict[str, Any]
+    allow_sdist: tuple[str, ...]
+
+    def lock_text(self, http: _Http) -> tuple[str, int, bool]:
+        return _lock_text(self.resolution, self.platform, self.indexes, self.allow_sdist,
+                          self.meta, self.record, http)
+
+
+def _prepare(project: Project, platform: Platform, uv: str, http: _Http,
+             options: ResolveOptions, requirements: dict[str, list[str]]) -> _Prepared:
+    """uv's resolution for *platform* (*options*: the preferences and how far to move
+    them), with the lock's metadata and inputs record."""
+    python = lock_python(project, platform)
+    record = inputs_record(project, platform, python, requirements)
+    indexes = Indexes.for_platform(platform, project.mirrors, project.index_url)
+    resolution = _resolve(project, platform, python, indexes, options, requirements, uv, http)
+    meta = {
+        "platform": platform.name, "platform-fingerprint": platform.fingerprint,
+        "backend": {"kind": platform.backend.kind, "version": platform.backend.version or ""},
+        "torch-index": platform.torch_index or "", "python": python,
+        "lock-format": LOCK_FORMAT, "inputs-fingerprint": fingerprint(record),
+        "lockkit-version": __version__, "uv-version": uv_version(uv),
+    }
+    return _Prepared(platform=platform, indexes=indexes, resolution=resolution, meta=meta,
+                     record=record, allow_sdist=project.allow_sdist)
+
+
 def _resolve(project: Project, platform: Platform, python: str, indexes: Indexes,
              options: ResolveOptions, requirements: dict[str, list[str]], uv: str,
              http: _Http) -> Resolution:
     """uv's resolution of the project's inputs for *platform*; a failure for want of a
-    torch the platform's index serves says so plainly (:func:`_no_such_torch`)."""
+    torch the platform's index serves says so plainly (:func:`.resolve.no_such_torch`)."""
     pages: dict[str, tuple[int, str]] = {}  # on a failure: what the PyTorch index served
     with temp_folder("lockkit-inputs-") as tmp:
         reqs, input_options = resolver_inputs(project, Path(tmp))
@@ -118,11 +165,11 @@ def _resolve(project: Project, platform: Platform, python: str, indexes: Indexes
             return resolve(reqs, platform, python, indexes, binary=uv,
                            fetch_page=http.page, options=options,
                            input_options=input_options,
-                           prefetch=tuple(_asked_names(requirements)),
+                           prefetch=tuple(asked_names(requirements)),
                            meanwhile=_imports_for_after_uv, pages_out=pages,
                            timeout=http.timeout)
         except ResolutionError:
-            _no_such_torch(platform, requirements, pages)
+            no_such_torch(platform, requirements, pages)
             raise
 
 
@@ -181,56 +228,17 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _no_such_torch(platform: Platform, requirements: dict[str, list[str]],
-                   pages: dict[str, tuple[int, str]]) -> None:
-    """Raise the plain answer when the platform's index serves no torch the inputs accept:
-    the platform, the index and its newest torch versions (uv's derivation tree says the
-    same in many lines, and never which index it was)."""
-    from lockkit.index.routing import served_versions
-
-    page = next((v for k, v in pages.items() if k.rstrip("/").endswith("/torch")), None)
-    if not platform.torch_index or page is None or page[0] != 200:
-        return
-    served = served_versions(page[1], "torch")
-    asked = [r for reqs in requirements.values() for r in map(_requirement, reqs)
-             if r is not None and r.name == "torch" and r.specifier]
-    if not served or not asked:
-        return
-    if any(all(r.specifier.contains(v, prereleases=True) for r in asked) for v in served):
-        return
-    shown = ", ".join(str(v) for v in served[:5]) + (", ..." if len(served) > 5 else "")
-    wanted = " and ".join(f"torch{r.specifier}" for r in asked)
-    raise ResolutionError(
-        f"{platform.name}: no resolution: no torch matching {wanted} on the PyTorch index "
-        f"{redact(platform.torch_index)}; it serves torch {shown}",
-        hint="change the torch requirement, or choose a platform whose torch releases "
-             "include it ('lockkit platforms')")
-
-
-def _requirement(text: str) -> Requirement | None:
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
-
-    try:
-        req = Requirement(text)
-    except InvalidRequirement:
-        return None
-    req.name = canonicalize_name(req.name)
-    return req
-
-
 def _refuse_edited(project: Project, platforms: list[Platform],
                    requirements: dict[str, list[str]]) -> None:
     """uv prefers the existing lock's versions: a lock ``compile --check`` reports
     *modified* (its packages edited after lockkit wrote it, or not lockkit's) would hand
     an unchecked edit to the next lock, so it is refused, every such lock in one line."""
-    from lockkit.lock.freshness import check
-
     edited = []
     for platform in platforms:
         path = project.lock_path(platform.name)
         verdict = check(path, inputs_record(project, platform, lock_python(project, platform),
-                                            requirements), platform)
+                                            requirements), platform,
+                        Origins.of(project, platform))
         if verdict.status == "modified":
             edited.append(f"{path}: modified ({verdict.detail})")
     if edited:
@@ -238,54 +246,6 @@ def _refuse_edited(project: Project, platforms: list[Platform],
         raise ConfigError("; ".join(edited) + f": compile will not take {whose} versions as "
                           "preferences", hint="pass --upgrade to resolve afresh, or --force "
                                               "to keep the edited versions as preferences")
-
-
-def input_warnings(platforms: list[Platform], requirements: dict[str, list[str]]) -> list[str]:
-    """What the inputs (:func:`lockkit.config.project.normalized_inputs`) seem not to mean: a
-    requirement file that names no requirement (its part of the lock is empty), and a
-    name one slip away from a torch-family package of the *platforms* (``torchh``,
-    ``torch-vision``), which would be locked as written, from the default index."""
-    family = sorted({name for p in platforms for name in p.torch_packages})
-    said = []
-    for label, reqs in requirements.items():
-        if not label.endswith("]") and not [r for r in reqs
-                                            if not r.startswith("-") or r.startswith("-r ")]:
-            said.append(f"{label} names no requirement: nothing from it is locked")
-        for name in dict.fromkeys(_asked_names({label: reqs})):
-            meant = _slip_of(name, family)
-            if meant:
-                said.append(f"{label}: {name!r} is not a PyTorch package; did you mean "
-                            f"{meant!r}? ({name!r} is locked as written, from the default "
-                            "index)")
-    return said
-
-
-def _slip_of(name: str, family: list[str]) -> str | None:
-    """The family name *name* is a slip of: the same but for '-'/'_' (``torch-vision``),
-    a letter doubled, dropped or changed, or two swapped (``torchh``, ``torchvison``).
-    A letter added is not a slip (``torchx``, ``torchrl`` are other projects)."""
-    if name in family:
-        return None
-    typed = name.replace("-", "")
-    for meant in family:
-        bare = meant.replace("-", "")
-        if typed == bare or _one_slip(typed, bare):
-            return meant
-    return None
-
-
-def _one_slip(typed: str, meant: str) -> bool:
-    if len(typed) == len(meant) + 1:  # a letter doubled
-        return any(typed[i] == typed[i - 1] and typed[:i] + typed[i + 1:] == meant
-                   for i in range(1, len(typed)))
-    if len(typed) == len(meant) - 1:  # a letter dropped
-        return any(meant[:i] + meant[i + 1:] == typed for i in range(len(meant)))
-    if len(typed) != len(meant):
-        return False
-    diff = [i for i, (a, b) in enumerate(zip(typed, meant, strict=True)) if a != b]
-    return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
-                              and typed[diff[0]] == meant[diff[1]]
-                              and typed[diff[1]] == meant[diff[0]])
 
 
 def _existing_lock(path: Path) -> str | None:
@@ -311,8 +271,11 @@ def compile_platforms(project: Project, platforms: list[Platform],
                       upgrade_packages: tuple[str, ...] = (), timeout: float = TIMEOUT,
                       on_start: Callable[[Platform], None] | None = None,
                       force: bool = False,
-                      on_warning: Callable[[str], None] | None = None) -> list[Outcome]:
+                      on_warning: Callable[[str], None] | None = None,
+                      locked: bool = False) -> list[Outcome]:
     """Resolve several platforms concurrently; one failure does not stop the others.
+    With *locked*, write nothing: compare each committed lock with the resolution
+    (:func:`locked_one`; a lock edited by hand is then a difference, not refused).
 
     Before any work: the inputs are read, a lock edited by hand is refused as preferences
     (unless *upgrade*, which takes none, or *force*), and what the inputs seem not to
@@ -323,7 +286,7 @@ def compile_platforms(project: Project, platforms: list[Platform],
     once per platform that uses it. *timeout*: seconds an index may take to connect or
     answer (lockkit's page fetches and uv's own requests). *on_start* is told of each
     platform as its work begins."""
-    requirements = _before_work(project, platforms, upgrade or force, on_warning)
+    requirements = _before_work(project, platforms, upgrade or force or locked, on_warning)
     uv = uv_bin()
 
     memos = MemoStore(default_cache_dir())
@@ -332,8 +295,9 @@ def compile_platforms(project: Project, platforms: list[Platform],
         if on_start:
             on_start(platform)
         try:
-            outcome = compile_one(project, platform, uv, http, upgrade, upgrade_packages,
-                                  requirements, memos)
+            outcome = (locked_one(project, platform, uv, http, requirements) if locked else
+                       compile_one(project, platform, uv, http, upgrade, upgrade_packages,
+                                   requirements, memos))
         except LockkitError as exc:
             outcome = Outcome(platform=platform.name, path=project.lock_path(platform.name),
                               status="failed", error=exc)

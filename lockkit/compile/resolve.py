@@ -18,7 +18,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lockkit._internal import proc as _run
 from lockkit._internal.compat import tomllib
@@ -31,7 +31,11 @@ from lockkit.index.routing import Page, RoutingIndex
 from lockkit.index.urls import Indexes, printable
 from lockkit.platforms.definitions import Platform
 
-__all__ = ["Resolution", "ResolveOptions", "resolve", "uv_command", "uv_environment"]
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
+__all__ = ["Resolution", "ResolveOptions", "no_such_torch", "resolve", "uv_command",
+           "uv_environment"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -226,3 +230,41 @@ def _raise_for(stderr: str, platform: Platform, indexes: Indexes,
         raise IndexError_(f"{platform.name}: an index is unreachable: {why}",
                           hint="check --index-url / --mirror, or the network")
     raise ResolutionError(f"{platform.name}: no resolution: {why}")
+
+
+def no_such_torch(platform: Platform, requirements: dict[str, list[str]],
+                   pages: dict[str, tuple[int, str]]) -> None:
+    """Raise the plain answer when the platform's index serves no torch the inputs accept:
+    the platform, the index and its newest torch versions (uv's derivation tree says the
+    same in many lines, and never which index it was)."""
+    from lockkit.index.routing import served_versions
+
+    page = next((v for k, v in pages.items() if k.rstrip("/").endswith("/torch")), None)
+    if not platform.torch_index or page is None or page[0] != 200:
+        return
+    served = served_versions(page[1], "torch")
+    asked = [r for reqs in requirements.values() for r in map(_requirement, reqs)
+             if r is not None and r.name == "torch" and r.specifier]
+    if not served or not asked:
+        return
+    if any(all(r.specifier.contains(v, prereleases=True) for r in asked) for v in served):
+        return
+    shown = ", ".join(str(v) for v in served[:5]) + (", ..." if len(served) > 5 else "")
+    wanted = " and ".join(f"torch{r.specifier}" for r in asked)
+    raise ResolutionError(
+        f"{platform.name}: no resolution: no torch matching {wanted} on the PyTorch index "
+        f"{redact(platform.torch_index)}; it serves torch {shown}",
+        hint="change the torch requirement, or choose a platform whose torch releases "
+             "include it ('lockkit platforms')")
+
+
+def _requirement(text: str) -> Requirement | None:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        req = Requirement(text)
+    except InvalidRequirement:
+        return None
+    req.name = canonicalize_name(req.name)
+    return req

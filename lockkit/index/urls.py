@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from lockkit.platforms.definitions import Platform
 
 __all__ = ["Indexes", "Mirrors", "apply_mirrors", "expand", "is_index_url", "origin",
-           "printable", "requirement_form", "unapply_mirrors"]
+           "placeholders", "printable", "requirement_form", "unapply_mirrors"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _LEADING = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}(?=[/?#]|$)")
@@ -60,6 +60,11 @@ def expand(url: str) -> str:
     if whole is not None:
         return fill(whole).rstrip("/") + _VAR.sub(fill, url[len(_AS_HOST) + whole.end():])
     return _VAR.sub(fill, url)
+
+
+def placeholders(text: str) -> list[str]:
+    """The ``${VAR}`` placeholders in *text*, as written, each once, in order."""
+    return list(dict.fromkeys(m.group(0) for m in _VAR.finditer(text)))
 
 
 def _whole_url(text: str) -> re.Match[str] | None:

@@ -9,49 +9,71 @@ A lock records, in ``[tool.lockkit]``:
 - ``packages-digest``: the sha256 of the ``packages`` table as lockkit wrote it.
 
 ``check`` then tells four states apart: *missing*; *modified* (the packages table no
-longer matches its digest: a hand edit, a merge gone wrong); *stale* (an input changed,
-and which one; or the lock holds what lockkit no longer writes, named); *fresh*. lockkit's
-own version is not an input: an upgrade invalidates locks only when ``LOCK_FORMAT`` changes.
+longer matches its digest: a hand edit, a merge gone wrong; or it names a file on a host
+compile does not take it from, :mod:`lockkit.lock.origins`, whatever its digest says);
+*stale* (an input changed, and which one; or the lock holds what lockkit no longer
+writes, named); *fresh*. lockkit's own version is not an input: an upgrade invalidates
+locks only when ``LOCK_FORMAT`` changes.
+
+An ``index-url`` holding a ``${VAR}`` outside its user info is recorded as written and,
+in ``index-url-digest``, as the sha256 of what it expands to now, user info removed
+(:func:`index_url_digest`): the variable naming another index makes the lock stale, and
+neither its value nor any credential is written. Such an option is recorded only for a
+``${VAR}`` URL, so no other lock's fingerprint moved; a lock written before it was
+recorded reads as stale, saying why (a recompile writes the same packages).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from lockkit._internal.compat import tomllib
 from lockkit._internal.redact import redact, strip_credentials
 from lockkit.config.project import Project, normalized_inputs
 from lockkit.errors import LockkitError
+from lockkit.index.urls import expand, placeholders
+from lockkit.lock.origins import Origins
 from lockkit.platforms.definitions import Platform
 
-__all__ = ["LOCK_FORMAT", "Outcome", "Verdict", "check", "check_platforms", "fingerprint",
-           "inputs_record", "lock_python", "packages_digest_of_read", "stale_warning"]
+__all__ = ["LOCK_FORMAT", "Outcome", "Status", "Verdict", "check", "check_platforms",
+           "fingerprint", "index_url_digest", "inputs_record", "lock_python",
+           "packages_digest_of_read", "stale_warning"]
 
 # Bump when what lockkit writes changes in a way old locks must be redone for (it is in
 # every inputs fingerprint and, through the lock's metadata, in compile's memo key).
 # 2: environments name the architecture; sdists only for the packages in allow-sdist.
 LOCK_FORMAT = 2
 
+VerdictStatus = Literal["fresh", "stale", "modified", "missing"]
+# compile: written | unchanged | failed; --check: a verdict; --locked: a verdict that is
+# not fresh, else matches | differs (from a fresh resolution) | failed
+Status = Literal["written", "unchanged", "failed", "fresh", "stale", "modified", "missing",
+                 "matches", "differs"]
+
 
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
     platform: str
     path: Path
-    status: str  # "written" | "unchanged" | "fresh" | "stale" | "missing" | "failed"
+    status: Status
     packages: int = 0
     error: LockkitError | None = None
-    detail: str = ""  # for --check: what changed
+    detail: str = ""  # for --check and --locked: what changed, what differs
+    note: str = ""  # for --check: what a fresh verdict took on its word
+    differences: tuple[str, ...] = ()  # for --locked: each, from a fresh resolution
 
 
 @dataclass(frozen=True, kw_only=True)
 class Verdict:
-    status: str  # "fresh" | "stale" | "modified" | "missing"
+    status: VerdictStatus
     detail: str = ""
+    unchecked: str = ""  # what a fresh verdict took on its word (Origins.unchecked)
 
 
 def inputs_record(project: Project, platform: Platform, python: str,
@@ -66,7 +88,7 @@ def inputs_record(project: Project, platform: Platform, python: str,
 
 
 def _options(project: Project, platform: Platform, python: str) -> dict[str, Any]:
-    return {
+    options = {
         "platform": platform.fingerprint,
         "python": python,
         "index-url": strip_credentials(project.index_url or ""),
@@ -74,6 +96,26 @@ def _options(project: Project, platform: Platform, python: str) -> dict[str, Any
         "exclude-newer": project.exclude_newer or "",
         "lock-format": LOCK_FORMAT,
     }
+    digest = index_url_digest(project.index_url)
+    if digest is not None:
+        options["index-url-digest"] = digest
+    return options
+
+
+def index_url_digest(index_url: str | None) -> str | None:
+    """The sha256 of the URL a ``${VAR}`` index-url names now: expanded, its user info
+    removed (credentials, literal or from a variable, never count and are never hashed),
+    a trailing slash dropped. None for a URL without a ``${VAR}`` outside its user info,
+    whose text is recorded as it is.
+
+    A variable in the path or query is part of the address: its new value (a rotated
+    token there) makes the lock stale; a token belongs in the user info
+    (``https://user:${TOKEN}@host/simple``), which no digest sees. A variable not set
+    here expands to nothing, so its digest is another one: such a lock is not fresh."""
+    if not index_url or not placeholders(strip_credentials(index_url)):
+        return None
+    now = strip_credentials(expand(index_url)).rstrip("/")
+    return "sha256:" + hashlib.sha256(now.encode("utf-8")).hexdigest()
 
 
 def fingerprint(record: dict[str, Any]) -> str:
@@ -96,8 +138,9 @@ def lock_python(project: Project, platform: Platform) -> str:
 
 def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome]:
     """Each lock's state: fresh, stale (naming the change), modified or missing. Every
-    lock is read and its packages digest taken, and the inputs are normalised (once for
-    all of them): no part of a lock, which anyone can edit, vouches for the rest."""
+    lock is read, its packages digest taken and its file URLs checked against the hosts
+    the project and platform allow, and the inputs are normalised (once for all of
+    them): no part of a lock, which anyone can edit, vouches for the rest."""
     requirements: dict[str, list[str]] | None = None
     outcomes = []
     for platform in platforms:
@@ -105,15 +148,19 @@ def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome
         requirements = requirements or normalized_inputs(project)
         current = inputs_record(project, platform, lock_python(project, platform),
                                 requirements)
-        verdict = check(path, current, platform)
+        verdict = check(path, current, platform, Origins.of(project, platform))
         outcomes.append(Outcome(platform=platform.name, path=path, status=verdict.status,
-                                detail=verdict.detail))
+                                detail=verdict.detail, note=verdict.unchecked))
     return outcomes
 
 
-def check(path: Path, current: dict[str, Any], platform: Platform | None = None) -> Verdict:
+def check(path: Path, current: dict[str, Any], platform: Platform | None = None,
+          origins: Origins | None = None) -> Verdict:
     """The state of the lock at *path* against the *current* inputs record; with the
-    *platform*, a changed platform is told in words (renamed, moved index, new backend)."""
+    *platform*, a changed platform is told in words (renamed, moved index, new backend);
+    with its *origins*, a lock whose inputs match but whose files are on hosts compile
+    does not take them from is modified (a stale lock is stale first: a changed
+    index-url moves every URL, and that is what it says)."""
     if not path.is_file():
         return Verdict(status="missing")
     try:
@@ -127,7 +174,11 @@ def check(path: Path, current: dict[str, Any], platform: Platform | None = None)
                                                  "lockkit wrote it")
     old_form = _old_form(data, current, platform)
     if tool.get("inputs-fingerprint") == fingerprint(current):
-        return Verdict(status="stale", detail=old_form) if old_form else Verdict(status="fresh")
+        if origins is not None and (strays := origins.strays(data)):
+            return Verdict(status="modified", detail=origins.detail(strays))
+        if old_form:
+            return Verdict(status="stale", detail=old_form)
+        return Verdict(status="fresh", unchecked=origins.unchecked if origins else "")
     detail = explain(tool.get("inputs"), current)
     if platform is not None:
         detail = detail.replace(_PLATFORM_CHANGED, platform_change(tool, platform))
@@ -168,7 +219,7 @@ def stale_warning(project: Project, platform: Platform) -> str | None:
                                normalized_inputs(project))
     except LockkitError as exc:
         return f"{path.name}: its freshness could not be checked ({exc})"
-    verdict = check(path, record, platform)
+    verdict = check(path, record, platform, Origins.of(project, platform))
     if verdict.status in ("fresh", "missing"):
         return None
     return (f"{path.name} is {verdict.status} against its inputs ({verdict.detail}): "
@@ -213,9 +264,29 @@ def explain(recorded: Any, current: dict[str, Any]) -> str:
         said += [f"{label}: added {r}" for r in added] + [f"{label}: removed {r}" for r in removed]
     old_opts = recorded.get("options", {})
     for key, value in current["options"].items():
-        if old_opts.get(key) != value:
+        if key == "index-url-digest" and old_opts.get(key) != value:
+            said += filter(None, [_index_change(old_opts, current["options"])])
+        elif old_opts.get(key) != value:
             said.append(_option_change(key, old_opts.get(key), value))
     return "; ".join(said) or "the inputs fingerprint does not match"
+
+
+def _index_change(old: dict[str, Any], now: dict[str, Any]) -> str:
+    """A ``${VAR}`` index-url that names another URL, in words: the variables, never
+    their values nor the digests (a changed literal is said as a literal change)."""
+    if old.get("index-url") != now["index-url"]:
+        return ""
+    names = placeholders(now["index-url"])
+    shown = ", ".join(names)
+    unset = [n for n in names if not os.environ.get(n[2:-1])]
+    if unset:
+        return (f"index-url: {', '.join(unset)} {'is' if len(unset) == 1 else 'are'} not "
+                "set here, so the index it names cannot be compared with the lock's")
+    if "index-url-digest" not in old:
+        return (f"index-url: this lock does not record what its {shown} expanded to "
+                "(written by an older lockkit)")
+    verb = "expands" if len(names) == 1 else "expand"
+    return f"index-url changed (its {shown} now {verb} to another URL)"
 
 
 def _option_change(key: str, old: Any, new: Any) -> str:

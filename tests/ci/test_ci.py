@@ -75,8 +75,9 @@ def test_workflow_jobs_triggers_and_gate(platforms):
     assert set(doc["jobs"]) == {"locks", "verify"}
     locks, verify = doc["jobs"]["locks"], doc["jobs"]["verify"]
     assert locks["runs-on"] == "ubuntu-latest"
-    # the locks job checks exactly the platforms that get a verify job
-    assert ("lockkit compile --check " + "".join(f"--platform {n} " for n in WANT)
+    # the locks job checks exactly the platforms that get a verify job, against a fresh
+    # resolution (a forged lock passes an offline check: issue 31)
+    assert ("lockkit compile --locked " + "".join(f"--platform {n} " for n in WANT)
             + "--project .") in _runs(locks)
     assert verify["needs"] == "locks"
     assert verify["strategy"]["fail-fast"] is False
@@ -329,7 +330,7 @@ def test_platforms_without_a_committed_lock_are_left_out_and_named(tmp_path, mon
     include = doc["jobs"]["verify"]["strategy"]["matrix"]["include"]
     assert [e["platform"] for e in include] == ["linux-cpu"]
     assert _runs(doc["jobs"]["locks"])[-1] == \
-        "lockkit compile --check --platform linux-cpu --project ."
+        "lockkit compile --locked --platform linux-cpu --project ."
     err = capsys.readouterr().err
     assert "left out macos-arm64: locks/pylock.macos-arm64.toml is not committed" in err
     assert "left out windows-cpu: no lock (locks/pylock.windows-cpu.toml" in err
