@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING
 from packaging.utils import canonicalize_name as canonical_name
 
 from lockkit._internal.redact import redact, strip_credentials
+from lockkit.index.http import PageTooLarge
 from lockkit.index.loopback import Loopback
 from lockkit.index.pages import parse_links
 from lockkit.index.urls import Mirrors, origin
@@ -86,6 +87,7 @@ class Page:
     error: str = ""
     files: dict[str, Listed] = field(default_factory=dict)
     html: str = ""  # the page as served to uv: every link absolute, effective, no user info
+    too_large: PageTooLarge | None = None  # past max-page-size: said as that, not unreachable
 
 
 def served_versions(text: str, name: str) -> list[Version]:
@@ -215,6 +217,8 @@ class RoutingIndex:
         official = f"{self.official_index}/{name}/"
         try:
             status, text = self._fetch(effective)
+        except PageTooLarge as exc:  # read up to the limit only; uv gets a 502 (failed)
+            return Page(name=name, error=str(exc), too_large=exc)
         except Exception as exc:  # noqa: BLE001 - any transport failure is "unreachable"
             return Page(name=name, error=redact(str(exc)) or type(exc).__name__)
         if status != 200:
