@@ -20,6 +20,8 @@ with uv 0.13.9), which is why the routing is done by the index and not by source
 
 Every page served is recorded with the files it listed: the family guard identifies a
 file by the page that listed it, and the lock writer finds each file's official URL there.
+A page is read up to ``max-page-size`` (``lockkit.index.http.read_page``); one larger is
+not served: uv gets a 502, and the compile stops naming the page and the limit.
 
 The index is private to its compile. Any local account can connect to 127.0.0.1 and find
 the port in ``/proc/net/tcp``, so the index answers only under a random path prefix of

@@ -24,15 +24,7 @@ from lockkit.cache.store import CHUNK as _CHUNK
 from lockkit.cache.store import Cache, copy_hashing, default_cache_dir
 from lockkit.errors import FetchError, HashMismatch
 from lockkit.index.auth import Credentials
-from lockkit.index.http import (
-    CONNECT_TIMEOUT,
-    MAX_PAGE,
-    PAGE_HINT,
-    Client,
-    PageTooLarge,
-    Policy,
-    read_page,
-)
+from lockkit.index.http import CONNECT_TIMEOUT, MAX_PAGE, Client, Policy
 
 __all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Stopped", "Want",
            "default_cache_dir", "http_client"]
@@ -174,6 +166,7 @@ class Fetcher:
         """The URL *page* lists for the wanted file (the file is still checked by hash)."""
         import httpx
 
+        from lockkit.index.http import PAGE_HINT, PageTooLarge, read_page
         from lockkit.index.pages import parse_links
 
         try:

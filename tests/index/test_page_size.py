@@ -157,3 +157,24 @@ def test_compile_with_a_mirror_serving_a_page_past_the_flag_fails_in_one_line(bi
     assert "--max-page-size" in result.stderr.splitlines()[-1]  # the hint
     assert big.sent < 24 * MIB
     assert not (tmp_path / "locks").exists()
+
+
+def test_a_wheelhouse_lookup_page_past_the_limit_is_a_fetch_error_naming_it(tmp_path):
+    from lockkit.errors import FetchError
+    from lockkit.wheelhouse.fetch import Cache, Fetcher, PageRef, Want, http_client
+
+    server = BigPages(64 * MIB, length=False)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    page = f"{server.url}/mirror/torch/"
+    want = Want(filename="torch-2.5.1-py3-none-any.whl", sha256="0" * 64, size=None,
+                urls=(PageRef(url=page),), source="https://official.invalid/torch.whl")
+    try:
+        with http_client(timeout=10) as client:
+            fetcher = Fetcher(client, Cache(tmp_path / "cache"), max_page=MIB)
+            with pytest.raises(FetchError, match=f"{page}: the page is larger than 1 MiB"):
+                fetcher.fetch(want)
+    finally:
+        server.closing.set()
+        server.shutdown()
+        server.server_close()
+    assert server.sent < 24 * MIB
