@@ -166,7 +166,7 @@ class Fetcher:
         """The URL *page* lists for the wanted file (the file is still checked by hash)."""
         import httpx
 
-        from lockkit.index.http import PAGE_HINT, PageTooLarge, read_page
+        from lockkit.index.http import PageTooLarge, read_page
         from lockkit.index.pages import parse_links
 
         try:
@@ -175,7 +175,8 @@ class Fetcher:
                 text = read_page(resp, page.url, self.max_page).decode("utf-8", "replace") \
                     if status == 200 else ""
         except PageTooLarge as exc:
-            raise FetchError(str(exc), hint=PAGE_HINT) from None
+            raise FetchError(str(exc), hint="if this index's pages are meant to be that "
+                             "large, raise max-page-size (MiB) in lockkit.toml") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise FetchError(f"{redact(page.url)}: {type(exc).__name__}") from None
         if status != 200:
