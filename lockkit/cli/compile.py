@@ -25,7 +25,7 @@ def handle(args: argparse.Namespace) -> int:
     from lockkit.platforms.definitions import load_catalog
 
     project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url,
-                           exclude_newer=args.exclude_newer)
+                           exclude_newer=args.exclude_newer, max_page_size=args.max_page_size)
     selected = load_catalog(project.root).select(args.platform, args.all, project.platforms,
                                                  project.config_file)
     if args.check:

@@ -84,6 +84,9 @@ def compile(sub: Any) -> None:
     comp.add_argument("--timeout", type=float, default=30.0, metavar="S",
                       help="seconds an index may take to connect or answer before it counts "
                            "as unreachable (default 30)")
+    comp.add_argument("--max-page-size", type=int, metavar="MIB",
+                      help="the largest PyTorch index page read, in MiB (default: "
+                           "max-page-size in lockkit.toml, else 64); a larger one fails")
     project_args(comp)
 
 

@@ -26,6 +26,7 @@ from lockkit._internal.fs import temp_folder
 from lockkit._internal.redact import redact
 from lockkit._internal.uv import uv_bin
 from lockkit.errors import IndexError_, ResolutionError
+from lockkit.index.http import PAGE_HINT
 from lockkit.index.pages import TIMEOUT
 from lockkit.index.routing import Page, RoutingIndex
 from lockkit.index.urls import Indexes, printable
@@ -189,6 +190,8 @@ def _in_thread(work: Callable[[], None] | None) -> Callable[[], None] | None:
 def _unreachable_error(platform: Platform, indexes: Indexes, page: Page) -> IndexError_:
     """The PyTorch index (official URL) and the mirror it was asked through, in printable
     form: never the routing index's loopback address, which is all uv saw."""
+    if page.too_large is not None:  # reached, and refused by lockkit: not unreachable
+        return IndexError_(f"{platform.name}: {page.too_large}", hint=PAGE_HINT)
     official = printable(indexes.torch_official or "")
     effective = indexes.torch_effective or ""
     via = (f" through the mirror {printable(effective)}"

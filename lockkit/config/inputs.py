@@ -19,6 +19,7 @@ from packaging.utils import canonicalize_name
 
 from lockkit._internal.compat import tomllib
 from lockkit._internal.keys import KeyReader
+from lockkit._internal.parse import parse_toml
 from lockkit.config.inputfile import NOT_FOUND, OUTSIDE_HINT, is_inside, not_regular
 from lockkit.errors import ConfigError
 
@@ -35,7 +36,7 @@ def is_pyproject(entry: str) -> bool:
 
 def load_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return parse_toml(path.read_text(encoding="utf-8"), path)
     except FileNotFoundError:
         raise ConfigError(f"{path}: not found") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

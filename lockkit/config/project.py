@@ -40,9 +40,10 @@ _INDEX_URL_EXPECTED = "expected an http(s):// URL or a ${VAR} holding one"
 _TABLES = {"verify": ("[verify]", {"embedding", "extensions", "resume", "application",
                                      "reason"}),
            "ci": ("[ci]", {"runners", "lockkit"})}
-_KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer"}
+_KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer", "max-page-size"}
 _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
 _RFC3339_HINT = "e.g. 2024-10-01 or 2024-10-01T00:00:00Z"
+_PAGE_SIZE = "a whole number of MiB, at least 1 (the largest index page read)"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +70,7 @@ class Project:
     runners: dict[str, Runner] = field(default_factory=dict)  # [ci.runners]; names: ci.py
     extensions: ExtensionsConfig | None = None  # [verify.extensions], validated at load
     ci_lockkit: LockkitRequirement | None = None  # [ci] lockkit; None: ci.py's default
+    max_page_size: int = 64  # MiB: the largest index page read (lockkit.index.http.read_page)
 
     @property
     def locks_dir(self) -> Path:
@@ -120,7 +122,8 @@ def project_root(root: Path | None = None) -> Path:
 
 
 def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
-                 index_url: str | None = None, exclude_newer: str | None = None) -> Project:
+                 index_url: str | None = None, exclude_newer: str | None = None,
+                 max_page_size: int | None = None) -> Project:
     """Read the config of the project at *root* (:func:`project_root`); command-line
     values override the file's. Raises one ConfigError naming the file and every bad key,
     or a UsageError for a flag.
@@ -141,6 +144,10 @@ def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
         options["exclude_newer"] = _rfc3339(flag, "--exclude-newer", exclude_newer)
         if flag.errors:
             raise UsageError(flag.errors[0], hint=_RFC3339_HINT)
+    if max_page_size is not None:
+        if max_page_size < 1:
+            raise UsageError(f"--max-page-size {max_page_size}: expected {_PAGE_SIZE}")
+        options["max_page_size"] = max_page_size
     return Project(root=root, config_file=path, **options)
 
 
@@ -180,6 +187,9 @@ def _from_file(root: Path, path: Path | None, data: Any) -> dict[str, Any]:
     options["mirrors"] = _mirror_table(c, data.get("mirrors", {}))
     if "exclude-newer" in data:
         options["exclude_newer"] = _rfc3339(c, "exclude-newer", data["exclude-newer"])
+    if "max-page-size" in data:
+        options["max_page_size"] = c.number("max-page-size", data["max-page-size"], 1,
+                                            integer=True, expected=_PAGE_SIZE)
     options.update(_verify(c, root, data), **_ci(c, data))
     c.raise_if_any()
     return options

@@ -15,6 +15,9 @@ made from one :class:`Policy`, which decides, once for all of them:
 - the user agent ``lockkit/<version>``;
 - timeouts: *timeout* seconds for the connection and for each read (seconds without a
   byte), the connection bounded by *connect* when that is given;
+- pages: read as a stream, at most ``max-page-size`` (:data:`MAX_PAGE`, 64 MiB by default)
+  of them kept, the rest never read (:func:`read_page`): a mirror serving a 1.5 GB page
+  took a compile to 4.6 GiB of memory;
 - retries: *attempts* in all, ``backoff * 2 ** n`` seconds apart (:meth:`Policy.pause`),
   for a 5xx or a connection broken mid-way. With *fail_fast* (compile), a host that
   :func:`unreachable` says a retry within seconds would only find again (its name does not
@@ -43,12 +46,15 @@ if TYPE_CHECKING:
 
     from lockkit.index.auth import Credentials
 
-__all__ = ["CONNECT_TIMEOUT", "TIMEOUT", "USER_AGENT", "Client", "Policy", "tls_context",
-           "unreachable"]
+__all__ = ["CONNECT_TIMEOUT", "MAX_PAGE", "PAGE_HINT", "TIMEOUT", "USER_AGENT", "Client",
+           "PageTooLarge", "Policy", "mib", "read_page", "tls_context", "unreachable"]
 
 USER_AGENT = f"lockkit/{__version__}"
 TIMEOUT = 30.0  # seconds: compile --timeout's default (connect, and each read)
 CONNECT_TIMEOUT = 15.0  # the longest a download waits for its connection
+MAX_PAGE = 64 << 20  # bytes: the largest index page read (max-page-size's default, in MiB)
+PAGE_HINT = ("if this index's pages are meant to be that large, raise the limit: "
+             "--max-page-size MIB, or max-page-size = MIB in lockkit.toml ([tool.lockkit])")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,6 +157,39 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
         seen.add(id(current))
         yield current
         current = current.__cause__ or current.__context__
+
+
+class PageTooLarge(Exception):
+    """An index page past its limit, which :func:`read_page` stopped reading. Its caller
+    says it as a :class:`~lockkit.errors.LockkitError` of its own kind, hint
+    :data:`PAGE_HINT` (the routing index records it on the page uv asked for)."""
+
+    def __init__(self, url: str, limit: int) -> None:
+        super().__init__(f"{redact(url)}: the page is larger than {mib(limit)}, the most "
+                         "lockkit reads of an index page (max-page-size); not read further")
+        self.url, self.limit = url, limit
+
+
+def mib(size: int) -> str:
+    """*size* bytes for a message: ``64 MiB``, or ``1000 bytes`` when not whole MiB."""
+    return f"{size >> 20} MiB" if size and not size % (1 << 20) else f"{size} bytes"
+
+
+def read_page(resp: httpx.Response, url: str, limit: int = MAX_PAGE) -> bytes:
+    """The body of the streamed response *resp* to *url* (decoded, as ``resp.read()``
+    gives it), at most *limit* bytes, else :class:`PageTooLarge`: before any byte of it
+    when its Content-Length says more; else as soon as the bytes read pass it, so what is
+    held is the limit and one chunk (a compressed chunk is decoded whole: one network read
+    of 64 KiB, or more for a body that compresses very well)."""
+    length = resp.headers.get("Content-Length", "").strip()
+    if length.isdigit() and int(length) > limit:
+        raise PageTooLarge(url, limit)
+    body = bytearray()
+    for chunk in resp.iter_bytes():
+        if len(body) + len(chunk) > limit:
+            raise PageTooLarge(url, limit)
+        body += chunk
+    return bytes(body)
 
 
 class Client:

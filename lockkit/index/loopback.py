@@ -19,11 +19,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["BACKLOG", "Loopback"]
+__all__ = ["BACKLOG", "MAX_BODY", "Loopback"]
 
 # uv asks for every package at once: Python's default backlog of 5 overflows, the kernel
 # drops connections and uv waits out its retry (0.2 to 1.6 s)
 BACKLOG = 128
+# a request body is read past, never kept; uv's GETs have none. A larger one (a prober's
+# "Content-Length: 10**15" would be allocated whole by rfile.read) closes the connection.
+MAX_BODY = 64 << 10
 
 
 class Loopback:
@@ -102,8 +105,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if not self.request_version.startswith("HTTP/1."):
             self.close_connection = True
             return False
-        length = self.headers.get("Content-Length", "0")
-        self.rfile.read(int(length) if length.isdigit() else 0)  # a body: read past it
+        length = self.headers.get("Content-Length", "0").strip()
+        size = int(length) if length.isdigit() and len(length) <= 12 else MAX_BODY + 1
+        if size > MAX_BODY:
+            self.close_connection = True  # closed, nothing said (as send_error)
+            return False
+        self.rfile.read(size)  # a body: read past it
         if self.command != "GET":
             self._send(405, b"only GET")
             return False

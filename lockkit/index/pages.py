@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from lockkit._internal.redact import redact
 from lockkit.errors import IndexError_
-from lockkit.index.http import TIMEOUT, Client, Policy
+from lockkit.index.http import MAX_PAGE, TIMEOUT, Client, Policy, read_page
 
 if TYPE_CHECKING:
     from lockkit.config.project import Project
@@ -37,11 +37,16 @@ class Http:
     and not for the rest of this run, which shares this object (``compile --all``: 16
     platforms on 7 index URLs pay for an unreachable host once). What is remembered is
     only that the host failed, in this process's memory, never on disk.
+
+    A page is read as a stream, at most *max_page* bytes (the project's ``max-page-size``,
+    64 MiB unless it says more) and refused past that (``lockkit.index.http.read_page``:
+    :class:`~lockkit.index.http.PageTooLarge`, which the routing index reports for the
+    page uv asked for); the largest real PyTorch index page is a few MB.
     """
 
     def __init__(self, project: Project | None = None, attempts: int = 3,
                  backoff: float = 0.5, credentials: Credentials | None = None,
-                 timeout: float = TIMEOUT) -> None:
+                 timeout: float = TIMEOUT, max_page: int | None = None) -> None:
         from lockkit.index.auth import Credentials
 
         if credentials is None:
@@ -51,11 +56,13 @@ class Http:
         self.policy = self.client.policy
         self.credentials = credentials
         self.timeout = timeout
+        self.max_page = max_page or (project.max_page_size << 20 if project else MAX_PAGE)
         self._lock = threading.Lock()
         self.failed: dict[str, str] = {}  # origin -> why it failed, in this run
 
     def page(self, url: str) -> tuple[int, str]:
-        """GET a PEP 503 page (HTML: the PyTorch index has no JSON API); retry 5xx/resets."""
+        """GET a PEP 503 page (HTML: the PyTorch index has no JSON API); retry 5xx/resets.
+        A page past :attr:`max_page` bytes is :class:`~lockkit.index.http.PageTooLarge`."""
         import httpx
 
         from lockkit.index.urls import origin
@@ -70,9 +77,9 @@ class Http:
             last = attempt + 1 == self.policy.attempts
             try:
                 with self.client.stream("GET", url, headers={"Accept": "text/html"}) as resp:
-                    resp.read()
+                    body = read_page(resp, url, self.max_page)
                 if resp.status_code < 500 or last:
-                    return resp.status_code, resp.text
+                    return resp.status_code, body.decode(resp.encoding or "utf-8", "replace")
             except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
                 if last or not self.policy.retries(exc):
                     why = self.policy.why(exc, url)

@@ -20,6 +20,8 @@ with uv 0.13.9), which is why the routing is done by the index and not by source
 
 Every page served is recorded with the files it listed: the family guard identifies a
 file by the page that listed it, and the lock writer finds each file's official URL there.
+A page is read up to ``max-page-size`` (``lockkit.index.http.read_page``); one larger is
+not served: uv gets a 502, and the compile stops naming the page and the limit.
 
 The index is private to its compile. Any local account can connect to 127.0.0.1 and find
 the port in ``/proc/net/tcp``, so the index answers only under a random path prefix of
@@ -58,6 +60,7 @@ from typing import TYPE_CHECKING
 from packaging.utils import canonicalize_name as canonical_name
 
 from lockkit._internal.redact import redact, strip_credentials
+from lockkit.index.http import PageTooLarge
 from lockkit.index.loopback import Loopback
 from lockkit.index.pages import parse_links
 from lockkit.index.urls import Mirrors, origin
@@ -86,6 +89,7 @@ class Page:
     error: str = ""
     files: dict[str, Listed] = field(default_factory=dict)
     html: str = ""  # the page as served to uv: every link absolute, effective, no user info
+    too_large: PageTooLarge | None = None  # past max-page-size: said as that, not unreachable
 
 
 def served_versions(text: str, name: str) -> list[Version]:
@@ -215,6 +219,8 @@ class RoutingIndex:
         official = f"{self.official_index}/{name}/"
         try:
             status, text = self._fetch(effective)
+        except PageTooLarge as exc:  # read up to the limit only; uv gets a 502 (failed)
+            return Page(name=name, error=str(exc), too_large=exc)
         except Exception as exc:  # noqa: BLE001 - any transport failure is "unreachable"
             return Page(name=name, error=redact(str(exc)) or type(exc).__name__)
         if status != 200:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lockkit._internal.compat import tomllib
+from lockkit._internal.parse import parse_toml
 from lockkit._internal.redact import redact, strip_credentials
 from lockkit.config.project import Project, normalized_inputs
 from lockkit.errors import LockkitError
@@ -164,7 +165,7 @@ def check(path: Path, current: dict[str, Any], platform: Platform | None = None,
     if not path.is_file():
         return Verdict(status="missing")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = parse_toml(path.read_text(encoding="utf-8"), path)
         tool = data["tool"]["lockkit"]
         digest_ok = packages_digest_of_read(data["packages"]) == tool.get("packages-digest")
     except (KeyError, TypeError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

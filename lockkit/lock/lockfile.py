@@ -16,6 +16,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from lockkit._internal.compat import tomllib
+from lockkit._internal.parse import parse_toml
 from lockkit._internal.redact import redact
 from lockkit.errors import ConfigError, GuardError, IndexError_
 from lockkit.platforms.definitions import Platform
@@ -209,7 +210,7 @@ def dumps(lock: dict[str, Any]) -> str:
 def read_lock(path: Path) -> tuple[dict[str, Any], Pylock]:
     """Parse and validate a lock; errors name the file and the key path."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = parse_toml(path.read_text(encoding="utf-8"), path)
     except FileNotFoundError as exc:
         raise ConfigError(f"{path}: lock not found", hint="run 'lockkit compile' first") from exc
     except IsADirectoryError:

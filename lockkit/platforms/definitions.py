@@ -25,6 +25,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from lockkit._internal.compat import tomllib
 from lockkit._internal.keys import KeyReader, did_you_mean
+from lockkit._internal.parse import parse_toml
 from lockkit.errors import PlatformError
 
 __all__ = ["Backend", "Catalog", "Platform", "closest_platform", "load_catalog",
@@ -138,7 +139,7 @@ def shipped_dir() -> Path:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return parse_toml(path.read_text(encoding="utf-8"), path, PlatformError)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise PlatformError(f"{path}: cannot read platform file: {exc}") from exc
 

@@ -25,6 +25,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from lockkit._internal.compat import tomllib
+from lockkit._internal.parse import parse_json, parse_toml
 from lockkit.errors import DiffError
 from lockkit.report.model import Dossier, GitState, SchemaError, Variant
 
@@ -71,11 +72,11 @@ def load_side(path: Path) -> Side:
         raise DiffError(f"{path}: unreadable: {exc}") from None
     if path.suffix == ".toml":
         try:
-            return _from_lock(path, tomllib.loads(text))
+            return _from_lock(path, parse_toml(text, path, DiffError))
         except tomllib.TOMLDecodeError as exc:
             raise DiffError(f"{path}: not valid TOML: {exc}") from None
     try:
-        doc = json.loads(text)
+        doc = parse_json(text, path, DiffError)
     except json.JSONDecodeError as exc:
         raise DiffError(f"{path}: not valid JSON: {exc}") from None
     if not isinstance(doc, dict):

@@ -38,6 +38,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from lockkit._internal import proc as _run
+from lockkit._internal.parse import parse_json
 from lockkit.errors import LockkitError
 from lockkit.report.model import Inventory
 from lockkit.verify import probe, rebuild
@@ -136,7 +137,7 @@ def _distributions(run: Run) -> dict[str, tuple[str, str, str | None]]:
     result = run.call("inventory", [str(run.python), "-I", "-B", "-c", _LIST], timeout=300,
                       env=probe.probe_env())
     try:
-        rows = json.loads(result.stdout) if result.ok else None
+        rows = parse_json(result.stdout, run.python, StepFailed) if result.ok else None
     except json.JSONDecodeError:
         rows = None
     if not isinstance(rows, list):

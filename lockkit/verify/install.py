@@ -25,6 +25,7 @@ from typing import Any
 
 from lockkit._internal import proc as _run
 from lockkit._internal.fs import sha256_file
+from lockkit._internal.parse import parse_json
 from lockkit._internal.private import private_folder
 from lockkit._internal.proc import last_error_line
 from lockkit._internal.uv import uv_bin
@@ -209,8 +210,8 @@ def _check_wheelhouse(folder: Path, lock: Path) -> dict[str, Any]:
     """The manifest says the wheelhouse was built from this lock (a hint for honest
     mistakes, not a proof: the files are hashed against the lock afterwards)."""
     try:
-        manifest: dict[str, Any] = json.loads(
-            (folder / "manifest.json").read_text(encoding="utf-8"))
+        manifest: dict[str, Any] = parse_json(
+            (folder / "manifest.json").read_text(encoding="utf-8"), folder, StepFailed)
     except (OSError, json.JSONDecodeError) as exc:
         raise StepFailed(f"{folder}/manifest.json: unreadable: {exc}") from None
     if not lock.is_file():

@@ -18,6 +18,7 @@ from typing import Any
 from packaging.tags import Tag, compatible_tags, cpython_tags, platform_tags
 
 from lockkit._internal import proc as _run
+from lockkit._internal.parse import parse_json
 from lockkit._internal.uv import uv_bin
 from lockkit.errors import LockkitError
 from lockkit.lock.lockfile import python_of, read_lock
@@ -101,7 +102,7 @@ def _interpreter_facts(run: Run, python: Path) -> dict[str, Any]:
                       env=_run.isolated_env())
     try:
         if result.ok:
-            facts = json.loads(result.stdout)
+            facts = parse_json(result.stdout, python, StepFailed)
             if isinstance(facts, dict):
                 return facts
     except json.JSONDecodeError:

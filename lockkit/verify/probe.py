@@ -17,7 +17,6 @@ is killed at the timeout, and a timeout is told apart from a signal.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lockkit._internal import proc as _run
+from lockkit._internal.parse import parse_json
 from lockkit.verify.probes.system_probe import DETERMINISM_VARS, TOOLCHAIN_VARS
 
 __all__ = ["PROBES_DIR", "GPU_CHECKS", "ProbeResult", "Status", "gpu_status", "probe_env",
@@ -172,7 +172,7 @@ def _objects(out: str) -> list[dict[str, Any]]:
     found = []
     for line in out.splitlines():
         try:
-            data = json.loads(line)
+            data = parse_json(line, "a probe")
         except ValueError:
             continue
         if isinstance(data, dict):
@@ -229,7 +229,7 @@ def _parse(out: bytes) -> tuple[dict[str, Any] | None, str | None]:
     if not lines:
         return None, "the probe printed nothing on stdout, expected one JSON object"
     try:
-        data = json.loads(lines[-1])
+        data = parse_json(lines[-1], "the probe")
     except ValueError:
         return None, f"the probe printed no JSON object on stdout: {lines[-1][:120]!r}"
     if not isinstance(data, dict):

@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from lockkit._internal import proc as _run
 from lockkit._internal.compat import tomllib
+from lockkit._internal.parse import parse_toml
 from lockkit._internal.proc import last_error_line
 from lockkit._internal.uv import uv_bin
 from lockkit.platforms.arch import arch_family, host_arch, host_os
@@ -178,7 +179,7 @@ def package_table(lock: Path, installed: dict[str, str]) -> tuple[PackageRow, ..
     """Each installed distribution with the index and sha256 the lock gives its version."""
     try:
         entries = {canonicalize_name(p["name"]): p
-                   for p in tomllib.loads(lock.read_text(encoding="utf-8"))["packages"]}
+                   for p in parse_toml(lock.read_text(encoding="utf-8"), lock)["packages"]}
     except (OSError, KeyError, tomllib.TOMLDecodeError):
         entries = {}
     rows = []

@@ -121,12 +121,12 @@ def check_against(folder: Path, manifest: dict[str, Any], lock: Path,
     else but the SBOM and ``tools/`` (whose requirements pin exactly its wheels). A folder
     whose files were edited to drop a wheel, add an index or an unhashed entry is refused,
     naming each file."""
-    from lockkit._internal.compat import tomllib
+    from lockkit._internal.parse import parse_toml
     from lockkit.wheelhouse.meta import FileRecord, texts_of
     from lockkit.wheelhouse.trust import committed
 
     raw = lock.read_bytes()
-    data = tomllib.loads(raw.decode("utf-8"))
+    data = parse_toml(raw.decode("utf-8"), lock)
     sha = hashlib.sha256(raw).hexdigest()
     platform = data.get("tool", {}).get("lockkit", {}).get("platform")
     if manifest.get("lock_sha256") != sha or manifest.get("platform") != platform:

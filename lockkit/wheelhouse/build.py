@@ -143,7 +143,7 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
     cache.sweep()
     _sweep_stale(out)
     fetcher = Fetcher(client, cache, find_links=find_links, attempts=attempts, backoff=backoff,
-                      on_bytes=on_bytes)
+                      on_bytes=on_bytes, max_page=project.max_page_size << 20)
     gots = fetch_items(fetcher, items, jobs, on_file)
     kit = None
     if with_tools:

@@ -24,7 +24,7 @@ from lockkit.cache.store import CHUNK as _CHUNK
 from lockkit.cache.store import Cache, copy_hashing, default_cache_dir
 from lockkit.errors import FetchError, HashMismatch
 from lockkit.index.auth import Credentials
-from lockkit.index.http import CONNECT_TIMEOUT, Client, Policy
+from lockkit.index.http import CONNECT_TIMEOUT, MAX_PAGE, Client, Policy
 
 __all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Stopped", "Want",
            "default_cache_dir", "http_client"]
@@ -84,11 +84,12 @@ class Fetcher:
     def __init__(self, client: Any, cache: Cache, *, find_links: Sequence[Path] = (),
                  attempts: int = 4, backoff: float = 0.5,
                  on_bytes: Callable[[int], None] | None = None,
-                 max_unknown_size: int = MAX_UNKNOWN_SIZE) -> None:
+                 max_unknown_size: int = MAX_UNKNOWN_SIZE, max_page: int = MAX_PAGE) -> None:
         self.client, self.cache, self.find_links = client, cache, tuple(find_links)
         self.policy = Policy(attempts=attempts, backoff=backoff, fail_fast=False)
         self.on_bytes = on_bytes or (lambda n: None)
         self.max_unknown_size = max_unknown_size
+        self.max_page = max_page  # bytes: an index page read by _lookup (max-page-size)
         self.stopped = threading.Event()
         self._lock = threading.Lock()
         self._open: dict[Path, Any] = {}  # partial file -> its response (None before headers)
@@ -165,12 +166,17 @@ class Fetcher:
         """The URL *page* lists for the wanted file (the file is still checked by hash)."""
         import httpx
 
+        from lockkit.index.http import PageTooLarge, read_page
         from lockkit.index.pages import parse_links
 
         try:
             with self.client.stream("GET", page.url, headers={"Accept": "text/html"}) as resp:
                 status = resp.status_code
-                text = resp.read().decode("utf-8", "replace") if status == 200 else ""
+                text = read_page(resp, page.url, self.max_page).decode("utf-8", "replace") \
+                    if status == 200 else ""
+        except PageTooLarge as exc:
+            raise FetchError(str(exc), hint="if this index's pages are meant to be that "
+                             "large, raise max-page-size (MiB) in lockkit.toml") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise FetchError(f"{redact(page.url)}: {type(exc).__name__}") from None
         if status != 200:

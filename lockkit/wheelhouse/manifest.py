@@ -14,6 +14,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from lockkit._internal.parse import parse_json
 from lockkit.errors import ArchiveError
 
 __all__ = ["MANIFEST", "SUMS", "folder_manifest", "folders_above", "listed", "parse_manifest",
@@ -57,7 +58,7 @@ def folder_manifest(folder: Path) -> tuple[dict[str, Any], bytes]:
 def parse_manifest(raw: bytes, where: Path) -> dict[str, Any]:
     """*raw* as a manifest, every entry checked; all problems in one :class:`ArchiveError`."""
     try:
-        data = json.loads(raw)
+        data = parse_json(raw, where)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ArchiveError(f"{where}: not valid JSON: {exc}") from None
     files = data.get("files") if isinstance(data, dict) else None

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from lockkit import __version__
-from lockkit._internal.compat import tomllib
 from lockkit._internal.fs import sha256_file
+from lockkit._internal.parse import parse_toml
 from lockkit.lock.lockfile import dumps
 from lockkit.platforms.definitions import Platform
 from lockkit.wheelhouse import sbom
@@ -50,7 +50,7 @@ def write_meta(stage: Path, platform: Platform, lock_path: Path,
     """Write every file but the wheels into *stage*; return the lock's sha256. *entries*:
     the source lock's package tables by name; *extra*: the manifest entries of ``tools/``."""
     raw = lock_path.read_bytes()  # once: the lock's tables and its sha256 from the same bytes
-    data, lock_sha = tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
+    data, lock_sha = parse_toml(raw.decode("utf-8"), lock_path), hashlib.sha256(raw).hexdigest()
     texts = texts_of(data, entries, records, platform=platform.name, lock=lock_path.name,
                      lock_sha256=lock_sha, tools=bool(extra))
     described = [sbom.File.of(r, entries[r.package]) for r in records]

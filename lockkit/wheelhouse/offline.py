@@ -10,9 +10,10 @@ first line, ``Invalid requirement: 'lock-version = "1.0"'``. uv reads it too.
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
+
+from lockkit._internal.parse import parse_json
 
 __all__ = ["install_hint", "requirements_header"]
 
@@ -46,7 +47,7 @@ def install_hint(folder: Path) -> str:
 def _platform_of(folder: Path) -> str | None:
     """The platform the wheelhouse's manifest.json names (None: it names none)."""
     try:
-        data = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        data = parse_json((folder / "manifest.json").read_text(encoding="utf-8"), folder)
     except (OSError, ValueError):
         return None
     platform = data.get("platform") if isinstance(data, dict) else None

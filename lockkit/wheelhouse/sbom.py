@@ -32,8 +32,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lockkit import __version__
-from lockkit._internal.compat import tomllib
 from lockkit._internal.fs import write_atomic
+from lockkit._internal.parse import parse_toml
 from lockkit._internal.redact import redact, strip_credentials
 from lockkit.errors import ConfigError
 
@@ -151,7 +151,7 @@ def refresh(folder: Path, lock_path: Path, out: Path | None = None) -> Path:
                           f"{lock_sha[:12]}, the manifest says "
                           f"{str(manifest.get('lock_sha256'))[:12]})",
                           hint="pass that lock with --lock, or build the wheelhouse again")
-    lock = tomllib.loads(raw.decode("utf-8"))
+    lock = parse_toml(raw.decode("utf-8"), lock_path)
     files = files_of_manifest(manifest, lock, folder / "manifest.json")
     text = render(files, platform=str(manifest.get("platform", "")), lock=lock,
                   lock_sha256=lock_sha)

@@ -11,7 +11,6 @@ each other, and every name passes the rule for a fresh name; anything else resol
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from lockkit import __version__
+from lockkit._internal.parse import parse_json
 from lockkit._internal.private import read_regular
 from lockkit.wheelhouse.trust import file_name_problem
 
@@ -48,7 +48,7 @@ def kept_pins(folder: Path, key: str,
     if raw is None or reqs is None:
         return None
     try:
-        manifest = json.loads(raw)
+        manifest = parse_json(raw, folder / "manifest.json")
         files = {str(f["path"]): f for f in manifest["files"] if f.get("kind") == "tool"}
         listed = files.pop(f"{FOLDER}/requirements.txt")["sha256"]
         text = reqs.decode("utf-8")

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lockkit._internal.parse import parse_json
+
 __all__ = ["Compared", "compare_files", "compare_values"]
 
 
@@ -95,7 +97,7 @@ def compare_files(output: Path, reference: Path, atol: float, rtol: float
     values = []
     for label, path in (("output", output), ("reference", reference)):
         try:
-            values.append(json.loads(path.read_text(encoding="utf-8")))
+            values.append(parse_json(path.read_text(encoding="utf-8"), path))
         except FileNotFoundError:
             return None, f"{label} {path.name}: missing"
         except (OSError, ValueError) as exc:

@@ -12,7 +12,6 @@ here for the callers that import them from this module.
 
 from __future__ import annotations
 
-import json
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from lockkit._internal.fs import sha256_file
+from lockkit._internal.parse import parse_json
 from lockkit.config.verify import EmbeddingConfig, load_embedding_config
 from lockkit.report.records import ApplicationResult as EmbeddingResult
 from lockkit.report.records import CheckResult as Check
@@ -117,7 +117,7 @@ def _array(path: Path, key: str | None) -> np.ndarray:
 
 
 def _id_list(path: Path) -> list[str]:
-    ids = json.loads(path.read_text(encoding="utf-8"))
+    ids = parse_json(path.read_text(encoding="utf-8"), path)
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise ValueError("expected a JSON list of identifier strings")
     return ids
@@ -129,7 +129,7 @@ def _sample_ids(path: Path) -> list[str]:
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
-        record = json.loads(line)
+        record = parse_json(line, f"{path} line {number}")
         ident = record.get("id") if isinstance(record, dict) else None
         if not isinstance(ident, str) or ident in ids:
             raise ValueError(f"line {number}: expected a unique string 'id', got {ident!r}")

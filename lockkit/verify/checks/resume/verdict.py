@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from lockkit._internal.parse import parse_json
+
 __all__ = ["RUNS", "ResumeVerdict", "RunOutput", "RunOutputError", "compare", "read_run"]
 
 RUNS = ("A", "B", "R", "C")
@@ -93,7 +95,7 @@ def _json(name: str, path: Path) -> Any:
     if not path.is_file():
         raise RunOutputError(f"run {name} wrote no {path.name} in its output folder")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return parse_json(path.read_text(encoding="utf-8"), path)
     except (ValueError, UnicodeDecodeError) as exc:
         raise RunOutputError(f"run {name}: {path.name}: not JSON ({exc})") from None
 

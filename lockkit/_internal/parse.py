@@ -1,0 +1,50 @@
+"""TOML and JSON text parsed with one answer for nesting too deep to read.
+
+Python's parsers descend once per level of nesting: ``a = [[[[...`` a hundred thousand
+levels deep (100 KB of text) is a ``RecursionError`` in ``tomllib`` (3.11+), in ``tomli``
+(3.10; its compiled 2.x builds say "nested more than the allowed 400 levels", still a
+RecursionError) and in ``json`` ("maximum recursion depth exceeded while decoding a JSON
+array"). No file lockkit reads nests more than a few levels, so such a file is bad input:
+one line naming it, never a traceback. A decode error stays the caller's to word, as
+before: it is raised unchanged.
+
+Every TOML and JSON text lockkit reads goes through here: its own config and platform
+files, locks, wheelhouse manifests, ``diff`` inputs, and the JSON a probe prints from the
+environment under test (untrusted too: the caller passes the error of its step).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from lockkit._internal.compat import tomllib
+from lockkit.errors import ConfigError
+
+__all__ = ["parse_json", "parse_toml", "too_deep"]
+
+
+def too_deep(where: object, kind: str) -> str:
+    """The one line: *where* (a file, or what printed the text) and what it is."""
+    inside = "arrays or tables" if kind == "TOML" else "arrays or objects"
+    return f"{where}: {kind} nested too deeply to read ({inside} within each other)"
+
+
+def parse_toml(text: str, where: object,
+               error: Callable[[str], Exception] = ConfigError) -> dict[str, Any]:
+    """``tomllib.loads(text)``; nesting too deep is *error* naming *where* (a
+    :class:`~lockkit.errors.ConfigError` unless the caller says; exit 2)."""
+    try:
+        return tomllib.loads(text)
+    except RecursionError:
+        raise error(too_deep(where, "TOML")) from None
+
+
+def parse_json(text: str | bytes, where: object,
+               error: Callable[[str], Exception] = ConfigError) -> Any:
+    """``json.loads(text)``; nesting too deep is *error* naming *where*."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise error(too_deep(where, "JSON")) from None
