@@ -396,10 +396,12 @@ def test_diagnose_defaults_to_the_active_venv_then_python_on_path(tmp_path):
     assert python == venv / "bin" / "python" and "VIRTUAL_ENV" in source
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "python").symlink_to(sys.executable)
-    python, source = default_python({"PATH": str(tmp_path / "bin")})
+    # cwd: a folder with no project and no .venv (the clone's own .venv, which set-up 1
+    # makes, must not be what the test finds)
+    python, source = default_python({"PATH": str(tmp_path / "bin")}, cwd=tmp_path)
     assert python == tmp_path / "bin" / "python" and source == "'python' on PATH"
     with pytest.raises(UsageError, match="no active venv"):
-        default_python({"PATH": str(tmp_path / "nothing")})
+        default_python({"PATH": str(tmp_path / "nothing")}, cwd=tmp_path)
     # the command says which it used, and probes that one (no torch there: system fails)
     env = {**os.environ, "VIRTUAL_ENV": str(venv)}
     run = subprocess.run([sys.executable, "-m", "lockkit", "diagnose", "--json",
