@@ -3,7 +3,8 @@ folders and atomic writes (:mod:`~lockkit._internal.fs`), the private-file rule 
 read back (:mod:`~lockkit._internal.private`), the output-folder rule and its one swap
 (:mod:`~lockkit._internal.outdir`), every subprocess (:mod:`~lockkit._internal.proc`, with
 the one ``isolated_env``), the uv binary (:mod:`~lockkit._internal.uv`), the one key-path
-reader of every config table and platform file (:mod:`~lockkit._internal.keys`),
+reader of every config table and platform file (:mod:`~lockkit._internal.keys`), every
+TOML and JSON parsed with nesting too deep as one line (:mod:`~lockkit._internal.parse`),
 credentials kept out of output (:mod:`~lockkit._internal.redact`), terminal output
 (:mod:`~lockkit._internal.ui`) and Python 3.10's ``tomllib`` (:mod:`~lockkit._internal.compat`).
 

@@ -6,7 +6,9 @@ read by the one key-path reader, each problem named by its key path (it lives in
 (:mod:`~lockkit.config.keys`), the ``[verify]`` tables (:mod:`~lockkit.config.verify`, with
 the rules the checks' tables share; each project check's own table is read by its
 ``checks/<check>/config.py``), and the inputs: requirement files as pip and uv read them
-(:mod:`~lockkit.config.reqfile`) and pyproject inputs (:mod:`~lockkit.config.inputs`).
+(:mod:`~lockkit.config.reqfile`), pyproject inputs (:mod:`~lockkit.config.inputs`), and
+the rule that an input is a regular file whose lines outside the project are never quoted
+(:mod:`~lockkit.config.inputfile`).
 
 May import: lockkit.errors, lockkit._internal, lockkit.platforms, lockkit.index.urls,
 lockkit.verify.checks
