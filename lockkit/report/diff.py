@@ -197,13 +197,21 @@ def _result(d: Dossier) -> dict[str, Any]:
 def _from_lock(path: Path, lock: dict[str, Any]) -> Side:
     if "packages" not in lock or "lock-version" not in lock:
         raise DiffError(f"{path}: not a PEP 751 lock (no lock-version/packages)")
+    if not isinstance(lock["packages"], list):
+        raise DiffError(f"{path}: packages: not an array of tables")
     rows = []
-    for pkg in lock["packages"]:
-        files = pkg.get("wheels", []) + ([pkg["sdist"]] if "sdist" in pkg else [])
-        rows.append({"name": pkg["name"], "version": pkg.get("version"),
-                     "index": pkg.get("index"),
-                     "sha256": [f.get("hashes", {}).get("sha256", "") for f in files]})
+    for i, pkg in enumerate(lock["packages"]):
+        try:
+            files = pkg.get("wheels", []) + ([pkg["sdist"]] if "sdist" in pkg else [])
+            rows.append({"name": pkg["name"], "version": pkg.get("version"),
+                         "index": pkg.get("index"),
+                         "sha256": [f.get("hashes", {}).get("sha256", "") for f in files]})
+        except (AttributeError, KeyError, TypeError):
+            raise DiffError(f"{path}: packages[{i}]: not a PEP 751 package table (a name, "
+                            f"wheels and sdist as tables)") from None
     meta = (lock.get("tool") or {}).get("lockkit") or {}
+    if not isinstance(meta, dict):
+        raise DiffError(f"{path}: tool.lockkit: not a table")
     code = {f"lock.{k}": meta[k] for k in ("platform", "inputs-fingerprint", "torch-index")
             if k in meta}
     return Side(path=path, kind="lock", layers={"code": code, "packages": _packages(rows)},
@@ -211,8 +219,12 @@ def _from_lock(path: Path, lock: dict[str, Any]) -> Side:
 
 
 def _from_manifest(path: Path, manifest: dict[str, Any]) -> Side:
-    rows = [{"name": f["package"], "version": f.get("version"), "sha256": [f["sha256"]]}
-            for f in manifest.get("files", []) if f.get("kind") == "wheel"]
+    try:
+        rows = [{"name": f["package"], "version": f.get("version"), "sha256": [f["sha256"]]}
+                for f in manifest.get("files", []) if f.get("kind") == "wheel"]
+    except (AttributeError, KeyError, TypeError):
+        raise DiffError(f"{path}: files: not a list of file entries (package, sha256, "
+                        f"kind)") from None
     code = {"manifest.platform": manifest.get("platform"),
             "manifest.lock_sha256": manifest.get("lock_sha256")}
     return Side(path=path, kind="manifest", layers={"code": code, "packages": _packages(rows)},

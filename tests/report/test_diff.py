@@ -166,3 +166,20 @@ def test_unreadable_input_exits_2_naming_the_file(tmp_path, capsys, content, wor
     assert main(["diff", str(good), str(bad)]) == 2
     err = capsys.readouterr().err
     assert str(bad) in err and words in err
+
+
+@pytest.mark.parametrize("name,content,words", [
+    ("bad.toml", 'lock-version = "1.0"\npackages = [[1]]\n',
+     "packages[0]: not a PEP 751 package table"),
+    ("bad.toml", 'lock-version = "1.0"\npackages = 3\n', "packages: not an array of tables"),
+    ("bad.toml", 'lock-version = "1.0"\npackages = []\ntool = {lockkit = 1}\n',
+     "tool.lockkit: not a table"),
+    ("bad.json", '{"files": [1], "lock_sha256": "x"}', "files: not a list of file entries"),
+])
+def test_a_lock_or_manifest_of_the_wrong_shape_exits_2_naming_the_key(tmp_path, capsys, name,
+                                                                      content, words):
+    bad = tmp_path / name
+    bad.write_text(content)
+    assert main(["diff", str(bad), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and words in err and "Traceback" not in err
