@@ -262,7 +262,7 @@ def explain(recorded: Any, current: dict[str, Any]) -> str:
     for label in (lb for lb in now if lb in was):
         added = [r for r in now[label] if r not in was[label]]
         removed = [r for r in was[label] if r not in now[label]]
-        said += [f"{label}: added {r}" for r in added] + [f"{label}: removed {r}" for r in removed]
+        said += _changes(label, added, removed)
     old_opts = recorded.get("options", {})
     for key, value in current["options"].items():
         if key == "index-url-digest" and old_opts.get(key) != value:
@@ -288,6 +288,18 @@ def _index_change(old: dict[str, Any], now: dict[str, Any]) -> str:
                 "(written by an older lockkit)")
     verb = "expands" if len(names) == 1 else "expand"
     return f"index-url changed (its {shown} now {verb} to another URL)"
+
+
+def _changes(label: str, added: list[str], removed: list[str]) -> list[str]:
+    """The requirements an input gained and lost, named; for a file outside the project
+    (its label climbs out: ``../``, or is absolute) only counted, as its lines are never
+    quoted (:mod:`lockkit.config.inputfile`)."""
+    if label.startswith(("../", "/")) or label == "..":
+        counts = [f"{len(rs)} requirement(s) {word}" for rs, word in
+                  ((added, "added"), (removed, "removed")) if rs]
+        return [f"{label}: {', '.join(counts)} (not shown: the file is outside the "
+                f"project)"] if counts else []
+    return [f"{label}: added {r}" for r in added] + [f"{label}: removed {r}" for r in removed]
 
 
 def _option_change(key: str, old: Any, new: Any) -> str:

@@ -137,3 +137,21 @@ def test_a_config_token_is_concealed_in_an_error_printed_before_any_request(tmp_
     assert f"{root / 'requirements.in'}:1: " in run.stderr and "${IDX_TOKEN}" in run.stderr
     for form in (token, repr(token)[1:-1], "s3cr3t"):
         assert form not in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("label,shown", [("../shared/constraints.txt", False),
+                                         ("/etc/lockkit/constraints.txt", False),
+                                         ("requirements.in", True)])
+def test_a_stale_detail_counts_an_outside_files_requirements_never_names_them(label, shown):
+    """A line of a file outside the project that parses as a requirement (a one-word secret
+    does) reaches the stale detail that verify and wheelhouse build print and write into
+    the dossier: counted there, never named. The project's own files are named."""
+    from lockkit.lock.freshness import explain
+
+    was = {"requirements": {label: ["numpy"]}, "options": {}}
+    now = {"requirements": {label: ["hunter2token", "numpy"]}, "options": {}}
+    detail = explain(was, now)
+    assert ("hunter2token" in detail) is shown
+    assert detail == (f"{label}: added hunter2token" if shown else
+                      f"{label}: 1 requirement(s) added (not shown: the file is outside "
+                      f"the project)")
