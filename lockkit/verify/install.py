@@ -34,6 +34,7 @@ from lockkit.errors import LockkitError
 from lockkit.verify.context import Run
 from lockkit.verify.steps import Step, StepFailed
 from lockkit.wheelhouse import trust
+from lockkit.wheelhouse.implied import check_wheelhouse
 
 __all__ = ["dist_info_folders", "install_step", "installer_error", "shared_root",
            "wheelhouse_folder"]
@@ -69,10 +70,10 @@ def install_step(run: Run, step: Step) -> None:
         step.detail["source"] = "the lock's URLs (fetched, hash-checked, into a temp wheelhouse)"
     else:
         step.detail["source"] = f"wheelhouse {folder} (no network)"
-    manifest = _check_wheelhouse(folder, lock)
+    _check_wheelhouse(folder, lock)
     run.wheelhouse = folder
     try:  # the committed lock is the only authority: the folder's own lock files are not read
-        checked = trust.check_folder(folder, trust.selection(lock, opts.platform), manifest)
+        checked = check_wheelhouse(folder, lock, trust.selection(lock, opts.platform))
     except LockkitError as exc:
         raise StepFailed(str(exc)) from None
     run.expected = {c.package: c.version for c in checked}
