@@ -159,24 +159,25 @@ def _unpack(args: argparse.Namespace) -> int:
                              project_dir=project_dir, sha256=args.sha256,
                              flag="--out" if args.out else None, on_bytes=advance)
     ui.say(f"unpacked {args.archive} -> {shown_path(out)}")
-    ui.say(_covered(args.lock, args.sha256))
+    ui.say(_covered(args.lock, args.sha256, archive.read_manifest(out)["platform"]))
     ui.say(archive.install_hint(out, tools_checked=args.sha256 is not None))
     return 0
 
 
-def _covered(lock: Path | None, sha256: str | None) -> str:
+def _covered(lock: Path | None, sha256: str | None, platform: str) -> str:
     """What the clean unpack covers, said before the commands it vouches for."""
     said = []
     if sha256 is not None:
         said.append("checked: the whole archive, tools/ included, is the one the sender "
                     "packed (--sha256)")
     if lock is not None:
-        said.append(f"checked: every file the commands below read is what {lock} implies "
-                    "(each wheel by hash; pylock.toml, requirements.txt and simple/ derived "
-                    "again)")
+        said.append(f"checked: every file the install commands read, tools/ aside, is what "
+                    f"{lock} implies (each wheel by hash; pylock.toml, requirements.txt and "
+                    "simple/ derived again)")
     return "\n".join(said) or (
-        "not verified: nothing was checked against a committed lock or the sender's sha256; "
-        "rerun with --lock locks/pylock.<platform>.toml, or --sha256 with the sender's")
+        "not verified: only that the archive agrees with its own manifest, not with a "
+        "committed lock or the sender's sha256; rerun with --lock "
+        f"locks/pylock.{platform}.toml, or --sha256 with the sender's")
 
 
 def _pick(folder: Path, project_dir: Path | None) -> Path:
