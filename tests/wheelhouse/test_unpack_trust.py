@@ -178,7 +178,7 @@ def test_tools_install_command_is_printed_as_verified_only_with_the_archives_sha
     assert "then rerun with --sha256" in lines[at - 1]
     assert ("not verified: only that the archive agrees with its own manifest, not with a "
             "committed lock or the sender's sha256; rerun with --lock "
-            "locks/pylock.linux-cpu.toml") in lines
+            "locks/pylock.linux-cpu.toml, or --sha256 with the sender's") in lines
     assert not [ln for ln in lines if ln.startswith("lockkit itself")]
     assert main(["wheelhouse", "unpack", str(archive), "--out", str(tmp_path / "b"),
                  "--sha256", sha(archive)]) == 0
