@@ -82,7 +82,8 @@ def install_step(run: Run, step: Step) -> None:
     shared = shared_root(opts.cache_root) if opts.installer == "uv" else None
     reqs.write_text(trust.requirements(checked), encoding="utf-8")
     step.detail["checked"] = (f"{len(checked)} wheel(s) hashed and matched against "
-                              f"{lock.name}; the installer enforces the same hashes")
+                              f"{lock.name}, the wheelhouse's other files derived again from "
+                              "it (tools/ aside); the installer enforces the same hashes")
     assert run.python is not None
     uv_cache = None
     if shared is not None:

@@ -296,13 +296,19 @@ def archive_platform(archive: Path, manifest: dict[str, Any],
     both (an aarch64 wheelhouse renamed ``linux-cpu.wheelhouse.tar``)."""
     platform = top_folder(manifest, archive / MANIFEST).removesuffix("-wheelhouse")
     named = archive.name.removesuffix(".wheelhouse.tar")
-    if named != archive.name and named in known and named != platform and \
-            platform not in (known[named].alias_of, getattr(known.get(platform), "alias_of", 0)):
+    if named != archive.name and named in known and not _same(named, platform, known):
         raise TrustError(f"{archive}: its file name says platform {named!r}, its manifest "
                          f"says {platform!r}",
                          hint="an archive's platform is its manifest's; a renamed archive "
                               "is not unpacked")
     return platform
+
+
+def _same(named: str, platform: str, known: dict[str, Platform]) -> bool:
+    """*named* is *platform*, or one is the other's family name (``alias-of``)."""
+    other = known.get(platform)
+    return platform in (named, known[named].alias_of) or (other is not None
+                                                          and other.alias_of == named)
 
 
 def _for_platform(archive: Path, platform: str, lock: Path,
