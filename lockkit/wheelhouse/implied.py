@@ -145,7 +145,8 @@ def _tools_problems(folder: Path, tools: dict[str, dict[str, Any]]) -> list[str]
 
     wheels = {p: e for p, e in tools.items() if p != TOOLS_REQS}
     problems = [f"{p}: not a wheel of tools/" for p, e in wheels.items()
-                if e.get("kind") != "tool" or file_name_problem(p.removeprefix("tools/"))
+                if e.get("kind") != "tool" or not p.endswith(".whl")
+                or file_name_problem(p.removeprefix("tools/"))
                 or not isinstance(e.get("package"), str)]
     problems += [f"{p}: not the bytes its manifest entry lists" for p, e in sorted(wheels.items())
                  if _bytes(folder / p) is None or sha256_file(folder / p) != e["sha256"]]

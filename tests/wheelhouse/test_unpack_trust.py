@@ -20,6 +20,7 @@ import pytest
 
 from lockkit._internal.compat import tomllib
 from lockkit.cli import main
+from lockkit.errors import UsageError
 from lockkit.wheelhouse.archive import pack, unpack
 from tests.support.archive import FILES, make_folder, plant, relist
 from tests.support.project import lockkit
@@ -129,6 +130,18 @@ def test_pack_prints_and_writes_the_archives_sha256_in_sha256sum_format(project,
         run = subprocess.run(["sha256sum", "-c", side.name], cwd=archive.parent,
                              capture_output=True, text=True)
         assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_pack_never_overwrites_a_file_at_the_sidecar_path_it_did_not_write(tmp_path):
+    notes = tmp_path / "wh.tar.sha256"
+    notes.write_text("my notes\n")
+    with pytest.raises(UsageError, match="not an archive's sha256 that lockkit wrote"):
+        pack(make_folder(tmp_path / "wh"), tmp_path / "wh.tar")
+    assert notes.read_text() == "my notes\n" and not (tmp_path / "wh.tar").exists()
+    notes.unlink()
+    archive = pack(make_folder(tmp_path / "wh"), tmp_path / "wh.tar")
+    assert pack(tmp_path / "wh", archive) == archive  # over its own sidecar: fine
+    assert notes.read_text() == f"{sha(archive)}  wh.tar\n"
 
 
 def test_unpack_sha256_wrong_names_both_and_extracts_nothing(project, tmp_path, capsys):
