@@ -114,8 +114,11 @@ def _pack(args: argparse.Namespace) -> int:
     with ui.progress(f"{args.platform}: packing", size, bytes_=True,
                      phase=f"{args.platform}: packing {human_size(size)}...") as advance:
         archive.pack(folder, out, lock=lock, project_dir=root, on_bytes=advance)
+    sidecar = archive.sidecar(out)
     ui.say(f"{args.platform}: packed {shown_path(folder)} -> {shown_path(out)} "
-           f"({human_size(out.stat().st_size)})")
+           f"({human_size(out.stat().st_size)}); its sha256 -> {shown_path(sidecar)}: send it "
+           "out of band, the receiver checks it with 'wheelhouse unpack --sha256'")
+    print(f"{sidecar.read_text(encoding='utf-8').split()[0]}  {out}")
     return 0
 
 
@@ -138,43 +141,75 @@ def _sbom(args: argparse.Namespace) -> int:
 def _unpack(args: argparse.Namespace) -> int:
     from lockkit.wheelhouse import archive
 
+    project_dir = _lock_project(args.lock)
     if args.archive.is_dir():  # a folder of <platform>.wheelhouse.tar: the best for this machine
-        from lockkit.platforms.definitions import load_platforms
-        from lockkit.platforms.host import choose
-
-        tars = {p.name.removesuffix(".wheelhouse.tar"): p
-                for p in args.archive.glob("*.wheelhouse.tar")}
-        picked = choose(load_platforms(), set(tars), "wheelhouse archive")
-        ui.say(f"wheelhouse unpack: picked {picked.platform.name} ({picked.reason})")
-        args.archive = tars[picked.platform.name]
+        args.archive = _pick(args.archive, project_dir)
     if not args.archive.is_file():
         raise UsageError(f"{args.archive}: no such archive")
+    if args.lock is not None and not args.lock.is_file():
+        raise UsageError(f"--lock {args.lock}: no such file")
     name = args.archive.name.removesuffix(".tar").removesuffix(".wheelhouse")
-    lock = _committed(args.lock, None)
     # into the current folder, as 'tar xf' extracts (never beside the archive: that may be
     # the source project, whose wheelhouse/<platform> is its own)
     size = args.archive.stat().st_size
     with ui.progress(f"{name}: unpacking", size, bytes_=True,
                      phase=f"{name}: unpacking {human_size(size)}...") as advance:
-        out = archive.unpack(args.archive, args.out or Path.cwd() / name, lock=lock,
+        out = archive.unpack(args.archive, args.out or Path.cwd() / name,
+                             lock=args.lock.absolute() if args.lock else None,
+                             project_dir=project_dir, sha256=args.sha256,
                              flag="--out" if args.out else None, on_bytes=advance)
     ui.say(f"unpacked {args.archive} -> {shown_path(out)}")
-    ui.say(archive.install_hint(out))
+    ui.say(_covered(args.lock, args.sha256, archive.read_manifest(out)["platform"]))
+    ui.say(archive.install_hint(out, tools_checked=args.sha256 is not None))
     return 0
 
 
-def _committed(lock: Path | None, project_dir: Path | None) -> Any:
-    """The selection of ``--lock FILE``, for its platform (a project's own platforms are
-    found beside its ``locks/`` folder)."""
-    from lockkit.wheelhouse import trust
+def _covered(lock: Path | None, sha256: str | None, platform: str) -> str:
+    """What the clean unpack covers, said before the commands it vouches for."""
+    said = []
+    if sha256 is not None:
+        said.append("checked: the whole archive, tools/ included, is the one the sender "
+                    "packed (--sha256)")
+    if lock is not None:
+        said.append(f"checked: every file the install commands read, tools/ aside, is what "
+                    f"{lock} implies (each wheel by hash; pylock.toml, requirements.txt and "
+                    "simple/ derived again)")
+    return "\n".join(said) or (
+        "not verified: only that the archive agrees with its own manifest, not with a "
+        "committed lock or the sender's sha256; rerun with --lock "
+        f"locks/pylock.{platform}.toml, or --sha256 with the sender's")
 
-    if lock is None:
-        return None
-    if not lock.is_file():
-        raise UsageError(f"--lock {lock}: no such file")
-    if project_dir is None and lock.absolute().parent.name == "locks":
-        project_dir = lock.absolute().parent.parent
-    return trust.committed(lock.absolute(), project_dir)
+
+def _pick(folder: Path, project_dir: Path | None) -> Path:
+    """The archive of *folder* for the best platform this machine runs, each archive's
+    platform read from its manifest (an unreadable archive keeps its name's, and is
+    refused when unpacked)."""
+    from lockkit.platforms.definitions import load_platforms
+    from lockkit.platforms.host import choose
+    from lockkit.wheelhouse import archive
+
+    known = load_platforms(project_dir)
+    tars: dict[str, Path] = {}
+    for path in sorted(folder.glob("*.wheelhouse.tar")):
+        try:
+            platform = archive.archive_platform(path, archive.read_manifest(path), known)
+        except archive.ArchiveError:
+            platform = path.name.removesuffix(".wheelhouse.tar")
+        if platform in tars:
+            raise UsageError(f"{tars[platform]} and {path} are both for {platform!r}",
+                             hint="pass the archive to unpack")
+        tars[platform] = path
+    picked = choose(known, set(tars), "wheelhouse archive")
+    ui.say(f"wheelhouse unpack: picked {picked.platform.name} ({picked.reason})")
+    return tars[picked.platform.name]
+
+
+def _lock_project(lock: Path | None) -> Path | None:
+    """The project of ``--lock FILE`` when it lies in a ``locks/`` folder (its own
+    platforms are found beside it)."""
+    if lock is not None and lock.absolute().parent.name == "locks":
+        return lock.absolute().parent.parent
+    return None
 
 
 def _where(origin: str) -> str:

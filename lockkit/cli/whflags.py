@@ -76,7 +76,9 @@ def _wheelhouse_pack(whsub: Any) -> None:
                     "<platform>-wheelhouse/ (manifest.json and SHA256SUMS first, then sorted "
                     "members, fixed times, owners and modes): the same folder gives the "
                     "same bytes. The folder must be the wheelhouse of the lock it was built "
-                    "from: every wheel hashed against it, every other file derived again.")
+                    "from: every wheel hashed against it, every other file derived again. "
+                    "The archive's sha256 goes to stdout and to <archive>.sha256, for the "
+                    "receiver to check out of band (unpack --sha256).")
     pack.add_argument("--platform", required=True, metavar="NAME")
     pack.add_argument("--project", type=Path, default=None, metavar="DIR", help=FOUND)
     pack.add_argument("--from", dest="folder", type=Path, metavar="DIR",
@@ -115,7 +117,8 @@ def _wheelhouse_unpack(whsub: Any) -> None:
         description="Check every member against the archive's manifest before anything "
                     "appears; refuse members outside its top folder, links, devices, "
                     "absolute or '..' paths and unlisted members; leave nothing behind on "
-                    "failure.")
+                    "failure. The platform is the archive's manifest's, never its file "
+                    "name's.")
     unpack.add_argument("archive", type=Path, metavar="FILE")
     unpack.add_argument("--out", type=Path, metavar="DIR",
                         help="destination folder: a new or empty one, or a wheelhouse "
@@ -123,5 +126,11 @@ def _wheelhouse_unpack(whsub: Any) -> None:
                              "(default: the archive's name without .wheelhouse.tar, in the "
                              "current folder, as 'tar xf' extracts)")
     unpack.add_argument("--lock", type=Path, metavar="FILE",
-                        help="also check every wheel by hash against this committed lock "
-                             "(locks/pylock.<platform>.toml)")
+                        help="check every file the printed install commands read against "
+                             "this committed lock (locks/pylock.<platform>.toml): each wheel "
+                             "by hash, pylock.toml, requirements.txt and simple/ derived "
+                             "again, no other wheel anywhere; tools/ is not covered")
+    unpack.add_argument("--sha256", metavar="HEX",
+                        help="the archive's sha256 as the sender gave it, out of band ('pack' "
+                             "prints it and writes <archive>.sha256): the whole archive, "
+                             "tools/ included, is checked before anything is extracted")

@@ -35,6 +35,7 @@ from lockkit.errors import LockkitError
 from lockkit.verify.context import Run
 from lockkit.verify.steps import Step, StepFailed
 from lockkit.wheelhouse import trust
+from lockkit.wheelhouse.implied import check_wheelhouse
 
 __all__ = ["dist_info_folders", "install_step", "installer_error", "shared_root",
            "wheelhouse_folder"]
@@ -70,10 +71,10 @@ def install_step(run: Run, step: Step) -> None:
         step.detail["source"] = "the lock's URLs (fetched, hash-checked, into a temp wheelhouse)"
     else:
         step.detail["source"] = f"wheelhouse {folder} (no network)"
-    manifest = _check_wheelhouse(folder, lock)
+    _check_wheelhouse(folder, lock)
     run.wheelhouse = folder
     try:  # the committed lock is the only authority: the folder's own lock files are not read
-        checked = trust.check_folder(folder, trust.selection(lock, opts.platform), manifest)
+        checked = check_wheelhouse(folder, lock, trust.selection(lock, opts.platform))
     except LockkitError as exc:
         raise StepFailed(str(exc)) from None
     run.expected = {c.package: c.version for c in checked}
@@ -82,7 +83,8 @@ def install_step(run: Run, step: Step) -> None:
     shared = shared_root(opts.cache_root) if opts.installer == "uv" else None
     reqs.write_text(trust.requirements(checked), encoding="utf-8")
     step.detail["checked"] = (f"{len(checked)} wheel(s) hashed and matched against "
-                              f"{lock.name}; the installer enforces the same hashes")
+                              f"{lock.name}, the wheelhouse's other files derived again from "
+                              "it (tools/ aside); the installer enforces the same hashes")
     assert run.python is not None
     uv_cache = None
     if shared is not None:

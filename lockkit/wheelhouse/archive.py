@@ -13,6 +13,13 @@ top folder, and any that is not a plain file listed there (or a folder of one) w
 safe relative path, and checks sizes and hashes while streaming into a temp sibling of
 the destination, which is renamed into place only when every check passed. An archive of
 lockkit before the top folder (``manifest.json`` first) is still read.
+
+What a clean unpack covers: with ``--lock``, every file an install command reads is what
+the committed lock implies (:mod:`lockkit.wheelhouse.implied`); ``tools/`` is outside the
+lock, so only the archive's own sha256, written beside it by ``pack``
+(``<archive>.sha256``, ``sha256sum`` format) and compared out of band (``--sha256``),
+vouches for it. The platform is the manifest's, checked against the folder's
+``pylock.toml`` and any platform the file name claims.
 """
 
 from __future__ import annotations
@@ -27,11 +34,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from packaging.utils import canonicalize_name
-
-from lockkit._internal.fs import temp_dir, temp_file
+from lockkit._internal.fs import temp_dir, temp_file, write_atomic
 from lockkit._internal.outdir import check, swap
 from lockkit.errors import ArchiveError, UsageError
+from lockkit.platforms.definitions import Platform, load_catalog
+from lockkit.wheelhouse.implied import check_wheelhouse, lock_platform, platform_problems
 from lockkit.wheelhouse.manifest import (
     MANIFEST,
     SUMS,
@@ -43,12 +50,14 @@ from lockkit.wheelhouse.manifest import (
 )
 from lockkit.wheelhouse.members import extract, open_tar, read_meta
 from lockkit.wheelhouse.offline import install_hint
-from lockkit.wheelhouse.trust import Selected, TrustError, check_folder
+from lockkit.wheelhouse.trust import Selected, TrustError, committed
 
-__all__ = ["ArchiveError", "check_against", "install_hint", "named_lock", "pack", "read_manifest",
-           "unpack"]
+__all__ = ["ArchiveError", "archive_platform", "install_hint", "named_lock", "pack",
+           "read_manifest", "sidecar", "unpack"]
 
 _LOCK_NAME = re.compile(r"pylock\.[A-Za-z0-9][A-Za-z0-9._-]*\.toml")
+_SIDECAR = re.compile(r"[0-9a-f]{64}  [^\n]+\n")
+_HEX = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
@@ -64,22 +73,26 @@ def read_manifest(path: Path) -> dict[str, Any]:
 def pack(folder: Path, out: Path, *, lock: Path | None = None,
          project_dir: Path | None = None,
          on_bytes: Callable[[int], None] | None = None) -> Path:
-    """Write *folder* as one reproducible tar at *out*; nothing is left at *out* on failure.
+    """Write *folder* as one reproducible tar at *out*, and its sha256 at :func:`sidecar`;
+    nothing is left at either on failure.
 
     With *lock* (the committed lock file; its platform's files from *project_dir*), the
-    folder must be that lock's wheelhouse (:func:`check_against`): a manifest only proves
-    that the folder agrees with itself. ``lockkit wheelhouse pack`` always gives one.
-    *on_bytes* hears of each file's bytes as they are written (a progress bar)."""
+    folder must be that lock's wheelhouse
+    (:func:`lockkit.wheelhouse.implied.check_wheelhouse`): a manifest only proves that the
+    folder agrees with itself. ``lockkit wheelhouse pack`` always gives one. *on_bytes*
+    hears of each file's bytes as they are written (a progress bar)."""
     manifest, manifest_bytes = folder_manifest(folder)
     entries = listed(manifest)
     _check_folder(folder, entries)
     if lock is not None:
-        check_against(folder, manifest, lock, project_dir)
+        check_wheelhouse(folder, lock, committed(lock, project_dir))
     top = top_folder(manifest, folder / MANIFEST)
+    _check_sidecar(sidecar(out))
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = temp_file(out.parent, f".{out.name}.", ".tmp")
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with os.fdopen(fd, "wb") as raw:
+            fh = _HashingWriter(raw)
             with tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar:
                 tar.addfile(_info(top, 0, tarfile.DIRTYPE))
                 _add_bytes(tar, f"{top}/{MANIFEST}", manifest_bytes)
@@ -90,12 +103,50 @@ def pack(folder: Path, out: Path, *, lock: Path | None = None,
                         tar.addfile(_info(f"{top}/{sub}", 0, tarfile.DIRTYPE))
                         made.add(sub)
                     _add_file(tar, folder, entries[path], top, on_bytes or _ignore)
-            fh.flush()
-            os.fsync(fh.fileno())
+            raw.flush()
+            os.fsync(raw.fileno())
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
+    write_atomic(sidecar(out), f"{fh.digest.hexdigest()}  {out.name}\n")
     return out
+
+
+def sidecar(archive: Path) -> Path:
+    """``<archive>.sha256``: the archive's sha256 in ``sha256sum`` format, for the receiver
+    to compare with what it got, out of band (``unpack --sha256``): the archive is
+    byte-reproducible, so the sender can say its sha256 in a message or a ticket."""
+    return archive.with_name(archive.name + ".sha256")
+
+
+def _check_sidecar(path: Path) -> None:
+    """The sidecar is written where there is nothing, or over one lockkit wrote."""
+    if path.is_symlink() or (path.exists() and (
+            not path.is_file() or path.stat().st_size > 4096
+            or not _SIDECAR.fullmatch(path.read_text(encoding="utf-8", errors="replace")))):
+        raise UsageError(f"{path}: exists and is not an archive's sha256 that lockkit wrote; "
+                         "not overwriting it", hint="move it away, or pack with another -o")
+
+
+class _HashingWriter(io.RawIOBase):
+    """A file that hashes what tarfile writes, so the archive is read once (its sha256 is
+    known when the last block is written)."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        super().__init__()
+        self.fh, self.digest, self.offset = fh, hashlib.sha256(), 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, block: Any) -> int:
+        self.digest.update(block)
+        self.offset += len(block)
+        self.fh.write(block)
+        return len(block)
+
+    def tell(self) -> int:
+        return self.offset
 
 
 def named_lock(folder: Path, project_dir: Path) -> Path:
@@ -109,76 +160,6 @@ def named_lock(folder: Path, project_dir: Path) -> Path:
         raise UsageError(f"{folder} was built from {name}, which {project_dir / 'locks'} "
                          "does not hold", hint="pass the lock it was built from with --lock")
     return lock
-
-
-def check_against(folder: Path, manifest: dict[str, Any], lock: Path,
-                  project_dir: Path | None) -> None:
-    """*folder* is the wheelhouse ``lockkit wheelhouse build`` writes from *lock*, every
-    file derived again: the manifest names that lock's sha256 and platform; its wheels are
-    the lock's selection, each hashed (:func:`lockkit.wheelhouse.trust.check_folder`); its
-    ``pylock.toml``, ``requirements.txt`` and ``simple/`` pages are, byte for byte, what
-    those wheels and the lock give (:func:`lockkit.wheelhouse.meta.texts_of`); it lists nothing
-    else but the SBOM and ``tools/`` (whose requirements pin exactly its wheels). A folder
-    whose files were edited to drop a wheel, add an index or an unhashed entry is refused,
-    naming each file."""
-    from lockkit._internal.parse import parse_toml
-    from lockkit.wheelhouse.meta import FileRecord, texts_of
-    from lockkit.wheelhouse.trust import committed
-
-    raw = lock.read_bytes()
-    data = parse_toml(raw.decode("utf-8"), lock)
-    sha = hashlib.sha256(raw).hexdigest()
-    platform = data.get("tool", {}).get("lockkit", {}).get("platform")
-    if manifest.get("lock_sha256") != sha or manifest.get("platform") != platform:
-        raise TrustError(f"{folder}: not built from {lock} (its manifest names sha256 "
-                         f"{str(manifest.get('lock_sha256'))[:12]} for "
-                         f"{manifest.get('platform')!r}; the lock is {sha[:12]} for "
-                         f"{platform!r})")
-    checked = check_folder(folder, committed(lock, project_dir), manifest)
-    files = listed(manifest)
-    problems, records = [], []
-    for c in checked:
-        entry = files[c.path.name]  # check_folder found it listed (built) or at the top
-        if entry.get("kind") != "wheel" or entry["sha256"] != c.sha256 or \
-                entry.get("package") != c.package or entry.get("version") != c.version:
-            problems.append(f"{c.path.name}: its manifest entry is not the lock's")
-        records.append(FileRecord(
-            path=c.path.name, size=entry["size"], sha256=c.sha256, package=c.package,
-            version=c.version, origin="", source="", built_from=entry.get("built_from")))
-    tools = {p: e for p, e in files.items() if p.startswith("tools/")}
-    entries = {str(canonicalize_name(str(p.get("name")))): p for p in data.get("packages", [])}
-    texts = texts_of(data, entries, records, platform=str(platform),
-                     lock=str(manifest.get("lock")), lock_sha256=sha, tools=bool(tools))
-    for rel, text in texts.items():
-        if rel not in files or (folder / rel).read_bytes() != text.encode("utf-8"):
-            problems.append(f"{rel}: not what the lock and the wheels give")
-    known = {*texts, *(c.path.name for c in checked), *tools, "sbom.cdx.json"}
-    problems += [f"{p}: not a file of this lock's wheelhouse" for p in sorted(files)
-                 if p not in known]
-    problems += _tools_problems(folder, tools)
-    if problems:
-        raise TrustError(f"{folder} is not the wheelhouse of {lock}: " + "; ".join(problems))
-
-
-def _tools_problems(folder: Path, tools: dict[str, dict[str, Any]]) -> list[str]:
-    """``tools/``: wheels by their plain names, and a requirements.txt whose lines (its
-    comments aside) pin exactly those wheels by their listed hashes."""
-    if not tools:
-        return []
-    from lockkit.wheelhouse.trust import file_name_problem
-
-    wheels = {p: e for p, e in tools.items() if p != "tools/requirements.txt"}
-    problems = [f"{p}: not a wheel of tools/" for p, e in wheels.items()
-                if e.get("kind") != "tool" or file_name_problem(p.removeprefix("tools/"))
-                or not isinstance(e.get("package"), str)]
-    if "tools/requirements.txt" not in tools:
-        return [*problems, "tools/requirements.txt: missing"]
-    pins = sorted(f"{e.get('package')}=={e.get('version')} --hash=sha256:{e['sha256']}"
-                  for e in wheels.values())
-    lines = (folder / "tools" / "requirements.txt").read_text(encoding="utf-8").splitlines()
-    if sorted(ln for ln in lines if not ln.startswith("#")) != pins:
-        problems.append("tools/requirements.txt: not the pins of the tools/ wheels")
-    return problems
 
 
 def _check_folder(folder: Path, entries: dict[str, dict[str, Any]]) -> None:
@@ -255,31 +236,100 @@ def _add_file(tar: tarfile.TarFile, folder: Path, entry: dict[str, Any], top: st
 
 # -- unpack -------------------------------------------------------------------------------------
 
-def unpack(archive: Path, out: Path, *, lock: list[Selected] | None = None,
+def unpack(archive: Path, out: Path, *, lock: Path | None = None,
+           project_dir: Path | None = None, sha256: str | None = None,
            flag: str | None = None, on_bytes: Callable[[int], None] | None = None) -> Path:
     """Check and extract *archive* into *out*; nothing is left on failure. Return the
     folder written (*out*, or the folder a symlink there points to).
 
-    *out* is a new or empty folder, or a wheelhouse of the archive's platform that lockkit
-    wrote (:func:`lockkit._internal.outdir.check`; *flag* names the option it came from), checked
-    before anything is extracted. With *lock*, the extracted wheels must also be the
-    committed lock's, by hash (checked in the temp sibling, before anything appears at
-    *out*). *on_bytes* hears of each block extracted (a progress bar)."""
-    manifest = read_manifest(archive)
-    top_folder(manifest, archive / MANIFEST)  # a platform name, or the archive is refused
-    out = check(out, kind="wheelhouse", platform=manifest["platform"], flag=flag)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    stage = temp_dir(out.parent, f".{out.name}.partial-")
-    try:
-        with open_tar(archive) as tar:
-            manifest = extract(tar, archive, stage, on_bytes or _ignore)
-        if lock is not None:
-            try:
-                check_folder(stage, lock, manifest)
-            except TrustError as exc:
-                raise TrustError(str(exc).replace(str(stage), str(archive), 1)) from None
-        swap(stage, out)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    *sha256* (the sender's, compared out of band) is checked over the whole archive before
+    anything is read from it. The platform is the manifest's (:func:`archive_platform`);
+    *lock* (the committed lock file; platforms from *project_dir*) must be for it, and then
+    every file of the extracted folder must be what that lock implies
+    (:func:`lockkit.wheelhouse.implied.check_wheelhouse`), checked in the temp sibling before
+    anything appears at *out*. *out* is a new or empty folder, or a wheelhouse of the
+    archive's platform that lockkit wrote (:func:`lockkit._internal.outdir.check`; *flag*
+    names the option it came from). *on_bytes* hears of each block extracted."""
+    with _opened(archive) as fh:
+        if sha256 is not None:
+            _check_sha256(archive, fh, sha256)
+        known = load_catalog(project_dir).platforms
+        with open_tar(archive, fh) as tar:
+            platform = archive_platform(archive, read_meta(tar, archive)[0], known)
+        selected = None if lock is None else _for_platform(archive, platform, lock, project_dir)
+        out = check(out, kind="wheelhouse", platform=platform, flag=flag)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        stage = temp_dir(out.parent, f".{out.name}.partial-")
+        try:
+            with open_tar(archive, fh) as tar:
+                extract(tar, archive, stage, on_bytes or _ignore)
+            _check_stage(stage, archive, platform, known, lock, selected)
+            swap(stage, out)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
     return out
 
+
+def _opened(archive: Path) -> IO[bytes]:
+    """The archive, opened once: the bytes hashed are the bytes extracted."""
+    try:
+        return archive.open("rb")
+    except OSError as exc:
+        raise ArchiveError(f"{archive}: cannot read: {exc.strerror or exc}") from None
+
+
+def _check_sha256(archive: Path, fh: IO[bytes], expected: str) -> None:
+    if not _HEX.fullmatch(expected):
+        raise UsageError(f"--sha256 {expected!r}: not a sha256 (64 hex digits)")
+    digest = hashlib.sha256()
+    for block in iter(lambda: fh.read(1 << 20), b""):
+        digest.update(block)
+    if digest.hexdigest() != expected.lower():
+        raise TrustError(f"{archive}: sha256 {digest.hexdigest()}, expected {expected.lower()} "
+                         "(--sha256): not the archive the sender packed")
+
+
+def archive_platform(archive: Path, manifest: dict[str, Any],
+                     known: dict[str, Platform]) -> str:
+    """The archive's platform: its manifest's. A file name ``<name>.wheelhouse.tar`` that
+    names another known platform is a claim the archive does not keep: refused, naming
+    both (an aarch64 wheelhouse renamed ``linux-cpu.wheelhouse.tar``)."""
+    platform = top_folder(manifest, archive / MANIFEST).removesuffix("-wheelhouse")
+    named = archive.name.removesuffix(".wheelhouse.tar")
+    if named != archive.name and named in known and not _same(named, platform, known):
+        raise TrustError(f"{archive}: its file name says platform {named!r}, its manifest "
+                         f"says {platform!r}",
+                         hint="an archive's platform is its manifest's; a renamed archive "
+                              "is not unpacked")
+    return platform
+
+
+def _same(named: str, platform: str, known: dict[str, Platform]) -> bool:
+    """*named* is *platform*, or one is the other's family name (``alias-of``)."""
+    other = known.get(platform)
+    return platform in (named, known[named].alias_of) or (other is not None
+                                                          and other.alias_of == named)
+
+
+def _for_platform(archive: Path, platform: str, lock: Path,
+                  project_dir: Path | None) -> list[Selected]:
+    """The committed selection of *lock*, once its platform is the archive's."""
+    locked = lock_platform(lock)[2]
+    if locked != platform:
+        raise TrustError(f"{archive}: a wheelhouse for {platform!r} (its manifest), and "
+                         f"--lock {lock} is for {locked!r}")
+    return committed(lock, project_dir)
+
+
+def _check_stage(stage: Path, archive: Path, platform: str, known: dict[str, Platform],
+                 lock: Path | None, selected: list[Selected] | None) -> None:
+    """The extracted folder's own lock names the manifest's platform; with *lock*, every
+    file is what that lock implies. Errors name the archive, never the temp folder."""
+    problems = platform_problems(stage, platform, known)
+    if problems:
+        raise TrustError(f"{archive}: " + "; ".join(problems))
+    if lock is not None and selected is not None:
+        try:
+            check_wheelhouse(stage, lock, selected)
+        except TrustError as exc:
+            raise TrustError(str(exc).replace(str(stage), str(archive))) from None

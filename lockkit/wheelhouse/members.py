@@ -14,7 +14,7 @@ import os
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from lockkit.errors import ArchiveError
 from lockkit.wheelhouse.manifest import (
@@ -38,8 +38,13 @@ _KINDS = {tarfile.SYMTYPE: "symlink", tarfile.LNKTYPE: "hard link", tarfile.DIRT
           tarfile.GNUTYPE_SPARSE: "sparse file"}
 
 
-def open_tar(archive: Path) -> tarfile.TarFile:
+def open_tar(archive: Path, fh: IO[bytes] | None = None) -> tarfile.TarFile:
+    """*archive* as a tar, read from *fh* (from its start) when given: one open file for
+    the hash and the members."""
     try:
+        if fh is not None:
+            fh.seek(0)
+            return tarfile.open(fileobj=fh, mode="r:")
         return tarfile.open(archive, mode="r:")
     except (tarfile.TarError, OSError) as exc:
         raise ArchiveError(f"{archive}: not a readable tar archive: {exc}") from None

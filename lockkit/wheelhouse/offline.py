@@ -18,8 +18,12 @@ from lockkit._internal.parse import parse_json
 __all__ = ["install_hint", "requirements_header"]
 
 
-def install_hint(folder: Path) -> str:
-    """The commands that install from the wheelhouse *folder* into a new venv ``v``."""
+def install_hint(folder: Path, *, tools_checked: bool = False) -> str:
+    """The commands that install from the wheelhouse *folder* into a new venv ``v``.
+
+    ``tools/`` is outside the project's lock: unless *tools_checked* (the whole archive
+    matched the sender's sha256), its commands come under a line that says so, never as
+    a verified step."""
     q = shlex.quote
     here, lock = q(str(folder)), q(str(folder / "pylock.toml"))
     reqs = folder / "requirements.txt"
@@ -36,7 +40,10 @@ def install_hint(folder: Path) -> str:
         tools = q(str(folder / "tools"))
         platform = _platform_of(folder)
         lines += ["lockkit itself, to verify here with no network (any pip), in the "
-                  "project's folder:",
+                  "project's folder:" if tools_checked else
+                  "not verified: tools/ (lockkit itself, for the command below) is not "
+                  "covered by the lock; compare the archive's sha256 with the sender's, then "
+                  "rerun with --sha256:",
                   f"  python -m venv lk && lk/bin/pip install --no-index --find-links {tools} "
                   "lockkit",
                   f"  lk/bin/lockkit verify --wheelhouse {here}"
