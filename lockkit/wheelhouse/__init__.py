@@ -2,7 +2,9 @@
 (:mod:`~lockkit.wheelhouse.build`), downloads by hash (:mod:`~lockkit.wheelhouse.fetch`) on
 a few threads (:mod:`~lockkit.wheelhouse.download`), the files beside the wheels: lock,
 requirements, ``simple/``, manifest (:mod:`~lockkit.wheelhouse.meta`), the folder checked
-against the committed lock (:mod:`~lockkit.wheelhouse.trust`), packed and unpacked as one
+against the committed lock (:mod:`~lockkit.wheelhouse.trust`), every file a printed install
+command reads held to what that lock implies, for pack, unpack and verify alike
+(:mod:`~lockkit.wheelhouse.implied`), packed and unpacked as one
 reproducible archive (:mod:`~lockkit.wheelhouse.archive`) whose manifest is read as
 untrusted data (:mod:`~lockkit.wheelhouse.manifest`) and whose members as hostile input
 (:mod:`~lockkit.wheelhouse.members`), its SBOM (:mod:`~lockkit.wheelhouse.sbom`), lockkit
