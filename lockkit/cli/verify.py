@@ -65,8 +65,9 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _existing(args: argparse.Namespace) -> Path | None:
-    """``--existing PYTHON``: an interpreter that runs, and no flag of a rebuild beside it;
-    ``--strict`` only with it."""
+    """``--existing PYTHON``: an interpreter that runs, and no flag of a rebuild beside it
+    (``--wheelhouse`` goes with it: its wheels' RECORDs are read); ``--strict`` only with
+    it."""
     if args.existing is None:
         if args.strict:
             raise UsageError("--strict goes with --existing PYTHON (a rebuilt venv's extras "
@@ -76,8 +77,7 @@ def _existing(args: argparse.Namespace) -> Path | None:
     if not given.is_file() or not os.access(given, os.X_OK):
         raise UsageError(f"--existing {given}: " + ("not an executable interpreter"
                                                    if given.exists() else "no such file"))
-    for flag, value in (("--python", args.python), ("--wheelhouse", args.wheelhouse),
-                        ("--keep-venv", args.keep_venv)):
+    for flag, value in (("--python", args.python), ("--keep-venv", args.keep_venv)):
         if value:
             raise UsageError(f"--existing checks an environment as it is: {flag} is for a "
                              "rebuild and does not go with it")

@@ -217,7 +217,6 @@ def test_another_python_version_fails_the_host_step(locked, tmp_path):
     ("plain", [], "--existing {path}: not an executable interpreter"),
     ("python", ["--keep-venv"], "--existing checks an environment as it is: --keep-venv is "
                                 "for a rebuild"),
-    ("python", ["--wheelhouse", "."], "--wheelhouse is for a rebuild"),
     (None, ["--strict"], "--strict goes with --existing PYTHON"),
 ])
 def test_bad_existing_flags_exit_2_with_one_line(locked, tmp_path, capsys, given, extra, says):
