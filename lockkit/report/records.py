@@ -249,19 +249,14 @@ class Inventory:
     extra: tuple[str, ...] = ()
     mismatched: tuple[str, ...] = ()
     seed: tuple[str, ...] = ()
-    # verify --existing: installed files that differ from their RECORD hash, or are gone,
-    # and installed RECORD rows that differ from the lock's wheel's own RECORD
+    # verify --existing (lockkit.verify.existing, .ownership, .importenv): files against
+    # RECORD and RECORD against the lock's wheel, files no RECORD lists, RECORDs taken on
+    # their word, the import variables (values redacted), what they add and shadow
     altered: tuple[str, ...] = ()
-    # verify --existing (lockkit.verify.ownership): files under site-packages no RECORD
-    # lists, those Python runs unasked (always a failure) and the others (with --strict)
     unowned_code: tuple[str, ...] = ()
     unowned: tuple[str, ...] = ()
-    # whose installed RECORD was compared with the lock's wheel, and whose was taken on
-    # its word (no wheel at hand)
     record_from_wheel: tuple[str, ...] = ()
     record_on_its_word: tuple[str, ...] = ()
-    # the variables that change what Python imports (values redacted), the folders they
-    # add with the names there, and what they shadow or run at start (failures)
     import_variables: Mapping[str, str] = field(default_factory=dict)
     import_paths: tuple[str, ...] = ()
     shadowed: tuple[str, ...] = ()
@@ -288,10 +283,8 @@ class Inventory:
         doc: dict[str, Any] = {"expected": self.expected, "installed": self.installed,
                                "missing": list(self.missing), "extra": list(self.extra),
                                "mismatched": list(self.mismatched), "seed": list(self.seed)}
-        for key in _EXISTING_KEYS:  # only when set: a rebuild's inventory reads as before
-            if getattr(self, key):
-                doc[key] = list(getattr(self, key))
-        if self.import_variables:
+        doc.update((k, list(getattr(self, k))) for k in _EXISTING_KEYS if getattr(self, k))
+        if self.import_variables:  # these keys only when set: a rebuild's reads as before
             doc["import_variables"] = dict(self.import_variables)
         return doc
 

@@ -12,11 +12,26 @@ The inventory holds the environment to the lock: every locked package installed 
 locked version, and every file its ``*.dist-info/RECORD`` lists with a hash hashing to it
 (the wheel spec's ``sha256=<urlsafe base64, no padding>``; lines without a hash, RECORD
 itself and ``.pyc`` files, are passed; a listed file that is gone fails). Packages the
-lock does not name are listed as extras, a failure with ``--strict`` only.
+lock does not name are listed as extras, a failure with ``--strict`` only. Beyond what
+RECORD says, it looks at what Python will load:
+
+- RECORD against the wheel: where the lock's wheel is at hand (``--wheelhouse``, else
+  the download cache), hashing to the lock's sha256, its own RECORD (the only member
+  read) is the one the installed RECORD must match (:mod:`lockkit.verify.ownership`),
+  so a file edited together with its RECORD row is caught. Packages with no wheel at
+  hand are named in the inventory's ``record_on_its_word`` and a warning.
+- Ownership: every file under the site-packages folders is some RECORD's; an unowned
+  ``.pth``, ``sitecustomize`` or ``usercustomize``, or an unowned module inside a locked
+  package's folder, fails; other unowned files are listed (``--strict`` fails them).
+- The variables of the environment verify runs in that change what Python imports
+  (:mod:`lockkit.verify.importenv`): recorded, redacted; the folders they add listed; a
+  locked package they shadow, or start-up code they add, fails.
 
 Nothing here writes into the environment: no installer runs (``pip check`` reads), the
-bytecode of every command goes to the run's temp folder (``pycache_prefix``), and the
-run's ``venv`` stays None, so ``--keep-venv``'s clean-up never reaches it. The dossier
+bytecode of every command goes to the run's temp folder (``pycache_prefix``), or nowhere
+(``-B``: ``-I`` ignores ``PYTHONPYCACHEPREFIX``, and a ``sitecustomize`` is imported even
+so), and the run's ``venv`` stays None, so ``--keep-venv``'s clean-up never reaches it;
+``--wheelhouse`` and the cache are only read. The dossier
 says ``existing environment (not rebuilt)``, and a run where every step passed reads
 ``passed-existing``, never a rebuild's ``passed``
 (:func:`lockkit.verify.run.make_dossier`).
@@ -25,6 +40,7 @@ says ``existing environment (not rebuilt)``, and a run where every step passed r
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import os
@@ -120,7 +136,7 @@ def inventory_step(run: Run, step: Step) -> None:
                for n in same if n in wheels}
     altered += [p for n in same for p in checked.get(n, [])]
     files = _ownership(listing, same)
-    paths = importenv.import_paths(os.environ, run.found.python or {})
+    paths = importenv.import_paths(os.environ, run.found.python or {}, listing.sites)
     surveyed = importenv.survey(paths, {top: labels[n] for n in same
                                         for top in top_level(seen[n][2] or "")})
     inventory = Inventory(
@@ -215,20 +231,18 @@ def _listing(run: Run) -> _Listing:
 def _ownership(listing: _Listing, locked: list[str]) -> Unowned:
     """The files of the site folders no RECORD lists (:func:`ownership.unowned`); every
     distribution's RECORD owns its files, a locked one's folders are held closer."""
-    owned = {os.path.normpath(os.path.join(base, path))
+    real = functools.cache(os.path.realpath)  # one spelling of each folder: lib64 is lib
+    owned = {os.path.normpath(os.path.join(real(base), path))
              for _, _, base, record in listing.rows if record
              for path, _ in record_rows(record)}
     folders = set()
     for name in locked:
         _, base, record = listing.first[name]
-        folders |= {os.path.normpath(os.path.join(base, top))
+        folders |= {os.path.normpath(os.path.join(real(base), top))
                     for top in top_level(record or "")
                     if os.path.isdir(os.path.join(base, top))}
-    sites: dict[str, Path] = {}
-    for site in listing.sites:
-        if os.path.isdir(site):
-            sites.setdefault(os.path.realpath(site), Path(os.path.normpath(site)))
-    return unowned(sites.values(), owned, folders)
+    sites = {real(site) for site in listing.sites if os.path.isdir(site)}
+    return unowned(sorted(Path(s) for s in sites), owned, folders)
 
 
 def _wheels_at_hand(run: Run, locked: list[str]) -> dict[str, str]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,11 +52,12 @@ def variables(environ: Mapping[str, str]) -> dict[str, str]:
     return {k: redact(environ[k]) for k in VARIABLES if environ.get(k)}
 
 
-def import_paths(environ: Mapping[str, str], facts: Mapping[str, object]
-                 ) -> list[tuple[str, Path, bool]]:
+def import_paths(environ: Mapping[str, str], facts: Mapping[str, object],
+                 own: Iterable[str] = ()) -> list[tuple[str, Path, bool]]:
     """(variable, folder, is a site folder) for each folder *environ* puts on the
     ``sys.path`` of the interpreter described by *facts* (its ``version``, ``prefix``,
-    ``in_venv``), in ``sys.path`` order."""
+    ``in_venv``), in ``sys.path`` order; the interpreter's *own* site folders (a
+    ``PYTHONPATH`` or ``PYTHONHOME`` naming what is there anyway) left out."""
     version = str(facts.get("version"))
     lib = f"lib/python{version}"
     out = [("PYTHONPATH", Path(p), False)
@@ -69,7 +70,8 @@ def import_paths(environ: Mapping[str, str], facts: Mapping[str, object]
     if _user_site_enabled(environ, facts):
         base = environ.get("PYTHONUSERBASE") or os.path.expanduser("~/.local")
         out.append(("user site", Path(base) / lib / "site-packages", True))
-    return out
+    same = {os.path.realpath(p) for p in own}
+    return [entry for entry in out if os.path.realpath(entry[1]) not in same]
 
 
 def survey(paths: list[tuple[str, Path, bool]], locked: Mapping[str, str]) -> Survey:

@@ -50,10 +50,16 @@ def forge(python: Path) -> tuple[str, str]:
     return was, now
 
 
-def test_records_that_match_the_lock_wheels_are_named_as_checked(locked, tmp_path):
-    python = built_env(locked, tmp_path)
-    code, doc, out = verify_existing(locked, python, "--wheelhouse", wheelhouse(locked))
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_records_that_match_the_lock_wheels_are_named_as_checked(locked, tmp_path, installer):
+    """What each installer adds (its INSTALLER, bytecode, scripts; pip and setuptools with
+    their RECORDs in a stdlib venv) is its own: nothing unowned, nothing altered."""
+    python = built_env(locked, tmp_path, installer)
+    code, doc, out = verify_existing(locked, python, "--wheelhouse", wheelhouse(locked),
+                                     "--installer", installer,
+                                     *(["--strict"] if installer == "uv" else []))
     assert code == 0 and doc["result"] == "passed-existing", out
+    assert not {"altered", "unowned", "unowned_code", "shadowed"} & set(doc["inventory"])
     checked = doc["inventory"]["record_from_wheel"]
     assert [c.rsplit(" ", 1)[0] if c.startswith("numpy") else c for c in checked] == LOCKED
     assert "record_on_its_word" not in doc["inventory"]
