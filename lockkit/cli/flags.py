@@ -119,6 +119,9 @@ def verify(sub: Any) -> None:
     ver.add_argument("--existing", type=Path, metavar="PYTHON",
                      help="check this interpreter's environment as it is, not rebuilt (nothing "
                           "installed or changed; files against RECORD): result passed-existing")
+    ver.add_argument("--fetch-wheels", action="store_true",
+                     help="with --existing: fetch the lock's wheels that are not at hand (by "
+                          "hash, through the download cache) to compare their RECORD")
     ver.add_argument("--strict", action="store_true",
                      help="with --existing: packages the lock does not name, and files no "
                           "RECORD lists, fail the inventory")

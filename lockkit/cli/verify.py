@@ -55,7 +55,8 @@ def handle(args: argparse.Namespace) -> int:
             keep_venv=args.keep_venv, probe_timeout=args.probe_timeout,
             cache_root=(args.cache_dir or default_cache_dir()).absolute(),
             command_line=tuple(["lockkit", *sys.argv[1:]]), variant=variant,
-            fetch=lock_fetcher(project, platform, args.cache_dir),
+            fetch=(lock_fetcher(project, platform, args.cache_dir)
+                   if args.fetch_wheels or not existing else None),
             on_step=lambda step: advance(1, description=f"verifying {platform.name}"),
             on_progress=_step_progress(platform.name, advance)))
     folder = (report_dir or
@@ -72,6 +73,9 @@ def _existing(args: argparse.Namespace) -> Path | None:
         if args.strict:
             raise UsageError("--strict goes with --existing PYTHON (a rebuilt venv's extras "
                              "always fail its inventory)")
+        if args.fetch_wheels:
+            raise UsageError("--fetch-wheels goes with --existing PYTHON (a rebuild fetches "
+                             "the lock's wheels anyway when there is no wheelhouse)")
         return None
     given = args.existing
     if not given.is_file() or not os.access(given, os.X_OK):

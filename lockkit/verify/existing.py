@@ -16,9 +16,10 @@ lock does not name are listed as extras, a failure with ``--strict`` only. Beyon
 RECORD says, it looks at what Python will load:
 
 - RECORD against the wheel: where the lock's wheel is at hand (``--wheelhouse``, else
-  the download cache), hashing to the lock's sha256, its own RECORD (the only member
-  read) is the one the installed RECORD must match (:mod:`lockkit.verify.ownership`),
-  so a file edited together with its RECORD row is caught. Packages with no wheel at
+  the download cache, else fetched by its hash with ``--fetch-wheels``), hashing to the
+  lock's sha256, its own RECORD (the only member read) is the one the installed RECORD
+  must match (:mod:`lockkit.verify.ownership`), so a file edited together with its
+  RECORD row is caught. Packages with no wheel at
   hand are named in the inventory's ``record_on_its_word`` and a warning.
 - Ownership: every file under the site-packages folders is some RECORD's; an unowned
   ``.pth``, ``sitecustomize`` or ``usercustomize``, or an unowned module inside a locked
@@ -247,20 +248,34 @@ def _ownership(listing: _Listing, locked: list[str]) -> Unowned:
 
 def _wheels_at_hand(run: Run, locked: list[str]) -> dict[str, str]:
     """Canonical name -> the RECORD inside the lock's wheel of each of *locked*, where that
-    wheel is at hand (``--wheelhouse``, else the download cache) and hashes to the lock's
+    wheel is at hand (``--wheelhouse``, else the download cache, else, with
+    ``--fetch-wheels``, fetched by its hash through that cache) and hashes to the lock's
     sha256; only RECORD is read from the zip."""
     lock = run.opts.project.lock_path(run.opts.platform.name)
     try:
-        chosen = {s.package: s for s in trust.selection(lock, run.opts.platform)
-                  if s.kind == "wheel" and s.package in locked}
+        chosen = [s for s in trust.selection(lock, run.opts.platform)
+                  if s.kind == "wheel" and s.package in locked]
     except LockkitError as exc:
         raise StepFailed(str(exc)) from None
-    wheelhouse, cache = run.opts.wheelhouse, run.opts.cache_root
+    cache = Cache(run.opts.cache_root) if run.opts.cache_root else None
+    found = _records_in(run.opts.wheelhouse, cache, chosen)
+    if run.opts.fetch is not None and any(s.package not in found for s in chosen):
+        try:  # the whole lock, through the cache: what is there already is not fetched
+            fetched = run.opts.fetch(run.work / "fetched")
+        except LockkitError as exc:
+            raise StepFailed(f"--fetch-wheels: {exc}") from None
+        found |= _records_in(fetched, None, [s for s in chosen if s.package not in found])
+    return found
 
+
+def _records_in(wheelhouse: Path | None, cache: Cache | None,
+                chosen: list[trust.Selected]) -> dict[str, str]:
+    """The RECORDs of the *chosen* wheels found in *wheelhouse* (top level or ``simple/``)
+    or *cache*, each wheel hashed against the lock's sha256."""
     def find(sel: trust.Selected) -> tuple[str, str | None]:
         places = ([wheelhouse / sel.filename, *wheelhouse.glob(f"simple/*/{sel.filename}")]
                   if wheelhouse else [])
-        places += [Cache(cache).path(sel.sha256)] if cache else []
+        places += [cache.path(sel.sha256)] if cache else []
         for place in places:
             record = _verified_record(place, sel.sha256, sel.package)
             if record is not None:
@@ -268,7 +283,7 @@ def _wheels_at_hand(run: Run, locked: list[str]) -> dict[str, str]:
         return sel.package, None
 
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        return {n: r for n, r in pool.map(find, chosen.values()) if r is not None}
+        return {n: r for n, r in pool.map(find, chosen) if r is not None}
 
 
 def _verified_record(path: Path, sha256: str, name: str) -> str | None:
