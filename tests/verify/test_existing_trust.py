@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
 
-from tests.support.index_server import build_wheel
+from tests.support.index_server import IndexServer, build_wheel
+from tests.support.project import lockkit
+from tests.support.pytorch_index import PyTorchIndex
 from tests.verify import test_verify_existing as base
 from tests.verify.test_verify_existing import (
     built_env,
@@ -203,3 +206,27 @@ def test_an_owned_sitecustomize_gets_no_bytecode_written_into_the_environment(lo
     assert code == 0 and doc["result"] == "passed-existing", out
     assert doc["inventory"]["extra"] == ["sitecust==1.0"]
     assert tree(env) == before  # no __pycache__/sitecustomize.cpython-*.pyc
+
+
+def test_fetch_wheels_fetches_the_lock_wheels_by_hash_and_catches_a_rewritten_record(
+        tmp_path, numpy_wheel):
+    """No wheelhouse, an empty cache: --fetch-wheels fetches the lock's wheels by their
+    hash (from the lock's loopback indexes, up for this test) into the cache, and the
+    forged RECORD is caught; without it the run never reaches the network."""
+    pt, server = PyTorchIndex(tmp_path / "pytorch"), IndexServer(tmp_path / "index")
+    with pt, server:
+        project = base.locked_project(tmp_path, numpy_wheel, pt, server)
+        python = built_env(project, tmp_path)
+        was, now = forge(python)
+        cache = tmp_path / "fresh-cache"
+        reports = tmp_path / "report-fetch"
+        run = lockkit("verify", "--project", str(project), "--platform", "linux-cpu",
+                      "--existing", str(python), "--cache-dir", str(cache), "--fetch-wheels",
+                      "--report-dir", str(reports))
+    doc = json.loads((reports / "dossier.json").read_text())
+    assert run.returncode == 1 and statuses(doc)["inventory"] == "failed", run.stderr
+    assert doc["inventory"]["altered"] == [
+        f"filelock 3.16.1: filelock/_api.py: installed RECORD says sha256={now}, "
+        f"the wheel's sha256={was}"]
+    assert "filelock 3.16.1" in doc["inventory"]["record_from_wheel"]
+    assert list(cache.glob("sha256/*/*"))  # fetched by hash, into the download cache
