@@ -173,7 +173,7 @@ def _record(run: Run, step: Step, inventory: Inventory, installed: dict[str, str
     notes = []
     if inventory.record_on_its_word:
         notes.append("RECORD taken on its word (no wheel of the lock at hand: pass "
-                      "--wheelhouse, or fill the download cache) for "
+                      "--wheelhouse or --fetch-wheels, or fill the download cache) for "
                       + ", ".join(inventory.record_on_its_word))
     if inventory.unowned and not run.opts.strict:
         notes.append(f"{counts['unowned_files']} file(s) under site-packages that no RECORD "
