@@ -31,7 +31,8 @@ def _install_from(p: Any) -> None:
     """The flags verify and sync share: the wheelhouse to install from, the interpreter."""
     p.add_argument("--wheelhouse", type=Path, metavar="DIR",
                    help="install from this wheelhouse (default: <project>/wheelhouse/"
-                        "<platform> if present, else fetch the lock's URLs by hash)")
+                        "<platform> if present, else fetch the lock's URLs by hash; with "
+                        "--existing: where the lock's wheels are read for their RECORD)")
     p.add_argument("--python", type=Path, metavar="PATH",
                    help="interpreter to build the venv from (default: one of the lock's "
                         "Python version)")
@@ -118,12 +119,17 @@ def verify(sub: Any) -> None:
     ver.add_argument("--existing", type=Path, metavar="PYTHON",
                      help="check this interpreter's environment as it is, not rebuilt (nothing "
                           "installed or changed; files against RECORD): result passed-existing")
+    ver.add_argument("--fetch-wheels", action="store_true",
+                     help="with --existing: fetch the lock's wheels that are not at hand (by "
+                          "hash, through the download cache) to compare their RECORD")
     ver.add_argument("--strict", action="store_true",
-                     help="with --existing: packages the lock does not name fail the inventory")
+                     help="with --existing: packages the lock does not name, and files no "
+                          "RECORD lists, fail the inventory")
     ver.add_argument("--probe-timeout", type=float, default=300.0, metavar="S",
                      help="seconds before a hung probe counts as failed (default 300)")
     ver.add_argument("--cache-dir", type=Path, metavar="DIR",
-                     help="download cache when fetching the lock's URLs")
+                     help="download cache when fetching the lock's URLs (with --existing: "
+                          "where the lock's wheels are looked for, for their RECORD)")
     ver.add_argument("--junit", type=Path, metavar="FILE",
                      help="also write a JUnit XML report, one test case per step")
     ver.add_argument("--json", action="store_true",

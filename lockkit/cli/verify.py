@@ -55,7 +55,8 @@ def handle(args: argparse.Namespace) -> int:
             keep_venv=args.keep_venv, probe_timeout=args.probe_timeout,
             cache_root=(args.cache_dir or default_cache_dir()).absolute(),
             command_line=tuple(["lockkit", *sys.argv[1:]]), variant=variant,
-            fetch=lock_fetcher(project, platform, args.cache_dir),
+            fetch=(lock_fetcher(project, platform, args.cache_dir)
+                   if args.fetch_wheels or not existing else None),
             on_step=lambda step: advance(1, description=f"verifying {platform.name}"),
             on_progress=_step_progress(platform.name, advance)))
     folder = (report_dir or
@@ -65,19 +66,22 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _existing(args: argparse.Namespace) -> Path | None:
-    """``--existing PYTHON``: an interpreter that runs, and no flag of a rebuild beside it;
-    ``--strict`` only with it."""
+    """``--existing PYTHON``: an interpreter that runs, and no flag of a rebuild beside it
+    (``--wheelhouse`` goes with it: its wheels' RECORDs are read); ``--strict`` only with
+    it."""
     if args.existing is None:
         if args.strict:
             raise UsageError("--strict goes with --existing PYTHON (a rebuilt venv's extras "
                              "always fail its inventory)")
+        if args.fetch_wheels:
+            raise UsageError("--fetch-wheels goes with --existing PYTHON (a rebuild fetches "
+                             "the lock's wheels anyway when there is no wheelhouse)")
         return None
     given = args.existing
     if not given.is_file() or not os.access(given, os.X_OK):
         raise UsageError(f"--existing {given}: " + ("not an executable interpreter"
                                                    if given.exists() else "no such file"))
-    for flag, value in (("--python", args.python), ("--wheelhouse", args.wheelhouse),
-                        ("--keep-venv", args.keep_venv)):
+    for flag, value in (("--python", args.python), ("--keep-venv", args.keep_venv)):
         if value:
             raise UsageError(f"--existing checks an environment as it is: {flag} is for a "
                              "rebuild and does not go with it")

@@ -249,37 +249,60 @@ class Inventory:
     extra: tuple[str, ...] = ()
     mismatched: tuple[str, ...] = ()
     seed: tuple[str, ...] = ()
-    # verify --existing: installed files that differ from their RECORD hash, or are gone
+    # verify --existing (lockkit.verify.existing, .ownership, .importenv): files against
+    # RECORD and RECORD against the lock's wheel, files no RECORD lists, RECORDs taken on
+    # their word, the import variables (values redacted), what they add and shadow
     altered: tuple[str, ...] = ()
+    unowned_code: tuple[str, ...] = ()
+    unowned: tuple[str, ...] = ()
+    record_from_wheel: tuple[str, ...] = ()
+    record_on_its_word: tuple[str, ...] = ()
+    import_variables: Mapping[str, str] = field(default_factory=dict)
+    import_paths: tuple[str, ...] = ()
+    shadowed: tuple[str, ...] = ()
 
     @property
     def problems(self) -> list[str]:
         return self.failures(extras=True)
 
     def failures(self, *, extras: bool) -> list[str]:
-        """What fails the inventory; *extras*: whether packages the lock does not name do
-        (``verify --existing`` lists them, and fails on them with ``--strict`` only)."""
+        """What fails the inventory; *extras*: whether packages the lock does not name, and
+        files no RECORD lists that Python does not run unasked, do (``verify --existing``
+        lists them, and fails on them with ``--strict`` only)."""
         return (([f"missing {', '.join(self.missing)}"] if self.missing else [])
                 + ([f"not in the lock {', '.join(self.extra)}"] if self.extra and extras
                    else [])
                 + list(self.mismatched)
-                + ([f"files differ from their RECORD: {self.altered[0]}"
-                    + (" (and more: the inventory lists them)" if len(self.altered) > 1
-                       else "")] if self.altered else []))
+                + _first("files differ from their RECORD", self.altered)
+                + _first("files no RECORD lists that Python runs", self.unowned_code)
+                + _first("the environment's variables change what Python imports",
+                         self.shadowed)
+                + (_first("files no RECORD lists", self.unowned) if extras else []))
 
     def to_dict(self) -> dict[str, Any]:
-        doc = {"expected": self.expected, "installed": self.installed,
-               "missing": list(self.missing), "extra": list(self.extra),
-               "mismatched": list(self.mismatched), "seed": list(self.seed)}
-        if self.altered:  # only then: a rebuild's inventory reads as before
-            doc["altered"] = list(self.altered)
+        doc: dict[str, Any] = {"expected": self.expected, "installed": self.installed,
+                               "missing": list(self.missing), "extra": list(self.extra),
+                               "mismatched": list(self.mismatched), "seed": list(self.seed)}
+        doc.update((k, list(getattr(self, k))) for k in _EXISTING_KEYS if getattr(self, k))
+        if self.import_variables:  # these keys only when set: a rebuild's reads as before
+            doc["import_variables"] = dict(self.import_variables)
         return doc
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Inventory:
         return cls(expected=int(d.get("expected") or 0), installed=int(d.get("installed") or 0),
+                   import_variables=dict(d.get("import_variables") or {}),
                    **{k: tuple(d.get(k) or ()) for k in ("missing", "extra", "mismatched",
-                                                         "seed", "altered")})
+                                                         "seed", *_EXISTING_KEYS)})
+
+
+_EXISTING_KEYS = ("altered", "unowned_code", "unowned", "record_from_wheel",
+                  "record_on_its_word", "import_paths", "shadowed")
+
+
+def _first(what: str, items: tuple[str, ...]) -> list[str]:
+    return ([f"{what}: {items[0]}" + (" (and more: the inventory lists them)"
+                                      if len(items) > 1 else "")] if items else [])
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,11 +12,27 @@ The inventory holds the environment to the lock: every locked package installed 
 locked version, and every file its ``*.dist-info/RECORD`` lists with a hash hashing to it
 (the wheel spec's ``sha256=<urlsafe base64, no padding>``; lines without a hash, RECORD
 itself and ``.pyc`` files, are passed; a listed file that is gone fails). Packages the
-lock does not name are listed as extras, a failure with ``--strict`` only.
+lock does not name are listed as extras, a failure with ``--strict`` only. Beyond what
+RECORD says, it looks at what Python will load:
+
+- RECORD against the wheel: where the lock's wheel is at hand (``--wheelhouse``, else
+  the download cache, else fetched by its hash with ``--fetch-wheels``), hashing to the
+  lock's sha256, its own RECORD (the only member read) is the one the installed RECORD
+  must match (:mod:`lockkit.verify.ownership`), so a file edited together with its
+  RECORD row is caught. Packages with no wheel at
+  hand are named in the inventory's ``record_on_its_word`` and a warning.
+- Ownership: every file under the site-packages folders is some RECORD's; an unowned
+  ``.pth``, ``sitecustomize`` or ``usercustomize``, or an unowned module inside a locked
+  package's folder, fails; other unowned files are listed (``--strict`` fails them).
+- The variables of the environment verify runs in that change what Python imports
+  (:mod:`lockkit.verify.importenv`): recorded, redacted; the folders they add listed; a
+  locked package they shadow, or start-up code they add, fails.
 
 Nothing here writes into the environment: no installer runs (``pip check`` reads), the
-bytecode of every command goes to the run's temp folder (``pycache_prefix``), and the
-run's ``venv`` stays None, so ``--keep-venv``'s clean-up never reaches it. The dossier
+bytecode of every command goes to the run's temp folder (``pycache_prefix``), or nowhere
+(``-B``: ``-I`` ignores ``PYTHONPYCACHEPREFIX``, and a ``sitecustomize`` is imported even
+so), and the run's ``venv`` stays None, so ``--keep-venv``'s clean-up never reaches it;
+``--wheelhouse`` and the cache are only read. The dossier
 says ``existing environment (not rebuilt)``, and a run where every step passed reads
 ``passed-existing``, never a rebuild's ``passed``
 (:func:`lockkit.verify.run.make_dossier`).
@@ -25,13 +41,14 @@ says ``existing environment (not rebuilt)``, and a run where every step passed r
 from __future__ import annotations
 
 import base64
-import csv
+import functools
 import hashlib
-import io
 import json
 import os
-from collections.abc import Callable, Iterator
+import zipfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +56,21 @@ from packaging.utils import canonicalize_name
 
 from lockkit._internal import proc as _run
 from lockkit._internal.parse import parse_json
+from lockkit._internal.private import open_regular
+from lockkit.cache.store import Cache
 from lockkit.errors import LockkitError
 from lockkit.report.model import Inventory
-from lockkit.verify import probe, rebuild
+from lockkit.verify import importenv, probe, rebuild
 from lockkit.verify.context import Run
 from lockkit.verify.interpreter import given_interpreter, lock_python
+from lockkit.verify.ownership import (
+    Unowned,
+    record_against_wheel,
+    record_rows,
+    top_level,
+    unowned,
+    wheel_record,
+)
 from lockkit.verify.steps import Step, StepFailed
 from lockkit.verify.workspace import git_state
 from lockkit.wheelhouse import trust
@@ -60,10 +87,11 @@ PLAN: list[tuple[str, tuple[str, ...]]] = [
 _SHOWN = 20  # altered files named in the dossier; the count says how many more
 
 # Each distribution the interpreter sees, first on sys.path first (the one imported):
-# [name, version, the folder its RECORD paths are relative to, RECORD's text or None].
-_LIST = ("import importlib.metadata as m, json; print(json.dumps([[d.metadata['Name'], "
-         "d.version, str(d.locate_file('')), d.read_text('RECORD')] "
-         "for d in m.distributions()]))")
+# [name, version, the folder its RECORD paths are relative to, RECORD's text or None],
+# and its site-packages folders.
+_LIST = ("import importlib.metadata as m, json, site; print(json.dumps({'dists': "
+         "[[d.metadata['Name'], d.version, str(d.locate_file('')), d.read_text('RECORD')] "
+         "for d in m.distributions()], 'sites': site.getsitepackages()}))")
 
 
 def bodies(run: Run) -> dict[str, Callable[[Step], None]]:
@@ -78,6 +106,7 @@ def host_step(run: Run, step: Step) -> None:
     assert opts.existing is not None
     run.found.code = git_state(run, opts.project.root)
     rebuild.check_machine(opts.platform, step)
+    run.wheelhouse = opts.wheelhouse  # only read: the lock's wheels, for their RECORD
     python, facts = given_interpreter(run, opts.existing, lock_python(run), "--existing")
     step.detail.update(interpreter=facts, environment=LABEL)
     run.found.python, run.interpreter, run.python = facts, python, python
@@ -90,15 +119,27 @@ def host_step(run: Run, step: Step) -> None:
 
 
 def inventory_step(run: Run, step: Step) -> None:
-    """The environment against the lock: versions, RECORD hashes, extras; see the module."""
+    """The environment against the lock: versions, RECORD hashes (and RECORD against the
+    lock's wheel where one is at hand), files no RECORD owns, what the environment's
+    variables add; see the module."""
     assert run.python is not None
-    seen = _distributions(run)
+    listing = _listing(run)
+    seen = listing.first
     installed = {name: d[0] for name, d in seen.items()}
     expected = run.expected
-    same = [n for n in expected if n in installed
-            and rebuild.same_version(installed[n], expected[n])]
-    altered = [p for n in sorted(same) for p in record_problems(
-        f"{n} {installed[n]}", Path(seen[n][1]), seen[n][2])]
+    same = sorted(n for n in expected if n in installed
+                  and rebuild.same_version(installed[n], expected[n]))
+    labels = {n: f"{n} {installed[n]}" for n in installed}
+    altered = [p for n in same for p in record_problems(labels[n], Path(seen[n][1]),
+                                                        seen[n][2])]
+    wheels = _wheels_at_hand(run, same)
+    checked = {n: record_against_wheel(labels[n], seen[n][2] or "", wheels[n])
+               for n in same if n in wheels}
+    altered += [p for n in same for p in checked.get(n, [])]
+    files = _ownership(listing, same)
+    paths = importenv.import_paths(os.environ, run.found.python or {}, listing.sites)
+    surveyed = importenv.survey(paths, {top: labels[n] for n in same
+                                        for top in top_level(seen[n][2] or "")})
     inventory = Inventory(
         expected=len(expected), installed=len(installed),
         missing=tuple(sorted(f"{n}=={v}" for n, v in expected.items() if n not in installed)),
@@ -106,18 +147,45 @@ def inventory_step(run: Run, step: Step) -> None:
         mismatched=tuple(sorted(f"{n}: lock {expected[n]}, installed {v}"
                                 for n, v in installed.items()
                                 if n in expected and n not in same)),
-        altered=tuple(altered[:_SHOWN]) + ((f"... and {len(altered) - _SHOWN} more",)
-                                           if len(altered) > _SHOWN else ()))
+        altered=_shown(altered), unowned_code=_shown(files.code),
+        unowned=_shown(files.other), record_from_wheel=tuple(labels[n] for n in checked),
+        record_on_its_word=tuple(labels[n] for n in same if n not in checked),
+        import_variables=importenv.variables(os.environ),
+        import_paths=tuple(surveyed.added), shadowed=tuple(surveyed.failures))
+    _record(run, step, inventory, installed, counts={
+        "record_files_altered": len(altered), "unowned_files": len(files.other)})
+    problems = inventory.failures(extras=run.opts.strict)
+    if problems:
+        raise StepFailed("the environment differs from the lock: " + "; ".join(problems))
+
+
+def _record(run: Run, step: Step, inventory: Inventory, installed: dict[str, str],
+            counts: dict[str, int]) -> None:
+    """What the inventory found, for the dossier, and the warnings for what it took on
+    its word or did not fail on."""
     run.found.inventory = inventory
     run.found.packages = rebuild.package_table(
         run.opts.project.lock_path(run.opts.platform.name), installed)
     run.attachments["installed-after.txt"] = "".join(
         f"{n}=={v}\n" for n, v in sorted(installed.items()))
-    step.detail.update(inventory.to_dict(), environment=LABEL,
-                       record_files_altered=len(altered), strict=run.opts.strict)
-    problems = inventory.failures(extras=run.opts.strict)
-    if problems:
-        raise StepFailed("the environment differs from the lock: " + "; ".join(problems))
+    step.detail.update(inventory.to_dict(), environment=LABEL, strict=run.opts.strict,
+                       **counts)
+    notes = []
+    if inventory.record_on_its_word:
+        notes.append("RECORD taken on its word (no wheel of the lock at hand: pass "
+                      "--wheelhouse or --fetch-wheels, or fill the download cache) for "
+                      + ", ".join(inventory.record_on_its_word))
+    if inventory.unowned and not run.opts.strict:
+        notes.append(f"{counts['unowned_files']} file(s) under site-packages that no RECORD "
+                     f"lists (the inventory names them; --strict fails them), first: "
+                     f"{inventory.unowned[0]}")
+    run.found.warnings = (*run.found.warnings, *notes)
+
+
+def _shown(items: list[str]) -> tuple[str, ...]:
+    """The first ``_SHOWN`` of *items*, and how many more there are."""
+    return tuple(items[:_SHOWN]) + ((f"... and {len(items) - _SHOWN} more",)
+                                    if len(items) > _SHOWN else ())
 
 
 def venv_root(run: Run) -> str | None:
@@ -129,25 +197,112 @@ def venv_root(run: Run) -> str | None:
     return prefix if python.get("in_venv") and isinstance(prefix, str) else None
 
 
-def _distributions(run: Run) -> dict[str, tuple[str, str, str | None]]:
-    """Canonical name -> (version, base folder, RECORD text) of each distribution the
-    interpreter imports (the first of a name on its ``sys.path``), asked as the probes
-    ask it: ``-I``, the allow-listed variables."""
+@dataclass(frozen=True)
+class _Listing:
+    """What the interpreter imports: *first*, canonical name -> (version, base folder,
+    RECORD text) of the first distribution of each name on its ``sys.path`` (the one
+    imported); *rows*: every distribution, shadowed ones too (their RECORDs own files);
+    *sites*: its site-packages folders."""
+
+    first: dict[str, tuple[str, str, str | None]]
+    rows: list[tuple[str, str, str, str | None]]
+    sites: list[str]
+
+
+def _listing(run: Run) -> _Listing:
+    """The distributions and site folders of the interpreter, asked as the probes ask it:
+    ``-I``, the allow-listed variables, no bytecode written."""
     assert run.python is not None
     result = run.call("inventory", [str(run.python), "-I", "-B", "-c", _LIST], timeout=300,
                       env=probe.probe_env())
     try:
-        rows = parse_json(result.stdout, run.python, StepFailed) if result.ok else None
+        doc = parse_json(result.stdout, run.python, StepFailed) if result.ok else None
     except json.JSONDecodeError:
-        rows = None
-    if not isinstance(rows, list):
+        doc = None
+    if not isinstance(doc, dict) or not isinstance(doc.get("dists"), list):
         raise StepFailed(f"cannot list the distributions of {run.python}: "
                          f"{_run.outcome(result)}")
+    rows = [(str(n), str(v), str(b), r) for n, v, b, r in doc["dists"] if n and v]
     found: dict[str, tuple[str, str, str | None]] = {}
     for name, version, base, record in rows:
-        if name and version:
-            found.setdefault(canonicalize_name(name), (version, base, record))
+        found.setdefault(canonicalize_name(name), (version, base, record))
+    return _Listing(first=found, rows=rows, sites=[str(s) for s in doc.get("sites") or []])
+
+
+def _ownership(listing: _Listing, locked: list[str]) -> Unowned:
+    """The files of the site folders no RECORD lists (:func:`ownership.unowned`); every
+    distribution's RECORD owns its files, a locked one's folders are held closer."""
+    real = functools.cache(os.path.realpath)  # one spelling of each folder: lib64 is lib
+    owned = {os.path.normpath(os.path.join(real(base), path))
+             for _, _, base, record in listing.rows if record
+             for path, _ in record_rows(record)}
+    folders = set()
+    for name in locked:
+        _, base, record = listing.first[name]
+        folders |= {os.path.normpath(os.path.join(real(base), top))
+                    for top in top_level(record or "")
+                    if os.path.isdir(os.path.join(base, top))}
+    sites = {real(site) for site in listing.sites if os.path.isdir(site)}
+    return unowned(sorted(Path(s) for s in sites), owned, folders)
+
+
+def _wheels_at_hand(run: Run, locked: list[str]) -> dict[str, str]:
+    """Canonical name -> the RECORD inside the lock's wheel of each of *locked*, where that
+    wheel is at hand (``--wheelhouse``, else the download cache, else, with
+    ``--fetch-wheels``, fetched by its hash through that cache) and hashes to the lock's
+    sha256; only RECORD is read from the zip."""
+    lock = run.opts.project.lock_path(run.opts.platform.name)
+    try:
+        chosen = [s for s in trust.selection(lock, run.opts.platform)
+                  if s.kind == "wheel" and s.package in locked]
+    except LockkitError as exc:
+        raise StepFailed(str(exc)) from None
+    cache = Cache(run.opts.cache_root) if run.opts.cache_root else None
+    found = _records_in(run.opts.wheelhouse, cache, chosen)
+    if run.opts.fetch is not None and any(s.package not in found for s in chosen):
+        try:  # the whole lock, through the cache: what is there already is not fetched
+            fetched = run.opts.fetch(run.work / "fetched")
+        except LockkitError as exc:
+            raise StepFailed(f"--fetch-wheels: {exc}") from None
+        found |= _records_in(fetched, None, [s for s in chosen if s.package not in found])
     return found
+
+
+def _records_in(wheelhouse: Path | None, cache: Cache | None,
+                chosen: list[trust.Selected]) -> dict[str, str]:
+    """The RECORDs of the *chosen* wheels found in *wheelhouse* (top level or ``simple/``)
+    or *cache*, each wheel hashed against the lock's sha256."""
+    def find(sel: trust.Selected) -> tuple[str, str | None]:
+        places = ([wheelhouse / sel.filename, *wheelhouse.glob(f"simple/*/{sel.filename}")]
+                  if wheelhouse else [])
+        places += [cache.path(sel.sha256)] if cache else []
+        for place in places:
+            record = _verified_record(place, sel.sha256, sel.package)
+            if record is not None:
+                return sel.package, record
+        return sel.package, None
+
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        return {n: r for n, r in pool.map(find, chosen) if r is not None}
+
+
+def _verified_record(path: Path, sha256: str, name: str) -> str | None:
+    """The RECORD of the wheel at *path* when it is a regular file hashing to *sha256*,
+    read through the descriptor that was hashed; None otherwise."""
+    opened = open_regular(path)
+    if opened is None:
+        return None
+    with os.fdopen(opened[0], "rb") as f:
+        h = hashlib.sha256()
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+        if h.hexdigest() != sha256:
+            return None
+        f.seek(0)
+        try:
+            return wheel_record(f, name)
+        except (zipfile.BadZipFile, UnicodeDecodeError, OSError):
+            return None
 
 
 def record_problems(label: str, base: Path, record: str | None) -> list[str]:
@@ -170,14 +325,8 @@ def record_problems(label: str, base: Path, record: str | None) -> list[str]:
 
     # hashlib releases the GIL on large buffers: a CUDA torch's gigabytes hash on every core
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        return [p for p in pool.map(check, _hashed(record)) if p is not None]
-
-
-def _hashed(record: str) -> Iterator[tuple[str, str]]:
-    """RECORD's (path, hash) rows that carry a hash."""
-    for row in csv.reader(io.StringIO(record)):
-        if len(row) >= 2 and row[0] and row[1]:
-            yield row[0], row[1]
+        return [p for p in pool.map(check, ((p, h) for p, h in record_rows(record) if h))
+                if p is not None]
 
 
 def _digest(file: Path, algorithm: str) -> str:

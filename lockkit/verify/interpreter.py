@@ -98,7 +98,9 @@ _FACTS = ("import json, platform, sys, sysconfig; print(json.dumps({'version': "
 
 
 def _interpreter_facts(run: Run, python: Path) -> dict[str, Any]:
-    result = run.call("host", [str(python), "-I", "-c", _FACTS], timeout=60,
+    # -B: -I ignores PYTHONPYCACHEPREFIX, and the site module imports a sitecustomize
+    # even so: no bytecode of it may land in an environment verify --existing only reads
+    result = run.call("host", [str(python), "-I", "-B", "-c", _FACTS], timeout=60,
                       env=_run.isolated_env())
     try:
         if result.ok:

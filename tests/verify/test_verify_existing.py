@@ -40,20 +40,26 @@ def locked(tmp_path_factory, numpy_wheel) -> Path:
     pt = PyTorchIndex(base / "pytorch")
     server = IndexServer(base / "index")
     with pt, server:
-        default = server.index("/simple")
-        pt.put("cpu", build_fake_torch(base / "built", version="2.5.1+cpu", cuda=None))
-        default.add("filelock", "3.16.1", files={"filelock/_api.py": "LOCKED = True\n"})
-        default.put(numpy_wheel)
-        root = base / "proj"
-        root.mkdir()
-        (root / "requirements.in").write_text("torch==2.5.1\nfilelock\nnumpy\n")
-        mirrors = "".join(f'"{k}" = "{v}"\n' for k, v in pt.mirrors().items())
-        (root / "lockkit.toml").write_text(f'index-url = "{server.url}/simple"\n'
-                                           f'platforms = ["linux-cpu"]\n{WAIVER}'
-                                           f"[mirrors]\n{mirrors}")
-        assert main(["compile", "--project", str(root)]) == 0
-        assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-cpu",
-                     "--cache-dir", str(base / "cache"), "--no-tools"]) == 0
+        return locked_project(base, numpy_wheel, pt, server)
+
+
+def locked_project(base: Path, numpy_wheel: Path, pt: PyTorchIndex, server: IndexServer
+                   ) -> Path:
+    """The project of :func:`locked` in *base*, on the running indexes *pt* and *server*."""
+    default = server.index("/simple")
+    pt.put("cpu", build_fake_torch(base / "built", version="2.5.1+cpu", cuda=None))
+    default.add("filelock", "3.16.1", files={"filelock/_api.py": "LOCKED = True\n"})
+    default.put(numpy_wheel)
+    root = base / "proj"
+    root.mkdir()
+    (root / "requirements.in").write_text("torch==2.5.1\nfilelock\nnumpy\n")
+    mirrors = "".join(f'"{k}" = "{v}"\n' for k, v in pt.mirrors().items())
+    (root / "lockkit.toml").write_text(f'index-url = "{server.url}/simple"\n'
+                                       f'platforms = ["linux-cpu"]\n{WAIVER}'
+                                       f"[mirrors]\n{mirrors}")
+    assert main(["compile", "--project", str(root)]) == 0
+    assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-cpu",
+                 "--cache-dir", str(base / "cache"), "--no-tools"]) == 0
     return root
 
 
@@ -217,7 +223,6 @@ def test_another_python_version_fails_the_host_step(locked, tmp_path):
     ("plain", [], "--existing {path}: not an executable interpreter"),
     ("python", ["--keep-venv"], "--existing checks an environment as it is: --keep-venv is "
                                 "for a rebuild"),
-    ("python", ["--wheelhouse", "."], "--wheelhouse is for a rebuild"),
     (None, ["--strict"], "--strict goes with --existing PYTHON"),
 ])
 def test_bad_existing_flags_exit_2_with_one_line(locked, tmp_path, capsys, given, extra, says):
