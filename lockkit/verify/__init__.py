@@ -5,7 +5,9 @@ The steps in order and the dossier (:mod:`~lockkit.verify.run`), what one run kn
 rebuild: host, venv, pip-check, inventory (:mod:`~lockkit.verify.rebuild`), the
 interpreter (:mod:`~lockkit.verify.interpreter`) and the install
 (:mod:`~lockkit.verify.install`), an environment checked as it is, not rebuilt
-(``--existing``: :mod:`~lockkit.verify.existing`), the clean copy of the committed
+(``--existing``: :mod:`~lockkit.verify.existing`; who owns each file Python loads from it,
+:mod:`~lockkit.verify.ownership`; what the caller's import variables add to it,
+:mod:`~lockkit.verify.importenv`), the clean copy of the committed
 project the checks run in (:mod:`~lockkit.verify.workspace`), the system and GPU chain shared with
 ``diagnose`` (:mod:`~lockkit.verify.chain`, :mod:`~lockkit.verify.diagnose`), the probe
 scripts run inside the target interpreter (:mod:`~lockkit.verify.probe`, ``probes/``),
