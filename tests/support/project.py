@@ -3,6 +3,7 @@ real ones serve, lockkit run as a user runs it, a lock checked against PEP 751."
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import urllib.parse
@@ -109,6 +110,22 @@ def assert_conforms(lock: dict, platform: str, project: Path | None = None) -> N
 
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "embeddings"
+SERVICE = Path(__file__).resolve().parents[2] / "examples" / "service"
+
+
+def built_service(tmp_path: Path, indexes: Loopback) -> Path:
+    """examples/service (no torch: quick) against the loopback default index, compiled and
+    its wheelhouse built (no tools/)."""
+    from lockkit.cli import main
+
+    root = tmp_path / "service"
+    shutil.copytree(SERVICE, root)
+    config = root / "lockkit.toml"
+    config.write_text(f'index-url = "{indexes.url}/simple"\n' + config.read_text())
+    assert main(["compile", "--project", str(root)]) == 0
+    assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-service",
+                 "--cache-dir", str(tmp_path / "cache"), "--no-tools"]) == 0
+    return root
 
 
 def lockkit(*argv: str, network: bool = True) -> subprocess.CompletedProcess:

@@ -10,28 +10,13 @@ project. It now names the file and line only.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from lockkit.cli import main
-from tests.support.project import lockkit
+from tests.support.project import built_service, lockkit
 
-SERVICE = Path(__file__).parents[2] / "examples" / "service"
 TOKEN = "s3cr3t-t0ken-7f1c"  # ${IDX_TOKEN}'s value, in the environment verify runs in
-
-
-def built(tmp_path: Path, indexes) -> Path:
-    """examples/service (no torch: quick) against the loopback index, compiled and built."""
-    root = tmp_path / "service"
-    shutil.copytree(SERVICE, root)
-    config = root / "lockkit.toml"
-    config.write_text(f'index-url = "{indexes.url}/simple"\n' + config.read_text())
-    assert main(["compile", "--project", str(root)]) == 0
-    assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-service",
-                 "--cache-dir", str(tmp_path / "cache"), "--no-tools"]) == 0
-    return root
 
 
 def _outside(tmp_path: Path) -> str:
@@ -45,7 +30,7 @@ def _outside(tmp_path: Path) -> str:
                          ids=["proc-environ", "outside-file"])
 def test_the_stale_lock_warning_never_carries_an_inputs_lines_into_the_dossier(
         tmp_path, indexes, monkeypatch, target):
-    root = built(tmp_path, indexes)
+    root = built_service(tmp_path, indexes)
     include = target(tmp_path)
     with open(root / "requirements.in", "a") as fh:
         fh.write(f"-r {include}\n")

@@ -9,25 +9,9 @@ none) is ``passed``, never ``incomplete``.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-from lockkit.cli import main
-from tests.support.project import lockkit
-
-SERVICE = Path(__file__).parents[2] / "examples" / "service"
-
-
-def built(tmp_path: Path, indexes) -> Path:
-    """examples/service against the loopback default index, compiled, its wheelhouse built."""
-    root = tmp_path / "service"
-    shutil.copytree(SERVICE, root)
-    config = root / "lockkit.toml"
-    config.write_text(f'index-url = "{indexes.url}/simple"\n' + config.read_text())
-    assert main(["compile", "--project", str(root)]) == 0
-    assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-service",
-                 "--cache-dir", str(tmp_path / "cache"), "--no-tools"]) == 0
-    return root
+from tests.support.project import built_service, lockkit
 
 
 def verify(root: Path, *extra: str) -> tuple[int, dict, str]:
@@ -38,7 +22,7 @@ def verify(root: Path, *extra: str) -> tuple[int, dict, str]:
 
 
 def test_verify_of_a_torchless_platform_passes_without_a_device_check(tmp_path, indexes):
-    root = built(tmp_path, indexes)
+    root = built_service(tmp_path, indexes)
     code, doc, out = verify(root)
     steps = {s["name"]: s for s in doc["steps"]}
     assert code == 0 and doc["result"] == "passed", (doc["first_error"], out)
@@ -57,6 +41,6 @@ def test_verify_of_a_torchless_platform_passes_without_a_device_check(tmp_path, 
 
 
 def test_no_gpu_changes_nothing_there(tmp_path, indexes):
-    root = built(tmp_path, indexes)
+    root = built_service(tmp_path, indexes)
     code, doc, out = verify(root, "--no-gpu")
     assert code == 0 and doc["result"] == "passed", (doc["first_error"], out)
