@@ -222,11 +222,14 @@ def stream(target: Target) -> Iterator[IO[bytes]]:
     """A binary file to write *target* through. A regular file is a temp file beside it,
     renamed over it when the block ends without an error (the rule checked again first),
     removed otherwise; stdout, a descriptor, a device or a FIFO is written as it is."""
-    if target.kind == "stdout" or target.fd is not None:
-        fd = 1 if target.fd is None else target.fd
-        if fd == 1:
-            sys.stdout.flush()
-        with os.fdopen(fd, "wb", closefd=False) as fh:
+    if target.kind == "stdout":
+        with _stdout() as fh:
+            yield fh
+        return
+    if target.fd is not None:
+        if target.fd == 1 and sys.stdout is not None:
+            sys.stdout.flush()  # what was printed before stays before
+        with os.fdopen(target.fd, "wb", closefd=False) as fh:
             yield fh
         return
     assert target.path is not None
@@ -236,6 +239,19 @@ def stream(target: Target) -> Iterator[IO[bytes]]:
         return
     with _atomic(target, target.path) as fh:
         yield fh
+
+
+@contextmanager
+def _stdout() -> Iterator[IO[bytes]]:
+    """Python's stdout, as bytes (what was printed on it before stays before)."""
+    if sys.stdout is None:  # closed (``>&-``): what would go there is dropped
+        with open(os.devnull, "wb") as null:
+            yield null
+        return
+    sys.stdout.flush()
+    fh = sys.stdout.buffer
+    yield fh
+    fh.flush()
 
 
 @contextmanager
