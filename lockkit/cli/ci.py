@@ -25,7 +25,7 @@ def handle(args: argparse.Namespace) -> int:
     repo, rel = ci.locate_project(args.project, Path.cwd())
     project = load_project(repo / rel)
     default = repo / ci.DEFAULT_OUTPUT
-    target = outfile.check(args.output or default, what="a workflow lockkit wrote",
+    target = outfile.check(args.output or default, what=ci.WHAT,
                            recognise=ci.recognise, force=args.force,
                            flag="-o" if args.output else None,
                            inputs=outfile.project_inputs(project.root, project.config_file,

@@ -116,6 +116,9 @@ def _pack(args: argparse.Namespace) -> int:
     out = outfile.check(given if given == outfile.STDOUT else Path(given).absolute(),
                         what=archive.ARCHIVE, recognise=archive.recognise, inputs=inputs,
                         force=args.force, flag="-o" if args.output else None)
+    if out.to_stdout and sys.stdout.isatty():  # as tar refuses: bytes no one can read
+        raise UsageError("-o -: stdout is a terminal; refusing to write a tar there",
+                         hint="redirect it (> FILE, | ssh ...), or give -o a file")
     archive.sidecar_target(out, force=args.force)  # refused before the work, not after it
     # the folder is checked against the lock it was built from, every file derived again
     lock = args.lock.absolute() if args.lock else archive.named_lock(folder, root)

@@ -76,13 +76,9 @@ def read_manifest(path: Path) -> dict[str, Any]:
 def pack(folder: Path, out: Path | Target, *, lock: Path | None = None,
          project_dir: Path | None = None,
          on_bytes: Callable[[int], None] | None = None) -> Path:
-    """Write *folder* as one reproducible tar at *out*, and its sha256 at :func:`sidecar`;
-    nothing is left at either on failure. Return *out* as given.
-
-    *out* is a path (written under :mod:`lockkit._internal.outfile`'s rule: where nothing
-    is, or over an archive lockkit packed) or the :class:`~lockkit._internal.outfile.Target`
-    the caller checked; stdout, a device or a FIFO is written through and gets no sidecar
-    (:func:`packed` says the sha256 anyway).
+    """Write *folder* as one reproducible tar at *out* (a path, under
+    :mod:`lockkit._internal.outfile`'s rule, or a target the caller checked), and its sha256
+    at :func:`sidecar` (not for stdout, a device or a FIFO); nothing is left on failure.
 
     With *lock* (the committed lock file; its platform's files from *project_dir*), the
     folder must be that lock's wheelhouse
@@ -95,8 +91,7 @@ def pack(folder: Path, out: Path | Target, *, lock: Path | None = None,
 def packed(folder: Path, out: Path | Target, *, lock: Path | None = None,
            project_dir: Path | None = None, on_bytes: Callable[[int], None] | None = None,
            force: bool = False) -> tuple[Path, str]:
-    """:func:`pack`, and the archive's sha256; *force* as ``pack --force`` (the sidecar
-    beside a file the rule allowed may be overwritten too)."""
+    """:func:`pack`, and the archive's sha256; *force* as ``pack --force``."""
     target = out if isinstance(out, Target) else outfile.check(
         out, what=ARCHIVE, recognise=recognise, inputs=outfile.Inputs(
             folders=[(folder, "the folder being packed")]))
