@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockkit._internal import ui
-from lockkit.cli.common import shown_path
+from lockkit.cli.common import output_inputs, shown_path
 from lockkit.errors import UsageError
 
 if TYPE_CHECKING:
@@ -28,8 +28,7 @@ def handle(args: argparse.Namespace) -> int:
     target = outfile.check(args.output or default, what=ci.WHAT,
                            recognise=ci.recognise, force=args.force,
                            flag="-o" if args.output else None,
-                           inputs=outfile.project_inputs(project.root, project.config_file,
-                                                         project.requirements))
+                           inputs=output_inputs(project))
     catalog = load_catalog(project.root)
     selected = catalog.select(args.platform, args.all, project.platforms, project.config_file)
     runners = ci.validate_runners(project.runners, [*catalog.platforms, *catalog.broken],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from lockkit._internal import ui
+from lockkit.cli.common import output_inputs
 
 __all__ = ["handle"]
 
@@ -26,8 +27,7 @@ def handle(args: argparse.Namespace) -> int:
     project = load_project(args.project, mirrors=args.mirror)
     target = outfile.check(args.output or outfile.STDOUT, what="an export",
                            recognise=export.recognise, force=args.force, flag="-o",
-                           inputs=outfile.project_inputs(project.root, project.config_file,
-                                                         project.requirements))
+                           inputs=output_inputs(project))
     platform, = load_catalog(project.root).select([args.platform], False, project.platforms)
     if args.format == "pylock":
         text = export.pylock_text(project, platform, official=args.official)

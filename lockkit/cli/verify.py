@@ -13,6 +13,7 @@ from lockkit.cli.common import (
     check_given_paths,
     lock_fetcher,
     new_report_folder,
+    output_inputs,
     pick_platform,
     shown_path,
 )
@@ -78,7 +79,7 @@ def _junit(args: argparse.Namespace, project: Any) -> Any:
         return None
     if args.junit == outfile.STDOUT and args.json:
         raise UsageError("--junit - and --json both write stdout: give --junit a file")
-    inputs = outfile.project_inputs(project.root, project.config_file, project.requirements)
+    inputs = output_inputs(project)
     if args.wheelhouse:
         inputs.add(folders=[(args.wheelhouse, "the wheelhouse installed from")])
     return outfile.check(args.junit, what=junit.WHAT, recognise=junit.recognise,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockkit._internal import ui
-from lockkit.cli.common import human_size, shown_path, wheelhouse_folder
+from lockkit.cli.common import human_size, output_inputs, shown_path, wheelhouse_folder
 from lockkit.errors import UsageError, WriteError
 
 if TYPE_CHECKING:
@@ -142,9 +142,7 @@ def _pack(args: argparse.Namespace) -> int:
 def _inputs(project: Any, folder: Path, lock: Path | None, what: str) -> Any:
     """The files pack and sbom read, never written over: the project's config, requirement
     files and locks, the lock given, and the wheelhouse folder (any path inside it)."""
-    from lockkit._internal import outfile
-
-    inputs = outfile.project_inputs(project.root, project.config_file, project.requirements)
+    inputs = output_inputs(project)
     return inputs.add(files=[(lock, "the lock given")] if lock else [], folders=[(folder, what)])
 
 

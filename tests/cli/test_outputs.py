@@ -164,6 +164,15 @@ def test_force_overwrites_a_foreign_file_but_never_an_input(project, name, path,
         assert file.read_bytes() != before and RECOGNISE[name](file)
 
 
+@pytest.mark.parametrize("name", ["export", "ci", "verify"])
+def test_a_file_a_requirement_file_includes_is_an_input_too(project, name):
+    (project / "requirements.in").write_text("-c pins.txt\ntorch==2.5.1\n")
+    (project / "pins.txt").write_text("torch==2.5.1\n")
+    done = run(project, *command(name, "pins.txt", "--force"))
+    assert done.returncode == 2 and b"a requirement file of the project" in done.stderr
+    assert (project / "pins.txt").read_text() == "torch==2.5.1\n"
+
+
 @pytest.mark.parametrize("name", COMMANDS)
 def test_a_symlink_to_a_file_lockkit_wrote_is_followed_and_kept(project, name):
     target = project / OURS[name]
