@@ -32,6 +32,7 @@ __all__ = [
     "HashMismatch",
     "IndexError_",
     "LockkitError",
+    "OutputError",
     "PlatformError",
     "ResolutionError",
     "StaleLockError",
@@ -71,7 +72,8 @@ class UsageError(LockkitError, ValueError):
     """Bad flags or arguments."""
 
     exit_code = 2
-    default_hint = "run '{command} --help' for the flags and the values they take"
+    default_hint: ClassVar[str | None] = ("run '{command} --help' for the flags and the "
+                                          "values they take")
 
 
 class ConfigError(LockkitError, ValueError):
@@ -94,6 +96,13 @@ class DiffError(LockkitError, ValueError):
 
     exit_code = 2
     default_hint = "give two dossier.json, pylock.*.toml or wheelhouse manifest.json files"
+
+
+class OutputError(UsageError):
+    """An output file (``-o``, ``--junit``) that lockkit does not write over: a file it did
+    not write (``--force`` overwrites it), one of the command's inputs, or not a file."""
+
+    default_hint: ClassVar[str | None] = None  # the message says what the file is and what to do
 
 
 class ResolutionError(LockkitError):

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockkit._internal import ui
-from lockkit.cli.common import shown_path
+from lockkit.cli.common import output_inputs, shown_path
 from lockkit.errors import UsageError
 
 if TYPE_CHECKING:
@@ -17,12 +17,18 @@ __all__ = ["handle"]
 
 
 def handle(args: argparse.Namespace) -> int:
+    from lockkit._internal import outfile
     from lockkit.ci import workflow as ci
     from lockkit.config.project import load_project
     from lockkit.platforms.definitions import load_catalog
 
     repo, rel = ci.locate_project(args.project, Path.cwd())
     project = load_project(repo / rel)
+    default = repo / ci.DEFAULT_OUTPUT
+    target = outfile.check(args.output or default, what=ci.WHAT,
+                           recognise=ci.recognise, force=args.force,
+                           flag="-o" if args.output else None,
+                           inputs=output_inputs(project))
     catalog = load_catalog(project.root)
     selected = catalog.select(args.platform, args.all, project.platforms, project.config_file)
     runners = ci.validate_runners(project.runners, [*catalog.platforms, *catalog.broken],
@@ -40,11 +46,11 @@ def handle(args: argparse.Namespace) -> int:
         lockkit, own = ci.own_lockkit(rel, project)
     text = ci.github_workflow(kept, project=rel, runners=runners, python=project.python,
                               lockkit=lockkit, own=own is not None)
-    out = args.output or repo / ci.DEFAULT_OUTPUT
     if own is not None:
         ci.write_own_wheel(own, repo / lockkit.requirement)
         ui.say(f"wrote {shown_path(repo / lockkit.requirement)} ({lockkit.hashes[0]}): CI "
                "installs lockkit from this file by its hash; commit it with the workflow")
-    ci.write_workflow(text, out)
-    ui.say(f"wrote {shown_path(out)}: verify on {', '.join(p.name for p in kept)}")
+    ci.write_workflow(text, target)
+    where = "stdout" if target.kind == "stdout" else shown_path(args.output or default)
+    ui.say(f"wrote {where}: verify on {', '.join(p.name for p in kept)}")
     return 0

@@ -15,11 +15,12 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
 
+    from lockkit._internal.outfile import Inputs
     from lockkit.config.project import Project
     from lockkit.platforms.definitions import Platform
 
 __all__ = ["check_given_paths", "human_size", "lock_fetcher", "new_report_folder",
-           "pick_platform", "project_root", "shown_path", "wheelhouse_folder"]
+           "output_inputs", "pick_platform", "project_root", "shown_path", "wheelhouse_folder"]
 
 
 def project_root(given: Path | None) -> Path:
@@ -30,6 +31,23 @@ def project_root(given: Path | None) -> Path:
     from lockkit.config.project import load_project
 
     return load_project(given).root
+
+
+def output_inputs(project: Project) -> Inputs:
+    """The project's inputs an output file must never replace (lockkit._internal.outfile):
+    its config, locks and requirement files, the files they include too (a file that
+    cannot be read is named alone: its own error belongs to the command that reads it)."""
+    from lockkit._internal.outfile import project_inputs
+    from lockkit.config.reqfile import read_tree
+    from lockkit.errors import LockkitError
+
+    files = [project.root / r for r in project.requirements]
+    for top in [f for f in files if f.name != "pyproject.toml"]:  # its own reader's
+        try:
+            files += [f.path for f in read_tree(top, project.root)]
+        except (LockkitError, OSError):
+            pass
+    return project_inputs(project.root, project.config_file, [str(f) for f in files])
 
 
 def wheelhouse_folder(folder: Path | None, root: Path, platform: str) -> Path:

@@ -1,36 +1,40 @@
 """``lockkit export``: the platform's lock as a hashed requirements file or a pylock copy.
 
 As ``uv export`` does, the result goes to stdout unless ``-o FILE`` names a file (written
-atomically); status lines go to stderr.
+atomically, under :mod:`lockkit._internal.outfile`'s rule: never over a file lockkit did
+not write without ``--force``, never over the project's inputs); status lines go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 
 from lockkit._internal import ui
+from lockkit.cli.common import output_inputs
 
 __all__ = ["handle"]
 
 
 def handle(args: argparse.Namespace) -> int:
-    from lockkit._internal.fs import write_atomic
+    from lockkit._internal import outfile
     from lockkit.config.project import load_project
     from lockkit.lock import export
     from lockkit.lock.freshness import stale_warning
     from lockkit.platforms.definitions import load_catalog
 
-    if args.format == "pylock" and args.output is not None:
+    if args.format == "pylock" and args.output not in (None, outfile.STDOUT):
         export.check_pylock_name(args.output)
     project = load_project(args.project, mirrors=args.mirror)
+    target = outfile.check(args.output or outfile.STDOUT, what="an export",
+                           recognise=export.recognise, force=args.force, flag="-o",
+                           inputs=output_inputs(project))
     platform, = load_catalog(project.root).select([args.platform], False, project.platforms)
     if args.format == "pylock":
         text = export.pylock_text(project, platform, official=args.official)
     else:
         reqs = export.requirements(project, platform, official=args.official)
         # the file as given (absolute stays absolute): the hint is run from anywhere
-        name = str(args.output) if args.output is not None else export.DEFAULT_NAME
+        name = export.DEFAULT_NAME if target.kind == "stdout" else str(args.output)
         text = export.requirements_text(reqs, name)
         if reqs.unmirrored:
             ui.say(f"warning: {', '.join(reqs.unmirrored)}: a mirror serves the index but "
@@ -39,9 +43,7 @@ def handle(args: argparse.Namespace) -> int:
     stale = stale_warning(project, platform)  # after reading: an unreadable lock is its error
     if stale:
         ui.say(f"warning: {stale}")
-    if args.output is None:
-        sys.stdout.write(text)
-        return 0
-    write_atomic(args.output, text)
-    ui.say(f"{platform.name}: wrote {args.output} ({args.format})")
+    outfile.write(target, text)
+    if target.kind != "stdout":
+        ui.say(f"{platform.name}: wrote {args.output} ({args.format})")
     return 0

@@ -7,11 +7,25 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FOUND", "cache", "ci", "compile", "diagnose", "diff", "export", "platforms",
-           "project_args", "sync", "verify"]
+__all__ = ["FORCE", "FOUND", "OUTPUT_RULE", "cache", "ci", "compile", "diagnose", "diff",
+           "export", "output", "platforms", "project_args", "sync", "verify"]
 
 FOUND = ("project folder holding lockkit.toml (default: the nearest folder with lockkit.toml "
           "or [tool.lockkit], from the current one up to the repository root)")
+
+
+# The rule of lockkit._internal.outfile, said once for every output flag's help.
+OUTPUT_RULE = ("'-' is stdout; a device or FIFO is written through; a file is replaced only "
+               "if lockkit wrote it ({what}), never the project's config, requirement "
+               "files or locks")
+FORCE = "overwrite an output file lockkit did not write (never one of the command's inputs)"
+
+
+def output(value: str) -> Path | str:
+    """An output flag's value: ``-`` is stdout (lockkit._internal.outfile.argument)."""
+    from lockkit._internal.outfile import argument
+
+    return argument(value)
 
 
 def project_args(p: Any) -> None:
@@ -130,8 +144,13 @@ def verify(sub: Any) -> None:
     ver.add_argument("--cache-dir", type=Path, metavar="DIR",
                      help="download cache when fetching the lock's URLs (with --existing: "
                           "where the lock's wheels are looked for, for their RECORD)")
-    ver.add_argument("--junit", type=Path, metavar="FILE",
-                     help="also write a JUnit XML report, one test case per step")
+    ver.add_argument("--junit", type=output, metavar="FILE",
+                     help="also write a JUnit XML report, one test case per step. "
+                          + OUTPUT_RULE.format(what="a JUnit report")
+                          + ". '--junit -' puts it on stdout in place of the steps table "
+                            "(which then goes to stderr); not with --json")
+    ver.add_argument("--force", action="store_true", help=FORCE.replace("an output file",
+                                                                        "a --junit file"))
     ver.add_argument("--json", action="store_true",
                      help="print the dossier's JSON document (dossier.json) instead of the table")
     ver.add_argument("--absolute-paths", action="store_true", help="write the dossier's paths "
@@ -196,9 +215,10 @@ def ci(sub: Any) -> None:
     gh.add_argument("--project", type=Path, default=Path("."), metavar="DIR",
                     help="project folder inside the repository, absolute or relative to "
                          "the current folder (default: .)")
-    gh.add_argument("-o", "--output", type=Path, metavar="FILE",
+    gh.add_argument("-o", "--output", type=output, metavar="FILE",
                     help="workflow file (default: <repository root>/.github/workflows/"
-                         "lockkit.yml)")
+                         "lockkit.yml). " + OUTPUT_RULE.format(what="its header line"))
+    gh.add_argument("--force", action="store_true", help=FORCE)
 
 
 def export(sub: Any) -> None:
@@ -218,9 +238,11 @@ def export(sub: Any) -> None:
                      help="platform whose committed lock to export")
     exp.add_argument("--format", choices=("requirements", "pylock"), default="requirements",
                      help="requirements (default) or pylock (a pylock.<name>.toml)")
-    exp.add_argument("-o", "--output", type=Path, metavar="FILE",
+    exp.add_argument("-o", "--output", type=output, metavar="FILE",
                      help="write FILE atomically instead of stdout (e.g. "
-                          "requirements-rebuild.txt, or pylock.<platform>.toml for pylock)")
+                          "requirements-rebuild.txt, or pylock.<platform>.toml for pylock). "
+                          + OUTPUT_RULE.format(what="an export"))
+    exp.add_argument("--force", action="store_true", help=FORCE)
     exp.add_argument("--official", action="store_true",
                      help="write the lock's own URLs, not the project's mirrors")
     exp.add_argument("--project", type=Path, default=None, metavar="DIR",

@@ -3,6 +3,7 @@ The steps table (or ``--json``, the dossier's document) goes to stdout, status t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,7 @@ from lockkit.cli.common import (
     check_given_paths,
     lock_fetcher,
     new_report_folder,
+    output_inputs,
     pick_platform,
     shown_path,
 )
@@ -43,6 +45,7 @@ def handle(args: argparse.Namespace) -> int:
     report_dir = (check(args.report_dir, kind="report", platform=platform.name,
                         project=project.root, flag="--report-dir")
                   if args.report_dir else None)  # before the run, not after it
+    args.junit = _junit(args, project)
 
     with ui.progress(f"verifying {platform.name}",
                      total=len(EXISTING if existing else PLAN)) as advance:
@@ -63,6 +66,24 @@ def handle(args: argparse.Namespace) -> int:
               new_report_folder(project.root / ".lockkit" / "reports" / platform.name,
                                 outcome.dossier.started.replace("-", "").replace(":", "")))
     return _report(outcome, folder, args)
+
+
+def _junit(args: argparse.Namespace, project: Any) -> Any:
+    """``--junit``'s target, checked before the run (a file lockkit did not write, or one of
+    the run's inputs, is refused now, not after a long rebuild); ``-`` is stdout, where it
+    takes the steps table's place, so not with ``--json``."""
+    from lockkit._internal import outfile
+    from lockkit.report import junit
+
+    if args.junit is None:
+        return None
+    if args.junit == outfile.STDOUT and args.json:
+        raise UsageError("--junit - and --json both write stdout: give --junit a file")
+    inputs = output_inputs(project)
+    if args.wheelhouse:
+        inputs.add(folders=[(args.wheelhouse, "the wheelhouse installed from")])
+    return outfile.check(args.junit, what=junit.WHAT, recognise=junit.recognise,
+                         inputs=inputs, force=args.force, flag="--junit")
 
 
 def _existing(args: argparse.Namespace) -> Path | None:
@@ -123,9 +144,12 @@ def _report(outcome: Outcome, folder: Path, args: argparse.Namespace) -> int:
     dossier = absolute(outcome.dossier) if args.absolute_paths else outcome.dossier
     write_folder(folder, dossier, outcome.attachments)
     if args.junit:
-        write_junit(dossier, args.junit.absolute())
+        write_junit(dossier, args.junit)
     if args.json:
         sys.stdout.write(json_format.dumps(dossier))
+    elif args.junit is not None and args.junit.to_stdout:
+        with contextlib.redirect_stdout(sys.stderr):  # the report took stdout's place
+            terminal.steps_table(dossier)
     else:
         terminal.steps_table(dossier)
     terminal.warnings(dossier)

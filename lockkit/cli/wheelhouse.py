@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockkit._internal import ui
-from lockkit.cli.common import human_size, project_root, shown_path, wheelhouse_folder
+from lockkit.cli.common import human_size, output_inputs, shown_path, wheelhouse_folder
 from lockkit.errors import UsageError, WriteError
 
 if TYPE_CHECKING:
@@ -101,38 +101,73 @@ def _tools_wanted(args: argparse.Namespace, platform: Any, lock: Path) -> bool:
 
 
 def _pack(args: argparse.Namespace) -> int:
+    """Write the archive (``-o -``: on stdout, then the sha256 line goes to stderr)."""
+    from lockkit._internal import outfile
+    from lockkit.config.project import load_project
     from lockkit.wheelhouse import archive
 
-    root = project_root(args.project)
+    project = load_project(args.project)
+    root = project.root
     folder = wheelhouse_folder(args.folder, root, args.platform)
-    out = (args.output or root / "wheelhouse" / f"{args.platform}.wheelhouse.tar").absolute()
     if args.lock is not None and not args.lock.is_file():
         raise UsageError(f"--lock {args.lock}: no such file")
+    inputs = _inputs(project, folder, args.lock, "the folder being packed")
+    given = args.output or root / "wheelhouse" / f"{args.platform}.wheelhouse.tar"
+    out = outfile.check(given if given == outfile.STDOUT else Path(given).absolute(),
+                        what=archive.ARCHIVE, recognise=archive.recognise, inputs=inputs,
+                        force=args.force, flag="-o" if args.output else None)
+    if out.to_stdout and sys.stdout.isatty():  # as tar refuses: bytes no one can read
+        raise UsageError("-o -: stdout is a terminal; refusing to write a tar there",
+                         hint="redirect it (> FILE, | ssh ...), or give -o a file")
+    archive.sidecar_target(out, force=args.force)  # refused before the work, not after it
     # the folder is checked against the lock it was built from, every file derived again
     lock = args.lock.absolute() if args.lock else archive.named_lock(folder, root)
     size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
     with ui.progress(f"{args.platform}: packing", size, bytes_=True,
                      phase=f"{args.platform}: packing {human_size(size)}...") as advance:
-        archive.pack(folder, out, lock=lock, project_dir=root, on_bytes=advance)
-    sidecar = archive.sidecar(out)
-    ui.say(f"{args.platform}: packed {shown_path(folder)} -> {shown_path(out)} "
-           f"({human_size(out.stat().st_size)}); its sha256 -> {shown_path(sidecar)}: send it "
-           "out of band, the receiver checks it with 'wheelhouse unpack --sha256'")
-    print(f"{sidecar.read_text(encoding='utf-8').split()[0]}  {out}")
+        _, digest = archive.packed(folder, out, lock=lock, project_dir=root,
+                                   on_bytes=advance, force=args.force)
+    if out.kind != "file":
+        ui.say(f"{args.platform}: packed {shown_path(folder)} -> {out.shown}")
+        print(f"{digest}  {out.shown}", file=sys.stderr if out.to_stdout else sys.stdout)
+        return 0
+    shown, sidecar = Path(out.given), archive.sidecar(Path(out.given))
+    ui.say(f"{args.platform}: packed {shown_path(folder)} -> {shown_path(shown)} "
+           f"({human_size(shown.stat().st_size)}); its sha256 -> {shown_path(sidecar)}: send "
+           "it out of band, the receiver checks it with 'wheelhouse unpack --sha256'")
+    print(f"{digest}  {shown}")
     return 0
 
 
+def _inputs(project: Any, folder: Path, lock: Path | None, what: str) -> Any:
+    """The files pack and sbom read, never written over: the project's config, requirement
+    files and locks, the lock given, and the wheelhouse folder (any path inside it)."""
+    inputs = output_inputs(project)
+    return inputs.add(files=[(lock, "the lock given")] if lock else [], folders=[(folder, what)])
+
+
 def _sbom(args: argparse.Namespace) -> int:
-    """Write the SBOM; its path goes to stdout, a summary line to stderr."""
+    """Write the SBOM; its path goes to stdout (``-o -``: the SBOM itself), a summary line
+    to stderr."""
+    from lockkit._internal import outfile
+    from lockkit.config.project import load_project
     from lockkit.wheelhouse import sbom
 
-    root = project_root(args.project)
+    project = load_project(args.project)
+    root = project.root
     folder = wheelhouse_folder(args.folder, root, args.platform)
     lock = (args.lock or root / "locks" / f"pylock.{args.platform}.toml").absolute()
     if not lock.is_file():
         raise UsageError(f"{shown_path(lock)}: no such lock",
                          hint="pass the lock the folder was built from with --lock")
-    written = sbom.refresh(folder, lock, args.output.absolute() if args.output else None)
+    out = None if args.output is None else outfile.check(
+        args.output, what=sbom.WHAT, recognise=sbom.recognise, force=args.force, flag="-o",
+        inputs=_inputs(project, folder, lock, "the wheelhouse folder read (leave -o out to "
+                                              "write its own sbom.cdx.json)"))
+    written = sbom.refresh(folder, lock, out)
+    if out is not None and out.kind != "file":
+        ui.say(f"{args.platform}: SBOM of {shown_path(folder)} -> {out.shown}")
+        return 0
     ui.say(f"{args.platform}: SBOM of {shown_path(folder)} -> {shown_path(written)}")
     print(written)
     return 0

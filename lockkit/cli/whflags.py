@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from lockkit.cli.flags import FOUND, project_args
+from lockkit.cli.flags import FORCE, FOUND, OUTPUT_RULE, output, project_args
 
 __all__ = ["wheelhouse"]
 
@@ -83,8 +83,13 @@ def _wheelhouse_pack(whsub: Any) -> None:
     pack.add_argument("--project", type=Path, default=None, metavar="DIR", help=FOUND)
     pack.add_argument("--from", dest="folder", type=Path, metavar="DIR",
                       help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
-    pack.add_argument("-o", "--output", type=Path, metavar="FILE",
-                      help="archive (default: <project>/wheelhouse/<platform>.wheelhouse.tar)")
+    pack.add_argument("-o", "--output", type=output, metavar="FILE",
+                      help="archive (default: <project>/wheelhouse/<platform>.wheelhouse.tar"
+                           "). " + OUTPUT_RULE.format(what="an archive it packed")
+                           + ", nor a path inside the folder packed. With '-', the tar goes "
+                             "to stdout, its sha256 line to stderr and no <archive>.sha256 "
+                             "is written")
+    pack.add_argument("--force", action="store_true", help=FORCE)
     pack.add_argument("--lock", type=Path, metavar="FILE",
                       help="the committed lock the folder was built from (default: the "
                            "one its manifest names, in <project>/locks)")
@@ -106,9 +111,12 @@ def _wheelhouse_sbom(whsub: Any) -> None:
     sbom.add_argument("--lock", type=Path, metavar="FILE",
                       help="the lock the folder was built from (default: "
                            "<project>/locks/pylock.<platform>.toml)")
-    sbom.add_argument("-o", "--output", type=Path, metavar="FILE",
+    sbom.add_argument("-o", "--output", type=output, metavar="FILE",
                       help="write here instead (default: sbom.cdx.json in the folder, which "
-                           "is then listed in its manifest.json)")
+                           "is then listed in its manifest.json). "
+                           + OUTPUT_RULE.format(what="an SBOM naming lockkit as its tool")
+                           + ", nor a path inside the folder read")
+    sbom.add_argument("--force", action="store_true", help=FORCE)
 
 
 def _wheelhouse_unpack(whsub: Any) -> None:

@@ -56,11 +56,13 @@ from lockkit.platforms.definitions import Platform
 from lockkit.platforms.targets import select
 
 __all__ = ["DEFAULT_NAME", "FORMATS", "Pinned", "Requirements", "check_pylock_name",
-           "pylock_text", "requirements", "requirements_text"]
+           "pylock_text", "recognise", "requirements", "requirements_text"]
 
 FORMATS = ("requirements", "pylock")
 DEFAULT_NAME = "requirements-rebuild.txt"  # the name the install line suggests for stdout
 _PYLOCK_NAME = re.compile(r"^pylock(\.[^.]+)?\.toml$")  # PEP 751's file name rule
+_HEADER = b"# lockkit export --platform "  # the requirements file's first line
+_CREATED_BY = re.compile(rb'^created-by = "lockkit"$', re.MULTILINE)  # a pylock's top key
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -243,3 +245,13 @@ def check_pylock_name(target: Path) -> None:
         raise UsageError(f"-o {target}: a PEP 751 lock must be named pylock.toml or "
                           f"pylock.<name>.toml (installers refuse other names)",
                           hint="e.g. -o pylock.linux-cpu.toml")
+
+
+def recognise(path: Path) -> bool:
+    """An export lockkit wrote (:mod:`lockkit._internal.outfile`'s rule): a requirements
+    file that begins with its header, or a pylock whose ``created-by`` is lockkit (a
+    committed lock is an input, refused before this is asked)."""
+    from lockkit._internal.outfile import head
+
+    data = head(path, 1 << 16)
+    return data is not None and (data.startswith(_HEADER) or bool(_CREATED_BY.search(data)))

@@ -21,16 +21,21 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lockkit._internal.fs import write_atomic
 from lockkit._internal.redact import redact
 from lockkit.report.model import STATUSES, Dossier
 
-__all__ = ["STATUSES", "to_junit", "write_junit"]
+if TYPE_CHECKING:
+    from lockkit._internal.outfile import Target
+
+__all__ = ["STATUSES", "WHAT", "recognise", "to_junit", "write_junit"]
 
 # XML 1.0 allows tab, LF, CR and everything from U+0020 except surrogates, FFFE, FFFF.
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+WHAT = "a JUnit report lockkit wrote"  # what --junit is replaced only over
+_OURS = re.compile(rb'^<testsuites name="lockkit ', re.MULTILINE)  # to_junit's root element
+_VERSION = b'<property name="lockkit_version" '  # one of _PROPERTIES, always set
 _PROPERTIES = ("kind", "platform", "python", "result", "first_error", "lockkit_version",
                "started", "lock_sha256")
 
@@ -96,9 +101,24 @@ def to_junit(dossier: Dossier | Mapping[str, Any]) -> ET.Element:
     return root
 
 
-def write_junit(dossier: Dossier | Mapping[str, Any], path: Path) -> None:
-    """Write *dossier* as JUnit XML to *path* (UTF-8, with a declaration), atomically."""
+def write_junit(dossier: Dossier | Mapping[str, Any], path: Path | Target) -> None:
+    """Write *dossier* as JUnit XML to *path* (UTF-8, with a declaration): a regular file
+    atomically, under :mod:`lockkit._internal.outfile`'s rule (a path is checked here; a
+    :class:`~lockkit._internal.outfile.Target` was checked by the caller)."""
+    from lockkit._internal import outfile
+
     root = to_junit(dossier)
     ET.indent(root)
-    write_atomic(path, '<?xml version="1.0" encoding="UTF-8"?>\n'
-                 + ET.tostring(root, encoding="unicode") + "\n")
+    target = path if isinstance(path, outfile.Target) else outfile.check(
+        path, what=WHAT, recognise=recognise)
+    outfile.write(target, '<?xml version="1.0" encoding="UTF-8"?>\n'
+                  + ET.tostring(root, encoding="unicode") + "\n")
+
+
+def recognise(path: Path) -> bool:
+    """A JUnit report lockkit wrote: its ``<testsuites>`` is lockkit's and its suite has
+    the ``lockkit_version`` property (:mod:`lockkit._internal.outfile`'s rule)."""
+    from lockkit._internal.outfile import head
+
+    data = head(path, 1 << 16)
+    return data is not None and bool(_OURS.search(data)) and _VERSION in data

@@ -34,9 +34,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from lockkit._internal.fs import temp_dir, temp_file, write_atomic
+from lockkit._internal import outfile
+from lockkit._internal.fs import temp_dir
 from lockkit._internal.outdir import check, swap
-from lockkit.errors import ArchiveError, UsageError
+from lockkit._internal.outfile import Target
+from lockkit.errors import ArchiveError, LockkitError, UsageError
 from lockkit.platforms.definitions import Platform, load_catalog
 from lockkit.wheelhouse.implied import check_wheelhouse, lock_platform, platform_problems
 from lockkit.wheelhouse.manifest import (
@@ -52,12 +54,13 @@ from lockkit.wheelhouse.members import extract, open_tar, read_meta
 from lockkit.wheelhouse.offline import install_hint
 from lockkit.wheelhouse.trust import Selected, TrustError, committed
 
-__all__ = ["ArchiveError", "archive_platform", "install_hint", "named_lock", "pack",
-           "read_manifest", "sidecar", "unpack"]
+__all__ = ["ARCHIVE", "ArchiveError", "archive_platform", "install_hint", "named_lock", "pack",
+           "packed", "read_manifest", "recognise", "sidecar", "sidecar_target", "unpack"]
 
 _LOCK_NAME = re.compile(r"pylock\.[A-Za-z0-9][A-Za-z0-9._-]*\.toml")
 _SIDECAR = re.compile(r"[0-9a-f]{64}  [^\n]+\n")
 _HEX = re.compile(r"[0-9a-fA-F]{64}")
+ARCHIVE, SIDECAR = "a wheelhouse archive", "an archive's sha256 that lockkit wrote"
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
@@ -70,46 +73,51 @@ def read_manifest(path: Path) -> dict[str, Any]:
 
 # -- pack ---------------------------------------------------------------------------------------
 
-def pack(folder: Path, out: Path, *, lock: Path | None = None,
+def pack(folder: Path, out: Path | Target, *, lock: Path | None = None,
          project_dir: Path | None = None,
          on_bytes: Callable[[int], None] | None = None) -> Path:
-    """Write *folder* as one reproducible tar at *out*, and its sha256 at :func:`sidecar`;
-    nothing is left at either on failure.
+    """Write *folder* as one reproducible tar at *out* (a path, under
+    :mod:`lockkit._internal.outfile`'s rule, or a target the caller checked), and its sha256
+    at :func:`sidecar` (not for stdout, a device or a FIFO); nothing is left on failure.
 
     With *lock* (the committed lock file; its platform's files from *project_dir*), the
     folder must be that lock's wheelhouse
     (:func:`lockkit.wheelhouse.implied.check_wheelhouse`): a manifest only proves that the
     folder agrees with itself. ``lockkit wheelhouse pack`` always gives one. *on_bytes*
     hears of each file's bytes as they are written (a progress bar)."""
+    return packed(folder, out, lock=lock, project_dir=project_dir, on_bytes=on_bytes)[0]
+
+
+def packed(folder: Path, out: Path | Target, *, lock: Path | None = None,
+           project_dir: Path | None = None, on_bytes: Callable[[int], None] | None = None,
+           force: bool = False) -> tuple[Path, str]:
+    """:func:`pack`, and the archive's sha256; *force* as ``pack --force``."""
+    target = out if isinstance(out, Target) else outfile.check(
+        out, what=ARCHIVE, recognise=recognise, inputs=outfile.Inputs(
+            folders=[(folder, "the folder being packed")]))
     manifest, manifest_bytes = folder_manifest(folder)
     entries = listed(manifest)
     _check_folder(folder, entries)
     if lock is not None:
         check_wheelhouse(folder, lock, committed(lock, project_dir))
     top = top_folder(manifest, folder / MANIFEST)
-    _check_sidecar(sidecar(out))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = temp_file(out.parent, f".{out.name}.", ".tmp")
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            fh = _HashingWriter(raw)
-            with tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar:
-                tar.addfile(_info(top, 0, tarfile.DIRTYPE))
-                _add_bytes(tar, f"{top}/{MANIFEST}", manifest_bytes)
-                _add_bytes(tar, f"{top}/{SUMS}", sums(entries))
-                made: set[str] = set()
-                for path in sorted(entries):
-                    for sub in sorted(folders_above([path]) - made):  # parents before children
-                        tar.addfile(_info(f"{top}/{sub}", 0, tarfile.DIRTYPE))
-                        made.add(sub)
-                    _add_file(tar, folder, entries[path], top, on_bytes or _ignore)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    write_atomic(sidecar(out), f"{fh.digest.hexdigest()}  {out.name}\n")
-    return out
+    side = sidecar_target(target, force=force)
+    with outfile.stream(target) as raw:
+        fh = _HashingWriter(raw)
+        with tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            tar.addfile(_info(top, 0, tarfile.DIRTYPE))
+            _add_bytes(tar, f"{top}/{MANIFEST}", manifest_bytes)
+            _add_bytes(tar, f"{top}/{SUMS}", sums(entries))
+            made: set[str] = set()
+            for path in sorted(entries):
+                for sub in sorted(folders_above([path]) - made):  # parents before children
+                    tar.addfile(_info(f"{top}/{sub}", 0, tarfile.DIRTYPE))
+                    made.add(sub)
+                _add_file(tar, folder, entries[path], top, on_bytes or _ignore)
+    digest = fh.digest.hexdigest()
+    if side is not None:
+        outfile.write(side, f"{digest}  {Path(target.given).name}\n")
+    return Path(target.given), digest
 
 
 def sidecar(archive: Path) -> Path:
@@ -119,13 +127,37 @@ def sidecar(archive: Path) -> Path:
     return archive.with_name(archive.name + ".sha256")
 
 
-def _check_sidecar(path: Path) -> None:
-    """The sidecar is written where there is nothing, or over one lockkit wrote."""
-    if path.is_symlink() or (path.exists() and (
-            not path.is_file() or path.stat().st_size > 4096
-            or not _SIDECAR.fullmatch(path.read_text(encoding="utf-8", errors="replace")))):
-        raise UsageError(f"{path}: exists and is not an archive's sha256 that lockkit wrote; "
-                         "not overwriting it", hint="move it away, or pack with another -o")
+def sidecar_target(archive: Target, *, force: bool = False) -> Target | None:
+    """Where the sidecar of *archive* goes, checked by the same rule (beside the path as
+    given: a symlink's name is the one the receiver gets); None for stdout, a device or
+    a FIFO, which have no "beside"."""
+    if archive.kind != "file":
+        return None
+    return outfile.check(sidecar(Path(archive.given)), what=SIDECAR, recognise=_is_sidecar,
+                         inputs=archive.inputs, force=force)
+
+
+def recognise(path: Path) -> bool:
+    """An archive lockkit packed: a tar whose first members are a wheelhouse's top folder,
+    its manifest.json and SHA256SUMS, which agree (:func:`lockkit.wheelhouse.members.read_meta`)."""
+    from lockkit._internal.private import open_regular
+
+    opened = open_regular(path)
+    if opened is None:
+        return False
+    with os.fdopen(opened[0], "rb") as fh:
+        try:
+            with tarfile.open(fileobj=fh, mode="r:") as tar:
+                read_meta(tar, path)
+        except (LockkitError, tarfile.TarError, OSError, ValueError):
+            return False
+    return True
+
+
+def _is_sidecar(path: Path) -> bool:
+    """An archive's sha256 that pack wrote (one ``sha256sum`` line)."""
+    data = outfile.head(path, 4097)
+    return data is not None and bool(_SIDECAR.fullmatch(data.decode("utf-8", "replace")))
 
 
 class _HashingWriter(io.RawIOBase):

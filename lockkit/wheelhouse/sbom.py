@@ -41,14 +41,18 @@ if TYPE_CHECKING:  # pragma: no cover - typing only; the import is deferred at r
     from cyclonedx.model.bom import Bom
     from cyclonedx.model.component import Component
 
-__all__ = ["FILENAME", "SCHEMA_VERSION", "File", "files_of_manifest", "refresh", "render",
-           "serial_number"]
+    from lockkit._internal.outfile import Target
+
+__all__ = ["FILENAME", "SCHEMA_VERSION", "WHAT", "File", "files_of_manifest", "recognise",
+           "refresh", "render", "serial_number"]
 
 FILENAME = "sbom.cdx.json"
 SCHEMA_VERSION = "1.6"  # what CycloneDX consumers read today; 1.7 is newer than most
 # A fixed namespace for the serial numbers lockkit derives (uuid5 of this and the lock's facts)
 _NAMESPACE = uuid.UUID("6c6f636b-6b69-7400-8000-73626f6d0001")
 _PROP = "lockkit:"  # CycloneDX property names are namespaced by the tool that writes them
+WHAT = "an SBOM lockkit wrote"  # what -o is replaced only over (lockkit as a tool in it)
+_MAX_SBOM = 256 << 20  # an SBOM read to recognise it: far above a wheelhouse's
 
 
 class _Record(Protocol):
@@ -134,9 +138,10 @@ def _url_or_empty(source: Any) -> str:
         else ""
 
 
-def refresh(folder: Path, lock_path: Path, out: Path | None = None) -> Path:
+def refresh(folder: Path, lock_path: Path, out: Target | None = None) -> Path:
     """(Re)write the SBOM of the wheelhouse *folder* from its manifest and the lock it was
-    built from; return the file written (*out*, or the folder's ``sbom.cdx.json``).
+    built from; return the file written (the folder's ``sbom.cdx.json``, or *out*'s path as
+    given: a target :func:`lockkit._internal.outfile.check` allowed).
 
     Written into the folder, the SBOM is also (re)listed in ``manifest.json``, so the folder
     still packs and verifies. A lock other than the folder's (its sha256 differs from the
@@ -155,11 +160,31 @@ def refresh(folder: Path, lock_path: Path, out: Path | None = None) -> Path:
     files = files_of_manifest(manifest, lock, folder / "manifest.json")
     text = render(files, platform=str(manifest.get("platform", "")), lock=lock,
                   lock_sha256=lock_sha)
-    target = out if out is not None else folder / FILENAME
-    write_atomic(target, text)
-    if out is None:
-        _relist(folder, manifest, text)
-    return target
+    if out is not None:
+        from lockkit._internal.outfile import write
+
+        write(out, text)
+        return Path(out.given)
+    write_atomic(folder / FILENAME, text)
+    _relist(folder, manifest, text)
+    return folder / FILENAME
+
+
+def recognise(path: Path) -> bool:
+    """An SBOM lockkit wrote (:mod:`lockkit._internal.outfile`'s rule): CycloneDX JSON
+    whose metadata names lockkit among its tools."""
+    from lockkit._internal.outfile import head
+
+    data = head(path, _MAX_SBOM)
+    try:
+        doc = json.loads(data) if data is not None and len(data) < _MAX_SBOM else None
+    except (ValueError, RecursionError):
+        return False
+    tools = doc.get("metadata", {}).get("tools") if isinstance(doc, dict) and \
+        doc.get("bomFormat") == "CycloneDX" and isinstance(doc.get("metadata"), dict) else None
+    listed = tools.get("components") if isinstance(tools, dict) else tools
+    return isinstance(listed, list) and any(
+        isinstance(t, dict) and t.get("name") == "lockkit" for t in listed)
 
 
 def _relist(folder: Path, manifest: dict[str, Any], text: str) -> None:
