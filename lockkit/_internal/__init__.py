@@ -1,7 +1,8 @@
 """What every stage does the same way, and nothing stage-specific: file modes, temp
 folders and atomic writes (:mod:`~lockkit._internal.fs`), the private-file rule for what is
 read back (:mod:`~lockkit._internal.private`), the output-folder rule and its one swap
-(:mod:`~lockkit._internal.outdir`), every subprocess (:mod:`~lockkit._internal.proc`, with
+(:mod:`~lockkit._internal.outdir`), the same rule for output files, ``-`` and devices
+(:mod:`~lockkit._internal.outfile`), every subprocess (:mod:`~lockkit._internal.proc`, with
 the one ``isolated_env``), the uv binary (:mod:`~lockkit._internal.uv`), the one key-path
 reader of every config table and platform file (:mod:`~lockkit._internal.keys`), every
 TOML and JSON parsed with nesting too deep as one line (:mod:`~lockkit._internal.parse`),
