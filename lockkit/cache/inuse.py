@@ -47,13 +47,14 @@ class Held:
     the kernel drops a dead process's locks, so no run can leave a part locked)."""
 
     __slots__ = ("fd",)
+    _close = staticmethod(os.close)  # bound here: __del__ may run as the interpreter exits
 
     def __init__(self, fd: int | None) -> None:
         self.fd = fd  # None: nothing to release (no flock on this system)
 
     def release(self) -> None:
         if self.fd is not None:
-            os.close(self.fd)  # closing the descriptor releases its flock
+            self._close(self.fd)  # closing the descriptor releases its flock
             self.fd = None
 
     def __del__(self) -> None:  # a holder dropped without release(), as a file object is

@@ -107,9 +107,7 @@ def target(venv: Path, platform: str, *, project: Path | None = None,
 def keep_foreign(venv: Path, where: str) -> None:
     """A ``ConfigError`` (exit 2) naming what in lockkit's *venv* no package installed,
     a few names and a count, when there is any; nothing is changed."""
-    if not (venv / "pyvenv.cfg").is_file():
-        return  # missing or empty: nothing in it to keep
-    found = foreign(venv)
+    found = foreign(venv)  # a missing or empty folder holds nothing
     if found:
         raise ConfigError(f"{_printable(where)}: a venv lockkit made that also holds "
                           f"{_few(found)}, which lockkit did not install; move that out, or "
