@@ -4,7 +4,9 @@
 folder (each inode once, as ``du`` counts); a folder that is not lockkit's cache (another
 entry at its top, a link, a misnamed blob) is refused rather than counted or pruned.
 :func:`prune` removes the blobs no lock references (:func:`lock_references`), the stale
-partials, and the folders made again when needed, each path re-checked right before it goes.
+partials, and the folders made again when needed, each path re-checked right before it goes;
+a part a running command holds (:mod:`lockkit.cache.inuse`: a build's blobs, a verify's
+installs) is skipped and named, never pulled from under it.
 """
 
 from __future__ import annotations
@@ -19,14 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockkit._internal import proc as _run
+from lockkit.cache import inuse
 from lockkit.cache.layout import FOLDERS, LEGACY, PARTIAL_MAX_AGE
 from lockkit.errors import ConfigError
 from lockkit.lock.lockfile import read_lock
 
-__all__ = ["Entry", "Part", "Pruned", "Survey", "lock_references", "prune", "prune_uv", "survey"]
+__all__ = ["Entry", "Part", "Pruned", "Skipped", "Survey", "lock_references", "prune", "prune_uv",
+           "survey"]
 
 _TOP = {*FOLDERS, *LEGACY}  # the layout's folders, and those older lockkits made
 _WHOLE = ("memo", "verify", *LEGACY)  # what prune removes whole: made again when needed
+_LOCKS = {inuse.lock_name(p) for p in inuse.PARTS}  # beside the folders they lock
 _SHARD = re.compile(r"[0-9a-f]{2}")
 _BLOB = re.compile(r"[0-9a-f]{64}")
 _OURS = ", ".join(f"{f}/" for f in (*FOLDERS, *LEGACY))
@@ -72,10 +77,19 @@ class Survey:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Skipped:
+    """What prune left of a part a running command holds (:mod:`lockkit.cache.inuse`)."""
+
+    part: Part  # what would have gone: the unreferenced blobs of sha256/, or verify/ whole
+    why: str  # "in use by a running verify"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Pruned:
     removed: tuple[Entry, ...]  # blobs and stale partials, removed (or, dry run, to remove)
     dry_run: bool
     folders: tuple[Part, ...] = ()  # memo/, verify/ and older lockkits' folders, whole
+    skipped: tuple[Skipped, ...] = ()  # in use by a running command: left as they are
 
     @property
     def parts(self) -> tuple[Part, ...]:
@@ -134,6 +148,9 @@ def _scan(root: Path, folder: Path, is_dir: bool) -> list[os.DirEntry[str]]:
     """The entries of *folder*, each a real file or folder (a link is never followed)."""
     with os.scandir(folder) as it:
         entries = sorted(it, key=lambda e: e.name)
+    if folder == root:  # the parts' lock files (lockkit.cache.inuse), regular files only
+        entries = [e for e in entries
+                   if not (e.name in _LOCKS and e.is_file(follow_symlinks=False))]
     other = sorted({e.name for e in entries} - _TOP) if folder == root else []
     if other:
         raise _not_ours(root, f"it holds {other[0]!r}; lockkit's holds only {_OURS}")
@@ -200,24 +217,52 @@ def lock_references(locks: Iterable[Path]) -> set[str]:
 
 def prune(found: Survey, keep: set[str], *, dry_run: bool = False) -> Pruned:
     """Remove the blobs whose sha256 is not in *keep*, and the stale partials. Each path
-    is re-checked as a regular file inside the cache right before it goes."""
-    gone = [b for b in found.blobs if b.sha256 not in keep]
-    gone += [p for p in found.partials if p.stale]
+    is re-checked as a regular file inside the cache right before it goes. A part a
+    running command holds is skipped (a dry run says so too)."""
+    blobs = [b for b in found.blobs if b.sha256 not in keep]
     # memos, verify's installs (made again when needed) and older lockkits' folders, whole
-    folders = tuple(p for p in found.parts if p.name in _WHOLE)
-    if not dry_run:
-        for entry in gone:
-            _remove(found.root, entry.path)
-        for part in folders:
-            folder = found.root / part.name
-            if folder.is_dir() and not folder.is_symlink():
-                shutil.rmtree(folder, ignore_errors=True)
-        for shard in {e.path.parent for e in gone if e.sha256}:
-            try:
-                shard.rmdir()  # only when empty
-            except OSError:
-                pass
-    return Pruned(removed=tuple(gone), dry_run=dry_run, folders=folders)
+    folders = [p for p in found.parts if p.name in _WHOLE]
+    held: list[inuse.Held] = []
+    skipped: list[Skipped] = []
+    try:
+        if blobs and not _take(found.root, "sha256", _part("sha256", blobs), held, skipped):
+            blobs = []
+        folders = [p for p in folders if p.name != "verify"
+                   or _take(found.root, "verify", p, held, skipped)]
+        gone = [*blobs, *(p for p in found.partials if p.stale)]
+        if not dry_run:
+            _remove_all(found.root, gone, folders)
+    finally:
+        for lock in held:
+            lock.release()
+    return Pruned(removed=tuple(gone), dry_run=dry_run, folders=tuple(folders),
+                  skipped=tuple(skipped))
+
+
+def _take(root: Path, name: inuse.Part, part: Part, held: list[inuse.Held],
+          skipped: list[Skipped]) -> bool:
+    """Whether prune may remove *part* (of the part *name*): its lock taken into *held*;
+    else it goes into *skipped*, with who uses it."""
+    lock = inuse.take(root, name)
+    if lock is None:
+        skipped.append(Skipped(part=part, why=f"in use by {inuse.USERS[name]}"))
+        return False
+    held.append(lock)
+    return True
+
+
+def _remove_all(root: Path, gone: list[Entry], folders: list[Part]) -> None:
+    for entry in gone:
+        _remove(root, entry.path)
+    for part in folders:
+        folder = root / part.name
+        if folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)
+    for shard in {e.path.parent for e in gone if e.sha256}:
+        try:
+            shard.rmdir()  # only when empty
+        except OSError:
+            pass
 
 
 def _remove(root: Path, path: Path) -> None:

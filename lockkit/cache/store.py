@@ -8,12 +8,15 @@ Layout (:data:`lockkit.cache.layout.FOLDERS`; nothing else is ever made in it)::
     <root>/partial/<random>.part           downloads under way, or left by dead runs
     <root>/memo/<kind>/<key>.json          what lockkit remembers (lockkit.cache.memo)
     <root>/verify/                         verify's installs, under a private cache only
+    <root>/sha256.lock, <root>/verify.lock  who uses those parts (lockkit.cache.inuse)
 
 The folder is made 0700 (:func:`lockkit.cache.layout.make_root`). Anything read back from
 it is checked as if it came from the network: a blob is opened without following a link
 (a FIFO, device or link in its place is removed, never read) and hashed through that
 descriptor on every hit, so a blob rewritten in place, its mtime put back or not, is
-evicted and fetched again. A wheel is hard-linked into a wheelhouse only when the linked
+evicted and fetched again. While a :class:`Cache` lives it holds ``sha256/`` shared
+(:func:`lockkit.cache.inuse.use`): ``cache prune`` removes no blob a build may be about to
+link. A wheel is hard-linked into a wheelhouse only when the linked
 inode is the one just hashed, this user's and writable by nobody else (no one but its
 owner or root can change its bytes after the hash); anything else is copied, and hashed
 as it is copied. ``cache info`` and ``cache prune`` are :mod:`lockkit.cache.housekeeping`'s.
@@ -31,6 +34,7 @@ from typing import Any
 
 from lockkit._internal.fs import umask
 from lockkit._internal.private import open_regular, owned_and_closed
+from lockkit.cache import inuse
 from lockkit.cache.layout import blob_path, default_cache_dir, make_root, sweep_partials
 from lockkit.errors import HashMismatch
 
@@ -49,6 +53,14 @@ class Cache:
         # get(), or a download written and hashed through new_partial()'s file
         self._hashed: dict[str, tuple[int, int]] = {}
         self._written: dict[Path, tuple[int, int]] = {}  # partial file -> its inode
+        # the blob store held shared from here to release(): prune waits for no one, and
+        # skips the blobs it would remove while a build holds them (lockkit.cache.inuse)
+        self._held = inuse.use(root, "sha256")
+
+    def release(self) -> None:
+        """Let ``cache prune`` remove blobs again (also when this object is dropped)."""
+        if self._held is not None:
+            self._held.release()
 
     def path(self, sha256: str) -> Path:
         return blob_path(self.root, sha256)

@@ -157,7 +157,9 @@ def _prune_doc(root: Path, result: Pruned, blobs: int, uv: bool) -> dict[str, An
             "files": result.files, "bytes": result.size, "freed_bytes": result.freed,
             "parts": {p.name: {"files": p.files, "bytes": p.size, "freed_bytes": p.freed}
                       for p in result.parts},
-            "kept": kept, "uv": ("would run" if result.dry_run else "ran") if uv else None}
+            "kept": kept, "uv": ("would run" if result.dry_run else "ran") if uv else None,
+            "skipped": [{"path": f"{s.part.name}/", "files": s.part.files, "bytes": s.part.size,
+                         "why": s.why} for s in result.skipped]}
 
 
 def _prune_text(root: Path, result: Pruned, blobs: int) -> None:
@@ -175,6 +177,9 @@ def _prune_text(root: Path, result: Pruned, blobs: int) -> None:
              else "") + f"; kept {kept}")
     for p in result.parts:  # where the bytes came from: blobs, partials, memo/, verify/...
         print(f"  {p.name + '/':<9}{p.files} file(s), {frees} {human_size(p.freed)}")
+    for s in result.skipped:  # held by a running build or verify (lockkit.cache.inuse)
+        print(f"  skipped {s.part.name}/ ({s.part.files} file(s), {human_size(s.part.size)}): "
+              f"{s.why}; prune again once it ends")
 
 
 def _last_line(text: str) -> str:

@@ -324,4 +324,7 @@ def sync(sub: Any) -> None:
                      "dossier's paths as they are, not relative to its roots")
     syn.add_argument("--cache-dir", type=Path, metavar="DIR",
                      help="download cache when fetching the lock's URLs")
+    syn.add_argument("--force", action="store_true",
+                     help="replace lockkit's venv even when it holds files no package "
+                          "installed (an editable checkout in src/, notes): they are removed")
     project_args(syn)

@@ -34,7 +34,7 @@ def handle(args: argparse.Namespace) -> int:
     check_given_paths(args)
     venv = sync.target(args.venv if args.venv is not None else project.root / ".venv",
                        platform.name, project=project.root,
-                       flag="--venv" if args.venv is not None else None)
+                       flag="--venv" if args.venv is not None else None, force=args.force)
     ui.say(f"sync: rebuilding {shown_path(venv)} for {platform.name} beside it "
            f"({venv.name}{sync.NEW}*)")
     done = sync.sync(sync.SyncOptions(venv=venv, verify=args.verify, check=Options(
@@ -44,7 +44,7 @@ def handle(args: argparse.Namespace) -> int:
         installer=args.installer, probe_timeout=args.probe_timeout,
         command_line=tuple(["lockkit", *sys.argv[1:]]),
         fetch=lock_fetcher(project, platform, args.cache_dir),
-        on_step=lambda step: ui.say(sync.progress_line(step)))))
+        on_step=lambda step: ui.say(sync.progress_line(step))), force=args.force))
     return _report(done, project, platform, args)
 
 

@@ -84,11 +84,17 @@ class Run:
     # uses, and the open lock file that keeps other runs out of the folder until release()
     pycache: Path | None = None
     held: Any = None
+    # <cache>/verify held shared (lockkit.cache.inuse) from the venv step to release():
+    # 'cache prune' skips it while this run uses it
+    in_use: Any = None
 
     def release(self) -> None:
         if self.held is not None:
             self.held.close()  # closing the file releases its flock
             self.held = None
+        if self.in_use is not None:
+            self.in_use.release()
+            self.in_use = None
 
     def recorder(self, step: str) -> _run.Recorder:
         """Records each command run for *step*, redacted, into the dossier's list."""

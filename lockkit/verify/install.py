@@ -29,6 +29,7 @@ from lockkit._internal.parse import parse_json
 from lockkit._internal.private import private_folder
 from lockkit._internal.proc import last_error_line
 from lockkit._internal.uv import uv_bin
+from lockkit.cache import inuse
 from lockkit.cache.layout import make_root
 from lockkit.cache.memo import MemoStore
 from lockkit.errors import LockkitError
@@ -37,7 +38,7 @@ from lockkit.verify.steps import Step, StepFailed
 from lockkit.wheelhouse import trust
 from lockkit.wheelhouse.implied import check_wheelhouse
 
-__all__ = ["dist_info_folders", "install_step", "installer_error", "shared_root",
+__all__ = ["dist_info_folders", "install_step", "installer_error", "shared_for", "shared_root",
            "wheelhouse_folder"]
 
 _INSTALL_TIMEOUT = 1800
@@ -80,7 +81,7 @@ def install_step(run: Run, step: Step) -> None:
     run.expected = {c.package: c.version for c in checked}
     reqs = run.work / "install" / "requirements.txt"  # hashes of the lock, checked just now
     reqs.parent.mkdir(exist_ok=True)
-    shared = shared_root(opts.cache_root) if opts.installer == "uv" else None
+    shared = shared_for(run) if opts.installer == "uv" else None
     reqs.write_text(trust.requirements(checked), encoding="utf-8")
     step.detail["checked"] = (f"{len(checked)} wheel(s) hashed and matched against "
                               f"{lock.name}, the wheelhouse's other files derived again from "
@@ -173,6 +174,16 @@ def shared_root(cache_root: Path | None) -> Path | None:
     except OSError:
         return None
     return root
+
+
+def shared_for(run: Run) -> Path | None:
+    """:func:`shared_root` for *run*, held shared (:func:`lockkit.cache.inuse.use`) from
+    here until ``run.release()``: ``cache prune`` skips ``<cache>/verify`` meanwhile
+    instead of removing the venv, uv's cache its files are linked from, and the bytecode.
+    The lock comes first: a prune that held it has finished, and the folder is made again."""
+    if run.opts.cache_root is not None and run.in_use is None:
+        run.in_use = inuse.use(run.opts.cache_root, "verify")
+    return shared_root(run.opts.cache_root)
 
 
 def _by_hash(checked: list[trust.Checked], shared: Path) -> list[Path]:

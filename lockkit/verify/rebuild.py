@@ -29,14 +29,16 @@ from lockkit.verify.context import Run
 from lockkit.verify.install import (
     dist_info_folders,
     installer_error,
-    shared_root,
+    shared_for,
     wheelhouse_folder,
 )
 from lockkit.verify.interpreter import find_interpreter, interpreter_tags, lock_python
 from lockkit.verify.steps import Step, StepFailed
 
-__all__ = ["check_machine", "check_step", "host_step", "inventory_step", "package_table",
-           "same_version", "venv_step"]
+__all__ = ["VENV_GONE", "check_machine", "check_step", "host_step", "inventory_step",
+           "package_table", "same_version", "venv_gone", "venv_step"]
+
+VENV_GONE = "the venv was removed while verify ran (cache prune?)"
 
 
 # --- host --------------------------------------------------------------------------------
@@ -91,6 +93,15 @@ def venv_step(run: Run, step: Step, *, at: Path | None = None,
                        seed=sorted(f"{k}=={v}" for k, v in run.seed.items()))
 
 
+def venv_gone(run: Run, step: Step) -> None:
+    """A failed *step* whose venv is no longer there says so: the installer's or a probe's
+    own error ("No such file or directory") would blame the step for what removed the
+    folder under it (an older lockkit's ``cache prune``, a hand ``rm``)."""
+    if step.status == "failed" and run.venv is not None and run.python is not None \
+            and not run.python.exists() and not (step.error or "").startswith(VENV_GONE):
+        step.error = f"{VENV_GONE}: {run.venv}; the step said: {step.error}"
+
+
 def _shared_venv(run: Run) -> Path | None:
     """``<cache>/verify/venvs/<platform>``, emptied, when this run may take it, else None.
 
@@ -105,7 +116,7 @@ def _shared_venv(run: Run) -> Path | None:
     opts = run.opts
     if opts.keep_venv or opts.installer != "uv" or os.name != "posix":
         return None
-    root = shared_root(opts.cache_root)
+    root = shared_for(run)
     if root is None:
         return None
     import fcntl

@@ -114,6 +114,7 @@ def execute(run: Run, plan: list[tuple[str, tuple[str, ...]]],
     steps = {**step_bodies(run), **(bodies or {})}
     for name, _ in plan:
         step = run.steps.execute(name, steps[name])
+        rebuild.venv_gone(run, step)  # not "install failed" when the venv was removed
         if run.opts.on_step:
             run.opts.on_step(step)
 

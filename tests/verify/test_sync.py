@@ -51,6 +51,14 @@ def siblings(venv: Path) -> list[str]:
     return sorted(p.name for p in venv.parent.iterdir() if p.name.startswith(f"{venv.name}."))
 
 
+def mark_old(venv: Path) -> Path:
+    """A file of the venv's own (hello_cli's, its RECORD lists it) marked as the old
+    venv's: a file a user added would make the next sync refuse instead."""
+    (module,) = venv.glob("lib/python*/site-packages/hello_cli/__init__.py")
+    module.write_text(module.read_text() + "# from the old venv\n")
+    return module
+
+
 def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -74,10 +82,10 @@ def test_sync_makes_the_venv_at_its_final_path(small, capsys):
 def test_second_sync_replaces_the_venv_whole(small, capsys):
     assert sync(small) == 0
     venv = small / ".venv"
-    (venv / "marker").write_text("from the old venv")
+    module = mark_old(venv)
     inode = venv.stat().st_ino
     assert sync(small) == 0
-    assert not (venv / "marker").exists() and venv.stat().st_ino != inode
+    assert "from the old venv" not in module.read_text() and venv.stat().st_ino != inode
     assert run([str(venv / "bin" / "hello-cli")]) == f"hello from {venv}"
     assert siblings(venv) == []
 
@@ -101,7 +109,7 @@ def test_pip_installer_rewrites_the_build_path(small, tmp_path):
 def test_tampered_wheel_leaves_the_old_venv_untouched(small, capsys):
     assert sync(small) == 0
     venv = small / ".venv"
-    (venv / "marker").write_text("from the old venv")
+    module = mark_old(venv)
     inode = venv.stat().st_ino
     wheel = next((small / "wheelhouse" / "linux-cpu").glob("hello_cli-*.whl"))
     data = bytearray(wheel.read_bytes())
@@ -110,7 +118,7 @@ def test_tampered_wheel_leaves_the_old_venv_untouched(small, capsys):
     wheel.write_bytes(bytes(data))
     capsys.readouterr()
     assert sync(small) == 1
-    assert (venv / "marker").read_text() == "from the old venv"
+    assert module.read_text().endswith("# from the old venv\n")
     assert venv.stat().st_ino == inode and siblings(venv) == []
     assert run([str(venv / "bin" / "hello-cli")]) == f"hello from {venv}"
     out, err = capsys.readouterr()
@@ -119,6 +127,50 @@ def test_tampered_wheel_leaves_the_old_venv_untouched(small, capsys):
     # ends as every failure does (before: 'lockkit: sync failed: ...')
     assert [ln for ln in err.splitlines() if ln.startswith("lockkit: ")][-1].startswith(
         "lockkit: error: sync failed: ")
+
+
+def test_sync_refuses_a_venv_holding_files_it_did_not_install_and_keeps_them(small, capsys):
+    """An editable checkout in .venv/src/ and a notes file are the user's: sync names
+    them (exit 2) and leaves the venv whole; a venv holding only what lockkit installed,
+    bytecode written since included, is replaced as before."""
+    venv = small / ".venv"
+    assert sync(small) == 0
+    run([str(venv / "bin" / "python"), "-c", "import hello_cli, filelock"])  # writes .pyc
+    assert list(venv.glob("lib/python*/site-packages/hello_cli/__pycache__/*.pyc"))
+    assert sync(small) == 0  # only lockkit's files: an ordinary re-sync
+    checkout = venv / "src" / "mytool"
+    checkout.mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("[project]\nname = 'mytool'\n")
+    (checkout / "mytool.py").write_text("print('mine')\n")
+    (venv / "notes.md").write_text("how I set this up")
+    inode = venv.stat().st_ino
+    capsys.readouterr()
+    assert sync(small) == 2
+    assert (venv / "notes.md").read_text() == "how I set this up"
+    assert (checkout / "mytool.py").read_text() == "print('mine')\n"
+    assert venv.stat().st_ino == inode and siblings(venv) == []
+    err = capsys.readouterr().err
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("lockkit: error")]
+    assert line == (f"lockkit: error: {venv}: a venv lockkit made that also holds notes.md "
+                    "and src/, which lockkit did not install; move that out, or pass --force "
+                    "to replace the venv anyway"), err
+    assert "sync: install" not in err  # refused before anything was built
+
+
+def test_force_replaces_a_venv_holding_files_it_did_not_install(small, capsys):
+    venv = small / ".venv"
+    assert sync(small) == 0
+    (venv / "src").mkdir()
+    (venv / "src" / "notes.txt").write_text("mine")
+    for n in range(4):  # more than a few: named a few and counted
+        (venv / "bin" / f"tool{n}").write_text("#!/bin/sh\n")
+    capsys.readouterr()
+    assert sync(small) == 2
+    assert "holds bin/tool0, bin/tool1 and 3 more, which lockkit" in capsys.readouterr().err
+    assert sync(small, "--force") == 0
+    assert not (venv / "src").exists() and not (venv / "bin" / "tool0").exists()
+    assert run([str(venv / "bin" / "hello-cli")]) == f"hello from {venv}"
+    assert siblings(venv) == []
 
 
 def test_a_folder_that_is_not_a_venv_is_refused(small, tmp_path, capsys):
@@ -137,10 +189,10 @@ def test_verify_that_fails_swaps_nothing(small, capsys):
     """--verify runs the system step too; without torch it fails, so the old venv stays."""
     assert sync(small) == 0
     venv = small / ".venv"
-    (venv / "marker").write_text("from the old venv")
+    module = mark_old(venv)
     capsys.readouterr()
     assert sync(small, "--verify") == 1
-    assert (venv / "marker").is_file() and siblings(venv) == []
+    assert module.read_text().endswith("# from the old venv\n") and siblings(venv) == []
     out, err = capsys.readouterr()
     assert "not synced (failed)" in out and "dossier:" in err
     (report,) = (small / ".lockkit" / "reports" / "linux-cpu").iterdir()
