@@ -109,36 +109,41 @@ def sha256_file(path: Path) -> str:
 
 
 class interrupt_held:  # noqa: N801 - used as a context manager, named as one
-    """Ctrl-C held over a step that must not be cut in two: between making something (a
-    child process, a temp folder) and arranging for it to be removed. An interrupt that
-    arrives meanwhile is only noted; :meth:`reraise` raises it once the caller can clean
-    up. Python runs signal handlers in the main thread only, so elsewhere (and where
-    SIGINT is not Python's usual KeyboardInterrupt) nothing changes."""
+    """Ctrl-C (and SIGTERM and SIGHUP, which end a run the same way:
+    :mod:`lockkit._internal.endings`) held over a step that must not be cut in two: between
+    making something (a child process, a temp folder) and arranging for it to be removed.
+    An interrupt that arrives meanwhile is only noted; :meth:`reraise` raises it once the
+    caller can clean up. Python runs signal handlers in the main thread only, so elsewhere
+    (and for a signal that does not raise there now) nothing changes."""
 
     def __init__(self) -> None:
-        self.caught = False
-        self._old: object = None
+        self.caught: int | None = None
+        self._old: dict[int, object] = {}
 
     def __enter__(self) -> interrupt_held:
         import signal
 
-        if threading.current_thread() is threading.main_thread() and \
-                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            self._old = signal.signal(signal.SIGINT, self._note)
+        from lockkit._internal.endings import raising_now
+
+        for sig in raising_now():
+            self._old[sig] = signal.signal(sig, self._note)
         return self
 
     def _note(self, signum: int, frame: object) -> None:
-        self.caught = True
+        if self.caught is None:
+            self.caught = signum
 
     def __exit__(self, *exc: object) -> None:
-        if self._old is not None:
-            import signal
+        import signal
 
-            signal.signal(signal.SIGINT, self._old)  # type: ignore[arg-type]
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
 
     def reraise(self) -> None:
-        if self.caught:
-            raise KeyboardInterrupt
+        if self.caught is not None:
+            from lockkit._internal.endings import raise_for
+
+            raise_for(self.caught)
 
 
 def temp_folder(prefix: str) -> tempfile.TemporaryDirectory[str]:

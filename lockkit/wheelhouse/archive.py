@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from lockkit._internal.fs import temp_dir, temp_file, write_atomic
+from lockkit._internal.fs import interrupt_held, temp_dir, temp_file, write_atomic
 from lockkit._internal.outdir import check, swap
 from lockkit.errors import ArchiveError, UsageError
 from lockkit.platforms.definitions import Platform, load_catalog
@@ -259,8 +259,10 @@ def unpack(archive: Path, out: Path, *, lock: Path | None = None,
         selected = None if lock is None else _for_platform(archive, platform, lock, project_dir)
         out = check(out, kind="wheelhouse", platform=platform, flag=flag)
         out.parent.mkdir(parents=True, exist_ok=True)
-        stage = temp_dir(out.parent, f".{out.name}.partial-")
+        with interrupt_held() as held:  # no Ctrl-C between the stage and its removal
+            stage = temp_dir(out.parent, f".{out.name}.partial-")
         try:
+            held.reraise()
             with open_tar(archive, fh) as tar:
                 extract(tar, archive, stage, on_bytes or _ignore)
             _check_stage(stage, archive, platform, known, lock, selected)
