@@ -12,7 +12,7 @@ from pathlib import Path
 from lockkit.errors import ConfigError, WriteError
 
 __all__ = ["dir_mode", "file_mode", "interrupt_held", "sha256_file", "temp_dir", "temp_file",
-           "temp_folder", "umask", "write_atomic"]
+           "temp_folder", "temp_private", "umask", "write_atomic"]
 
 _UMASK_LOCK = threading.Lock()
 _umask_set_once: list[int] = []  # the fallback's answer, read once (see umask)
@@ -54,8 +54,12 @@ def dir_mode() -> int:
 
 def temp_dir(parent: Path, prefix: str) -> Path:
     """``mkdtemp`` in *parent*, with the mode ``mkdir`` would give (mkdtemp makes 0700): the
-    folder is renamed into place as the result, which other users may have to read."""
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    folder is renamed into place as the result, which other users may have to read. Its
+    name carries this process (:func:`lockkit._internal.leftovers.owner_tag`): a later run
+    removes it if this one is killed."""
+    from lockkit._internal.leftovers import owner_tag
+
+    path = Path(tempfile.mkdtemp(prefix=prefix + owner_tag(), dir=parent))
     os.chmod(path, dir_mode())
     return path
 
@@ -149,8 +153,21 @@ class interrupt_held:  # noqa: N801 - used as a context manager, named as one
 def temp_folder(prefix: str) -> tempfile.TemporaryDirectory[str]:
     """A :class:`tempfile.TemporaryDirectory` in TMPDIR, removed when its ``with`` block
     ends (or at exit); made with Ctrl-C held, so that no interrupt falls between the
-    folder's creation and its removal being arranged."""
+    folder's creation and its removal being arranged. Its name carries this process, and
+    the folders killed runs left in TMPDIR are swept first (:mod:`lockkit._internal.leftovers`)."""
+    from lockkit._internal.leftovers import owner_tag, sweep_temp
+
+    sweep_temp()
     with interrupt_held() as held:
-        folder = tempfile.TemporaryDirectory(prefix=prefix)
+        folder = tempfile.TemporaryDirectory(prefix=prefix + owner_tag())
     held.reraise()  # the folder's finalizer removes it
     return folder
+
+
+def temp_private(prefix: str) -> Path:
+    """A private (0700) work folder in TMPDIR that the caller removes, named for this
+    process; the folders killed runs left in TMPDIR are swept first."""
+    from lockkit._internal.leftovers import owner_tag, sweep_temp
+
+    sweep_temp()
+    return Path(tempfile.mkdtemp(prefix=prefix + owner_tag()))

@@ -33,12 +33,13 @@ import os
 import secrets
 import shutil
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockkit._internal.outdir import check, mark, swap
+from lockkit._internal.fs import temp_private
+from lockkit._internal.leftovers import owner_tag
+from lockkit._internal.outdir import check, mark, swap, sweep_stale
 from lockkit.errors import UsageError
 from lockkit.report.model import Dossier
 from lockkit.verify import rebuild
@@ -94,7 +95,8 @@ def sync(opts: SyncOptions) -> Synced:
     started = _dt.datetime.now(_dt.timezone.utc)
     final = opts.venv
     plan = PLAN if opts.verify else REBUILD
-    work = Path(tempfile.mkdtemp(prefix="lockkit-sync-"))  # as verify's: never in the project
+    sweep_stale(final)  # a killed sync's new venv beside it
+    work = temp_private("lockkit-sync-")  # as verify's: never in the project
     build: Path | None = None
     swapped = False
     try:
@@ -121,7 +123,7 @@ def _beside(final: Path, infix: str) -> Path:
     the swap is renames), made with ``mkdir``, so with the user's umask mode."""
     final.parent.mkdir(parents=True, exist_ok=True)
     while True:
-        path = final.with_name(f"{final.name}{infix}{secrets.token_hex(4)}")
+        path = final.with_name(f"{final.name}{infix}{owner_tag()}{secrets.token_hex(4)}")
         try:
             path.mkdir()
         except FileExistsError:

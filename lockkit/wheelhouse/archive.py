@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lockkit._internal.fs import interrupt_held, temp_dir, temp_file, write_atomic
-from lockkit._internal.outdir import check, swap
+from lockkit._internal.outdir import check, swap, sweep_stale
 from lockkit.errors import ArchiveError, UsageError
 from lockkit.platforms.definitions import Platform, load_catalog
 from lockkit.wheelhouse.implied import check_wheelhouse, lock_platform, platform_problems
@@ -259,6 +259,7 @@ def unpack(archive: Path, out: Path, *, lock: Path | None = None,
         selected = None if lock is None else _for_platform(archive, platform, lock, project_dir)
         out = check(out, kind="wheelhouse", platform=platform, flag=flag)
         out.parent.mkdir(parents=True, exist_ok=True)
+        sweep_stale(out)  # a killed unpack's stage
         with interrupt_held() as held:  # no Ctrl-C between the stage and its removal
             stage = temp_dir(out.parent, f".{out.name}.partial-")
         try:
