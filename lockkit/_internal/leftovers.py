@@ -127,7 +127,7 @@ def say_swept(paths: list[Path]) -> None:
         return
     from lockkit._internal import ui
 
-    shown = [str(p) for p in paths]
+    shown = sorted(str(p) for p in paths)
     if len(shown) > 3:
         shown = [*shown[:2], f"{len(shown) - 2} more"]
     listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
