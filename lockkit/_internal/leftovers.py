@@ -2,12 +2,14 @@
 
 Ctrl-C, SIGTERM and SIGHUP clean up on the way out (:mod:`lockkit._internal.endings`);
 a SIGKILL, an OOM kill or a power cut cannot. So every temp folder and partial file
-lockkit makes carries its maker in its name: ``<prefix><pid>@<start>-<random>`` (*start*:
-the process's start time in clock ticks since boot, from ``/proc/<pid>/stat``, so that a
-reused pid is not taken for the maker; 0 where there is no ``/proc``). A later run, or
-``cache prune``, removes such a leftover once its maker is gone, however young it is: a
-run still going (this one, a concurrent one) is never touched, and a name without the
-mark (a user's ``lockkit-verify-notes/``) is never lockkit's to remove.
+lockkit makes carries its maker in its name: ``<prefix><pid>@<start>-<random>``, both
+numbers in base 36 to keep paths short (a venv's scripts hold its path in their ``#!``
+line, which has a length limit); *start* is the process's start time in clock ticks
+since boot, from ``/proc/<pid>/stat``, so that a reused pid is not taken for the maker;
+0 where there is no ``/proc``. A later run, or ``cache prune``, removes such a leftover
+once its maker is gone, however young it is: a run still going (this one, a concurrent
+one) is never touched, and a name without the mark (a user's ``lockkit-verify-notes/``)
+is never lockkit's to remove.
 
 The places: the stage and old folders beside an output (:func:`lockkit._internal.outdir.
 sweep_stale`), the cache's partial downloads, and the ``lockkit-*`` folders in TMPDIR
@@ -25,10 +27,10 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["orphaned", "owner_tag", "say_swept", "sweep_temp"]
+__all__ = ["orphaned", "owner_mark", "owner_tag", "say_swept", "sweep_temp"]
 
-# <pid>@<start>- then the 8 characters mkdtemp/mkstemp (or token_hex(4)) adds
-_MARK = r"(\d+)@(\d+)-[a-z0-9_]{8}"
+# <pid>@<start> (base 36), then "-" and the 8 characters mkdtemp/mkstemp add, if any
+_MARK = r"([0-9a-z]{1,13})@([0-9a-z]{1,13})(?:-[a-z0-9_]{4,8})?"
 _TEMP = re.compile(r"lockkit-(?:[a-z]+-)*" + _MARK)  # a folder in TMPDIR
 _swept_temp = threading.Event()  # TMPDIR is swept once per process
 
@@ -48,9 +50,23 @@ def _start_ticks(pid: int) -> int | None:
         return 0
 
 
+def owner_mark() -> str:
+    """``<pid>@<start>`` in base 36: this process, as the names of what it makes carry it."""
+    return f"{_base36(os.getpid())}@{_base36(_start_ticks(os.getpid()) or 0)}"
+
+
 def owner_tag() -> str:
-    """``<pid>@<start>-``: this process, as the names of what it makes carry it."""
-    return f"{os.getpid()}@{_start_ticks(os.getpid()) or 0}-"
+    """:func:`owner_mark` and a dash: the prefix of a mkdtemp or mkstemp name."""
+    return owner_mark() + "-"
+
+
+def _base36(n: int) -> str:
+    digits = ""
+    while True:
+        n, d = divmod(n, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[d] + digits
+        if not n:
+            return digits
 
 
 def _gone(pid: int, start: int) -> bool:
@@ -75,7 +91,7 @@ def orphaned(name: str, prefix: str, suffix: str = "") -> bool:
     if not (name.startswith(prefix) and name.endswith(suffix)):
         return False
     found = re.fullmatch(_MARK, name[len(prefix):len(name) - len(suffix)])
-    return found is not None and _gone(int(found[1]), int(found[2]))
+    return found is not None and _gone(int(found[1], 36), int(found[2], 36))
 
 
 def sweep_temp(folder: Path | None = None) -> list[Path]:
@@ -94,7 +110,7 @@ def sweep_temp(folder: Path | None = None) -> list[Path]:
 def _temp_orphan(entry: os.DirEntry[str]) -> bool:
     found = _TEMP.fullmatch(entry.name)
     return found is not None and entry.is_dir(follow_symlinks=False) and \
-        _gone(int(found[1]), int(found[2]))
+        _gone(int(found[1], 36), int(found[2], 36))
 
 
 def _entries(folder: Path) -> list[os.DirEntry[str]]:

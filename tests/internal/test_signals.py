@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -30,6 +31,7 @@ pytestmark = [
     pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="processes seen in /proc"),
 ]
 
+T = TypeVar("T")
 ENDINGS = [pytest.param(signal.SIGTERM, 143, id="SIGTERM"),
            pytest.param(signal.SIGHUP, 129, id="SIGHUP")]
 
@@ -70,8 +72,8 @@ def _children(proc: subprocess.Popen[str], needle: str = "") -> dict[int, str]:
             if ppid == proc.pid and needle in cmd}
 
 
-def _wait_for(condition: Callable[[], object], what: str, proc: subprocess.Popen[str],
-              limit: float = 120) -> object:
+def _wait_for(condition: Callable[[], T], what: str, proc: subprocess.Popen[str],
+              limit: float = 120) -> T:
     deadline = time.monotonic() + limit
     while not (found := condition()):
         assert proc.poll() is None, f"lockkit ended before {what}: {proc.communicate()}"
@@ -141,7 +143,7 @@ def test_a_signal_during_a_compile_kills_uv_and_leaves_no_netrc_token_or_lock(
     finally:
         proc.kill()
         silent.close()
-    _assert_ended(proc, err, sig, code, set(uvs), tmp)  # type: ignore[arg-type]
+    _assert_ended(proc, err, sig, code, set(uvs), tmp)
     assert lock.read_bytes() == earlier
 
 
@@ -231,7 +233,7 @@ def test_a_signal_during_verify_kills_the_installer_and_removes_its_work_folder(
         err = _end(proc, sig)
     finally:
         proc.kill()
-    _assert_ended(proc, err, sig, code, set(children), tmp)  # type: ignore[arg-type]
+    _assert_ended(proc, err, sig, code, set(children), tmp)
     assert not reports.exists()
 
 
@@ -244,11 +246,37 @@ def test_a_signal_during_sync_removes_the_new_venv_and_keeps_the_old_one(
     tmp = tmp_path / "tmp"
     proc = _start(["sync", "--project", str(small), "--platform", "linux-cpu"], tmp)
     try:
-        children = _wait_for(lambda: list(small.glob(".venv.lockkit-new-*")) and
-                             _children(proc, ".venv.lockkit-new-"), "the new venv", proc)
+        children = _wait_for(lambda: _children(proc, ".venv.lockkit-new-")
+                             if list(small.glob(".venv.lockkit-new-*")) else {},
+                             "the new venv", proc)
         err = _end(proc, sig)
     finally:
         proc.kill()
-    _assert_ended(proc, err, sig, code, set(children), tmp)  # type: ignore[arg-type]
+    _assert_ended(proc, err, sig, code, set(children), tmp)
     assert sorted(p.name for p in small.iterdir() if p.name.startswith(".venv")) == [".venv"]
     assert ((venv / ".lockkit.json").read_bytes(), venv.stat().st_ino) == earlier
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_just_as_unpack_makes_its_stage_leaves_no_stage(tmp_path, monkeypatch, sig):
+    """The signal is sent the moment the stage folder exists, and lands at the next
+    bytecode: before, that was ahead of the ``try`` that removes the stage."""
+    from lockkit._internal.endings import raising
+    from lockkit.wheelhouse import archive
+
+    tar = pack(make_folder(tmp_path / "small"), tmp_path / "small.wheelhouse.tar")
+    made = archive.temp_dir
+
+    def made_then_signalled(parent: Path, prefix: str) -> Path:
+        stage = made(parent, prefix)
+        os.kill(os.getpid(), sig)
+        return stage
+
+    monkeypatch.setattr(archive, "temp_dir", made_then_signalled)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal
+    try:
+        with raising(), pytest.raises(KeyboardInterrupt):
+            archive.unpack(tar, tmp_path / "wh")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert leftovers(tmp_path, "wh") == [] and not (tmp_path / "wh").exists()
