@@ -130,7 +130,7 @@ def test_a_killed_builds_partial_download_is_swept_by_cache_prune_at_once(
 
 def test_a_killed_unpacks_stage_is_swept_by_the_next_unpack_a_look_alike_kept(tmp_path):
     big = pack(make_folder(tmp_path / "big", {**FILES, "big-1.0-py3-none-any.whl":
-                                              bytes(384 << 20)}),
+                                              bytes(256 << 20)}),
                tmp_path / "big.wheelhouse.tar")
     small_tar = pack(make_folder(tmp_path / "small"), tmp_path / "small.wheelhouse.tar")
     out, tmp = tmp_path / "unpacked", tmp_path / "tmp"

@@ -116,11 +116,15 @@ def _assert_ended(proc: subprocess.Popen[str], err: str, sig: int, code: int,
     assert list(tmp.iterdir()) == []
 
 
+@pytest.mark.parametrize("platforms", [["linux-cpu"], ["linux-cpu", "linux-cu126"]],
+                         ids=["one-platform", "two-platforms-on-threads"])
 @pytest.mark.parametrize(("sig", "code"), ENDINGS)
 def test_a_signal_during_a_compile_kills_uv_and_leaves_no_netrc_token_or_lock(
-        project, indexes, tmp_path, sig, code):
+        project, indexes, tmp_path, sig, code, platforms):
     """uv waits on a default index that accepts connections and never answers; the
-    mirrors carry a token, which lockkit writes into a netrc for uv in TMPDIR."""
+    mirrors carry a token, which lockkit writes into a netrc for uv in TMPDIR. With two
+    platforms, each uv is started and awaited by a worker thread, which the signal (only
+    the main thread hears it) must end too."""
     compiled(project, indexes)
     lock = project / "locks" / "pylock.linux-cpu.toml"
     earlier = lock.read_bytes()
@@ -133,10 +137,12 @@ def test_a_signal_during_a_compile_kills_uv_and_leaves_no_netrc_token_or_lock(
         f'platforms = ["linux-cpu"]\n[mirrors]\n{mirrors}')
     (project / "requirements.in").write_text("torch==2.5.1\nnumpy\nsix\n")
     tmp = tmp_path / "tmp"
-    proc = _start(["compile", "--project", str(project), "--platform", "linux-cpu"], tmp,
+    chosen = [arg for p in platforms for arg in ("--platform", p)]
+    proc = _start(["compile", "--project", str(project), *chosen, "--jobs", "2"], tmp,
                   LK_TOKEN=token, NETRC=str(tmp_path / "no-netrc"))
     try:
-        uvs = _wait_for(lambda: _children(proc, " pip compile "), "uv", proc)
+        uvs = _wait_for(lambda: (lambda found: found if len(found) == len(platforms) else {})(
+            _children(proc, " pip compile ")), "uv", proc)
         assert any(token in p.read_text() for p in tmp.rglob("netrc"))  # there, for uv
         time.sleep(0.2)  # uv has asked the silent index by now
         err = _end(proc, sig)
@@ -189,7 +195,7 @@ def _stage_growing(parent: Path) -> bool:
 def test_a_signal_during_an_unpack_removes_its_stage_and_keeps_the_old_folder(
         tmp_path, sig, code):
     small = pack(make_folder(tmp_path / "small"), tmp_path / "small.wheelhouse.tar")
-    big_files = {**FILES, "big-1.0-py3-none-any.whl": bytes(384 << 20)}
+    big_files = {**FILES, "big-1.0-py3-none-any.whl": bytes(256 << 20)}
     big = pack(make_folder(tmp_path / "big", big_files), tmp_path / "big.wheelhouse.tar")
     out = tmp_path / "unpacked"
     assert main(["wheelhouse", "unpack", str(small), "--out", str(out)]) == 0
