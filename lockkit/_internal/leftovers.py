@@ -24,6 +24,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -33,6 +34,7 @@ __all__ = ["orphaned", "owner_mark", "owner_tag", "say_swept", "sweep_temp"]
 _MARK = r"([0-9a-z]{1,13})@([0-9a-z]{1,13})(?:-[a-z0-9_]{4,8})?"
 _TEMP = re.compile(r"lockkit-(?:[a-z]+-)*" + _MARK)  # a folder in TMPDIR
 _swept_temp = threading.Event()  # TMPDIR is swept once per process
+_LOADED = time.time()
 
 
 def _start_ticks(pid: int) -> int | None:
@@ -86,12 +88,36 @@ def _gone(pid: int, start: int) -> bool:
     return False
 
 
-def orphaned(name: str, prefix: str, suffix: str = "") -> bool:
-    """Whether *name* is ``<prefix><mark><suffix>``, made by a process that is gone."""
+def orphaned(name: str, prefix: str, suffix: str = "", st: os.stat_result | None = None,
+             ) -> bool:
+    """Whether *name* is ``<prefix><mark><suffix>``, made by a process that is gone; with
+    *st* (its ``lstat``), also this user's and last changed before this run began."""
     if not (name.startswith(prefix) and name.endswith(suffix)):
+        return False
+    if st is not None and not _before_this_run(st):
         return False
     found = re.fullmatch(_MARK, name[len(prefix):len(name) - len(suffix)])
     return found is not None and _gone(int(found[1], 36), int(found[2], 36))
+
+
+def _before_this_run(st: os.stat_result) -> bool:
+    """This user's, and untouched since before this process started: a process of another
+    PID namespace (a container sharing the folder) would look gone, and may be running."""
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return False
+    return st.st_mtime < _run_start()
+
+
+def _run_start() -> float:
+    """When this process started (wall clock, to 10 ms): now, less the time since, from
+    its start ticks and ``/proc/uptime``; where that is unknown, when this module loaded."""
+    try:
+        with open("/proc/uptime", encoding="ascii") as fh:
+            uptime = float(fh.read().split()[0])
+        since = uptime - (_start_ticks(os.getpid()) or 0) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return _LOADED
+    return min(time.time() - since, _LOADED)
 
 
 def sweep_temp(folder: Path | None = None) -> list[Path]:
@@ -109,8 +135,12 @@ def sweep_temp(folder: Path | None = None) -> list[Path]:
 
 def _temp_orphan(entry: os.DirEntry[str]) -> bool:
     found = _TEMP.fullmatch(entry.name)
-    return found is not None and entry.is_dir(follow_symlinks=False) and \
-        _gone(int(found[1], 36), int(found[2], 36))
+    try:
+        return found is not None and entry.is_dir(follow_symlinks=False) and \
+            _before_this_run(entry.stat(follow_symlinks=False)) and \
+            _gone(int(found[1], 36), int(found[2], 36))
+    except OSError:
+        return False
 
 
 def _entries(folder: Path) -> list[os.DirEntry[str]]:

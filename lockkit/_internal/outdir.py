@@ -252,9 +252,10 @@ def sweep_stale(out: Path, max_age: float = STALE_AGE) -> list[Path]:
         try:
             if not entry.is_dir(follow_symlinks=False):
                 continue
-            if any(orphaned(entry.name, p) for p in marked) or (
+            st = entry.stat(follow_symlinks=False)
+            if any(orphaned(entry.name, p, st=st) for p in marked) or (
                     entry.name.startswith(marked[:2]) and
-                    now - entry.stat(follow_symlinks=False).st_mtime > max_age):
+                    now - st.st_mtime > max_age):
                 _remove_tree(entry.path)
                 removed.append(Path(entry.path))
         except OSError:

@@ -75,8 +75,9 @@ def sweep_partials(root: Path, max_age: float = PARTIAL_MAX_AGE) -> None:
     now, removed = time.time(), []
     for part in entries:
         try:
-            if part.name.endswith(".part") and (orphaned(part.name, "", ".part") or
-                                                now - part.stat().st_mtime > max_age):
+            st = part.stat(follow_symlinks=False)
+            if part.name.endswith(".part") and (orphaned(part.name, "", ".part", st) or
+                                                now - st.st_mtime > max_age):
                 os.unlink(part.path)
                 removed.append(Path(part.path))
         except OSError:

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -176,7 +177,8 @@ def test_a_killed_syncs_new_venv_is_swept_by_the_next_sync(small, tmp_path):  # 
 
 def test_a_leftover_is_its_makers_while_that_process_runs_even_under_a_reused_pid(tmp_path):
     """The mark names the pid and its start time: a live maker's folder is kept; a pid
-    that another process took since (another start time) is no maker; a dead one none."""
+    that another process took since (another start time) is no maker; a dead one none.
+    A folder changed since this run began is kept whatever its name says."""
     from lockkit._internal.leftovers import orphaned, owner_tag
 
     def named(pid: int, start: int) -> str:
@@ -192,6 +194,11 @@ def test_a_leftover_is_its_makers_while_that_process_runs_even_under_a_reused_pi
     finally:
         other.communicate(b"")
     assert orphaned(named(other.pid, start), ".wh.tmp-")
+    young = tmp_path / named(other.pid, start)  # changed since this run began: kept
+    young.mkdir()
+    assert not orphaned(young.name, ".wh.tmp-", st=young.stat())
+    os.utime(young, (time.time() - 3600, time.time() - 3600))
+    assert orphaned(young.name, ".wh.tmp-", st=young.stat())
     assert not orphaned(f".wh.tmp-{owner_tag()}abcd1234", ".wh.tmp-")  # this run's own
     assert not orphaned(".wh.tmp-mine", ".wh.tmp-")  # no mark: never lockkit's to remove
 
