@@ -211,3 +211,21 @@ def _base36(n: int) -> str:
         digits = "0123456789abcdefghijklmnopqrstuvwxyz"[d] + digits
         if not n:
             return digits
+
+
+def test_a_killed_verifys_work_folder_is_swept_by_cache_prune(small, tmp_path):  # noqa: F811
+    tmp = tmp_path / "tmp"
+    proc = _start(["verify", "--project", str(small), "--platform", "linux-cpu", "--no-gpu",
+                   "--report-dir", str(tmp_path / "report")], tmp)
+    try:
+        _kill(proc, _wait_for(lambda: _children(proc, str(tmp)), "an installer", proc))
+    finally:
+        proc.kill()
+    work = sorted(tmp.iterdir())
+    assert [p.name.startswith("lockkit-verify-") for p in work] == [True]
+    (tmp / "lockkit-verify-notes").mkdir()  # a look-alike without the mark
+    done = _lockkit("cache", "prune", "--project", str(small), "--cache-dir",
+                    str(tmp_path / "cache"), tmp=tmp)
+    assert done.returncode == 0, done.stderr
+    assert _swept_line(done.stderr) == _said(work)
+    assert sorted(tmp.iterdir()) == [tmp / "lockkit-verify-notes"]
