@@ -12,7 +12,7 @@ from pathlib import Path
 from lockkit.errors import ConfigError, WriteError
 
 __all__ = ["dir_mode", "file_mode", "interrupt_held", "sha256_file", "temp_dir", "temp_file",
-           "temp_folder", "umask", "write_atomic"]
+           "temp_folder", "temp_private", "umask", "write_atomic"]
 
 _UMASK_LOCK = threading.Lock()
 _umask_set_once: list[int] = []  # the fallback's answer, read once (see umask)
@@ -54,8 +54,12 @@ def dir_mode() -> int:
 
 def temp_dir(parent: Path, prefix: str) -> Path:
     """``mkdtemp`` in *parent*, with the mode ``mkdir`` would give (mkdtemp makes 0700): the
-    folder is renamed into place as the result, which other users may have to read."""
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    folder is renamed into place as the result, which other users may have to read. Its
+    name carries this process (:func:`lockkit._internal.leftovers.owner_tag`): a later run
+    removes it if this one is killed."""
+    from lockkit._internal.leftovers import owner_tag
+
+    path = Path(tempfile.mkdtemp(prefix=prefix + owner_tag(), dir=parent))
     os.chmod(path, dir_mode())
     return path
 
@@ -109,43 +113,61 @@ def sha256_file(path: Path) -> str:
 
 
 class interrupt_held:  # noqa: N801 - used as a context manager, named as one
-    """Ctrl-C held over a step that must not be cut in two: between making something (a
-    child process, a temp folder) and arranging for it to be removed. An interrupt that
-    arrives meanwhile is only noted; :meth:`reraise` raises it once the caller can clean
-    up. Python runs signal handlers in the main thread only, so elsewhere (and where
-    SIGINT is not Python's usual KeyboardInterrupt) nothing changes."""
+    """Ctrl-C (and SIGTERM and SIGHUP, which end a run the same way:
+    :mod:`lockkit._internal.endings`) held over a step that must not be cut in two: between
+    making something (a child process, a temp folder) and arranging for it to be removed.
+    An interrupt that arrives meanwhile is only noted; :meth:`reraise` raises it once the
+    caller can clean up. Python runs signal handlers in the main thread only, so elsewhere
+    (and for a signal that does not raise there now) nothing changes."""
 
     def __init__(self) -> None:
-        self.caught = False
-        self._old: object = None
+        self.caught: int | None = None
+        self._old: dict[int, object] = {}
 
     def __enter__(self) -> interrupt_held:
         import signal
 
-        if threading.current_thread() is threading.main_thread() and \
-                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            self._old = signal.signal(signal.SIGINT, self._note)
+        from lockkit._internal.endings import raising_now
+
+        for sig in raising_now():
+            self._old[sig] = signal.signal(sig, self._note)
         return self
 
     def _note(self, signum: int, frame: object) -> None:
-        self.caught = True
+        if self.caught is None:
+            self.caught = signum
 
     def __exit__(self, *exc: object) -> None:
-        if self._old is not None:
-            import signal
+        import signal
 
-            signal.signal(signal.SIGINT, self._old)  # type: ignore[arg-type]
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
 
     def reraise(self) -> None:
-        if self.caught:
-            raise KeyboardInterrupt
+        if self.caught is not None:
+            from lockkit._internal.endings import raise_for
+
+            raise_for(self.caught)
 
 
 def temp_folder(prefix: str) -> tempfile.TemporaryDirectory[str]:
     """A :class:`tempfile.TemporaryDirectory` in TMPDIR, removed when its ``with`` block
     ends (or at exit); made with Ctrl-C held, so that no interrupt falls between the
-    folder's creation and its removal being arranged."""
+    folder's creation and its removal being arranged. Its name carries this process, and
+    the folders killed runs left in TMPDIR are swept first (:mod:`lockkit._internal.leftovers`)."""
+    from lockkit._internal.leftovers import owner_tag, sweep_temp
+
+    sweep_temp()
     with interrupt_held() as held:
-        folder = tempfile.TemporaryDirectory(prefix=prefix)
+        folder = tempfile.TemporaryDirectory(prefix=prefix + owner_tag())
     held.reraise()  # the folder's finalizer removes it
     return folder
+
+
+def temp_private(prefix: str) -> Path:
+    """A private (0700) work folder in TMPDIR that the caller removes, named for this
+    process; the folders killed runs left in TMPDIR are swept first."""
+    from lockkit._internal.leftovers import owner_tag, sweep_temp
+
+    sweep_temp()
+    return Path(tempfile.mkdtemp(prefix=prefix + owner_tag()))

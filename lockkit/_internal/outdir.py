@@ -210,7 +210,9 @@ def swap(stage: Path, out: Path) -> None:
         return
     import tempfile
 
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.{OLD}", dir=out.parent))
+    from lockkit._internal.leftovers import owner_tag
+
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.{OLD}{owner_tag()}", dir=out.parent))
     os.replace(out, old / "x")
     try:
         os.replace(stage, out)
@@ -232,23 +234,37 @@ def _remove(path: Path) -> None:
 
 
 def sweep_stale(out: Path, max_age: float = STALE_AGE) -> list[Path]:
-    """Remove stage and old folders beside *out* left by builds that were killed long
-    ago; a younger one may be a concurrent build's and is left alone."""
-    removed: list[Path] = []
+    """Remove what killed runs left beside *out*: the stage and old folders of a build,
+    an unpack's stage, a sync's new venv, once the process named in it is gone
+    (:mod:`lockkit._internal.leftovers`); a stage or old folder without that mark (an
+    older lockkit's) once it is older than *max_age*. A folder of a run still going is
+    left alone; one line says what went."""
+    from lockkit._internal.leftovers import orphaned, say_swept
+
     try:
         entries = list(os.scandir(out.parent))
     except OSError:
-        return removed
-    now = time.time()
-    prefixes = (f".{out.name}.{STAGE}", f".{out.name}.{OLD}")
+        return []
+    now, removed = time.time(), []
+    marked = (f".{out.name}.{STAGE}", f".{out.name}.{OLD}", f".{out.name}.partial-",
+              f"{out.name}.lockkit-new-")
     for entry in entries:
         try:
-            if entry.name.startswith(prefixes) and entry.is_dir(follow_symlinks=False) and \
-                    now - entry.stat(follow_symlinks=False).st_mtime > max_age:
-                import shutil
-
-                shutil.rmtree(entry.path)
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            st = entry.stat(follow_symlinks=False)
+            if any(orphaned(entry.name, p, st=st) for p in marked) or (
+                    entry.name.startswith(marked[:2]) and
+                    now - st.st_mtime > max_age):
+                _remove_tree(entry.path)
                 removed.append(Path(entry.path))
         except OSError:
             pass
+    say_swept(removed)
     return removed
+
+
+def _remove_tree(path: str) -> None:
+    import shutil
+
+    shutil.rmtree(path)

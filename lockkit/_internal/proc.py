@@ -9,10 +9,12 @@ outcome (``timed_out``, no return code), never a return code that could also be 
 returning a failure.
 
 Ctrl-C reaches lockkit's main thread only, and a command in its own session does not get
-the terminal's SIGINT at all. So a command started by the main thread is killed, group
-and all, wherever the interrupt lands (a Ctrl-C during its start is held until it can be
-killed); commands started by worker threads are killed by :func:`ending`, which the
-code that runs the workers enters on its way out. A caller that learns elsewhere that a
+the terminal's SIGINT at all (nor SIGTERM or SIGHUP, which lockkit's command line turns
+into the same KeyboardInterrupt: :mod:`lockkit._internal.endings`). So a command
+started by the main thread is killed, group and all, wherever the interrupt lands (an
+interrupt during its start is held until it can be killed); commands started by worker
+threads are killed by :func:`ending`, which the code that runs the workers enters on its
+way out. A caller that learns elsewhere that a
 command's work cannot succeed ends that one command with a :class:`Stop`.
 """
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockkit._internal import proc as _run
+from lockkit._internal.leftovers import orphaned
 from lockkit.cache import inuse
 from lockkit.cache.layout import FOLDERS, LEGACY, PARTIAL_MAX_AGE
 from lockkit.errors import ConfigError
@@ -47,7 +48,7 @@ class Entry:
     size: int
     links: int  # st_nlink: above 1, a wheelhouse still holds the same bytes
     sha256: str | None = None
-    stale: bool = False  # a partial older than a day: debris of a dead run
+    stale: bool = False  # a partial older than a day, or whose run is gone: debris
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,7 +167,8 @@ def _scan(root: Path, folder: Path, is_dir: bool) -> list[os.DirEntry[str]]:
 
 def _entry(path: str, sha256: str | None = None, *, now: float = 0.0) -> Entry:
     st = os.lstat(path)
-    stale = sha256 is None and now - st.st_mtime > PARTIAL_MAX_AGE
+    stale = sha256 is None and (now - st.st_mtime > PARTIAL_MAX_AGE or
+                                orphaned(os.path.basename(path), "", ".part", st))
     return Entry(path=Path(path), size=st.st_size, links=st.st_nlink, sha256=sha256,
                  stale=stale)
 

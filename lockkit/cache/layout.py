@@ -63,15 +63,23 @@ def make_root(root: Path) -> None:
 
 
 def sweep_partials(root: Path, max_age: float = PARTIAL_MAX_AGE) -> None:
-    """Remove partial downloads left by runs that died long ago."""
+    """Remove partial downloads left by runs that died: the process named in the file's
+    name is gone (:mod:`lockkit._internal.leftovers`), or the file is older than
+    *max_age*; one line says what went."""
+    from lockkit._internal.leftovers import orphaned, say_swept
+
     try:
         entries = list(os.scandir(root / "partial"))
     except OSError:
         return
-    now = time.time()
+    now, removed = time.time(), []
     for part in entries:
         try:
-            if part.name.endswith(".part") and now - part.stat().st_mtime > max_age:
+            st = part.stat(follow_symlinks=False)
+            if part.name.endswith(".part") and (orphaned(part.name, "", ".part", st) or
+                                                now - st.st_mtime > max_age):
                 os.unlink(part.path)
+                removed.append(Path(part.path))
         except OSError:
             pass
+    say_swept(removed)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from lockkit._internal.fs import umask
+from lockkit._internal.leftovers import owner_tag
 from lockkit._internal.private import open_regular, owned_and_closed
 from lockkit.cache import inuse
 from lockkit.cache.layout import blob_path, default_cache_dir, make_root, sweep_partials
@@ -105,7 +106,7 @@ class Cache:
         """An open file for a download under way (its bytes are hashed by the writer)."""
         make_root(self.root)
         self.partial.mkdir(exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=self.partial, suffix=".part")
+        fd, name = tempfile.mkstemp(dir=self.partial, prefix=owner_tag(), suffix=".part")
         st = os.fstat(fd)
         self._written[Path(name)] = (st.st_dev, st.st_ino)
         return os.fdopen(fd, "wb"), Path(name)

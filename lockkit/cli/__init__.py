@@ -38,17 +38,21 @@ _COMMANDS = {"platforms": "lockkit.cli.platforms", "compile": "lockkit.cli.compi
 def main(argv: list[str] | None = None) -> int:
     """Run one command; every failure ends as one line (and a hint) and an exit status:
     0 done, 1 a failure (a check, the network, a file that cannot be written), 2 bad input
-    (flags, config, platform files, requirement files, locks), 130 interrupted."""
+    (flags, config, platform files, requirement files, locks), 130 interrupted (Ctrl-C),
+    143 and 129 ended by SIGTERM and SIGHUP, which clean up as Ctrl-C does."""
+    from lockkit._internal.endings import raising
+
     try:
-        _open_standard_streams()
-        return _main(sys.argv[1:] if argv is None else argv)
-    except KeyboardInterrupt:
-        return _interrupted()
+        with raising():  # SIGTERM and SIGHUP raise KeyboardInterrupt's subclass Terminated
+            _open_standard_streams()
+            return _main(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
     except RuntimeError as exc:
         # Python 3.11 wraps an exception raised while a class body's descriptors are set
         # up (a module being imported) in RuntimeError: gh-77757, no longer from 3.12
         if isinstance(exc.__cause__, KeyboardInterrupt):
-            return _interrupted()
+            return _interrupted(exc.__cause__)
         raise
 
 
@@ -121,15 +125,20 @@ def _open_standard_streams() -> None:
                                     errors="replace"))
 
 
-def _interrupted() -> int:
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    """Ctrl-C's one line and 130; SIGTERM's and SIGHUP's (named) and 128 + the signal."""
     from lockkit._internal import ui
+    from lockkit._internal.endings import Terminated
     from lockkit.errors import INTERRUPTED
 
+    how, code = "interrupted", INTERRUPTED
+    if isinstance(exc, Terminated):
+        how, code = f"terminated ({exc.name})", 128 + exc.signum
     try:
-        ui.say("lockkit: interrupted; nothing was left half-written")
-    except (OSError, ValueError):
+        ui.say(f"lockkit: {how}; nothing was left half-written")
+    except (OSError, ValueError):  # SIGHUP: the terminal may be gone
         pass
-    return INTERRUPTED
+    return code
 
 
 def _os_error(exc: OSError) -> str:

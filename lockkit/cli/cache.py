@@ -126,6 +126,7 @@ def _problem(path: Path) -> str | None:
 
 
 def _prune(args: argparse.Namespace) -> int:
+    from lockkit._internal.leftovers import say_swept, sweep_temp
     from lockkit.cache import housekeeping as cache
 
     found = cache.survey(_root(args))  # first: a folder that is not the cache is refused
@@ -135,6 +136,9 @@ def _prune(args: argparse.Namespace) -> int:
                           "keeps what a project's locks reference, and would remove everything",
                           hint="run it in a project folder, or pass --project DIR")
     result = cache.prune(found, cache.lock_references(locks), dry_run=args.dry_run)
+    if not args.dry_run:  # killed runs' partial downloads, and their folders in TMPDIR
+        say_swept([e.path for e in result.removed if not e.sha256])
+        sweep_temp()
     uv = cache.prune_uv(dry_run=args.dry_run) if args.uv else None
     if args.json:
         print(json.dumps(_prune_doc(found.root, result, len(found.blobs), args.uv), indent=2))

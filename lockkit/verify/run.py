@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from lockkit import __version__
-from lockkit._internal.fs import sha256_file
+from lockkit._internal.fs import sha256_file, temp_private
 from lockkit.lock import freshness
 from lockkit.report.model import Dossier, Variant
 from lockkit.report.roots import named_roots
@@ -79,7 +78,7 @@ def verify(opts: Options) -> Outcome:
     """With ``opts.existing``, the environment of that interpreter is checked as it is
     (:mod:`lockkit.verify.existing`): no venv is made, nothing is installed."""
     started = _dt.datetime.now(_dt.timezone.utc)
-    work = Path(tempfile.mkdtemp(prefix="lockkit-verify-"))
+    work = temp_private("lockkit-verify-")
     plan = existing.PLAN if opts.existing else PLAN
     run = new_run(opts, work, plan)
     try:

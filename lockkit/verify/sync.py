@@ -7,7 +7,7 @@ host, venv, install from the wheelhouse or the lock's URLs by hash, pip-check,
 inventory; ``verify=True`` runs the whole verify plan (system, gpu, extensions,
 application, resume) on the new venv too.
 
-The new venv is built beside the old one, in ``<name>.lockkit-new-XXXXXXXX`` (same
+The new venv is built beside the old one, in ``<name>.lockkit-new-<pid>@<start>`` (same
 folder, so the swap is renames on one filesystem), marked as lockkit's (``.lockkit.json``,
 with its platform) and swapped in only when every step passed
 (:func:`lockkit._internal.outdir.swap`: the old venv renamed aside, the new one into its place,
@@ -37,12 +37,13 @@ import os
 import secrets
 import shutil
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockkit._internal.outdir import MARKER, check, mark, swap
+from lockkit._internal.fs import temp_private
+from lockkit._internal.leftovers import owner_mark, owner_tag
+from lockkit._internal.outdir import MARKER, check, mark, swap, sweep_stale
 from lockkit.errors import ConfigError, UsageError
 from lockkit.report.model import Dossier
 from lockkit.verify import rebuild
@@ -54,7 +55,7 @@ from lockkit.verify.steps import Step
 __all__ = ["NEW", "REBUILD", "SyncOptions", "Synced", "foreign", "rebase", "sync", "target"]
 
 REBUILD = PLAN[:PLAN.index(("inventory", ("install",))) + 1]  # host .. inventory
-NEW = ".lockkit-new-"  # <venv name><NEW>XXXX: the new venv, built beside the old one
+NEW = ".lockkit-new-"  # <venv name><NEW><pid>@<start>: the new venv, built beside the old one
 # The venv's own layout, which no RECORD lists: what uv venv, python -m venv and virtualenv
 # write at its top (uv: .gitignore, CACHEDIR.TAG, and .lock, the file uv locks the venv
 # by while it installs), the marker sync writes, the interpreter links and activate scripts
@@ -196,7 +197,8 @@ def sync(opts: SyncOptions) -> Synced:
     started = _dt.datetime.now(_dt.timezone.utc)
     final = opts.venv
     plan = PLAN if opts.verify else REBUILD
-    work = Path(tempfile.mkdtemp(prefix="lockkit-sync-"))  # as verify's: never in the project
+    sweep_stale(final)  # a killed sync's new venv beside it
+    work = temp_private("lockkit-sync-")  # as verify's: never in the project
     build: Path | None = None
     swapped = False
     try:
@@ -221,11 +223,17 @@ def sync(opts: SyncOptions) -> Synced:
 
 
 def _beside(final: Path, infix: str) -> Path:
-    """A new empty folder ``<final name><infix>XXXXXXXX`` beside *final* (same filesystem:
-    the swap is renames), made with ``mkdir``, so with the user's umask mode."""
+    """A new empty folder ``<final name><infix><pid>@<start>`` beside *final* (same
+    filesystem: the swap is renames), made with ``mkdir``, so with the user's umask mode.
+    The name says which process builds it (a later sync sweeps it if that one was killed:
+    :mod:`lockkit._internal.leftovers`), and is no longer than needed: pip writes it into
+    the ``#!`` lines of the scripts, whose length is limited; a second one of the same
+    process gets a random ending."""
     final.parent.mkdir(parents=True, exist_ok=True)
+    name = f"{final.name}{infix}{owner_mark()}"
     while True:
-        path = final.with_name(f"{final.name}{infix}{secrets.token_hex(4)}")
+        path = final.with_name(name)
+        name = f"{final.name}{infix}{owner_tag()}{secrets.token_hex(2)}"
         try:
             path.mkdir()
         except FileExistsError:
@@ -237,7 +245,7 @@ def rebase(venv: Path, final: Path) -> None:
     """Write *final* where *venv*'s own path is written: the shebangs of ``bin/``'s scripts
     (pip writes ``#!<venv>/bin/python``), the activate scripts and ``pyvenv.cfg``.
     Only text files that start with ``#!`` or are named ``activate*``/``pyvenv.cfg`` are
-    read; the build path is unique (``<name>.lockkit-new-XXXXXXXX``), so every occurrence
+    read; the build path is unique (``<name>.lockkit-new-<pid>@<start>``), so every occurrence
     is that venv's own. A uv ``--relocatable`` venv has none: nothing changes."""
     old, new = os.fsencode(venv), os.fsencode(final)
     scripts = venv / ("Scripts" if os.name == "nt" else "bin")

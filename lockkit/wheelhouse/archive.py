@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from lockkit._internal import outfile
-from lockkit._internal.fs import temp_dir
-from lockkit._internal.outdir import check, swap
+from lockkit._internal.fs import interrupt_held, temp_dir
+from lockkit._internal.outdir import check, swap, sweep_stale
 from lockkit._internal.outfile import Target
 from lockkit.errors import ArchiveError, LockkitError, UsageError
 from lockkit.platforms.definitions import Platform, load_catalog
@@ -291,8 +291,11 @@ def unpack(archive: Path, out: Path, *, lock: Path | None = None,
         selected = None if lock is None else _for_platform(archive, platform, lock, project_dir)
         out = check(out, kind="wheelhouse", platform=platform, flag=flag)
         out.parent.mkdir(parents=True, exist_ok=True)
-        stage = temp_dir(out.parent, f".{out.name}.partial-")
+        sweep_stale(out)  # a killed unpack's stage
+        with interrupt_held() as held:  # no Ctrl-C between the stage and its removal
+            stage = temp_dir(out.parent, f".{out.name}.partial-")
         try:
+            held.reraise()
             with open_tar(archive, fh) as tar:
                 extract(tar, archive, stage, on_bytes or _ignore)
             _check_stage(stage, archive, platform, known, lock, selected)

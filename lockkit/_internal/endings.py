@@ -1,0 +1,90 @@
+"""Every ending is Ctrl-C's ending: SIGTERM and SIGHUP raise :class:`Terminated`.
+
+``timeout``, ``docker stop``, systemd, Kubernetes and a cancelled CI job end a run with
+SIGTERM; a closed terminal or SSH session with SIGHUP. Python's default for both is to die
+on the spot, which cleans up nothing: the temp folders (one holds the mirrors' netrc), the
+partial downloads and stage folders stay, and the installers lockkit started, each in a
+session of its own, run on. Ctrl-C's KeyboardInterrupt already runs every cleanup path
+(``finally``, ``except KeyboardInterrupt``, the process groups killed), so :func:`raising`
+makes these two signals raise a subclass of it, which carries the signal: the command line
+then exits ``128 + signal``, as a shell reports a process the signal killed.
+
+The first such signal ends the run; a second one (SIGHUP then SIGTERM, a second
+``docker stop``) is swallowed, so that it cannot cut the cleanup of the first in two. A
+signal the process inherited as ignored (``nohup``) stays ignored, and Python runs signal
+handlers in the main thread only: elsewhere nothing changes.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["Terminated", "raise_for", "raising", "raising_now"]
+
+_NAMES = ("SIGTERM", "SIGHUP")  # SIGHUP: POSIX only
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where Ctrl-C raises KeyboardInterrupt (*signum*: which)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+
+def _signals() -> list[int]:
+    return [getattr(signal, n) for n in _NAMES if hasattr(signal, n)]
+
+
+def _swallow(signum: int, frame: object) -> None:
+    """A second ending signal, while the first one's cleanup runs: already ending."""
+
+
+def _raise(signum: int, frame: object) -> None:
+    raise_for(signum)
+
+
+def raise_for(signum: int) -> None:
+    """Raise what *signum* raises in a running command: KeyboardInterrupt for SIGINT,
+    :class:`Terminated` for SIGTERM and SIGHUP (from then on, further ones are swallowed)."""
+    if signum not in _signals():
+        raise KeyboardInterrupt
+    if threading.current_thread() is threading.main_thread():
+        for sig in _signals():
+            if signal.getsignal(sig) is _raise:
+                signal.signal(sig, _swallow)
+    raise Terminated(signum)
+
+
+def raising_now() -> list[int]:
+    """The signals that raise now in this thread: SIGINT at Python's default handler,
+    SIGTERM and SIGHUP under :func:`raising` (for a step that holds them a moment)."""
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    held = [signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler \
+        else []
+    return held + [sig for sig in _signals() if signal.getsignal(sig) is _raise]
+
+
+@contextmanager
+def raising() -> Iterator[None]:
+    """Inside the block (main thread), SIGTERM and SIGHUP raise :class:`Terminated`; the
+    handlers found (a library caller's own) are put back on the way out. A signal found
+    ignored, or handled by someone else, is left as it is."""
+    old: dict[int, object] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in _signals():
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                old[sig] = signal.signal(sig, _raise)
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]

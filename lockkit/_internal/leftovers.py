@@ -1,0 +1,181 @@
+"""What a killed run leaves behind, known by its name and swept by the next run.
+
+Ctrl-C, SIGTERM and SIGHUP clean up on the way out (:mod:`lockkit._internal.endings`);
+a SIGKILL, an OOM kill or a power cut cannot. So every temp folder and partial file
+lockkit makes carries its maker in its name: ``<prefix><pid>@<start>-<random>``, both
+numbers in base 36 to keep paths short (a venv's scripts hold its path in their ``#!``
+line, which has a length limit); *start* is the process's start time in clock ticks
+since boot, from ``/proc/<pid>/stat``, so that a reused pid is not taken for the maker;
+0 where there is no ``/proc``. A later run, or ``cache prune``, removes such a leftover
+once its maker is gone, however young it is: a run still going (this one, a concurrent
+one) is never touched, and a name without the mark (a user's ``lockkit-verify-notes/``)
+is never lockkit's to remove.
+
+The places: the stage and old folders beside an output (:func:`lockkit._internal.outdir.
+sweep_stale`), the cache's partial downloads, and the ``lockkit-*`` folders in TMPDIR
+(:func:`sweep_temp`: verify's and sync's work folders, compile's, which holds the
+mirrors' netrc).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["orphaned", "owner_mark", "owner_tag", "say_swept", "sweep_temp"]
+
+# <pid>@<start> (base 36), then "-" and the 8 characters mkdtemp/mkstemp add, if any
+_MARK = r"([0-9a-z]{1,13})@([0-9a-z]{1,13})(?:-[a-z0-9_]{4,8})?"
+_TEMP = re.compile(r"lockkit-(?:[a-z]+-)*" + _MARK)  # a folder in TMPDIR
+_swept_temp = threading.Event()  # TMPDIR is swept once per process
+_LOADED = time.time()
+
+
+def _start_ticks(pid: int) -> int | None:
+    """*pid*'s start time (clock ticks since boot); 0 without /proc, None: no such pid."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            stat = fh.read()
+    except FileNotFoundError:
+        return None if os.path.isdir("/proc/self") else 0
+    except OSError:
+        return 0
+    try:
+        return int(stat[stat.rfind(")") + 2:].split()[19])  # field 22: starttime
+    except (ValueError, IndexError):
+        return 0
+
+
+def owner_mark() -> str:
+    """``<pid>@<start>`` in base 36: this process, as the names of what it makes carry it."""
+    return f"{_base36(os.getpid())}@{_base36(_start_ticks(os.getpid()) or 0)}"
+
+
+def owner_tag() -> str:
+    """:func:`owner_mark` and a dash: the prefix of a mkdtemp or mkstemp name."""
+    return owner_mark() + "-"
+
+
+def _base36(n: int) -> str:
+    digits = ""
+    while True:
+        n, d = divmod(n, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[d] + digits
+        if not n:
+            return digits
+
+
+def _gone(pid: int, start: int) -> bool:
+    if pid == os.getpid():
+        return False
+    ticks = _start_ticks(pid)
+    if ticks is None:
+        return True
+    if ticks and start:
+        return ticks != start  # the pid is another process's now
+    try:  # no /proc: alive or not, by the pid alone
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        pass
+    return False
+
+
+def orphaned(name: str, prefix: str, suffix: str = "", st: os.stat_result | None = None,
+             ) -> bool:
+    """Whether *name* is ``<prefix><mark><suffix>``, made by a process that is gone; with
+    *st* (its ``lstat``), also this user's and last changed before this run began."""
+    if not (name.startswith(prefix) and name.endswith(suffix)):
+        return False
+    if st is not None and not _before_this_run(st):
+        return False
+    found = re.fullmatch(_MARK, name[len(prefix):len(name) - len(suffix)])
+    return found is not None and _gone(int(found[1], 36), int(found[2], 36))
+
+
+def _before_this_run(st: os.stat_result) -> bool:
+    """This user's, and untouched since before this process started: a process of another
+    PID namespace (a container sharing the folder) would look gone, and may be running."""
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return False
+    return st.st_mtime < _run_start()
+
+
+def _run_start() -> float:
+    """When this process started (wall clock, to 10 ms): now, less the time since, from
+    its start ticks and ``/proc/uptime``; where that is unknown, when this module loaded."""
+    try:
+        with open("/proc/uptime", encoding="ascii") as fh:
+            uptime = float(fh.read().split()[0])
+        since = uptime - (_start_ticks(os.getpid()) or 0) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return _LOADED
+    return min(time.time() - since, _LOADED)
+
+
+def sweep_temp(folder: Path | None = None) -> list[Path]:
+    """Remove the ``lockkit-*`` folders in TMPDIR (or *folder*) whose maker is gone; the
+    first call of a process does the work, later ones return nothing."""
+    if folder is None:
+        if _swept_temp.is_set():
+            return []
+        _swept_temp.set()
+    where = Path(folder or tempfile.gettempdir())
+    removed = _sweep(where, [e for e in _entries(where) if _temp_orphan(e)])
+    say_swept(removed)
+    return removed
+
+
+def _temp_orphan(entry: os.DirEntry[str]) -> bool:
+    found = _TEMP.fullmatch(entry.name)
+    try:
+        return found is not None and entry.is_dir(follow_symlinks=False) and \
+            _before_this_run(entry.stat(follow_symlinks=False)) and \
+            _gone(int(found[1], 36), int(found[2], 36))
+    except OSError:
+        return False
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except OSError:
+        return []
+
+
+def _sweep(where: Path, entries: Iterable[os.DirEntry[str]]) -> list[Path]:
+    removed = []
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue
+        removed.append(where / entry.name)
+    return removed
+
+
+def say_swept(paths: list[Path]) -> None:
+    """One stderr line for one sweep that removed something: what and where."""
+    if not paths:
+        return
+    from lockkit._internal import ui
+
+    shown = sorted(str(p) for p in paths)
+    if len(shown) > 3:
+        shown = [*shown[:2], f"{len(shown) - 2} more"]
+    listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+    many = "leftover" if len(paths) == 1 else "leftovers"
+    ui.say(f"lockkit: swept {len(paths)} {many} of an interrupted run: {listed}")

@@ -1,0 +1,288 @@
+"""Every ending is Ctrl-C's ending: SIGTERM (``timeout``, ``docker stop``, systemd, a
+cancelled CI job) and SIGHUP (a closed terminal) sent to a real ``python -m lockkit`` in
+the middle of compile, wheelhouse build, unpack, verify and sync. Each ends with exit
+128 + the signal and one line, kills the installers it started (each in a session of its
+own, so the signal never reaches them), leaves no temp folder, partial file or token, and
+leaves the earlier output as it was. And what a SIGKILL leaves is swept by the next run."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from lockkit.cli import main
+from lockkit.wheelhouse.archive import pack
+from tests.cli.test_hygiene import _Stalled
+from tests.support.archive import FILES, make_folder
+from tests.support.wheelhouse import build_lib, compiled, leftovers
+
+pytestmark = [
+    pytest.mark.skipif(os.name == "nt", reason="SIGTERM and SIGHUP are POSIX's"),
+    pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="processes seen in /proc"),
+]
+
+T = TypeVar("T")
+ENDINGS = [pytest.param(signal.SIGTERM, 143, id="SIGTERM"),
+           pytest.param(signal.SIGHUP, 129, id="SIGHUP")]
+
+# A console script, as test_sync's small project has one.
+HELLO = {
+    "hello_cli/__init__.py": "def main():\n    print('hello')\n",
+    "hello_cli-1.0.dist-info/entry_points.txt": "[console_scripts]\nhello-cli = hello_cli:main\n",
+}
+
+
+def _at_default() -> None:
+    """In the child, before exec: the three signals at their defaults. A suite started in
+    the background or under ``nohup`` inherits SIGINT or SIGHUP ignored, and Python (and
+    lockkit, on purpose) keeps an inherited ignore."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def _processes() -> dict[int, tuple[int, int, str]]:
+    """pid -> (ppid, process group, command line) of every process, as ps shows them."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()  # state ppid pgrp ...
+        if fields[0] != "Z":  # a zombie is dead, only not yet reaped
+            found[int(entry.name)] = (int(fields[1]), int(fields[2]), cmd)
+    return found
+
+
+def _children(proc: subprocess.Popen[str], needle: str = "") -> dict[int, str]:
+    return {pid: cmd for pid, (ppid, _, cmd) in _processes().items()
+            if ppid == proc.pid and needle in cmd}
+
+
+def _wait_for(condition: Callable[[], T], what: str, proc: subprocess.Popen[str],
+              limit: float = 120) -> T:
+    deadline = time.monotonic() + limit
+    while not (found := condition()):
+        assert proc.poll() is None, f"lockkit ended before {what}: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"no {what} within {limit}s"
+        time.sleep(0.005)
+    return found
+
+
+def _start(argv: list[str], tmp: Path, **env: str) -> subprocess.Popen[str]:
+    tmp.mkdir(exist_ok=True)
+    return subprocess.Popen([sys.executable, "-m", "lockkit", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_at_default,
+                            env={**os.environ, "TMPDIR": str(tmp), "PYTHONFAULTHANDLER": "1",
+                                 **env})
+
+
+def _end(proc: subprocess.Popen[str], sig: int) -> str:
+    """Send *sig*; the stderr of a lockkit that exits within 30 s (else its stacks)."""
+    proc.send_signal(sig)
+    try:
+        return proc.communicate(timeout=30)[1]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        pytest.fail(f"no exit 30 s after {signal.Signals(sig).name}:\n{proc.communicate()[1]}")
+
+
+def _assert_ended(proc: subprocess.Popen[str], err: str, sig: int, code: int,
+                  groups: set[int], tmp: Path) -> None:
+    """Exit 128 + signal; one line from lockkit, no traceback; no process of the children's
+    groups left; nothing left in TMPDIR."""
+    assert proc.returncode == code, err
+    assert "Traceback" not in err
+    name = signal.Signals(sig).name
+    said = [line for line in err.splitlines() if line.startswith("lockkit:")]
+    assert said == [f"lockkit: terminated ({name}); nothing was left half-written"], err
+    deadline = time.monotonic() + 10  # a killed grandchild is reaped by init, not at once
+    while left := {p: c for p, (_, g, c) in _processes().items() if g in groups}:
+        assert time.monotonic() < deadline, f"left running: {left}"
+        time.sleep(0.01)
+    assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("platforms", [["linux-cpu"], ["linux-cpu", "linux-cu126"]],
+                         ids=["one-platform", "two-platforms-on-threads"])
+@pytest.mark.parametrize(("sig", "code"), ENDINGS)
+def test_a_signal_during_a_compile_kills_uv_and_leaves_no_netrc_token_or_lock(
+        project, indexes, tmp_path, sig, code, platforms):
+    """uv waits on a default index that accepts connections and never answers; the
+    mirrors carry a token, which lockkit writes into a netrc for uv in TMPDIR. With two
+    platforms, each uv is started and awaited by a worker thread, which the signal (only
+    the main thread hears it) must end too."""
+    compiled(project, indexes)
+    lock = project / "locks" / "pylock.linux-cpu.toml"
+    earlier = lock.read_bytes()
+    silent = socket.create_server(("127.0.0.1", 0))  # accepted by the kernel, never read
+    token = secrets.token_hex(16)
+    mirrors = "".join(f'"{host}" = "{url.replace("http://", "http://bob:${LK_TOKEN}@")}"\n'
+                      for host, url in indexes.pt.mirrors().items())
+    (project / "lockkit.toml").write_text(
+        f'index-url = "http://127.0.0.1:{silent.getsockname()[1]}/simple"\n'
+        f'platforms = ["linux-cpu"]\n[mirrors]\n{mirrors}')
+    (project / "requirements.in").write_text("torch==2.5.1\nnumpy\nsix\n")
+    tmp = tmp_path / "tmp"
+    chosen = [arg for p in platforms for arg in ("--platform", p)]
+    proc = _start(["compile", "--project", str(project), *chosen, "--jobs", "2"], tmp,
+                  LK_TOKEN=token, NETRC=str(tmp_path / "no-netrc"))
+    try:
+        uvs = _wait_for(lambda: (lambda found: found if len(found) == len(platforms) else {})(
+            _children(proc, " pip compile ")), "uv", proc)
+        assert any(token in p.read_text() for p in tmp.rglob("netrc"))  # there, for uv
+        time.sleep(0.2)  # uv has asked the silent index by now
+        err = _end(proc, sig)
+    finally:
+        proc.kill()
+        silent.close()
+    _assert_ended(proc, err, sig, code, set(uvs), tmp)
+    assert lock.read_bytes() == earlier
+
+
+@pytest.mark.parametrize(("sig", "code"), ENDINGS)
+def test_a_signal_during_a_wheelhouse_download_leaves_no_partial_and_the_old_wheelhouse(
+        project, indexes, tmp_path, sig, code):
+    compiled(project, indexes)
+    out, cache = tmp_path / "wh", tmp_path / "cache"
+    build_lib(project, tmp_path / "cache0", out)
+    earlier = (out / "manifest.json").read_bytes()
+    tmp = tmp_path / "tmp"
+    with _Stalled("body") as stalled:
+        mirrors = "".join(f'"{host}" = "{stalled.url}/{i}"\n'
+                          for i, host in enumerate(indexes.pt.mirrors()))
+        (project / "lockkit.toml").write_text(f'index-url = "{indexes.url}/simple"\n'
+                                              f'platforms = ["linux-cpu"]\n[mirrors]\n{mirrors}')
+        proc = _start(["wheelhouse", "build", "--project", str(project), "--platform",
+                       "linux-cpu", "--cache-dir", str(cache), "--out", str(out)], tmp)
+        try:
+            _wait_for(lambda: stalled.reached(cache), "a download under way", proc)
+            err = _end(proc, sig)
+        finally:
+            proc.kill()
+    _assert_ended(proc, err, sig, code, set(), tmp)
+    assert list((cache / "partial").iterdir()) == []
+    assert leftovers(tmp_path, "wh") == []
+    assert (out / "manifest.json").read_bytes() == earlier
+
+
+def _stage_growing(parent: Path) -> bool:
+    """An unpack's stage beside *parent*'s ``unpacked`` that holds a part of the big file."""
+    for stage in parent.glob(".unpacked.partial-*"):
+        big = stage / "big-1.0-py3-none-any.whl"
+        try:
+            if big.stat().st_size > 1 << 20:
+                return True
+        except FileNotFoundError:
+            pass
+    return False
+
+
+@pytest.mark.parametrize(("sig", "code"), ENDINGS)
+def test_a_signal_during_an_unpack_removes_its_stage_and_keeps_the_old_folder(
+        tmp_path, sig, code):
+    small = pack(make_folder(tmp_path / "small"), tmp_path / "small.wheelhouse.tar")
+    big_files = {**FILES, "big-1.0-py3-none-any.whl": bytes(256 << 20)}
+    big = pack(make_folder(tmp_path / "big", big_files), tmp_path / "big.wheelhouse.tar")
+    out = tmp_path / "unpacked"
+    assert main(["wheelhouse", "unpack", str(small), "--out", str(out)]) == 0
+    earlier = (out / "manifest.json").read_bytes()
+    tmp = tmp_path / "tmp"
+    proc = _start(["wheelhouse", "unpack", str(big), "--out", str(out)], tmp)
+    try:
+        _wait_for(lambda: _stage_growing(tmp_path), "the big file being written", proc)
+        err = _end(proc, sig)
+    finally:
+        proc.kill()
+    _assert_ended(proc, err, sig, code, set(), tmp)
+    assert leftovers(tmp_path, "unpacked") == []
+    assert (out / "manifest.json").read_bytes() == earlier
+    assert not (out / "big-1.0-py3-none-any.whl").exists()
+
+
+@pytest.fixture
+def small(tmp_path, indexes) -> Path:
+    """A project locking hello-cli and filelock, its wheelhouse built: verify and sync
+    install it into a venv."""
+    indexes.default.add("hello-cli", "1.0", requires=["filelock"], files=HELLO)
+    root = tmp_path / "proj-small"
+    root.mkdir()
+    (root / "requirements.in").write_text("hello-cli\n")
+    (root / "lockkit.toml").write_text(indexes.config())
+    assert main(["compile", "--project", str(root), "--platform", "linux-cpu"]) == 0
+    assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-cpu",
+                 "--cache-dir", str(tmp_path / "cache")]) == 0
+    return root
+
+
+@pytest.mark.parametrize(("sig", "code"), ENDINGS)
+def test_a_signal_during_verify_kills_the_installer_and_removes_its_work_folder(
+        small, tmp_path, sig, code):
+    tmp, reports = tmp_path / "tmp", tmp_path / "report"
+    proc = _start(["verify", "--project", str(small), "--platform", "linux-cpu", "--no-gpu",
+                   "--report-dir", str(reports)], tmp)
+    try:
+        children = _wait_for(lambda: _children(proc, str(tmp)), "an installer", proc)
+        err = _end(proc, sig)
+    finally:
+        proc.kill()
+    _assert_ended(proc, err, sig, code, set(children), tmp)
+    assert not reports.exists()
+
+
+@pytest.mark.parametrize(("sig", "code"), ENDINGS)
+def test_a_signal_during_sync_removes_the_new_venv_and_keeps_the_old_one(
+        small, tmp_path, sig, code):
+    assert main(["sync", "--project", str(small), "--platform", "linux-cpu"]) == 0
+    venv = small / ".venv"
+    earlier = ((venv / ".lockkit.json").read_bytes(), venv.stat().st_ino)
+    tmp = tmp_path / "tmp"
+    proc = _start(["sync", "--project", str(small), "--platform", "linux-cpu"], tmp)
+    try:
+        children = _wait_for(lambda: _children(proc, ".venv.lockkit-new-")
+                             if list(small.glob(".venv.lockkit-new-*")) else {},
+                             "the new venv", proc)
+        err = _end(proc, sig)
+    finally:
+        proc.kill()
+    _assert_ended(proc, err, sig, code, set(children), tmp)
+    assert sorted(p.name for p in small.iterdir() if p.name.startswith(".venv")) == [".venv"]
+    assert ((venv / ".lockkit.json").read_bytes(), venv.stat().st_ino) == earlier
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_just_as_unpack_makes_its_stage_leaves_no_stage(tmp_path, monkeypatch, sig):
+    """The signal is sent the moment the stage folder exists, and lands at the next
+    bytecode: before, that was ahead of the ``try`` that removes the stage."""
+    from lockkit._internal.endings import raising
+    from lockkit.wheelhouse import archive
+
+    tar = pack(make_folder(tmp_path / "small"), tmp_path / "small.wheelhouse.tar")
+    made = archive.temp_dir
+
+    def made_then_signalled(parent: Path, prefix: str) -> Path:
+        stage = made(parent, prefix)
+        os.kill(os.getpid(), sig)
+        return stage
+
+    monkeypatch.setattr(archive, "temp_dir", made_then_signalled)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal
+    try:
+        with raising(), pytest.raises(KeyboardInterrupt):
+            archive.unpack(tar, tmp_path / "wh")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert leftovers(tmp_path, "wh") == [] and not (tmp_path / "wh").exists()
