@@ -200,5 +200,8 @@ def exit_code_table() -> str:
         doc = " ".join((cls.__doc__ or "").split()).replace("``", "`")
         hint = (cls.default_hint or "").replace("{command}", "lockkit <command>")
         rows.append((str(cls.exit_code), f"`{cls.__name__}`", doc, hint))
-    rows.append((str(INTERRUPTED), "", "interrupted (Ctrl-C); nothing is left half-written", ""))
+    rows += [("129", "", "ended by SIGHUP (a closed terminal), cleaned up as Ctrl-C is", ""),
+             (str(INTERRUPTED), "", "interrupted (Ctrl-C); nothing is left half-written", ""),
+             ("143", "", "ended by SIGTERM (`timeout`, `docker stop`, a cancelled CI job), "
+                         "cleaned up as Ctrl-C is", "")]
     return "".join(f"| {' | '.join(row)} |\n".replace("|  |", "| |") for row in rows)
