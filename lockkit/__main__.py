@@ -16,10 +16,11 @@ def main() -> None:
         from lockkit.cli import run
 
         run()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         # Ctrl-C while Python loads lockkit (nothing is made yet), or at the first or
-        # last line of cli.main, outside its own try (its cleanup has run)
-        raise SystemExit(130) from None
+        # last line of cli.main, outside its own try (its cleanup has run); SIGTERM's and
+        # SIGHUP's Terminated (lockkit._internal.endings) end as 128 + their signal
+        raise SystemExit(128 + getattr(exc, "signum", 2)) from None
 
 
 def _no_dropped_interrupt() -> None:
