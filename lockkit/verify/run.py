@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockkit import __version__
-from lockkit._internal.fs import sha256_file, temp_private
+from lockkit._internal.fs import interrupt_held, sha256_file, temp_private
 from lockkit.lock import freshness
 from lockkit.report.model import Dossier, Variant
 from lockkit.report.roots import named_roots
@@ -78,21 +78,26 @@ def verify(opts: Options) -> Outcome:
     """With ``opts.existing``, the environment of that interpreter is checked as it is
     (:mod:`lockkit.verify.existing`): no venv is made, nothing is installed."""
     started = _dt.datetime.now(_dt.timezone.utc)
-    work = temp_private("lockkit-verify-")
     plan = existing.PLAN if opts.existing else PLAN
-    run = new_run(opts, work, plan)
+    with interrupt_held() as held:  # no Ctrl-C between the folder and the try that removes it
+        work = temp_private("lockkit-verify-")
+    run: Run | None = None
     try:
+        held.reraise()
+        run = new_run(opts, work, plan)
         execute(run, plan, existing.bodies(run) if opts.existing else None)
         dossier = make_dossier(run, started)
     finally:
-        run.release()
-        kept = opts.keep_venv and run.venv is not None  # never an --existing environment
+        if run is not None:
+            run.release()
+        kept = opts.keep_venv and run is not None and run.venv is not None  # not --existing
         if kept:
             shutil.rmtree(work / "app", ignore_errors=True)
             shutil.rmtree(work / "resume", ignore_errors=True)
             shutil.rmtree(work / UV_CACHE, ignore_errors=True)
         else:
             shutil.rmtree(work, ignore_errors=True)
+    assert run is not None  # made in the try, which raised otherwise
     return Outcome(dossier=dossier, attachments=dict(run.attachments),
                    venv=run.venv if kept else None)
 

@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockkit._internal.fs import temp_private
+from lockkit._internal.fs import interrupt_held, temp_private
 from lockkit._internal.leftovers import owner_mark, owner_tag
 from lockkit._internal.outdir import MARKER, check, mark, swap, sweep_stale
 from lockkit.errors import ConfigError, UsageError
@@ -198,10 +198,12 @@ def sync(opts: SyncOptions) -> Synced:
     final = opts.venv
     plan = PLAN if opts.verify else REBUILD
     sweep_stale(final)  # a killed sync's new venv beside it
-    work = temp_private("lockkit-sync-")  # as verify's: never in the project
+    with interrupt_held() as held:  # no Ctrl-C between the folder and the try that removes it
+        work = temp_private("lockkit-sync-")  # as verify's: never in the project
     build: Path | None = None
     swapped = False
     try:
+        held.reraise()
         run = new_run(opts.check, work, plan)
         build = _beside(final, NEW)
         execute(run, plan, {"venv": lambda s: rebuild.venv_step(run, s, at=build,

@@ -33,7 +33,7 @@ from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from lockkit._internal import proc as _run
-from lockkit._internal.fs import sha256_file, temp_dir
+from lockkit._internal.fs import interrupt_held, sha256_file, temp_dir
 from lockkit._internal.outdir import STAGE as _STAGE
 from lockkit._internal.outdir import swap as _swap
 from lockkit._internal.outdir import sweep_stale as _sweep_stale
@@ -158,8 +158,10 @@ def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
               fetched: list[tuple[Item, Got]], kit: Toolset | None = None, *,
               cache: Cache) -> BuildResult:
     out.parent.mkdir(parents=True, exist_ok=True)
-    stage = temp_dir(out.parent, f".{out.name}.{_STAGE}")
+    with interrupt_held() as held:  # no Ctrl-C between the stage and the try that removes it
+        stage = temp_dir(out.parent, f".{out.name}.{_STAGE}")
     try:
+        held.reraise()
         records = [_place(project, stage, item, got, cache) for item, got in fetched]
         records.sort(key=lambda r: r.path)
         extra = _place_tools(stage, kit, cache) if kit else []  # tools/: not the lock's files
