@@ -32,6 +32,7 @@ from lockkit.verify import probe
 from lockkit.wheelhouse.fetch import Fetcher, FetchError, Want
 from tests.support.fake_torch import build_fake_torch
 from tests.support.index_server import IndexServer
+from tests.support.procs import processes, wait_for
 from tests.support.project import OFFICIAL
 from tests.support.pytorch_index import R2, PyTorchIndex
 from tests.support.wheelhouse import (
@@ -465,34 +466,6 @@ def test_a_server_that_compresses_anyway_is_decoded_before_hashing(tmp_path):
 
 # --- Ctrl-C during a compile ---------------------------------------------------------------
 
-def _processes(where: str) -> dict[int, tuple[int, int, str]]:
-    """Every process (pid -> ppid, process group, command line) whose command line holds
-    *where*, or all with ``where=""``: read from /proc, as ps would."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat_line = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(
-                "utf-8", "replace")
-        except OSError:
-            continue
-        fields = stat_line[stat_line.rfind(")") + 2:].split()  # state ppid pgrp ...
-        if where in cmdline:
-            found[int(entry.name)] = (int(fields[1]), int(fields[2]), cmdline)
-    return found
-
-
-def _wait_for(condition, what: str, proc: subprocess.Popen, limit: float = 60):
-    deadline = time.monotonic() + limit
-    while not (found := condition()):
-        assert proc.poll() is None, f"lockkit ended before {what}: {proc.communicate()}"
-        assert time.monotonic() < deadline, f"no {what} within {limit}s"
-        time.sleep(0.005)
-    return found
-
-
 @posix_only
 @pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="no /proc to list processes")
 @pytest.mark.parametrize("when", ["temp-folder", "uv-running", "uv-running-two-platforms"])
@@ -516,12 +489,12 @@ def test_ctrl_c_during_a_compile_leaves_no_uv_no_temp_folder_and_exits_130(proje
                             env={**os.environ, "TMPDIR": str(tmp)}, preexec_fn=_default_sigint)
     try:
         if when == "temp-folder":
-            _wait_for(lambda: list(tmp.iterdir()), "temp folder", proc)
+            wait_for(lambda: list(tmp.iterdir()), "temp folder", proc)
             uvs: dict[int, tuple[int, int, str]] = {}
         else:
             count = 2 if when.endswith("two-platforms") else 1
-            uvs = _wait_for(lambda: (lambda f: f if len(f) >= count else {})(
-                {pid: info for pid, info in _processes(str(tmp)).items()
+            uvs = wait_for(lambda: (lambda f: f if len(f) >= count else {})(
+                {pid: info for pid, info in processes(str(tmp)).items()
                  if info[0] == proc.pid and " pip compile " in info[2]}), "uv", proc)
             time.sleep(0.3)  # uv has asked the silent index by now
         proc.send_signal(signal.SIGINT)
@@ -535,8 +508,8 @@ def test_ctrl_c_during_a_compile_leaves_no_uv_no_temp_folder_and_exits_130(proje
             ] == ["lockkit: interrupted; nothing was left half-written"]
     groups = {pid for pid in uvs}  # each uv leads its own group (start_new_session)
     assert all(pid not in groups and pgrp not in groups
-               for pid, (_, pgrp, _) in _processes("").items()), "a uv process is left"
-    assert not _processes(str(tmp)), "a process still uses the compile's temp folder"
+               for pid, (_, pgrp, _) in processes("").items()), "a uv process is left"
+    assert not processes(str(tmp)), "a process still uses the compile's temp folder"
     assert list(tmp.iterdir()) == []
     assert not (project / "locks").exists()
 

@@ -5,14 +5,13 @@ lockkit did not mark is kept."""
 from __future__ import annotations
 
 import os
-import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from lockkit.wheelhouse.archive import pack
@@ -22,10 +21,12 @@ from tests.internal.test_signals import (
     _children,
     _stage_growing,
     _start,
-    _wait_for,
     make_folder,
+    silent_index_token_mirrors,
     small,  # noqa: F401 - a fixture
+    stalled_mirrors,
 )
+from tests.support.procs import wait_for
 from tests.support.wheelhouse import compiled
 
 pytestmark = [
@@ -69,18 +70,12 @@ def _said(paths: list[Path]) -> str:
 def test_a_killed_compiles_netrc_is_swept_by_the_next_compile_which_names_it(
         project, indexes, tmp_path):
     config = (project / "lockkit.toml").read_text()
-    silent = socket.create_server(("127.0.0.1", 0))
-    token = secrets.token_hex(16)
-    mirrors = "".join(f'"{host}" = "{url.replace("http://", "http://bob:${LK_TOKEN}@")}"\n'
-                      for host, url in indexes.pt.mirrors().items())
-    (project / "lockkit.toml").write_text(
-        f'index-url = "http://127.0.0.1:{silent.getsockname()[1]}/simple"\n'
-        f'platforms = ["linux-cpu"]\n[mirrors]\n{mirrors}')
+    silent, token = silent_index_token_mirrors(project, indexes)
     tmp = tmp_path / "tmp"
     env = {"LK_TOKEN": token, "NETRC": str(tmp_path / "no-netrc")}
     proc = _start(["compile", "--project", str(project), "--platform", "linux-cpu"], tmp, **env)
     try:
-        uvs = _wait_for(lambda: _children(proc, " pip compile "), "uv", proc)
+        uvs = wait_for(lambda: _children(proc, " pip compile "), "uv", proc)
         _kill(proc, uvs)
     finally:
         proc.kill()
@@ -107,15 +102,12 @@ def test_a_killed_builds_partial_download_is_swept_by_cache_prune_at_once(
     cache, tmp = tmp_path / "cache", tmp_path / "tmp"
     config = (project / "lockkit.toml").read_text()
     with _Stalled("body") as stalled:
-        mirrors = "".join(f'"{host}" = "{stalled.url}/{i}"\n'
-                          for i, host in enumerate(indexes.pt.mirrors()))
-        (project / "lockkit.toml").write_text(f'index-url = "{indexes.url}/simple"\n'
-                                              f'platforms = ["linux-cpu"]\n[mirrors]\n{mirrors}')
+        stalled_mirrors(project, indexes, stalled.url)
         proc = _start(["wheelhouse", "build", "--project", str(project), "--platform",
                        "linux-cpu", "--cache-dir", str(cache), "--out", str(tmp_path / "wh")],
                       tmp)
         try:
-            _wait_for(lambda: stalled.reached(cache), "a download under way", proc)
+            wait_for(lambda: stalled.reached(cache), "a download under way", proc)
             _kill(proc)
         finally:
             proc.kill()
@@ -137,7 +129,7 @@ def test_a_killed_unpacks_stage_is_swept_by_the_next_unpack_a_look_alike_kept(tm
     out, tmp = tmp_path / "unpacked", tmp_path / "tmp"
     proc = _start(["wheelhouse", "unpack", str(big), "--out", str(out)], tmp)
     try:
-        _wait_for(lambda: _stage_growing(tmp_path), "the big file being written", proc)
+        wait_for(lambda: _stage_growing(tmp_path), "the big file being written", proc)
         _kill(proc)
     finally:
         proc.kill()
@@ -157,7 +149,7 @@ def test_a_killed_syncs_new_venv_is_swept_by_the_next_sync(small, tmp_path):  # 
     tmp = tmp_path / "tmp"
     proc = _start(["sync", "--project", str(small), "--platform", "linux-cpu"], tmp)
     try:
-        children = _wait_for(lambda: _children(proc, ".venv.lockkit-new-")
+        children = wait_for(lambda: _children(proc, ".venv.lockkit-new-")
                              if list(small.glob(".venv.lockkit-new-*")) else {},
                              "the new venv", proc)
         _kill(proc, children)
@@ -204,13 +196,9 @@ def test_a_leftover_is_its_makers_while_that_process_runs_even_under_a_reused_pi
 
 
 def _base36(n: int) -> str:
-    """*n* in base 36, as the marks write pids and start times."""
-    digits = ""
-    while True:
-        n, d = divmod(n, 36)
-        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[d] + digits
-        if not n:
-            return digits
+    """*n* in base 36, lower case, as the marks write pids and start times (numpy's
+    ``base_repr``: an implementation apart from the one under test)."""
+    return np.base_repr(n, 36).lower()
 
 
 def test_a_killed_verifys_work_folder_is_swept_by_cache_prune(small, tmp_path):  # noqa: F811
@@ -218,7 +206,7 @@ def test_a_killed_verifys_work_folder_is_swept_by_cache_prune(small, tmp_path): 
     proc = _start(["verify", "--project", str(small), "--platform", "linux-cpu", "--no-gpu",
                    "--report-dir", str(tmp_path / "report")], tmp)
     try:
-        _kill(proc, _wait_for(lambda: _children(proc, str(tmp)), "an installer", proc))
+        _kill(proc, wait_for(lambda: _children(proc, str(tmp)), "an installer", proc))
     finally:
         proc.kill()
     work = sorted(tmp.iterdir())

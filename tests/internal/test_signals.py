@@ -14,9 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -24,6 +22,8 @@ from lockkit.cli import main
 from lockkit.wheelhouse.archive import pack
 from tests.cli.test_hygiene import _Stalled
 from tests.support.archive import FILES, make_folder
+from tests.support.procs import processes, wait_for
+from tests.support.project import hello_project
 from tests.support.wheelhouse import build_lib, compiled, leftovers
 
 pytestmark = [
@@ -31,15 +31,30 @@ pytestmark = [
     pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="processes seen in /proc"),
 ]
 
-T = TypeVar("T")
 ENDINGS = [pytest.param(signal.SIGTERM, 143, id="SIGTERM"),
            pytest.param(signal.SIGHUP, 129, id="SIGHUP")]
 
-# A console script, as test_sync's small project has one.
-HELLO = {
-    "hello_cli/__init__.py": "def main():\n    print('hello')\n",
-    "hello_cli-1.0.dist-info/entry_points.txt": "[console_scripts]\nhello-cli = hello_cli:main\n",
-}
+def silent_index_token_mirrors(project: Path, indexes) -> tuple[socket.socket, str]:
+    """*project*'s config pointed at a default index that never answers (its socket,
+    accepted by the kernel, never read: uv waits) and at the PyTorch index through mirrors
+    whose user info is ``${LK_TOKEN}`` (the token returned), which lockkit writes into a
+    netrc for uv in TMPDIR."""
+    silent = socket.create_server(("127.0.0.1", 0))
+    mirrors = "".join(f'"{host}" = "{url.replace("http://", "http://bob:${LK_TOKEN}@")}"\n'
+                      for host, url in indexes.pt.mirrors().items())
+    (project / "lockkit.toml").write_text(
+        f'index-url = "http://127.0.0.1:{silent.getsockname()[1]}/simple"\n'
+        f'platforms = ["linux-cpu"]\n[mirrors]\n{mirrors}')
+    return silent, secrets.token_hex(16)
+
+
+def stalled_mirrors(project: Path, indexes, stalled: str) -> None:
+    """*project*'s PyTorch index hosts mirrored at *stalled* (a server that stops mid-body),
+    one path each; the default index as it was."""
+    mirrors = "".join(f'"{host}" = "{stalled}/{i}"\n'
+                      for i, host in enumerate(indexes.pt.mirrors()))
+    (project / "lockkit.toml").write_text(f'index-url = "{indexes.url}/simple"\n'
+                                          f'platforms = ["linux-cpu"]\n[mirrors]\n{mirrors}')
 
 
 def _at_default() -> None:
@@ -50,36 +65,9 @@ def _at_default() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-def _processes() -> dict[int, tuple[int, int, str]]:
-    """pid -> (ppid, process group, command line) of every process, as ps shows them."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()  # state ppid pgrp ...
-        if fields[0] != "Z":  # a zombie is dead, only not yet reaped
-            found[int(entry.name)] = (int(fields[1]), int(fields[2]), cmd)
-    return found
-
-
 def _children(proc: subprocess.Popen[str], needle: str = "") -> dict[int, str]:
-    return {pid: cmd for pid, (ppid, _, cmd) in _processes().items()
+    return {pid: cmd for pid, (ppid, _, cmd) in processes().items()
             if ppid == proc.pid and needle in cmd}
-
-
-def _wait_for(condition: Callable[[], T], what: str, proc: subprocess.Popen[str],
-              limit: float = 120) -> T:
-    deadline = time.monotonic() + limit
-    while not (found := condition()):
-        assert proc.poll() is None, f"lockkit ended before {what}: {proc.communicate()}"
-        assert time.monotonic() < deadline, f"no {what} within {limit}s"
-        time.sleep(0.005)
-    return found
 
 
 def _start(argv: list[str], tmp: Path, **env: str) -> subprocess.Popen[str]:
@@ -110,7 +98,7 @@ def _assert_ended(proc: subprocess.Popen[str], err: str, sig: int, code: int,
     said = [line for line in err.splitlines() if line.startswith("lockkit:")]
     assert said == [f"lockkit: terminated ({name}); nothing was left half-written"], err
     deadline = time.monotonic() + 10  # a killed grandchild is reaped by init, not at once
-    while left := {p: c for p, (_, g, c) in _processes().items() if g in groups}:
+    while left := {p: c for p, (_, g, c) in processes().items() if g in groups}:
         assert time.monotonic() < deadline, f"left running: {left}"
         time.sleep(0.01)
     assert list(tmp.iterdir()) == []
@@ -128,20 +116,14 @@ def test_a_signal_during_a_compile_kills_uv_and_leaves_no_netrc_token_or_lock(
     compiled(project, indexes)
     lock = project / "locks" / "pylock.linux-cpu.toml"
     earlier = lock.read_bytes()
-    silent = socket.create_server(("127.0.0.1", 0))  # accepted by the kernel, never read
-    token = secrets.token_hex(16)
-    mirrors = "".join(f'"{host}" = "{url.replace("http://", "http://bob:${LK_TOKEN}@")}"\n'
-                      for host, url in indexes.pt.mirrors().items())
-    (project / "lockkit.toml").write_text(
-        f'index-url = "http://127.0.0.1:{silent.getsockname()[1]}/simple"\n'
-        f'platforms = ["linux-cpu"]\n[mirrors]\n{mirrors}')
+    silent, token = silent_index_token_mirrors(project, indexes)
     (project / "requirements.in").write_text("torch==2.5.1\nnumpy\nsix\n")
     tmp = tmp_path / "tmp"
     chosen = [arg for p in platforms for arg in ("--platform", p)]
     proc = _start(["compile", "--project", str(project), *chosen, "--jobs", "2"], tmp,
                   LK_TOKEN=token, NETRC=str(tmp_path / "no-netrc"))
     try:
-        uvs = _wait_for(lambda: (lambda found: found if len(found) == len(platforms) else {})(
+        uvs = wait_for(lambda: (lambda found: found if len(found) == len(platforms) else {})(
             _children(proc, " pip compile ")), "uv", proc)
         assert any(token in p.read_text() for p in tmp.rglob("netrc"))  # there, for uv
         time.sleep(0.2)  # uv has asked the silent index by now
@@ -162,14 +144,11 @@ def test_a_signal_during_a_wheelhouse_download_leaves_no_partial_and_the_old_whe
     earlier = (out / "manifest.json").read_bytes()
     tmp = tmp_path / "tmp"
     with _Stalled("body") as stalled:
-        mirrors = "".join(f'"{host}" = "{stalled.url}/{i}"\n'
-                          for i, host in enumerate(indexes.pt.mirrors()))
-        (project / "lockkit.toml").write_text(f'index-url = "{indexes.url}/simple"\n'
-                                              f'platforms = ["linux-cpu"]\n[mirrors]\n{mirrors}')
+        stalled_mirrors(project, indexes, stalled.url)
         proc = _start(["wheelhouse", "build", "--project", str(project), "--platform",
                        "linux-cpu", "--cache-dir", str(cache), "--out", str(out)], tmp)
         try:
-            _wait_for(lambda: stalled.reached(cache), "a download under way", proc)
+            wait_for(lambda: stalled.reached(cache), "a download under way", proc)
             err = _end(proc, sig)
         finally:
             proc.kill()
@@ -203,7 +182,7 @@ def test_a_signal_during_an_unpack_removes_its_stage_and_keeps_the_old_folder(
     tmp = tmp_path / "tmp"
     proc = _start(["wheelhouse", "unpack", str(big), "--out", str(out)], tmp)
     try:
-        _wait_for(lambda: _stage_growing(tmp_path), "the big file being written", proc)
+        wait_for(lambda: _stage_growing(tmp_path), "the big file being written", proc)
         err = _end(proc, sig)
     finally:
         proc.kill()
@@ -217,15 +196,7 @@ def test_a_signal_during_an_unpack_removes_its_stage_and_keeps_the_old_folder(
 def small(tmp_path, indexes) -> Path:
     """A project locking hello-cli and filelock, its wheelhouse built: verify and sync
     install it into a venv."""
-    indexes.default.add("hello-cli", "1.0", requires=["filelock"], files=HELLO)
-    root = tmp_path / "proj-small"
-    root.mkdir()
-    (root / "requirements.in").write_text("hello-cli\n")
-    (root / "lockkit.toml").write_text(indexes.config())
-    assert main(["compile", "--project", str(root), "--platform", "linux-cpu"]) == 0
-    assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-cpu",
-                 "--cache-dir", str(tmp_path / "cache")]) == 0
-    return root
+    return hello_project(tmp_path / "proj-small", indexes, tmp_path / "cache")
 
 
 @pytest.mark.parametrize(("sig", "code"), ENDINGS)
@@ -235,7 +206,7 @@ def test_a_signal_during_verify_kills_the_installer_and_removes_its_work_folder(
     proc = _start(["verify", "--project", str(small), "--platform", "linux-cpu", "--no-gpu",
                    "--report-dir", str(reports)], tmp)
     try:
-        children = _wait_for(lambda: _children(proc, str(tmp)), "an installer", proc)
+        children = wait_for(lambda: _children(proc, str(tmp)), "an installer", proc)
         err = _end(proc, sig)
     finally:
         proc.kill()
@@ -252,7 +223,7 @@ def test_a_signal_during_sync_removes_the_new_venv_and_keeps_the_old_one(
     tmp = tmp_path / "tmp"
     proc = _start(["sync", "--project", str(small), "--platform", "linux-cpu"], tmp)
     try:
-        children = _wait_for(lambda: _children(proc, ".venv.lockkit-new-")
+        children = wait_for(lambda: _children(proc, ".venv.lockkit-new-")
                              if list(small.glob(".venv.lockkit-new-*")) else {},
                              "the new venv", proc)
         err = _end(proc, sig)

@@ -113,6 +113,29 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "embeddings"
 SERVICE = Path(__file__).resolve().parents[2] / "examples" / "service"
 
 
+# A console script declared the way wheels declare them (entry_points.txt, the format of
+# the packaging spec "Entry points specification", as setuptools writes it).
+HELLO = {
+    "hello_cli/__init__.py": "import sys\n\n\ndef main():\n    print('hello from', sys.prefix)\n",
+    "hello_cli-1.0.dist-info/entry_points.txt": "[console_scripts]\nhello-cli = hello_cli:main\n",
+}
+
+
+def hello_project(root: Path, indexes: Loopback, cache: Path) -> Path:
+    """A project at *root* locking hello-cli (a console script) and filelock for linux-cpu
+    over loopback, compiled and its wheelhouse built: verify and sync install it."""
+    from lockkit.cli import main
+
+    indexes.default.add("hello-cli", "1.0", requires=["filelock"], files=HELLO)
+    root.mkdir()
+    (root / "requirements.in").write_text("hello-cli\n")
+    (root / "lockkit.toml").write_text(indexes.config())
+    assert main(["compile", "--project", str(root), "--platform", "linux-cpu"]) == 0
+    assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-cpu",
+                 "--cache-dir", str(cache)]) == 0
+    return root
+
+
 def built_service(tmp_path: Path, indexes: Loopback) -> Path:
     """examples/service (no torch: quick) against the loopback default index, compiled and
     its wheelhouse built (no tools/)."""

@@ -12,28 +12,13 @@ from pathlib import Path
 import pytest
 
 from lockkit.cli import main
-from tests.support.project import lockkit
-
-# A console script declared the way wheels declare them (entry_points.txt, the format of
-# the packaging spec "Entry points specification", as setuptools writes it).
-HELLO = {
-    "hello_cli/__init__.py": "import sys\n\n\ndef main():\n    print('hello from', sys.prefix)\n",
-    "hello_cli-1.0.dist-info/entry_points.txt": "[console_scripts]\nhello-cli = hello_cli:main\n",
-}
+from tests.support.project import hello_project, lockkit
 
 
 @pytest.fixture
 def small(tmp_path, indexes) -> Path:
     """A project locking hello-cli (a console script) and filelock, its wheelhouse built."""
-    indexes.default.add("hello-cli", "1.0", requires=["filelock"], files=HELLO)
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "requirements.in").write_text("hello-cli\n")
-    (root / "lockkit.toml").write_text(indexes.config())
-    assert main(["compile", "--project", str(root), "--platform", "linux-cpu"]) == 0
-    assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-cpu",
-                 "--cache-dir", str(tmp_path / "cache")]) == 0
-    return root
+    return hello_project(tmp_path / "proj", indexes, tmp_path / "cache")
 
 
 def sync(root: Path, *extra: str) -> int:
