@@ -84,8 +84,17 @@ def _check(project: Project, selected: list[Platform]) -> int:
     if bad:
         raise StaleLockError(
             "locks not fresh: " + ", ".join(f"{o.platform} ({o.status})" for o in bad),
-            hint="run 'lockkit compile' and commit the locks")
+            hint=_check_hint(bad))
     return 0
+
+
+def _check_hint(bad: list[Outcome]) -> str:
+    """What makes the locks fresh: a modified lock is refused by a plain compile (it is
+    no longer lockkit's to take as preferences), so its hint names the flags compile takes."""
+    if any(o.status == "modified" for o in bad):
+        return ("run 'lockkit compile --force' to keep the edited versions as preferences, or "
+                "'lockkit compile --upgrade' to resolve afresh, and commit the locks")
+    return "run 'lockkit compile' and commit the locks"
 
 
 def _locked(project: Project, outcomes: list[Outcome]) -> int:

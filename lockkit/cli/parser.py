@@ -54,8 +54,59 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> Any:
         command = self.prog.removeprefix("lockkit").strip()  # "compile", "wheelhouse build"
+        message += _close_choice(message)
         raise UsageError(f"{command}: {message}" if command else message,
                          hint=f"see '{self.prog} --help'")
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """argparse's, but a flag no command knows is the error of the command it was
+        given to (argparse reports it from the top, where no flag could be suggested)."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and self.prog == "lockkit":
+            _innermost(self, parsed).error(
+                f"unrecognized arguments: {' '.join(extras)}" + _close_flag(self, parsed, extras))
+        return parsed, extras
+
+
+def _close_choice(message: str) -> str:
+    """`` (did you mean 'compile'?)`` after argparse's ``invalid choice: 'compil' (choose
+    from ...)``, a command, an action or a flag's value; nothing when none is close."""
+    import re
+
+    from lockkit._internal.keys import did_you_mean
+
+    found = re.search(r"invalid choice: (.+?) \(choose from (.+)\)$", message)
+    if not found:
+        return ""
+    choices = [c.strip().strip("'") for c in found.group(2).split(",")]
+    return did_you_mean(found.group(1).strip("'"), choices)
+
+
+def _innermost(parser: argparse.ArgumentParser,
+               parsed: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the command as typed: ``lockkit wheelhouse build``'s, not lockkit's."""
+    command = getattr(parsed, "command", None)
+    for dest in ("command", f"{command}_command"):
+        subparsers = next((a for a in parser._actions  # noqa: SLF001 (argparse's own list)
+                           if isinstance(a, argparse._SubParsersAction)), None)  # noqa: SLF001
+        name = getattr(parsed, dest, None)
+        if subparsers is None or name not in subparsers.choices:
+            break
+        parser = subparsers.choices[name]
+    return parser
+
+
+def _close_flag(parser: argparse.ArgumentParser, parsed: argparse.Namespace,
+                extras: list[str]) -> str:
+    """The did-you-mean of the first unknown flag among *extras*, from its command's flags."""
+    from lockkit._internal.keys import did_you_mean
+
+    flag = next((e.split("=", 1)[0] for e in extras if e.startswith("--")), None)
+    if flag is None:
+        return ""
+    known = [s for a in _innermost(parser, parsed)._actions  # noqa: SLF001
+             for s in a.option_strings if s.startswith("--")]
+    return did_you_mean(flag, known)
 
 
 # Numeric flags and the range each must be in: (attribute, flag, test, what it must be).

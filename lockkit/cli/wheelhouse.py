@@ -176,7 +176,7 @@ def _sbom(args: argparse.Namespace) -> int:
 def _unpack(args: argparse.Namespace) -> int:
     from lockkit.wheelhouse import archive
 
-    project_dir = _lock_project(args.lock)
+    project_dir = _unpack_project(args.project, args.lock)
     if args.archive.is_dir():  # a folder of <platform>.wheelhouse.tar: the best for this machine
         args.archive = _pick(args.archive, project_dir)
     if not args.archive.is_file():
@@ -234,17 +234,31 @@ def _pick(folder: Path, project_dir: Path | None) -> Path:
             raise UsageError(f"{tars[platform]} and {path} are both for {platform!r}",
                              hint="pass the archive to unpack")
         tars[platform] = path
-    picked = choose(known, set(tars), "wheelhouse archive")
+    if not tars:
+        raise UsageError(f"{folder}: no wheelhouse archive (*.wheelhouse.tar) in it",
+                         hint="pass the archive itself: 'lockkit wheelhouse unpack FILE'")
+    try:
+        picked = choose(known, set(tars), "wheelhouse archive")
+    except UsageError as exc:  # choose's words are verify's, whose --platform unpack has not
+        why = str(exc).removeprefix("--platform: required: ")
+        raise UsageError(f"{folder}: {why}",
+                         hint="pass the archive to unpack: "
+                              + ", ".join(str(p) for p in tars.values())) from None
     ui.say(f"wheelhouse unpack: picked {picked.platform.name} ({picked.reason})")
     return tars[picked.platform.name]
 
 
-def _lock_project(lock: Path | None) -> Path | None:
-    """The project of ``--lock FILE`` when it lies in a ``locks/`` folder (its own
-    platforms are found beside it)."""
+def _unpack_project(project: Path | None, lock: Path | None) -> Path | None:
+    """The project whose platforms unpack knows: ``--project``; else the project of
+    ``--lock FILE`` when it lies in a ``locks/`` folder; else the current folder's (as
+    every command finds it); None, the shipped platforms only, outside any project."""
+    from lockkit.config.project import find_project, project_root
+
+    if project is not None:
+        return project_root(project)
     if lock is not None and lock.absolute().parent.name == "locks":
         return lock.absolute().parent.parent
-    return None
+    return find_project(Path.cwd())
 
 
 def _where(origin: str) -> str:

@@ -138,6 +138,12 @@ def _wheelhouse_unpack(whsub: Any) -> None:
                              "this committed lock (locks/pylock.<platform>.toml): each wheel "
                              "by hash, pylock.toml, requirements.txt and simple/ derived "
                              "again, no other wheel anywhere; tools/ is not covered")
+    unpack.add_argument("--project", type=Path, default=None, metavar="DIR",
+                        help="the project whose platforms (its platforms/ included) the "
+                             "archive and --lock may be for (default: the folder of --lock's "
+                             "locks/, else the nearest folder with lockkit.toml or "
+                             "[tool.lockkit], from the current one up to the repository root; "
+                             "without one, the shipped platforms)")
     unpack.add_argument("--sha256", metavar="HEX",
                         help="the archive's sha256 as the sender gave it, out of band ('pack' "
                              "prints it and writes <archive>.sha256): the whole archive, "

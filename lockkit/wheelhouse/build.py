@@ -87,6 +87,12 @@ def plan(project: Project, platform: Platform, *,
     must not reach for the official host behind its back. *fallback_to_official* adds
     the lock's own URL after the mirror's."""
     lock_path = project.lock_path(platform.name)
+    if not lock_path.is_file() and platform.name not in project.platforms:
+        config = project.config_file.name if project.config_file else "lockkit.toml"
+        raise ConfigError(f"{lock_path}: lock not found: {platform.name} is not in {config}'s "
+                          "platforms, so 'lockkit compile' does not lock it",
+                          hint=f"add \"{platform.name}\" to platforms in {config}, or run "
+                               f"'lockkit compile --platform {platform.name}'")
     data, pylock = read_lock(lock_path)
     meta = data.get("tool", {}).get("lockkit", {})
     if meta.get("platform", platform.name) != platform.name:
