@@ -384,6 +384,21 @@ def test_the_locks_python_wins_over_the_platforms_default_found_on_path(
                      (str(env / "bin" / f"python{RUNNING}"), 0)]
 
 
+def test_verify_looks_for_the_python_requires_python_chose(make, tmp_path):
+    """No ``python`` key, ``requires-python = ">=3.12"`` on a 3.11 platform: the lock is
+    for 3.12, and verify asks for a 3.12 interpreter (here none runs: one shim that
+    cannot), not for the platform's default."""
+    root = make(None, requires_python=">=3.12")
+    build(root, tmp_path)
+    path = [shim(tmp_path / "shims", "python3.12", BROKEN),
+            shim(tmp_path / "other", f"python{PLATFORM_DEFAULT}",
+                 f"exec {Path(sys.executable).resolve()} \"$@\"")]
+    code, doc, _ = verify(root, path, tmp_path)
+    assert code == 1 and statuses(doc)["host"] == "failed"
+    assert "no Python 3.12 interpreter found (pylock.linux-cpu.toml is for Python 3.12" \
+        in doc["first_error"]
+
+
 def test_verify_and_sync_with_no_interpreter_of_the_locks_python_say_so(make, tmp_path):
     """Fake interpreters only (a shim that cannot run, one of another version): verify and
     sync fail in one line naming the version the lock needs and ``--python PATH``; sync
