@@ -314,10 +314,12 @@ def compile_platforms(project: Project, platforms: list[Platform],
 
 def _before_work(project: Project, platforms: list[Platform], edited_ok: bool,
                  on_warning: Callable[[str], None] | None) -> dict[str, list[str]]:
-    """The normalized inputs, read before any work starts (bad input fails first); every
-    lock readable, one edited by hand refused unless *edited_ok*; the input warnings said."""
+    """The normalized inputs, read before any work starts (bad input fails first); each
+    platform's Python chosen; every lock readable, one edited by hand refused unless
+    *edited_ok*; the input warnings said."""
     requirements = normalized_inputs(project)
     for platform in platforms:
+        lock_python(project, platform)  # no Python satisfies requires-python: exit 2 now
         _existing_lock(project.lock_path(platform.name))
     if not edited_ok:
         _refuse_edited(project, platforms, requirements)

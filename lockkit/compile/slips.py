@@ -1,10 +1,16 @@
 """What the inputs seem not to mean, said before compile resolves: a requirement file
-that names nothing, and a name one slip away from a torch-family package (``torchh``,
-``torch-vision``), which would be locked as written, from the default index."""
+that names nothing, a name one slip away from a torch-family package (``torchh``,
+``torch-vision``), which would be locked as written, from the default index, and a torch
+pinned to a release outside a platform's ``[torch] releases``."""
 
 from __future__ import annotations
 
 import re
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from lockkit.platforms.definitions import Platform
 
@@ -36,7 +42,45 @@ def input_warnings(platforms: list[Platform], requirements: dict[str, list[str]]
                 said.append(f"{label}: {name!r} is not a PyTorch package; did you mean "
                             f"{meant!r}? ({name!r} is locked as written, from the default "
                             "index)")
+    return said + _pins_outside_releases(platforms, requirements)
+
+
+def _pins_outside_releases(platforms: list[Platform],
+                           requirements: dict[str, list[str]]) -> list[str]:
+    """A ``torch==X`` whose X is outside a platform's ``[torch] releases`` (what its PyTorch
+    index serves, as the platform file says): it is locked as written when some index has
+    it, and the lock then holds a torch the platform was not meant for; said, not refused
+    (``releases`` is the platform file's word, not the index's)."""
+    said = []
+    for label, reqs in requirements.items():
+        for pinned in _torch_pins(reqs):
+            for platform in platforms:
+                if platform.torch_releases and not SpecifierSet(
+                        platform.torch_releases).contains(pinned, prereleases=True):
+                    said.append(f"{label}: torch=={pinned} is outside the releases "
+                                f"{platform.name} serves ({platform.torch_releases}, its "
+                                "[torch] releases); it is locked as written if an index "
+                                "has it")
     return said
+
+
+def _torch_pins(reqs: list[str]) -> list[Version]:
+    """The versions torch is pinned to (``==X``, no wildcard) in requirement lines."""
+    pins = []
+    for line in reqs:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue  # an option line, or one the input reader reports
+        if canonicalize_name(req.name) != "torch":
+            continue
+        for spec in req.specifier:
+            if spec.operator in ("==", "===") and not spec.version.endswith(".*"):
+                try:
+                    pins.append(Version(spec.version))
+                except InvalidVersion:
+                    continue
+    return pins
 
 
 def _slip_of(name: str, family: list[str]) -> str | None:

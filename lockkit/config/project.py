@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
 from lockkit._internal.keys import KeyReader
 from lockkit._internal.redact import redact
 from lockkit.config.inputs import is_pyproject, load_toml, normalized_inputs, resolver_inputs
 from lockkit.config.keys import LockkitRequirement, Runner, lockkit_requirement, runner_labels
-from lockkit.errors import UsageError
+from lockkit.errors import ConfigError, UsageError
 from lockkit.index.urls import expand, is_index_url
 
 if TYPE_CHECKING:  # the [verify.*] modules are imported when a [verify] table is read
@@ -55,6 +57,8 @@ class Project:
     requirements: tuple[str, ...] = ("requirements.in",)
     platforms: tuple[str, ...] = ("linux-cpu",)
     python: str | None = None  # "3.11": always a string, never a TOML number
+    # pyproject.toml's [project] requires-python: what lock_python must satisfy
+    requires_python: SpecifierSet | None = None
     mirrors: dict[str, str] = field(default_factory=dict)
     index_url: str | None = None
     allow_sdist: tuple[str, ...] = ()
@@ -148,7 +152,28 @@ def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
         if max_page_size < 1:
             raise UsageError(f"--max-page-size {max_page_size}: expected {_PAGE_SIZE}")
         options["max_page_size"] = max_page_size
-    return Project(root=root, config_file=path, **options)
+    return Project(root=root, config_file=path, requires_python=_requires_python(root),
+                   **options)
+
+
+def _requires_python(root: Path) -> SpecifierSet | None:
+    """The project's ``requires-python`` (pyproject.toml's ``[project]`` table), which the
+    lock's Python must satisfy when no ``python`` key names one; None without the file or
+    the key. A value that is not a version specifier is one ConfigError."""
+    path = root / "pyproject.toml"
+    if not path.is_file():
+        return None
+    table = load_toml(path).get("project")
+    text = table.get("requires-python") if isinstance(table, dict) else None
+    if text is None:
+        return None
+    try:
+        if not isinstance(text, str):
+            raise InvalidSpecifier(repr(text))
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        raise ConfigError(f"{path}: project.requires-python: {text!r} is not a version "
+                          "specifier such as '>=3.11'") from None
 
 
 def _known_secrets(data: Any, flags: list[str]) -> None:

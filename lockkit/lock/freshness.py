@@ -33,11 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
 from lockkit._internal.compat import tomllib
 from lockkit._internal.parse import parse_toml
 from lockkit._internal.redact import redact, strip_credentials
 from lockkit.config.project import Project, normalized_inputs
-from lockkit.errors import LockkitError
+from lockkit.errors import ConfigError, LockkitError
 from lockkit.index.urls import expand, placeholders
 from lockkit.lock.origins import Origins
 from lockkit.platforms.definitions import Platform
@@ -132,9 +135,34 @@ def packages_digest_of_read(table: Any) -> str:
     return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
+# The CPython minors a platform is taken to support (no platform file lists its own).
+KNOWN_PYTHONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14")
+
+
 def lock_python(project: Project, platform: Platform) -> str:
-    """The Python version a platform's lock is resolved for."""
-    return project.python or platform.python
+    """The Python version a platform's lock is resolved for, the one rule every command
+    follows (verify and sync read it back from the lock): the project's ``python`` key;
+    else the platform's default when it satisfies pyproject.toml's ``requires-python``;
+    else the lowest Python the platform supports that does. A minor satisfies it when
+    some release of it does (``>=3.11.4`` keeps 3.11). None does: one ConfigError."""
+    if project.python:
+        return project.python
+    spec = project.requires_python
+    if spec is None or _satisfies(spec, platform.python):
+        return platform.python
+    for minor in KNOWN_PYTHONS:
+        if _satisfies(spec, minor):
+            return minor
+    raise ConfigError(f"pyproject.toml's requires-python {str(spec)!r} is satisfied by no "
+                      f"Python platform {platform.name} supports ({platform.python}, the "
+                      f"default, and {KNOWN_PYTHONS[0]} to {KNOWN_PYTHONS[-1]}): widen it, "
+                      "or name the lock's Python with the python key")
+
+
+def _satisfies(spec: SpecifierSet, minor: str) -> bool:
+    """Whether a release of Python *minor* (its first or a late patch) is in *spec*."""
+    return any(spec.contains(Version(f"{minor}.{patch}"), prereleases=True)
+               for patch in (0, 99))
 
 
 def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome]:

@@ -29,8 +29,9 @@ __all__ = ["find_interpreter", "given_interpreter", "interpreter_tags", "lock_py
 
 
 def lock_python(run: Run) -> str:
-    """The Python version of the committed lock (:func:`lockkit.lock.lockfile.python_of`): the
-    project's ``python``, or the platform's default when it names none."""
+    """The Python version of the committed lock (:func:`lockkit.lock.lockfile.python_of`),
+    which compile chose by the one rule (:func:`lockkit.lock.freshness.lock_python`: the
+    ``python`` key, else a Python satisfying pyproject.toml's ``requires-python``)."""
     lock = run.opts.project.lock_path(run.opts.platform.name)
     try:
         return python_of(read_lock(lock)[0], lock)

@@ -137,12 +137,14 @@ def indexes(tmp_path) -> Iterator[tuple[PyTorchIndex, IndexServer, Index]]:
 
 @pytest.fixture
 def make(tmp_path, indexes) -> Callable[..., Path]:
-    """A project for Python *python* (``python =`` in lockkit.toml), compiled for
-    linux-cpu; *default*: the platform's default Python, when the project redefines it."""
+    """A project for Python *python* (``python =`` in lockkit.toml; None: no key), compiled
+    for linux-cpu (compile's exit code: *exit_code*); *default_python*: the platform's
+    default Python, when the project redefines it; *requires_python*: pyproject.toml's."""
     pt, server, default = indexes
 
-    def make(python: str, *, numpy: Sequence[Path] = (), default_python: str | None = None,
-             name: str = "proj") -> Path:
+    def make(python: str | None, *, numpy: Sequence[Path] = (),
+             default_python: str | None = None, name: str = "proj",
+             requires_python: str | None = None, exit_code: int = 0) -> Path:
         for wheel in numpy:
             if not (default.root / "numpy" / wheel.name).exists():
                 default.put(wheel)
@@ -151,15 +153,21 @@ def make(tmp_path, indexes) -> Callable[..., Path]:
         (root / "requirements.in").write_text(
             "torch==2.5.1\nspeedups\nfilelock\n" + ("numpy\n" if numpy else ""))
         mirrors = "".join(f'"{k}" = "{v}"\n' for k, v in pt.mirrors().items())
+        key = f'python = "{python}"\n' if python is not None else ""
         (root / "lockkit.toml").write_text(
             f'index-url = "{server.url}/simple"\nplatforms = ["linux-cpu"]\n'
-            f'python = "{python}"\n{NO_APP}[mirrors]\n{mirrors}')
+            f'{key}{NO_APP}[mirrors]\n{mirrors}')
+        if requires_python is not None:  # a pyproject.toml that is no input, only a project
+            (root / "pyproject.toml").write_text(
+                f'[project]\nname = "{name}"\nversion = "1.0"\n'
+                f'requires-python = "{requires_python}"\n')
         if default_python is not None:  # the project's own linux-cpu, another default
             shipped = Path(__file__).resolve().parents[2] / "platforms" / "linux-cpu.toml"
             (root / "platforms").mkdir()
             (root / "platforms" / "linux-cpu.toml").write_text(shipped.read_text().replace(
                 f'python = "{PLATFORM_DEFAULT}"', f'python = "{default_python}"'))
-        assert main(["compile", "--project", str(root), "--platform", "linux-cpu"]) == 0
+        assert main(["compile", "--project", str(root), "--platform", "linux-cpu"]) \
+            == exit_code
         return root
     return make
 
@@ -224,6 +232,62 @@ def test_a_lock_whose_two_python_records_disagree_is_refused_naming_both(make, t
     err = capsys.readouterr().err
     assert f"tool.lockkit.python is '{OTHER}' but requires-python is '==3.9.*'" in err
     assert "Traceback" not in err
+
+
+# --- requires-python: the lock's Python when no python key names one --------------------
+
+def python_in(root: Path) -> tuple[str, str]:
+    lock = lock_of(root)
+    return lock["requires-python"], lock["tool"]["lockkit"]["python"]
+
+
+def test_requires_python_keeps_the_default_when_it_satisfies_else_the_lowest_that_does(
+        make, capsys):
+    """The old failure: ``requires-python = ">=3.12"`` and no ``python`` key locked for the
+    platform's 3.11, saying nothing. The default is kept while it satisfies (``>=3.11.4``:
+    a 3.11 release does), else the lowest Python that does; changing requires-python so
+    that the chosen Python moves makes the committed lock stale."""
+    kept = make(None, requires_python=">=3.11.4", name="kept")
+    assert python_in(kept) == (f"=={PLATFORM_DEFAULT}.*", PLATFORM_DEFAULT)
+    raised = make(None, requires_python=">=3.12", name="raised")
+    assert python_in(raised) == ("==3.12.*", "3.12")
+    capsys.readouterr()
+    (kept / "pyproject.toml").write_text((kept / "pyproject.toml").read_text().replace(
+        ">=3.11.4", ">=3.13"))
+    assert main(["compile", "--project", str(kept), "--platform", "linux-cpu", "--check"]) != 0
+    assert f"stale (locks/pylock.linux-cpu.toml): python: {PLATFORM_DEFAULT} -> 3.13" \
+        in capsys.readouterr().err
+    assert main(["compile", "--project", str(kept), "--platform", "linux-cpu"]) == 0
+    assert python_in(kept) == ("==3.13.*", "3.13")
+
+
+def test_a_requires_python_no_python_satisfies_is_one_line_and_exit_2_unless_python_names_one(
+        make, capsys):
+    """Nothing is written; the ``python`` key, which wins over requires-python, then
+    locks for the Python it names."""
+    root = make(None, requires_python=">=3.15", exit_code=2)
+    err = capsys.readouterr().err
+    assert "pyproject.toml's requires-python '>=3.15' is satisfied by no Python platform " \
+        "linux-cpu supports" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (root / "locks").exists()
+    config = root / "lockkit.toml"
+    config.write_text('python = "3.12"\n' + config.read_text())
+    assert main(["compile", "--project", str(root), "--platform", "linux-cpu"]) == 0
+    assert python_in(root) == ("==3.12.*", "3.12")
+
+
+@pytest.mark.parametrize("written", ['">=3.12,<<"', "3.12"])
+def test_a_malformed_requires_python_is_one_line_and_exit_2(tmp_path, capsys, written):
+    (tmp_path / "lockkit.toml").write_text('platforms = ["linux-cpu"]\n')
+    (tmp_path / "requirements.in").write_text("filelock\n")
+    (tmp_path / "pyproject.toml").write_text(
+        f'[project]\nname = "p"\nversion = "1.0"\nrequires-python = {written}\n')
+    assert main(["compile", "--project", str(tmp_path), "--platform", "linux-cpu"]) == 2
+    err = capsys.readouterr().err
+    assert f"pyproject.toml: project.requires-python: {tomllib.loads('v = ' + written)['v']!r} " \
+        "is not a version specifier" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "locks").exists()
 
 
 @pytest.mark.parametrize(("data", "said"), [
@@ -318,6 +382,21 @@ def test_the_locks_python_wins_over_the_platforms_default_found_on_path(
     assert tried == [("python find --system", 2),
                      (str(tmp_path / "shims" / f"python{RUNNING}"), 127),
                      (str(env / "bin" / f"python{RUNNING}"), 0)]
+
+
+def test_verify_looks_for_the_python_requires_python_chose(make, tmp_path):
+    """No ``python`` key, ``requires-python = ">=3.12"`` on a 3.11 platform: the lock is
+    for 3.12, and verify asks for a 3.12 interpreter (here none runs: one shim that
+    cannot), not for the platform's default."""
+    root = make(None, requires_python=">=3.12")
+    build(root, tmp_path)
+    path = [shim(tmp_path / "shims", "python3.12", BROKEN),
+            shim(tmp_path / "other", f"python{PLATFORM_DEFAULT}",
+                 f"exec {Path(sys.executable).resolve()} \"$@\"")]
+    code, doc, _ = verify(root, path, tmp_path)
+    assert code == 1 and statuses(doc)["host"] == "failed"
+    assert "no Python 3.12 interpreter found (pylock.linux-cpu.toml is for Python 3.12" \
+        in doc["first_error"]
 
 
 def test_verify_and_sync_with_no_interpreter_of_the_locks_python_say_so(make, tmp_path):
