@@ -210,7 +210,7 @@ def pin_files(req: LockkitRequirement, repo: Path,
 
 
 def _matrix(platforms: Sequence[Platform], runners: Mapping[str, Runner],
-            python: str | None, project: str) -> list[str]:
+            python: str | Mapping[str, str] | None, project: str) -> list[str]:
     names = [p.name for p in platforms]
     twice = sorted({n for n in names if names.count(n) > 1})
     if not platforms or twice:
@@ -218,7 +218,7 @@ def _matrix(platforms: Sequence[Platform], runners: Mapping[str, Runner],
                                           else "at least one is needed"))
     return [f"          - {{platform: {scalar(p.name, flow=True)}, "
             f"runner: {runner_yaml(p.name, runners.get(p.name, default_runner(p)))}, "
-            f"python: {quoted(python or p.python)}, "
+            f"python: {quoted(_python_of(python, p))}, "
             f"lock: {scalar(lock_path(project, p.name), flow=True)}}}" for p in platforms]
 
 
@@ -244,13 +244,24 @@ def _lockkit_step(name: str, command: str, indent: str = "      ") -> list[str]:
             f"{indent}  run: {scalar(command)}"]
 
 
+def _python_of(python: str | Mapping[str, str] | None, platform: Platform) -> str:
+    """The Python a platform's verify job sets up: the lock's own, by platform name (what
+    ``lockkit compile`` chose: :func:`lockkit.lock.freshness.lock_python`), or one version
+    for all, else the platform file's default."""
+    if isinstance(python, Mapping):
+        return python.get(platform.name, platform.python)
+    return python or platform.python
+
+
 def github_workflow(platforms: list[Platform], *, project: str = ".",
-                    runners: Mapping[str, Runner] | None = None, python: str | None = None,
+                    runners: Mapping[str, Runner] | None = None,
+                    python: str | Mapping[str, str] | None = None,
                     lockkit: LockkitRequirement, own: bool = False) -> str:
     """The workflow's text, byte-identical for the same arguments.
 
     *runners* (``[ci.runners]``) replaces :func:`default_runner` per platform name;
-    *python* (the project's ``python``) replaces every platform's own version; *lockkit*
+    *python* (one version, or each platform's lock Python by name) replaces the
+    platforms' own versions; *lockkit*
     is ``[ci] lockkit`` (its committed file already hashed by :func:`pin_files`) or, with
     *own*, lockkit's own wheel (:func:`own_lockkit`), which the header says.
     *platforms* should be those with a committed lock (:func:`split_by_lock`).

@@ -679,3 +679,15 @@ def test_cli_writes_a_platform_files_python_as_a_quoted_string(tmp_path, monkeyp
     flow = yaml.safe_load((tmp_path / ".github" / "workflows" / "lockkit.yml").read_text())
     (entry,) = flow["jobs"]["verify"]["strategy"]["matrix"]["include"]
     assert entry["python"] == "3.10"
+
+
+def test_cli_sets_up_the_python_requires_python_chose_for_the_lock(tmp_path, monkeypatch):
+    """pyproject.toml's requires-python moves the lock to 3.12 (compile's one rule): the
+    verify job sets up 3.12, not the platform file's default, which no wheel would fit."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "app"\nversion = "1"\nrequires-python = ">=3.12"\n')
+    code, _ = _cli_ci(tmp_path, monkeypatch, 'platforms = ["linux-cpu"]\n')
+    assert code == 0
+    flow = yaml.safe_load((tmp_path / ".github" / "workflows" / "lockkit.yml").read_text())
+    (entry,) = flow["jobs"]["verify"]["strategy"]["matrix"]["include"]
+    assert entry["python"] == "3.12"
