@@ -24,13 +24,11 @@ __all__ = ["install_hint", "requirements_header", "target_of", "venv_python"]
 _SYS_PLATFORM = {"linux": "linux", "darwin": "macos", "win32": "windows"}
 
 
-def venv_python(python: str | None, os_name: str = "linux") -> str:
+def venv_python(python: str | None) -> str:
     """The interpreter a printed ``-m venv`` command names: the lock's own Python
-    (``python3.12``; ``py -3.12`` on Windows), never a bare ``python`` that may be another
-    version there, where pip then finds no file ("from versions: none")."""
-    if python is None:
-        return "python3"
-    return f"py -{python}" if os_name == "windows" else f"python{python}"
+    (``python3.12``), never a bare ``python`` that may be another version there, where pip
+    then finds no file ("from versions: none"); ``python3`` only for a lock that names none."""
+    return f"python{python}" if python else "python3"
 
 
 def target_of(data: Mapping[str, Any]) -> tuple[str, str, str | None]:
