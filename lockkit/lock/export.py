@@ -195,11 +195,14 @@ def requirements_text(reqs: Requirements, filename: str = DEFAULT_NAME) -> str:
         filename = f'"{filename}"' if re.search(r"\s", filename) else filename
     else:
         filename = shlex.quote(filename)
+    venv = f"py -{reqs.python}" if windows else f"python{reqs.python}"  # never a bare python
     lines = [
         f"# lockkit export --platform {reqs.platform.name}: {reqs.lock} "
         f"(sha256 {reqs.lock_sha256})",
+        f"# For {reqs.platform.os} {reqs.platform.arch}, Python {reqs.python}: on another OS, "
+        "CPU or Python pip finds no file (\"from versions: none\").",
         f"# Install with any pip into a fresh Python {reqs.python} venv:",
-        "#   python -m venv .venv-rebuild",
+        f"#   {venv} -m venv .venv-rebuild",
         f"#   {python} -m pip install --require-hashes -r {filename}",
         "# Torch-family packages are pinned by URL to the file the lock selects for this",
         "# platform; the others come from " + ("the --index-url below." if reqs.index_url

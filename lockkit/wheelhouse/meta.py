@@ -83,7 +83,7 @@ def texts_of(data: dict[str, Any], entries: dict[str, dict[str, Any]],
     by_pkg = {r.package: r for r in records}
     of = {"lock": lock, "sha256": lock_sha256}
     return {"pylock.toml": dumps(_local_lock(data, entries, by_pkg, of)),
-            "requirements.txt": _requirements(platform, records, tools=tools),
+            "requirements.txt": _requirements(platform, data, records, tools=tools),
             **_simple_tree(records)}
 
 
@@ -123,8 +123,9 @@ def _local_lock(data: dict[str, Any], entries: dict[str, dict[str, Any]],
             "packages": packages, "tool": {"lockkit": tool}}
 
 
-def _requirements(platform: str, records: list[FileRecord], tools: bool = False) -> str:
-    lines = requirements_header(platform, tools)
+def _requirements(platform: str, data: dict[str, Any], records: list[FileRecord],
+                  tools: bool = False) -> str:
+    lines = requirements_header(platform, data, tools)
     lines += [f"{r.package}=={r.version} --hash=sha256:{r.sha256}"
               for r in sorted(records, key=lambda r: r.package)]
     return "\n".join(lines) + "\n"

@@ -10,12 +10,44 @@ first line, ``Invalid requirement: 'lock-version = "1.0"'``. uv reads it too.
 
 from __future__ import annotations
 
+import re
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from lockkit._internal.parse import parse_json
+from lockkit._internal.parse import parse_json, parse_toml
+from lockkit.errors import LockkitError
 
-__all__ = ["install_hint", "requirements_header"]
+__all__ = ["install_hint", "requirements_header", "target_of", "venv_python"]
+
+_SYS_PLATFORM = {"linux": "linux", "darwin": "macos", "win32": "windows"}
+
+
+def venv_python(python: str | None) -> str:
+    """The interpreter a printed ``-m venv`` command names: the lock's own Python
+    (``python3.12``), never a bare ``python`` that may be another version there, where pip
+    then finds no file ("from versions: none"); ``python3`` only for a lock that names none."""
+    return f"python{python}" if python else "python3"
+
+
+def target_of(data: Mapping[str, Any]) -> tuple[str, str, str | None]:
+    """The OS, architecture and Python a lock's tables name: its ``environments`` marker
+    (``sys_platform``, ``platform_machine``, as compile writes them) and its Python. Read
+    from the lock alone, so a wheelhouse's ``requirements.txt`` is derived again, byte for
+    byte, from the same lock; "unknown" where the lock does not say."""
+    from lockkit.lock.lockfile import python_of
+
+    envs = data.get("environments")
+    marker = " ".join(e for e in envs if isinstance(e, str)) if isinstance(envs, list) else ""
+    sys_platform = re.search(r"sys_platform\s*==\s*'([^']+)'", marker)
+    machine = re.search(r"platform_machine\s*==\s*'([^']+)'", marker)
+    try:
+        python: str | None = python_of(data, "the lock")
+    except LockkitError:
+        python = None
+    return (_SYS_PLATFORM.get(sys_platform[1], sys_platform[1]) if sys_platform else "unknown",
+            machine[1] if machine else "unknown", python)
 
 
 def install_hint(folder: Path, *, tools_checked: bool = False) -> str:
@@ -28,9 +60,10 @@ def install_hint(folder: Path, *, tools_checked: bool = False) -> str:
     here, lock = q(str(folder)), q(str(folder / "pylock.toml"))
     reqs = folder / "requirements.txt"
     hashes = " --require-hashes" if _has_hashes(reqs) else ""
+    python = venv_python(_python_of(folder))
     lines = [
         "install with any pip, into a new venv:",
-        f"  python -m venv v && v/bin/pip install --no-index --find-links {here}{hashes} "
+        f"  {python} -m venv v && v/bin/pip install --no-index --find-links {here}{hashes} "
         f"-r {q(str(reqs))}",
         "or from the lock itself, with pip >= 26.1 or uv:",
         f"  v/bin/pip install --no-index -r {lock}",
@@ -44,7 +77,7 @@ def install_hint(folder: Path, *, tools_checked: bool = False) -> str:
                   "not verified: tools/ (lockkit itself, for the command below) is not "
                   "covered by the lock; compare the archive's sha256 with the sender's, then "
                   "rerun with --sha256:",
-                  f"  python -m venv lk && lk/bin/pip install --no-index --find-links {tools} "
+                  f"  {python} -m venv lk && lk/bin/pip install --no-index --find-links {tools} "
                   "lockkit",
                   f"  lk/bin/lockkit verify --wheelhouse {here}"
                   + (f" --platform {q(platform)}" if platform else "")]
@@ -61,15 +94,31 @@ def _platform_of(folder: Path) -> str | None:
     return platform if isinstance(platform, str) and platform else None
 
 
-def requirements_header(platform: str, tools: bool = False) -> list[str]:
-    """The comment lines that open a wheelhouse's ``requirements.txt`` (run in its folder);
-    with *tools*, how to install lockkit from ``tools/`` too."""
-    lines = [f"# {platform}, with no network and any pip, in this folder:",
-            "#   python -m venv v && v/bin/pip install --no-index --find-links . "
-            "--require-hashes -r requirements.txt",
-            "# pip >= 26.1 (older ones fail on 'lock-version') and uv also take -r pylock.toml"]
+def _python_of(folder: Path) -> str | None:
+    """The Python the wheelhouse's ``pylock.toml`` is for (None: it says none)."""
+    path = folder / "pylock.toml"
+    try:
+        data = parse_toml(path.read_text(encoding="utf-8"), path)
+    except (OSError, ValueError, LockkitError):
+        return None
+    return target_of(data)[2]
+
+
+def requirements_header(platform: str, data: Mapping[str, Any], tools: bool = False
+                        ) -> list[str]:
+    """The comment lines that open a wheelhouse's ``requirements.txt`` (run in its folder):
+    the OS, architecture and Python of the lock *data* first, so that pip's "from versions:
+    none" on another machine reads as the wrong machine, not as tampering; with *tools*,
+    how to install lockkit from ``tools/`` too."""
+    os_name, arch, python = target_of(data)
+    venv = venv_python(python)
+    lines = [f"# {platform} ({os_name} {arch}, Python {python or 'unknown'}), with no network "
+             "and any pip, in this folder:",
+             f"#   {venv} -m venv v && v/bin/pip install --no-index --find-links . "
+             "--require-hashes -r requirements.txt",
+             "# pip >= 26.1 (older ones fail on 'lock-version') and uv also take -r pylock.toml"]
     if tools:
-        lines.append("# lockkit itself, to verify here: python -m venv lk && "
+        lines.append(f"# lockkit itself, to verify here: {venv} -m venv lk && "
                      "lk/bin/pip install --no-index --find-links tools lockkit")
     return lines
 

@@ -97,7 +97,8 @@ def requirements_text(toolset: Toolset) -> str:
     lines = [f"# lockkit {__version__} and its dependencies for {toolset.platform} "
              f"(Python {toolset.python}): not the application's environment",
              "# on the offline machine, any pip:",
-             "#   python -m venv v && v/bin/pip install --no-index --find-links <this folder> "
+             f"#   python{toolset.python} -m venv v && v/bin/pip install --no-index "
+             "--find-links <this folder> "
              "--require-hashes -r requirements.txt",
              "#   v/bin/lockkit verify --wheelhouse <the wheelhouse> --project <project>",
              f"{_KEY_LINE}{toolset.key}"]

@@ -121,6 +121,18 @@ def test_the_install_hint_names_the_file_as_given(project, capsys, tmp_path, nam
     assert shlex.split(hint[0].split("#", 1)[1])[-1] == str(out)
 
 
+def test_the_header_names_the_os_arch_and_python_and_venv_command(project, capsys):
+    """On another OS, CPU or Python pip finds no file ("from versions: none"): the header
+    says which machine the file is for, so that reads as the wrong machine, not tampering,
+    and the venv command names the lock's Python, not a bare ``python``."""
+    lock = compiled(project)
+    head = export(project, capsys).splitlines()
+    assert head[0].startswith("# lockkit export --platform linux-cpu: ")  # recognise()'s
+    python = lock["tool"]["lockkit"]["python"]
+    assert head[1].startswith(f"# For linux x86_64, Python {python}: ")
+    assert f"#   python{python} -m venv .venv-rebuild" in head
+
+
 def test_official_keeps_the_lock_urls(project, indexes, capsys):
     compiled(project)
     text = export(project, capsys, "--official")
@@ -168,6 +180,33 @@ def exported(project, indexes, capsys, tmp_path) -> Path:
     assert capsys.readouterr().out == ""  # -o: nothing on stdout
     indexes.forget_requests()
     return out
+
+
+@pytest.mark.slow
+def test_the_exports_printed_commands_run_as_printed(exported, project, tmp_path):
+    """Each command line of the header, run as printed from another folder, where the
+    lock's ``python3.11`` is on PATH but no bare ``python`` (as on Debian): the venv is
+    made with the lock's Python and its pip installs the locked packages."""
+    text = exported.read_text().splitlines()
+    start = text.index(next(ln for ln in text if ln.startswith("# Install with any pip")))
+    commands = [ln[1:].strip() for ln in text[start + 1:start + 3]]
+    lock = tomllib.loads((project / "locks" / "pylock.linux-cpu.toml").read_text())
+    version = lock["tool"]["lockkit"]["python"]
+    assert commands[0] == f"python{version} -m venv .venv-rebuild"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / f"python{version}").symlink_to(Path(sys.base_prefix) / "bin" / f"python{version}")
+    env = {**_clean_env(), "PATH": os.pathsep.join([str(bin_dir), "/usr/bin", "/bin"])}
+    here = tmp_path / "elsewhere"
+    here.mkdir()
+    for command in commands:
+        run = subprocess.run(["sh", "-c", command], cwd=here, capture_output=True, text=True,
+                             env=env, timeout=600)
+        assert run.returncode == 0, (command, run.stderr)
+    listed = json.loads(_pip(here / ".venv-rebuild" / "bin" / "python", "list", "--isolated",
+                             "--format=json").stdout)
+    assert {p["name"]: p["version"] for p in listed if p["name"] not in
+            ("pip", "setuptools")} == LOCKED
 
 
 @pytest.mark.slow

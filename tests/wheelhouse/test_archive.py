@@ -333,7 +333,7 @@ def test_pack_leaves_old_archive_on_failure(tmp_path: Path) -> None:
 def test_install_hint_leads_with_the_route_any_pip_takes(tmp_path: Path) -> None:
     folder = make_folder(tmp_path / "my wh")
     lines = install_hint(folder).splitlines()
-    assert lines[1] == (f"  python -m venv v && v/bin/pip install --no-index --find-links "
+    assert lines[1] == (f"  python3 -m venv v && v/bin/pip install --no-index --find-links "
                         f"'{folder}' --require-hashes -r '{folder}/requirements.txt'")
     assert "pip >= 26.1" in lines[2]
     assert lines[3] == f"  v/bin/pip install --no-index -r '{folder}/pylock.toml'"
@@ -341,6 +341,17 @@ def test_install_hint_leads_with_the_route_any_pip_takes(tmp_path: Path) -> None
                         f"-r '{folder}/pylock.toml'")
     (folder / "requirements.txt").write_text("demo==1.0\n")  # no hashes: pip would refuse
     assert "--require-hashes" not in install_hint(folder)
+
+
+def test_install_hint_names_the_python_the_wheelhouse_lock_is_for(tmp_path: Path) -> None:
+    """A bare ``python`` may be another version on the target, where pip then finds no file
+    ("from versions: none"): the venv commands name the lock's Python."""
+    folder = make_folder(tmp_path / "wh")
+    (folder / "pylock.toml").write_text('lock-version = "1.0"\nrequires-python = "==3.12.*"\n'
+                                        '[tool.lockkit]\npython = "3.12"\n')
+    (folder / "tools").mkdir()
+    venvs = [ln for ln in install_hint(folder).splitlines() if " -m venv " in ln]
+    assert [ln.split(" -m venv ")[0].strip() for ln in venvs] == ["python3.12", "python3.12"]
 
 
 @pytest.mark.parametrize("name", ["a\nb.whl", "x.whl\r", "tab\there.whl", "ls\u2028x.whl"],

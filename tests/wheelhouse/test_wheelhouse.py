@@ -288,6 +288,21 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
+def _lock_python_only(bin_dir: Path, folder: Path) -> dict[str, str]:
+    """A clean environment whose PATH has the lock's Python only by its versioned name
+    (``python3.11``), and uv, before the system's folders: no bare ``python``, as on a
+    Debian machine, so a printed ``python -m venv`` fails and a ``python3.11`` one works."""
+    import uv
+
+    python = tomllib.loads((folder / "pylock.toml").read_text())["tool"]["lockkit"]["python"]
+    bin_dir.mkdir()
+    (bin_dir / f"python{python}").symlink_to(Path(sys.base_prefix) / "bin" / f"python{python}")
+    (bin_dir / "uv").symlink_to(uv.find_uv_bin())
+    env = _clean_env()
+    env["PATH"] = os.pathsep.join([str(bin_dir), "/usr/bin", "/bin"])
+    return env
+
+
 def _venv(path: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
     return path / "bin" / "python"
@@ -323,24 +338,66 @@ def test_offline_install_with_requirements_and_hashes(built, tmp_path):
 
 @pytest.mark.slow
 def test_printed_hint_installs_with_a_fresh_venvs_pip(built, tmp_path):
-    """What unpack prints, run as printed (bar the interpreter's path) with no network: the
-    first route works with the pip a fresh venv brings; that pip cannot read pylock.toml,
-    which is why the hint does not lead with it."""
-    import shlex
-
+    """What unpack prints, run as printed with no network on a machine with no bare
+    ``python`` (the lock's ``python3.11`` only): the first route works with the pip a fresh
+    venv brings; that pip cannot read pylock.toml, which is why the hint does not lead
+    with it."""
     from lockkit.wheelhouse.archive import install_hint
 
     lines = install_hint(built).splitlines()
-    first = lines[1].strip().replace("python -m venv", f"{shlex.quote(sys.executable)} -m venv")
-    subprocess.run([*_no_network(), "sh", "-c", first], cwd=tmp_path, check=True,
-                   env=_clean_env())  # no pip config: the folder alone is enough
+    env = _lock_python_only(tmp_path / "bin", built)
+    subprocess.run([*_no_network(), "sh", "-c", lines[1].strip()], cwd=tmp_path, check=True,
+                   env=env)  # no pip config: the folder alone is enough
     assert _installed(tmp_path / "v" / "bin" / "python") == EXPECTED
     pip = subprocess.run([str(tmp_path / "v" / "bin" / "pip"), "--version"],
                          capture_output=True, text=True, check=True).stdout.split()[1]
     if int(pip.split(".")[0]) < 26:  # the venv's bundled pip (23.2 with Python 3.11)
         old = subprocess.run([*_no_network(), "sh", "-c", lines[3].strip()], cwd=tmp_path,
-                             capture_output=True, text=True, env=_clean_env())
+                             capture_output=True, text=True, env=env)
         assert old.returncode != 0 and "Invalid requirement: 'lock-version" in old.stderr
+
+
+@pytest.mark.slow
+def test_every_command_unpack_prints_runs_as_printed(built, project, tmp_path, capsys):
+    """pack, unpack, then each command line unpack printed, in order, in the folder it was
+    printed in, with no network and only the lock's ``python3.11`` on PATH: each succeeds
+    (the pip-only pylock line where the venv's pip is 26.1 or later, as its line says), and
+    the venv is the lock's Python with the lock's packages."""
+    assert main(["wheelhouse", "pack", "--project", str(project), "--platform", "linux-cpu"]) == 0
+    capsys.readouterr()
+    here = tmp_path / "here"
+    here.mkdir()
+    archive = project / "wheelhouse" / "linux-cpu.wheelhouse.tar"
+    assert main(["wheelhouse", "unpack", str(archive), "--out", str(here / "offline")]) == 0
+    printed = [ln.strip() for ln in capsys.readouterr().err.splitlines() if ln.startswith("  ")]
+    assert printed and printed[0].startswith("python3.11 -m venv v ")
+    env = _lock_python_only(tmp_path / "bin", here / "offline")
+    for line in printed:
+        if line.startswith("v/bin/pip install --no-index -r ") and _pip_major(here) < 26:
+            continue  # "with pip >= 26.1 or uv": this venv's pip is older
+        run = subprocess.run([*_no_network(), "sh", "-c", line], cwd=here, env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, (line, run.stderr)
+    version = subprocess.run([str(here / "v" / "bin" / "python"), "-c",
+                              "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert version == "3.11" and _installed(here / "v" / "bin" / "python") == EXPECTED
+
+
+def _pip_major(here: Path) -> int:
+    out = subprocess.run([str(here / "v" / "bin" / "pip"), "--version"], capture_output=True,
+                         text=True, check=True).stdout
+    return int(out.split()[1].split(".")[0])
+
+
+def test_the_requirements_header_names_os_arch_and_python(built):
+    """The wheelhouse's requirements.txt says which machine it is for, so pip's "from
+    versions: none" elsewhere reads as the wrong machine, and names the lock's Python in
+    its venv command."""
+    head = (built / "requirements.txt").read_text().splitlines()
+    assert head[0] == ("# linux-cpu (linux x86_64, Python 3.11), with no network and any "
+                       "pip, in this folder:")
+    assert head[1].startswith("#   python3.11 -m venv v && v/bin/pip install --no-index")
 
 
 @pytest.mark.slow
@@ -481,14 +538,17 @@ def test_the_install_text_names_tools_only_when_the_wheelhouse_has_them(tmp_path
 
     (tmp_path / "requirements.txt").write_text("x==1 --hash=sha256:" + "0" * 64 + "\n")
     assert "tools" not in install_hint(tmp_path)
-    assert not [ln for ln in requirements_header("linux-cpu") if "tools" in ln]
+    data = {"environments": ["sys_platform == 'linux' and platform_machine == 'x86_64'"],
+            "requires-python": "==3.12.*"}
+    assert not [ln for ln in requirements_header("linux-cpu", data) if "tools" in ln]
     (tmp_path / "tools").mkdir()
     hint = install_hint(tmp_path).splitlines()
     assert hint[0] == "install with any pip, into a new venv:"  # the any-pip route first
     assert any(f"--find-links {tmp_path / 'tools'} lockkit" in ln for ln in hint)
     assert any("lockkit verify --wheelhouse" in ln for ln in hint)
-    assert [ln for ln in requirements_header("linux-cpu", tools=True)
-            if "--find-links tools lockkit" in ln]
+    assert [ln for ln in requirements_header("linux-cpu", data, tools=True)
+            if "python3.12 -m venv lk && lk/bin/pip install --no-index --find-links tools "
+               "lockkit" in ln]
 
 
 def test_every_wheelhouse_command_finds_the_project_from_a_sub_folder(project, tmp_path,
