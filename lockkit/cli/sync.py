@@ -87,7 +87,8 @@ def _write_dossier(done: Synced, project: Project, platform: Platform, *,
     from lockkit.report.roots import absolute
 
     stamp = done.dossier.started.replace("-", "").replace(":", "")
-    folder = new_report_folder(ignored_folder(project.root / ".lockkit") / "reports" / platform.name, stamp)
+    reports = ignored_folder(project.root / ".lockkit") / "reports"  # git-ignored if made here
+    folder = new_report_folder(reports / platform.name, stamp)
     write_folder(folder, absolute(done.dossier) if absolute_paths else done.dossier,
                  done.attachments)
     ui.say(f"dossier: {shown_path(folder / 'dossier.json')}")
