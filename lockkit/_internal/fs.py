@@ -11,8 +11,8 @@ from pathlib import Path
 
 from lockkit.errors import ConfigError, WriteError
 
-__all__ = ["dir_mode", "file_mode", "interrupt_held", "sha256_file", "temp_dir", "temp_file",
-           "temp_folder", "temp_private", "umask", "write_atomic"]
+__all__ = ["dir_mode", "file_mode", "ignored_folder", "interrupt_held", "sha256_file", "temp_dir",
+           "temp_file", "temp_folder", "temp_private", "umask", "write_atomic"]
 
 _UMASK_LOCK = threading.Lock()
 _umask_set_once: list[int] = []  # the fallback's answer, read once (see umask)
@@ -75,6 +75,19 @@ def temp_file(parent: Path, prefix: str, suffix: str = "") -> tuple[int, Path]:
         Path(name).unlink(missing_ok=True)
         raise
     return fd, Path(name)
+
+
+def ignored_folder(folder: Path) -> Path:
+    """*folder*, made (parents too) if missing; one made here gets a ``.gitignore`` holding
+    ``*``, as uv's ``.venv``: lockkit's outputs in a project (``wheelhouse/``, ``.lockkit/``)
+    stay out of a ``git add .``. A folder that exists (the user's) is never written into."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir()
+    except FileExistsError:
+        return folder
+    write_atomic(folder / ".gitignore", "*\n")
+    return folder
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -82,11 +82,13 @@ def _write_dossier(done: Synced, project: Project, platform: Platform, *,
                    absolute_paths: bool) -> None:
     """With --verify, the dossier of the run, where verify writes its own (its paths
     relative to its roots, as verify's, unless --absolute-paths)."""
+    from lockkit._internal.fs import ignored_folder
     from lockkit.report import write_folder
     from lockkit.report.roots import absolute
 
     stamp = done.dossier.started.replace("-", "").replace(":", "")
-    folder = new_report_folder(project.root / ".lockkit" / "reports" / platform.name, stamp)
+    reports = ignored_folder(project.root / ".lockkit") / "reports"  # git-ignored if made here
+    folder = new_report_folder(reports / platform.name, stamp)
     write_folder(folder, absolute(done.dossier) if absolute_paths else done.dossier,
                  done.attachments)
     ui.say(f"dossier: {shown_path(folder / 'dossier.json')}")

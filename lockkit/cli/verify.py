@@ -9,6 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from lockkit._internal import ui
+from lockkit._internal.fs import ignored_folder
 from lockkit.cli.common import (
     check_given_paths,
     lock_fetcher,
@@ -62,9 +63,9 @@ def handle(args: argparse.Namespace) -> int:
                    if args.fetch_wheels or not existing else None),
             on_step=lambda step: advance(1, description=f"verifying {platform.name}"),
             on_progress=_step_progress(platform.name, advance)))
-    folder = (report_dir or
-              new_report_folder(project.root / ".lockkit" / "reports" / platform.name,
-                                outcome.dossier.started.replace("-", "").replace(":", "")))
+    stamp = outcome.dossier.started.replace("-", "").replace(":", "")
+    folder = report_dir or new_report_folder(  # .lockkit/: git-ignored when made here
+        ignored_folder(project.root / ".lockkit") / "reports" / platform.name, stamp)
     return _report(outcome, folder, args)
 
 

@@ -46,8 +46,8 @@ from lockkit.lock.origins import Origins
 from lockkit.platforms.definitions import Platform
 
 __all__ = ["LOCK_FORMAT", "Outcome", "Status", "Verdict", "check", "check_platforms",
-           "fingerprint", "index_url_digest", "inputs_record", "lock_python",
-           "packages_digest_of_read", "stale_warning"]
+           "fingerprint", "index_url_digest", "input_changes", "inputs_record", "lock_python",
+           "packages_digest_of_read", "requirement_changes", "stale_warning"]
 
 # Bump when what lockkit writes changes in a way old locks must be redone for (it is in
 # every inputs fingerprint and, through the lock's metadata, in compile's memo key).
@@ -288,9 +288,7 @@ def explain(recorded: Any, current: dict[str, Any]) -> str:
     said = [f"{label}: new input" for label in now if label not in was]
     said += [f"{label}: no longer an input" for label in was if label not in now]
     for label in (lb for lb in now if lb in was):
-        added = [r for r in now[label] if r not in was[label]]
-        removed = [r for r in was[label] if r not in now[label]]
-        said += _changes(label, added, removed)
+        said += input_changes(label, was[label], now[label])
     old_opts = recorded.get("options", {})
     for key, value in current["options"].items():
         if key == "index-url-digest" and old_opts.get(key) != value:
@@ -318,16 +316,49 @@ def _index_change(old: dict[str, Any], now: dict[str, Any]) -> str:
     return f"index-url changed (its {shown} now {verb} to another URL)"
 
 
-def _changes(label: str, added: list[str], removed: list[str]) -> list[str]:
-    """The requirements an input gained and lost, named; for a file outside the project
-    (its label climbs out: ``../``, or is absolute) only counted, as its lines are never
-    quoted (:mod:`lockkit.config.inputfile`)."""
+def input_changes(label: str, was: list[str], now: list[str]) -> list[str]:
+    """The requirements an input changed, gained and lost, named (:func:`requirement_changes`);
+    for a file outside the project (its label climbs out: ``../``, or is absolute) only
+    counted, as its lines are never quoted (:mod:`lockkit.config.inputfile`)."""
+    said = requirement_changes(was, now)
     if label.startswith(("../", "/")) or label == "..":
-        counts = [f"{len(rs)} requirement(s) {word}" for rs, word in
-                  ((added, "added"), (removed, "removed")) if rs]
+        counts = [f"{n} requirement(s) {word}" for word in ("changed", "added", "removed")
+                  if (n := sum(line.startswith(word + " ") for line in said))]
         return [f"{label}: {', '.join(counts)} (not shown: the file is outside the "
                 f"project)"] if counts else []
-    return [f"{label}: added {r}" for r in added] + [f"{label}: removed {r}" for r in removed]
+    return [f"{label}: {line}" for line in said]
+
+
+def requirement_changes(was: list[str], now: list[str]) -> list[str]:
+    """``changed numpy>=2 → numpy>=2.1``, ``added X``, ``removed Y``: the lines that left
+    and came paired by canonical name (in order, where a name has several), so a new bound
+    reads as one change; a line that does not parse as a requirement stays added/removed."""
+    added = [r for r in now if r not in was]
+    removed = [r for r in was if r not in now]
+    gone: dict[str | None, list[str]] = {}
+    for line in removed:
+        gone.setdefault(_requirement_name(line), []).append(line)
+    changed, new = [], []
+    for line in added:
+        name = _requirement_name(line)
+        olds = gone.get(name) if name is not None else None
+        if olds:
+            changed.append(f"changed {olds.pop(0)} → {line}")
+        else:
+            new.append(f"added {line}")
+    left = [f"removed {line}" for olds in gone.values() for line in olds]
+    return changed + new + left
+
+
+def _requirement_name(line: str) -> str | None:
+    """The canonical name of a requirement line; None for one that does not parse."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        return canonicalize_name(Requirement(line).name)
+    except InvalidRequirement:
+        return None
 
 
 def _option_change(key: str, old: Any, new: Any) -> str:

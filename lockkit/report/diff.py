@@ -17,8 +17,9 @@ declares the layers it meant to change; those differences are listed apart.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from lockkit.report.model import Dossier, GitState, SchemaError, Variant
 __all__ = ["LAYERS", "Difference", "DiffError", "Side", "compare", "load_side"]
 
 LAYERS = ("code", "data", "packages", "system", "result")
+_INPUTS = "lock.inputs."  # a code-layer key per input file of a lock
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +43,7 @@ class Side:
     layers: dict[str, dict[str, Any]]  # layer -> flat key -> value
     info: dict[str, Any]  # shown, never compared
     variant: Variant | None = None
+    inputs: dict[str, list[str]] = field(default_factory=dict)  # a lock's, per input file
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,10 +53,11 @@ class Difference:
     a: Any
     b: Any
     declared: bool = False
+    said: tuple[str, ...] = ()  # an input file's requirements that changed, in words
 
     def to_dict(self) -> dict[str, Any]:
         return {"layer": self.layer, "key": self.key, "a": self.a, "b": self.b,
-                "declared": self.declared}
+                "declared": self.declared, "said": list(self.said)}
 
 
 def load_side(path: Path) -> Side:
@@ -102,8 +106,20 @@ def compare(a: Side, b: Side) -> tuple[list[str], list[Difference]]:
         for key in sorted(set(left) | set(right)):
             if left.get(key) != right.get(key):
                 found.append(Difference(layer=layer, key=key, a=left.get(key),
-                                        b=right.get(key), declared=layer in declared))
+                                        b=right.get(key), declared=layer in declared,
+                                        said=_input_said(key, a, b)))
     return layers, found
+
+
+def _input_said(key: str, a: Side, b: Side) -> tuple[str, ...]:
+    """For a lock's ``inputs.<file>`` row, what changed in it: ``requirements.in: changed
+    numpy>=2 → numpy>=2.1`` (a file outside the project counted, never quoted)."""
+    from lockkit.lock.freshness import input_changes
+
+    if not key.startswith(_INPUTS):
+        return ()
+    label = key.removeprefix(_INPUTS)
+    return tuple(input_changes(label, a.inputs.get(label, []), b.inputs.get(label, [])))
 
 
 # --- dossiers ---------------------------------------------------------------------------
@@ -214,8 +230,28 @@ def _from_lock(path: Path, lock: dict[str, Any]) -> Side:
         raise DiffError(f"{path}: tool.lockkit: not a table")
     code = {f"lock.{k}": meta[k] for k in ("platform", "inputs-fingerprint", "torch-index")
             if k in meta}
+    inputs = _lock_inputs(meta)
+    code.update({f"{_INPUTS}{label}": _shown(reqs) for label, reqs in inputs.items()})
     return Side(path=path, kind="lock", layers={"code": code, "packages": _packages(rows)},
-                info={"platform": meta.get("platform")})
+                info={"platform": meta.get("platform")}, inputs=inputs)
+
+
+def _lock_inputs(meta: dict[str, Any]) -> dict[str, list[str]]:
+    """The normalised requirements per input file that ``[tool.lockkit] inputs`` records
+    (none from a lock without them, or of another shape)."""
+    record = (meta.get("inputs") or {}) if isinstance(meta.get("inputs"), dict) else {}
+    reqs = record.get("requirements")
+    if not isinstance(reqs, dict):
+        return {}
+    return {str(label): [str(r) for r in lines] for label, lines in reqs.items()
+            if isinstance(lines, list)}
+
+
+def _shown(reqs: list[str]) -> str:
+    """An input's requirements as a table cell: counted and digested, never quoted (a file
+    outside the project keeps its lines to itself; the changes are said in words)."""
+    digest = hashlib.sha256("\n".join(reqs).encode()).hexdigest()[:12]
+    return f"{len(reqs)} requirement(s), sha256 {digest}"
 
 
 def _from_manifest(path: Path, manifest: dict[str, Any]) -> Side:

@@ -63,11 +63,14 @@ def diff_text(layers: Sequence[str], differing: Sequence[str], found: Sequence[A
         ui.print_table(f"{layer}", ("key", "A", "B", "declared"),
                        [(d.key, _cell(d.a), _cell(d.b), "yes" if d.declared else "")
                         for d in found if d.layer == layer], stream=sys.stdout)
+        for line in (said for d in found if d.layer == layer for said in d.said):
+            print(line)
     for side in sides:
         if side.variant:
             v = side.variant
             print(f"variant {v.name}: {v.reason} (changes: {', '.join(v.changes)})")
-    if all(side.kind == "dossier" for side in sides):
+    if all(side.kind == "dossier" and side.info.get("max_abs_diff") is not None
+           for side in sides):  # a run that never reached the application has none
         print("embedding max |diff| vs reference (shown, not compared): " + ", ".join(
             f"{label} {side.info.get('max_abs_diff')} ({side.info.get('worst_id')})"
             for label, side in zip(("A", "B"), sides, strict=True)))

@@ -33,7 +33,7 @@ from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from lockkit._internal import proc as _run
-from lockkit._internal.fs import interrupt_held, sha256_file, temp_dir
+from lockkit._internal.fs import ignored_folder, interrupt_held, sha256_file, temp_dir
 from lockkit._internal.outdir import STAGE as _STAGE
 from lockkit._internal.outdir import swap as _swap
 from lockkit._internal.outdir import sweep_stale as _sweep_stale
@@ -163,6 +163,8 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
 def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
               fetched: list[tuple[Item, Got]], kit: Toolset | None = None, *,
               cache: Cache) -> BuildResult:
+    if out.parent == project.root / "wheelhouse":  # the default's parent: git-ignored if made
+        ignored_folder(out.parent)
     out.parent.mkdir(parents=True, exist_ok=True)
     with interrupt_held() as held:  # no Ctrl-C between the stage and the try that removes it
         stage = temp_dir(out.parent, f".{out.name}.{_STAGE}")

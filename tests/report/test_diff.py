@@ -15,7 +15,7 @@ import pytest
 from lockkit.cli import main
 from tests.support.fake_torch import build_fake_torch
 from tests.support.index_server import IndexServer
-from tests.support.project import lockkit
+from tests.support.project import hello_project, lockkit
 from tests.support.pytorch_index import PyTorchIndex
 
 
@@ -183,3 +183,16 @@ def test_a_lock_or_manifest_of_the_wrong_shape_exits_2_naming_the_key(tmp_path, 
     assert main(["diff", str(bad), str(bad)]) == 2
     err = capsys.readouterr().err
     assert str(bad) in err and words in err and "Traceback" not in err
+
+
+def test_dossiers_of_runs_without_an_application_print_no_none_rows(tmp_path, indexes, capsys):
+    """Two runs that stopped before the application step (no torch here) have no embedding
+    numbers: the diff says nothing of them, never ``None (None)``."""
+    root = hello_project(tmp_path / "proj", indexes, tmp_path / "cache")
+    for name in ("a", "b"):
+        main(["verify", "--project", str(root), "--platform", "linux-cpu", "--report-dir",
+              str(tmp_path / name)])
+    capsys.readouterr()
+    main(["diff", str(tmp_path / "a" / "dossier.json"), str(tmp_path / "b" / "dossier.json")])
+    out = capsys.readouterr().out
+    assert out.startswith(("no differences", "differs in")) and "None" not in out, out
