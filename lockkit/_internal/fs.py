@@ -77,16 +77,19 @@ def temp_file(parent: Path, prefix: str, suffix: str = "") -> tuple[int, Path]:
     return fd, Path(name)
 
 
-def ignored_folder(folder: Path) -> Path:
+def ignored_folder(folder: Path, *, committed: tuple[str, ...] = ()) -> Path:
     """*folder*, made (parents too) if missing; one made here gets a ``.gitignore`` holding
     ``*``, as uv's ``.venv``: lockkit's outputs in a project (``wheelhouse/``, ``.lockkit/``)
-    stay out of a ``git add .``. A folder that exists (the user's) is never written into."""
+    stay out of a ``git add .``, except the sub-folders *committed* names (``.lockkit/ci/``:
+    the wheel the generated workflow installs by hash must be committed). A folder that
+    exists (the user's) is never written into."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     try:
         folder.mkdir()
     except FileExistsError:
         return folder
-    write_atomic(folder / ".gitignore", "*\n")
+    write_atomic(folder / ".gitignore",
+                 "*\n" + "".join(f"!/{name}/\n!/{name}/**\n" for name in committed))
     return folder
 
 

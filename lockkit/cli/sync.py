@@ -87,7 +87,8 @@ def _write_dossier(done: Synced, project: Project, platform: Platform, *,
     from lockkit.report.roots import absolute
 
     stamp = done.dossier.started.replace("-", "").replace(":", "")
-    reports = ignored_folder(project.root / ".lockkit") / "reports"  # git-ignored if made here
+    # .lockkit/: git-ignored when made here, but for ci/ (the workflow's committed wheel)
+    reports = ignored_folder(project.root / ".lockkit", committed=("ci",)) / "reports"
     folder = new_report_folder(reports / platform.name, stamp)
     write_folder(folder, absolute(done.dossier) if absolute_paths else done.dossier,
                  done.attachments)

@@ -64,8 +64,10 @@ def handle(args: argparse.Namespace) -> int:
             on_step=lambda step: advance(1, description=f"verifying {platform.name}"),
             on_progress=_step_progress(platform.name, advance)))
     stamp = outcome.dossier.started.replace("-", "").replace(":", "")
-    folder = report_dir or new_report_folder(  # .lockkit/: git-ignored when made here
-        ignored_folder(project.root / ".lockkit") / "reports" / platform.name, stamp)
+    # .lockkit/: git-ignored when made here, but for ci/ (the workflow's committed wheel)
+    folder = report_dir or new_report_folder(
+        ignored_folder(project.root / ".lockkit", committed=("ci",)) / "reports"
+        / platform.name, stamp)
     return _report(outcome, folder, args)
 
 

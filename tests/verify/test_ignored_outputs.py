@@ -27,8 +27,14 @@ def test_build_and_verify_outputs_stay_out_of_git_status(tmp_path, indexes):
     shown = git(root, "status", "--porcelain", "--untracked-files=all").splitlines()
     assert shown and not [line for line in shown
                           if line[3:].startswith(("wheelhouse", ".lockkit"))], shown
-    for folder in ("wheelhouse", ".lockkit"):
-        assert (root / folder / ".gitignore").read_text() == "*\n"
+    assert (root / "wheelhouse" / ".gitignore").read_text() == "*\n"
+    # .lockkit/ci/ holds the wheel the generated workflow installs by hash: committed
+    assert (root / ".lockkit" / ".gitignore").read_text() == "*\n!/ci/\n!/ci/**\n"
+    (root / ".lockkit" / "ci").mkdir()
+    (root / ".lockkit" / "ci" / "lockkit-1.0-py3-none-any.whl").write_bytes(b"wheel")
+    shown = git(root, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert [line[3:] for line in shown if line[3:].startswith(".lockkit")] == [
+        ".lockkit/ci/lockkit-1.0-py3-none-any.whl"]
 
 
 def test_a_wheelhouse_folder_the_user_made_gets_no_gitignore(tmp_path, indexes):
