@@ -8,7 +8,7 @@ layer a difference comes from (:mod:`~lockkit.report.diff`). :func:`write_folder
 run's report folder. Paths in what is written are relative to the run's named roots
 (:mod:`~lockkit.report.roots`). Nothing here runs a check.
 
-May import: lockkit.errors, lockkit._internal
+May import: lockkit.errors, lockkit._internal, lockkit.lock
 """
 
 

@@ -504,7 +504,10 @@ def test_ctrl_c_during_a_compile_leaves_no_uv_no_temp_folder_and_exits_130(proje
         silent.close()
     assert proc.returncode == 130, err
     assert "Traceback" not in err
+    # the input warnings compile prints before resolving (the loopback cu126 index serves
+    # torch 2.5.1, outside linux-cu126's releases) are not the ending
     assert [line for line in err.strip().splitlines() if not line.endswith(": resolving...")
+            and not line.startswith("warning: ")
             ] == ["lockkit: interrupted; nothing was left half-written"]
     groups = {pid for pid in uvs}  # each uv leads its own group (start_new_session)
     assert all(pid not in groups and pgrp not in groups

@@ -214,8 +214,7 @@ def check_line(project: Path, capsys) -> tuple[int, str]:
     (lambda p: (p / "requirements.in").write_text("# the app\ntorch == 2.5.1  # pinned\n\nnumpy\n"),
      "fresh"),
     (lambda p: (p / "requirements.in").write_text("torch==2.5.1\nnumpy>=2\n"),
-     "stale (locks/pylock.linux-cpu.toml): requirements.in: added numpy>=2; "
-     "requirements.in: removed numpy"),
+     "stale (locks/pylock.linux-cpu.toml): requirements.in: changed numpy → numpy>=2"),
     (lambda p: (p / "lockkit.toml").write_text(
         (p / "lockkit.toml").read_text() .replace("platforms", 'python = "3.12"\nplatforms', 1)),
      "stale (locks/pylock.linux-cpu.toml): python: 3.11 -> 3.12"),
@@ -525,7 +524,7 @@ def test_the_gate_sees_an_included_file_change(project, capsys):
     assert check_line(project, capsys)[0] == 0
     (project / "base.txt").write_text("numpy>=2\n")
     code, line = check_line(project, capsys)
-    assert code == 1 and "base.txt: added numpy>=2" in line
+    assert code == 1 and "base.txt: changed numpy → numpy>=2" in line
 
 
 def _reseal(text: str) -> str:
