@@ -127,10 +127,24 @@ def sweep_temp(folder: Path | None = None) -> list[Path]:
         if _swept_temp.is_set():
             return []
         _swept_temp.set()
-    where = Path(folder or tempfile.gettempdir())
+    where = Path(folder or _temp_root())
     removed = _sweep(where, [e for e in _entries(where) if _temp_orphan(e)])
     say_swept(removed)
     return removed
+
+
+def _temp_root() -> str:
+    """TMPDIR as :mod:`tempfile` picks it. Its first call in a process probes each candidate
+    by writing a file of 8 random characters and removing it at once: a Ctrl-C (or SIGTERM)
+    between the two would leave that file behind, so the probe runs with interrupts held
+    (this is the first temp call of every command: :func:`lockkit._internal.fs.temp_folder`
+    and ``temp_private`` sweep first)."""
+    from lockkit._internal.fs import interrupt_held
+
+    with interrupt_held() as held:
+        root = tempfile.gettempdir()
+    held.reraise()
+    return root
 
 
 def _temp_orphan(entry: os.DirEntry[str]) -> bool:
