@@ -57,9 +57,10 @@ def temp_dir(parent: Path, prefix: str) -> Path:
     folder is renamed into place as the result, which other users may have to read. Its
     name carries this process (:func:`lockkit._internal.leftovers.owner_tag`): a later run
     removes it if this one is killed."""
-    from lockkit._internal.leftovers import owner_tag
+    from lockkit._internal.leftovers import hold, owner_tag
 
     path = Path(tempfile.mkdtemp(prefix=prefix + owner_tag(), dir=parent))
+    hold(path)
     os.chmod(path, dir_mode())
     return path
 
@@ -171,11 +172,12 @@ def temp_folder(prefix: str) -> tempfile.TemporaryDirectory[str]:
     ends (or at exit); made with Ctrl-C held, so that no interrupt falls between the
     folder's creation and its removal being arranged. Its name carries this process, and
     the folders killed runs left in TMPDIR are swept first (:mod:`lockkit._internal.leftovers`)."""
-    from lockkit._internal.leftovers import owner_tag, sweep_temp
+    from lockkit._internal.leftovers import hold, owner_tag, sweep_temp
 
     sweep_temp()
     with interrupt_held() as held:
         folder = tempfile.TemporaryDirectory(prefix=prefix + owner_tag())
+    hold(folder.name)
     held.reraise()  # the folder's finalizer removes it
     return folder
 
@@ -183,7 +185,9 @@ def temp_folder(prefix: str) -> tempfile.TemporaryDirectory[str]:
 def temp_private(prefix: str) -> Path:
     """A private (0700) work folder in TMPDIR that the caller removes, named for this
     process; the folders killed runs left in TMPDIR are swept first."""
-    from lockkit._internal.leftovers import owner_tag, sweep_temp
+    from lockkit._internal.leftovers import hold, owner_tag, sweep_temp
 
     sweep_temp()
-    return Path(tempfile.mkdtemp(prefix=prefix + owner_tag()))
+    path = Path(tempfile.mkdtemp(prefix=prefix + owner_tag()))
+    hold(path)
+    return path

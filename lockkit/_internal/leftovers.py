@@ -11,6 +11,13 @@ once its maker is gone, however young it is: a run still going (this one, a conc
 one) is never touched, and a name without the mark (a user's ``lockkit-verify-notes/``)
 is never lockkit's to remove.
 
+A pid says nothing across PID namespaces (a container sharing the folder): so the maker
+also holds a shared ``flock`` on what it made (:func:`hold`) for as long as it lives, and
+the kernel drops it when the process dies, however it dies. A sweep takes the lock
+exclusively, without waiting, before it removes anything: a leftover still held is a run
+still going, whichever namespace it runs in. No clock is compared (a wall clock stepped
+back between the kill and the next run made a fresh leftover look younger than the run).
+
 The places: the stage and old folders beside an output (:func:`lockkit._internal.outdir.
 sweep_stale`), the cache's partial downloads, and the ``lockkit-*`` folders in TMPDIR
 (:func:`sweep_temp`: verify's and sync's work folders, compile's, which holds the
@@ -24,17 +31,17 @@ import re
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["orphaned", "owner_mark", "owner_tag", "say_swept", "sweep_temp"]
+__all__ = ["hold", "orphaned", "owner_mark", "owner_tag", "release", "say_swept", "sweep_temp"]
 
 # <pid>@<start> (base 36), then "-" and the 8 characters mkdtemp/mkstemp add, if any
 _MARK = r"([0-9a-z]{1,13})@([0-9a-z]{1,13})(?:-[a-z0-9_]{4,8})?"
 _TEMP = re.compile(r"lockkit-(?:[a-z]+-)*" + _MARK)  # a folder in TMPDIR
 _swept_temp = threading.Event()  # TMPDIR is swept once per process
-_LOADED = time.time()
+_held: dict[str, int] = {}  # path -> the descriptor whose shared flock marks it in use
+_held_lock = threading.Lock()
 
 
 def _start_ticks(pid: int) -> int | None:
@@ -88,36 +95,71 @@ def _gone(pid: int, start: int) -> bool:
     return False
 
 
-def orphaned(name: str, prefix: str, suffix: str = "", st: os.stat_result | None = None,
-             ) -> bool:
+def orphaned(name: str, prefix: str, suffix: str = "", path: str | None = None) -> bool:
     """Whether *name* is ``<prefix><mark><suffix>``, made by a process that is gone; with
-    *st* (its ``lstat``), also this user's and last changed before this run began."""
+    *path* (where *name* lies), also this user's and held by no running process."""
     if not (name.startswith(prefix) and name.endswith(suffix)):
         return False
-    if st is not None and not _before_this_run(st):
-        return False
     found = re.fullmatch(_MARK, name[len(prefix):len(name) - len(suffix)])
-    return found is not None and _gone(int(found[1], 36), int(found[2], 36))
+    return found is not None and _gone(int(found[1], 36), int(found[2], 36)) and \
+        (path is None or _unheld(path))
 
 
-def _before_this_run(st: os.stat_result) -> bool:
-    """This user's, and untouched since before this process started: a process of another
-    PID namespace (a container sharing the folder) would look gone, and may be running."""
+def hold(path: Path | str) -> None:
+    """Mark *path* (a folder or file this process just made) in use until :func:`release`
+    or this process ends: a shared ``flock`` on a descriptor of its own, which a sweep of
+    another PID namespace sees where the pid in the name means nothing."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: the pid in the name is all there is
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return
+    with _held_lock:
+        old = _held.pop(str(path), None)
+        _held[str(path)] = fd
+    if old is not None:
+        os.close(old)
+
+
+def release(path: Path | str) -> None:
+    """Drop :func:`hold`'s mark on *path* (once it is renamed into place or removed)."""
+    with _held_lock:
+        fd = _held.pop(str(path), None)
+    if fd is not None:
+        os.close(fd)
+
+
+def _unheld(path: str) -> bool:
+    """This user's, and no live process (of any PID namespace) holds it (:func:`hold`)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         return False
-    return st.st_mtime < _run_start()
-
-
-def _run_start() -> float:
-    """When this process started (wall clock, to 10 ms): now, less the time since, from
-    its start ticks and ``/proc/uptime``; where that is unknown, when this module loaded."""
     try:
-        with open("/proc/uptime", encoding="ascii") as fh:
-            uptime = float(fh.read().split()[0])
-        since = uptime - (_start_ticks(os.getpid()) or 0) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return _LOADED
-    return min(time.time() - since, _LOADED)
+        import fcntl
+    except ImportError:
+        return True
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False  # held: its maker is alive, in this namespace or another
+    finally:
+        os.close(fd)  # closing drops the lock just taken
+    return True
 
 
 def sweep_temp(folder: Path | None = None) -> list[Path]:
@@ -151,8 +193,7 @@ def _temp_orphan(entry: os.DirEntry[str]) -> bool:
     found = _TEMP.fullmatch(entry.name)
     try:
         return found is not None and entry.is_dir(follow_symlinks=False) and \
-            _before_this_run(entry.stat(follow_symlinks=False)) and \
-            _gone(int(found[1], 36), int(found[2], 36))
+            _gone(int(found[1], 36), int(found[2], 36)) and _unheld(entry.path)
     except OSError:
         return False
 

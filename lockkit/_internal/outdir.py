@@ -210,9 +210,10 @@ def swap(stage: Path, out: Path) -> None:
         return
     import tempfile
 
-    from lockkit._internal.leftovers import owner_tag
+    from lockkit._internal.leftovers import hold, owner_tag
 
     old = Path(tempfile.mkdtemp(prefix=f".{out.name}.{OLD}{owner_tag()}", dir=out.parent))
+    hold(old)
     os.replace(out, old / "x")
     try:
         os.replace(stage, out)
@@ -253,7 +254,7 @@ def sweep_stale(out: Path, max_age: float = STALE_AGE) -> list[Path]:
             if not entry.is_dir(follow_symlinks=False):
                 continue
             st = entry.stat(follow_symlinks=False)
-            if any(orphaned(entry.name, p, st=st) for p in marked) or (
+            if any(orphaned(entry.name, p, path=entry.path) for p in marked) or (
                     entry.name.startswith(marked[:2]) and
                     now - st.st_mtime > max_age):
                 _remove_tree(entry.path)

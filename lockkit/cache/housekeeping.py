@@ -168,7 +168,7 @@ def _scan(root: Path, folder: Path, is_dir: bool) -> list[os.DirEntry[str]]:
 def _entry(path: str, sha256: str | None = None, *, now: float = 0.0) -> Entry:
     st = os.lstat(path)
     stale = sha256 is None and (now - st.st_mtime > PARTIAL_MAX_AGE or
-                                orphaned(os.path.basename(path), "", ".part", st))
+                                orphaned(os.path.basename(path), "", ".part", path))
     return Entry(path=Path(path), size=st.st_size, links=st.st_nlink, sha256=sha256,
                  stale=stale)
 

@@ -76,7 +76,7 @@ def sweep_partials(root: Path, max_age: float = PARTIAL_MAX_AGE) -> None:
     for part in entries:
         try:
             st = part.stat(follow_symlinks=False)
-            if part.name.endswith(".part") and (orphaned(part.name, "", ".part", st) or
+            if part.name.endswith(".part") and (orphaned(part.name, "", ".part", part.path) or
                                                 now - st.st_mtime > max_age):
                 os.unlink(part.path)
                 removed.append(Path(part.path))

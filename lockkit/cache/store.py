@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from lockkit._internal.fs import umask
-from lockkit._internal.leftovers import owner_tag
+from lockkit._internal.leftovers import hold, owner_tag, release
 from lockkit._internal.private import open_regular, owned_and_closed
 from lockkit.cache import inuse
 from lockkit.cache.layout import blob_path, default_cache_dir, make_root, sweep_partials
@@ -107,6 +107,7 @@ class Cache:
         make_root(self.root)
         self.partial.mkdir(exist_ok=True)
         fd, name = tempfile.mkstemp(dir=self.partial, prefix=owner_tag(), suffix=".part")
+        hold(name)
         st = os.fstat(fd)
         self._written[Path(name)] = (st.st_dev, st.st_ino)
         return os.fdopen(fd, "wb"), Path(name)
@@ -126,6 +127,7 @@ class Cache:
         except PermissionError:  # Windows: a read-only file cannot be replaced
             self.evict(final)
             os.replace(partial, final)
+        release(partial)
         if written is not None:
             self._hashed[sha256] = written
         return final

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockkit._internal.fs import interrupt_held, temp_private
-from lockkit._internal.leftovers import owner_mark, owner_tag
+from lockkit._internal.leftovers import hold, owner_mark, owner_tag
 from lockkit._internal.outdir import MARKER, check, mark, swap, sweep_stale
 from lockkit.errors import ConfigError, UsageError
 from lockkit.report.model import Dossier
@@ -240,6 +240,7 @@ def _beside(final: Path, infix: str) -> Path:
             path.mkdir()
         except FileExistsError:
             continue
+        hold(path)
         return path
 
 

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -135,6 +134,8 @@ def test_a_killed_unpacks_stage_is_swept_by_the_next_unpack_a_look_alike_kept(tm
         proc.kill()
     stages = sorted(tmp_path.glob(".unpacked.partial-*"))
     assert len(stages) == 1
+    later = os.stat(stages[0]).st_mtime + 3600  # the wall clock stepped back since (a VM
+    os.utime(stages[0], (later, later))          # resumed): no clock decides
     mine = tmp_path / ".unpacked.partial-mine"  # a user's, with a similar name
     (mine / "notes").mkdir(parents=True)
     done = _lockkit("wheelhouse", "unpack", str(small_tar), "--out", str(out), tmp=tmp)
@@ -170,7 +171,8 @@ def test_a_killed_syncs_new_venv_is_swept_by_the_next_sync(small, tmp_path):  # 
 def test_a_leftover_is_its_makers_while_that_process_runs_even_under_a_reused_pid(tmp_path):
     """The mark names the pid and its start time: a live maker's folder is kept; a pid
     that another process took since (another start time) is no maker; a dead one none.
-    A folder changed since this run began is kept whatever its name says."""
+    A folder a live process holds is kept whatever its name says (a run in another PID
+    namespace), until that process is killed."""
     from lockkit._internal.leftovers import orphaned, owner_tag
 
     def named(pid: int, start: int) -> str:
@@ -186,11 +188,21 @@ def test_a_leftover_is_its_makers_while_that_process_runs_even_under_a_reused_pi
     finally:
         other.communicate(b"")
     assert orphaned(named(other.pid, start), ".wh.tmp-")
-    young = tmp_path / named(other.pid, start)  # changed since this run began: kept
-    young.mkdir()
-    assert not orphaned(young.name, ".wh.tmp-", st=young.stat())
-    os.utime(young, (time.time() - 3600, time.time() - 3600))
-    assert orphaned(young.name, ".wh.tmp-", st=young.stat())
+    # a run of another PID namespace: its pid means nothing here (the name's is dead),
+    # but it holds what it made, and the kernel drops that hold only when it dies
+    shared = tmp_path / named(other.pid, start)
+    shared.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nfrom lockkit._internal.leftovers import hold\n"
+         "hold(sys.argv[1]); print('held', flush=True); sys.stdin.read()", str(shared)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert not orphaned(shared.name, ".wh.tmp-", path=str(shared))
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert orphaned(shared.name, ".wh.tmp-", path=str(shared))
     assert not orphaned(f".wh.tmp-{owner_tag()}abcd1234", ".wh.tmp-")  # this run's own
     assert not orphaned(".wh.tmp-mine", ".wh.tmp-")  # no mark: never lockkit's to remove
 
