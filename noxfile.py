@@ -1,4 +1,4 @@
-"""nox sessions: `nox -s tests`, `nox -s lint`, `nox -s benchmark`, `nox -s example`."""
+"""nox sessions: `nox -s tests`, `lint`, `docs`, `benchmark`, `example`."""
 
 from __future__ import annotations
 
@@ -17,8 +17,23 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff, then mypy against the lowest Python the project declares (pyproject.toml)."""
     session.install("-e", ".[test,lint]")
-    session.run("ruff", "check", "lockkit", "tests", "benchmarks", "noxfile.py")
+    session.run("ruff", "check", "lockkit", "tests", "benchmarks", "noxfile.py", "docs")
     session.run("mypy")
+
+
+# The strict docs build, the one definition: CI (.ci/run) runs this session. -W makes every
+# warning an error, -n (nitpicky) also reports references that resolve to nothing, and
+# --keep-going lists every one of them before failing. -E: every page read afresh.
+DOCS_BUILD = ("sphinx-build", "-W", "--keep-going", "-n", "-E", "-q", "-b", "html", "docs",
+              "docs/_build/html")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The docs site (Sphinx + MyST) into docs/_build/html; the command reference is
+    generated from lockkit's parser, so lockkit itself is installed too."""
+    session.install("-e", ".[docs]")
+    session.run(*DOCS_BUILD, *session.posargs)
 
 
 @nox.session

@@ -1,4 +1,4 @@
-"""errors.py holds every error class; its exit codes, hints and the README's table agree."""
+"""errors.py holds every error class; its exit codes, hints and the docs' table agree."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ import lockkit
 from lockkit import errors
 from lockkit.cli import main
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+TABLE_PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "exit-codes.md"
 START, END = "<!-- exit-codes: generated from lockkit.errors.exit_code_table() -->\n", \
     "<!-- /exit-codes -->"
 
 
-def _readme_table() -> str:
-    text = README.read_text(encoding="utf-8")
+def _docs_table() -> str:
+    text = TABLE_PAGE.read_text(encoding="utf-8")
     return text[text.index(START) + len(START):text.index(END)]
 
 
@@ -44,14 +44,14 @@ def test_every_error_class_lives_in_errors_py():
     assert elsewhere == []
 
 
-def test_readme_table_is_the_generated_one():
-    assert _readme_table() == errors.exit_code_table(), (
-        "README.md's exit-code table is stale: paste lockkit.errors.exit_code_table()")
+def test_the_docs_exit_code_table_is_the_generated_one():
+    assert _docs_table() == errors.exit_code_table(), (
+        "docs/reference/exit-codes.md's table is stale: paste lockkit.errors.exit_code_table()")
 
 
-def test_readme_names_every_class_with_its_exit_code():
+def test_the_docs_table_names_every_class_with_its_exit_code():
     rows = {}
-    for line in _readme_table().splitlines()[2:]:
+    for line in _docs_table().splitlines()[2:]:
         code, name = (cell.strip() for cell in line.strip("|").split("|")[:2])
         if name:
             rows[name.strip("`")] = int(code)

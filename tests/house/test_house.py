@@ -1,6 +1,6 @@
 """The house rules the package keeps: stages that import only what their folder's docstring
 allows, no stage reaching into another's private names, modules and functions a newcomer can
-read, and a README code map that is those docstrings."""
+read, and a code map in CONTRIBUTING.md that is those docstrings."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import lockkit
 
 PACKAGE = Path(lockkit.__file__).resolve().parent
-README = PACKAGE.parent / "README.md"
+CODE_MAP = PACKAGE.parent / "CONTRIBUTING.md"
 BEGIN, END = "<!-- code-map:begin -->", "<!-- code-map:end -->"
 MODULE_LINES, FUNCTION_LINES = 400, 60
 COMMON = {"lockkit", "lockkit.errors"}  # __version__ and the error tree: every stage's
@@ -70,7 +70,7 @@ def permits(rules: set[str], target: str) -> bool:
 
 
 def render_code_map() -> str:
-    """The README's code map: each stage's docstring, in the order the stages run."""
+    """CONTRIBUTING.md's code map: each stage's docstring, in the order the stages run."""
     order = ["cli", "config", "platforms", "index", "lock", "compile", "cache", "wheelhouse",
              "verify", "report", "ci", "_internal"]
     folders = {f.name: f for f in stages()}
@@ -122,12 +122,12 @@ def test_modules_and_functions_stay_readable():
     assert long_modules == [] and long_functions == []
 
 
-def test_the_readme_code_map_is_the_stages_docstrings():
-    text = README.read_text("utf-8")
+def test_the_contributing_code_map_is_the_stages_docstrings():
+    text = CODE_MAP.read_text("utf-8")
     assert BEGIN in text and END in text
     shown = text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip()
     assert shown == render_code_map(), (
-        "README's code map differs from the stages' docstrings: run "
+        "CONTRIBUTING.md's code map differs from the stages' docstrings: run "
         "'python -m tests.house.test_house' to rewrite it")
 
 
@@ -142,12 +142,12 @@ def test_every_stage_says_what_it_does_and_what_it_may_import(folder):
         assert unknown == set()
 
 
-def _rewrite_readme() -> None:
-    text = README.read_text("utf-8")
+def _rewrite_code_map() -> None:
+    text = CODE_MAP.read_text("utf-8")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    README.write_text(f"{head}{BEGIN}\n{render_code_map()}\n{END}{tail}", "utf-8")
+    CODE_MAP.write_text(f"{head}{BEGIN}\n{render_code_map()}\n{END}{tail}", "utf-8")
 
 
 if __name__ == "__main__":
-    _rewrite_readme()
+    _rewrite_code_map()

@@ -65,10 +65,10 @@ def test_family_names_are_aliases_of_the_newest_index(capsys):
     assert "alias of linux-rocm64" in line
 
 
-def test_readme_platform_table_is_generated_from_the_files():
-    readme = (ROOT / "README.md").read_text()
-    block = re.search(r"<!-- platforms:begin -->\n(.*?)<!-- platforms:end -->", readme, re.DOTALL)
-    assert block, "README.md has no <!-- platforms:begin/end --> block"
+def test_the_docs_platform_table_is_generated_from_the_files():
+    page = (ROOT / "docs" / "reference" / "platform-file.md").read_text()
+    block = re.search(r"<!-- platforms:begin -->\n(.*?)<!-- platforms:end -->", page, re.DOTALL)
+    assert block, "docs/reference/platform-file.md has no <!-- platforms:begin/end --> block"
     assert block[1] == markdown_table(load_platforms()), \
         "regenerate it: lockkit platforms --markdown"
 

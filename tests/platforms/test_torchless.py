@@ -187,11 +187,11 @@ def test_the_ci_workflow_runs_it_on_a_hosted_runner():
     assert entry["platform"] == "linux-service" and entry["runner"] == "ubuntu-latest"
 
 
-# --- the README documents it with the example's own file --------------------------------------
+# --- the docs show it with the example's own file ----------------------------------------------
 
-def test_the_readme_shows_the_example_platform_file():
-    readme = (ROOT / "README.md").read_text()
+def test_the_docs_show_the_example_platform_file():
+    page = (ROOT / "docs" / "howto" / "own-platforms.md").read_text()
     block = re.search(r"<!-- torchless:begin -->\n```toml\n(.*?)```\n<!-- torchless:end -->",
-                      readme, re.DOTALL)
-    assert block, "README.md has no <!-- torchless:begin/end --> block"
+                      page, re.DOTALL)
+    assert block, "docs/howto/own-platforms.md has no <!-- torchless:begin/end --> block"
     assert block[1] == EXAMPLE.read_text()
