@@ -9,7 +9,8 @@ any work starts (flags, lockkit.toml, platform files, requirement files, locks, 
 inputs); **1** a failure while working; **130** interrupted (Ctrl-C, not a class here).
 The exit-2 classes are also ``ValueError``s, as packaging's bad-input errors are: a
 library caller that catches ``ValueError`` for bad input keeps working.
-The README's table of exit codes is :func:`exit_code_table`; a test keeps them equal.
+The docs' table of exit codes (docs/reference/exit-codes.md) is :func:`exit_code_table`;
+a test keeps them equal.
 """
 
 from __future__ import annotations
@@ -193,7 +194,7 @@ def _classes() -> list[type[LockkitError]]:
 
 
 def exit_code_table() -> str:
-    """The README's table of exit codes, one row per class (and one for an interrupt)."""
+    """The docs' table of exit codes, one row per class (and one for an interrupt)."""
     rows = [("exit code", "error", "when", "hint (unless a more specific one is shown)"),
             ("---",) * 4, ("0", "", "done (verify: passed)", "")]
     for cls in sorted(_classes(), key=lambda c: c.exit_code):

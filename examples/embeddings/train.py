@@ -4,7 +4,7 @@
                     [--break WHAT]
 
 A tiny training loop for `lockkit verify`'s resume check (``[verify.resume]`` in
-lockkit.toml; the file contract is in lockkit's README, "Checking a training resume"):
+lockkit.toml; the file contract is in lockkit's docs/howto/checks.md, "Checking a training resume"):
 the model of embed.py (imported, not copied), AdamW, a StepLR schedule, a shuffled
 DataLoader over the sample with a seeded generator, and one random draw per step from
 each of python's, numpy's and torch's generators (token dropping, target noise,

@@ -58,7 +58,7 @@ def platforms(sub: Any) -> None:
     plat.add_argument("--project", type=Path, default=None, metavar="DIR", help=FOUND)
     plat.add_argument("--json", action="store_true", help="print a JSON list (a CI matrix input)")
     plat.add_argument("--markdown", action="store_true",
-                      help="print the README's platform table (Markdown)")
+                      help="print the docs' platform table (Markdown), from the files")
     plat.add_argument("--host", action="store_true",
                       help="the platforms this machine can run, best first, and why not the others")
 

@@ -79,7 +79,7 @@ class Platform:
     description: str = ""
     source: str = ""
     # The torch releases the index serves for this backend (``[torch] releases``), as a
-    # specifier: what the README table and ``platforms --json`` show. Not a resolver input.
+    # specifier: what the docs' table and ``platforms --json`` show. Not a resolver input.
     torch_releases: str = ""
     # Set on a family name (``linux-rocm6``): the platform it stands for today.
     alias_of: str | None = None
@@ -333,8 +333,9 @@ def load_platforms(project_dir: Path | None = None) -> dict[str, Platform]:
 
 
 def markdown_table(platforms: dict[str, Platform]) -> str:
-    """The README's platform table, made from the files (``lockkit platforms --markdown``):
-    a test keeps the README equal to it, so the table never tells of a platform gone."""
+    """The docs' platform table, made from the files (``lockkit platforms --markdown``):
+    a test keeps docs/reference/platform-file.md equal to it, so the table never tells of
+    a platform gone."""
     lines = ["| platform | OS | arch | backend | torch from | torch releases |",
              "|---|---|---|---|---|---|"]
     for p in platforms.values():

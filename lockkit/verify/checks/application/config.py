@@ -24,7 +24,7 @@ from lockkit.config.verify import DEVICE_USE, command, fingerprints, relative_pa
 
 __all__ = ["APPLICATION_HINT", "ApplicationConfig", "Comparison", "application_problems"]
 
-APPLICATION_HINT = "see 'The application check' in the README for a complete table"
+APPLICATION_HINT = "see docs/howto/checks.md, 'The application check', for a complete table"
 
 _KEYS = ("command", "timeout", "outputs", "compare", "fingerprints")
 _COMPARE_KEYS = ("reference", "atol", "rtol", "reason")

@@ -31,7 +31,7 @@ from lockkit._internal.keys import KeyReader
 __all__ = ["EXTENSIONS_HINT", "ExtensionSpec", "ExtensionsConfig", "extensions_problems"]
 
 EXTENSIONS_HINT = ('e.g. [verify.extensions] modules = [{ module = "torchvision.ops", '
-                   'smoke = "..." }]; see the README section "Compiled extensions"')
+                   'smoke = "..." }]; see docs/howto/checks.md, "Compiled extensions"')
 _MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _TABLE_KEYS = ("modules", "timeout")
 _ENTRY_KEYS = ("module", "smoke")

@@ -16,8 +16,8 @@ from lockkit.config.verify import DEVICE_USE, command
 
 __all__ = ["PLACEHOLDERS", "RESUME_HINT", "ResumeConfig", "resume_problems"]
 
-RESUME_HINT = ("see examples/embeddings/lockkit.toml and the README's "
-               "\"Checking a training resume\" for a complete table")
+RESUME_HINT = ("see examples/embeddings/lockkit.toml and docs/howto/checks.md, "
+               "\"Checking a training resume\", for a complete table")
 PLACEHOLDERS = ("python", "out", "steps", "checkpoint", "resume", "device")
 # {python} is optional (the command may name another launcher), and so is {device}
 _NEEDED = ("out", "steps", "checkpoint", "resume")

@@ -4,7 +4,7 @@ optimizer, scheduler, step counter, RNGs, data order) must be restored too.
 
 The project's ``[verify.resume]`` command runs in a clean copy of its committed files
 with the rebuilt venv's interpreter, four times, each a new process told by the
-placeholders of the file contract (README, "Checking a training resume"); nothing of
+placeholders of the file contract (docs/howto/checks.md, "Checking a training resume"); nothing of
 lockkit runs inside the venv:
 
     A: N+M steps from scratch        B: N steps from scratch, then its checkpoint

@@ -1,7 +1,7 @@
 """The resume check's verdict: an uninterrupted training against a resumed one.
 
 ``verify`` runs the project's training command four times in the clean copy (see
-``lockkit.verify.checks.resume.step`` and the README's "Checking a training resume"):
+``lockkit.verify.checks.resume.step`` and docs/howto/checks.md, "Checking a training resume"):
 
 - **A** runs N+M steps uninterrupted;
 - **B** runs N steps, writes its checkpoint and exits;
