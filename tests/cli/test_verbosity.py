@@ -200,3 +200,40 @@ def test_each_level_shows_its_lines_redacted_without_a_level_prefix(monkeypatch,
     assert "tok-12345" not in err and "INFO" not in err and "ERROR" not in err
     if "verbose" in shown:
         assert "verbose http://***@h/ line" in err
+
+
+def test_verbose_wheelhouse_build_says_cache_misses_then_hits_and_the_urls(project, tmp_path,
+                                                                         capsys):
+    from tests.support.wheelhouse import compiled
+
+    compiled(project)
+    build = ["wheelhouse", "build", "-v", "--project", str(project), "--platform",
+             "linux-cpu", "--cache-dir", str(tmp_path / "cache")]
+    assert main(build) == 0
+    first = capsys.readouterr().err
+    assert re.search(r"^numpy-\S+\.whl: cache miss \(sha256 [0-9a-f]{16}\)$", first, re.M), first
+    assert re.search(r"^GET http://127\.0\.0\.1:\d+/\S+/numpy-\S+\.whl: 200 \(", first, re.M)
+    assert "cache hit" not in first
+    assert main(build) == 0  # the same lock again: every file from the cache, no URL
+    second = capsys.readouterr().err
+    assert re.search(r"^numpy-\S+\.whl: cache hit \(sha256 [0-9a-f]{16}\)$", second, re.M)
+    assert "cache miss" not in second and "GET " not in second, second
+
+
+@pytest.mark.parametrize("verbosity_,said", [(0, False), (1, True)], ids=["default", "verbose"])
+def test_each_verify_step_is_timed_under_verbose(capsys, verbosity_, said):
+    from lockkit.verify.steps import StepFailed, Steps
+
+    def fails(step: object) -> None:
+        raise StepFailed("no GPU")
+
+    log.configure(verbosity_)
+    try:
+        steps = Steps([("host", ()), ("gpu", ("host",))])
+        steps.execute("host", lambda step: None)
+        steps.execute("gpu", fails)
+    finally:
+        log.configure(0)
+    err = capsys.readouterr().err
+    assert bool(re.search(r"^step host: passed in \d+\.\d\d s\n"
+                          r"step gpu: failed in \d+\.\d\d s\n$", err)) is said, err
