@@ -57,6 +57,15 @@ def test_verbose_compile_shows_routing_the_chosen_python_and_timings(project, ca
     assert "linux-cpu: memo hit" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flags,said", [(["-v"], False), (["-vv"], True), (["-v", "-v"], True)])
+def test_double_verbose_adds_each_command_run_with_its_time(project, capsys, flags, said):
+    assert compile_(project, *flags) == 0
+    err = capsys.readouterr().err
+    assert bool(re.search(r"^\+ \S*uv pip compile .* \(exit 0, \d+\.\d\d s\)$", err,
+                          re.M)) is said, err
+    assert "routing: torch" in err  # -v's lines are there at either count
+
+
 def test_python_reason_names_requires_python_when_the_default_is_outside_it(project, capsys):
     (project / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "1"\n'
                                             'requires-python = ">=3.12"\n')
