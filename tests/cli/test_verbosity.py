@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import io
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -246,3 +247,26 @@ def test_each_verify_step_is_timed_under_verbose(capsys, verbosity_, said):
     err = capsys.readouterr().err
     assert bool(re.search(r"^step host: passed in \d+\.\d\d s\n"
                           r"step gpu: failed in \d+\.\d\d s\n$", err)) is said, err
+
+
+def test_verbose_says_each_attempt_of_a_retried_page_and_the_pause(tmp_path, capsys):
+    from tests.index.test_pages import Recorder, http_for
+
+    home = Recorder()
+    threading.Thread(target=home.serve_forever, daemon=True).start()
+    try:
+        http = http_for(tmp_path, f"{home.url}/simple")
+        home.failures = 2
+        log.configure(1)
+        try:
+            assert http.page(f"{home.url}/flaky/torch/")[0] == 200
+        finally:
+            log.configure(0)
+    finally:
+        home.shutdown()
+    lines = capsys.readouterr().err.splitlines()
+    page = f"GET {home.url}/flaky/torch/"
+    assert [re.sub(r"\d+\.\d+ s", "T s", ln) for ln in lines] == [
+        f"{page}: 503 (T s)", f"{page}: retrying in T s",
+        f"{page}: 503 (T s)", f"{page}: retrying in T s",
+        f"{page}: 200 (T s)"], lines
