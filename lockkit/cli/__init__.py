@@ -12,10 +12,11 @@
   as shown, the platform, path checks, the fetcher, a new report folder).
 
 Every command starts the same way: argparse reads the arguments (``--version`` and
-``--help`` are its answers), then the command's module is imported and its ``handle``
-runs. Start-up stays cheap by doing less: the parser builds the flags of the command named
-first only, and a command's module (with what it imports) is imported only when that
-command runs.
+``--help`` are its answers), ``-v`` and ``-q`` (on every command) set the level of every
+line on stderr (:mod:`lockkit._internal.log`), then the command's module is imported and
+its ``handle`` runs. Start-up stays cheap by doing less: the parser builds the flags of
+the command named first only, and a command's module (with what it imports) is imported
+only when that command runs.
 
 May import: every stage
 """
