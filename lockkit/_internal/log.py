@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 
 from lockkit._internal.redact import redact
 
@@ -36,6 +37,7 @@ VERBOSE = 15  # pip's VERBOSE: between DEBUG and INFO
 logging.addLevelName(VERBOSE, "VERBOSE")
 
 _ROOT = "lockkit"
+_CONFIGURING = threading.Lock()  # two threads' first lines add one handler, not two
 
 
 class _Stderr(logging.Handler):
@@ -60,8 +62,9 @@ def configure(verbosity: int = 0) -> logging.Logger:
     """Set the ``lockkit`` logger's level, with its one stderr handler (added once: the
     command line configures it on every run, tests run it many times in one process)."""
     root = logging.getLogger(_ROOT)
-    if not any(isinstance(h, _Stderr) for h in root.handlers):
-        root.addHandler(_Stderr())
+    with _CONFIGURING:
+        if not any(isinstance(h, _Stderr) for h in root.handlers):
+            root.addHandler(_Stderr())
     root.propagate = False  # the command line owns stderr: no second copy through root
     root.setLevel(level_of(verbosity))
     return root
