@@ -9,7 +9,8 @@ sweep of what a killed run left (:mod:`~lockkit._internal.leftovers`), every sub
 (:mod:`~lockkit._internal.uv`), the one key-path reader of every config table and platform
 file (:mod:`~lockkit._internal.keys`), every TOML and JSON parsed with nesting too deep as
 one line (:mod:`~lockkit._internal.parse`), credentials kept out of output
-(:mod:`~lockkit._internal.redact`), terminal output (:mod:`~lockkit._internal.ui`) and
+(:mod:`~lockkit._internal.redact`), terminal output (:mod:`~lockkit._internal.ui`), ``-v`` and
+``-q`` through the ``lockkit`` logger (:mod:`~lockkit._internal.log`) and
 Python 3.10's ``tomllib`` (:mod:`~lockkit._internal.compat`).
 
 May import: lockkit.errors

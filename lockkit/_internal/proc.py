@@ -20,6 +20,7 @@ command's work cannot succeed ends that one command with a :class:`Stop`.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
@@ -84,6 +85,7 @@ class Result:
 
 
 Recorder = Callable[[Result], None]
+_log = logging.getLogger(__name__)  # -vv: each command run, how it ended and its time
 
 
 def isolated_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -173,6 +175,8 @@ def call(argv: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | 
             _running.discard(proc)
             if stop is not None:
                 stop._attach(None)
+    _log.debug("+ %s (%s, %.2f s)", result.display, "timed out" if result.timed_out
+               else f"exit {result.returncode}", result.duration)
     if record is not None:
         record(result)
     return result

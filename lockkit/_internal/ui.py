@@ -1,4 +1,5 @@
-"""Terminal output: rich on a terminal, plain lines when piped.
+"""Terminal output: rich on a terminal, plain lines when piped; every status line, warning
+and error through the ``lockkit`` logger (:mod:`lockkit._internal.log`: ``-v``, ``-q``).
 
 rich is imported only when a terminal is attached: importing it costs ~0.13 s,
 which is most of lockkit's fixed overhead in CI logs and benchmarks, where
@@ -10,17 +11,18 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from lockkit._internal import log
 from lockkit._internal.redact import redact
 
 if TYPE_CHECKING:
+    import logging
     from typing import Any, TextIO
 
-__all__ = ["Advance", "Transfer", "console", "interactive", "print_table", "progress", "say",
-           "transfer"]
+__all__ = ["Advance", "Transfer", "console", "error", "interactive", "print_table", "progress",
+           "quiet", "say", "transfer", "warn"]
 
 
 def interactive(stream: TextIO | None = None) -> bool:
@@ -40,16 +42,31 @@ class Advance(Protocol):
     def __call__(self, n: float = 1, description: str | None = None) -> None: ...
 
 
-_SAY = threading.Lock()
+def say(message: str) -> None:
+    """One status line on stderr (never markup: messages carry user data), redacted (a URL
+    in one may carry credentials) by the ``lockkit`` logger's handler: its INFO, which
+    ``-q`` drops."""
+    _logger().info(message)
 
 
-def say(message: str, stream: TextIO | None = None) -> None:
-    """One status line on stderr (never markup: messages carry user data, and redacted:
-    a URL in one may carry credentials)."""
-    out = stream or sys.stderr
-    with _SAY:  # one write of the whole line: threads (one per platform) never interleave
-        out.write(redact(message) + "\n")
-        out.flush()
+def warn(message: str) -> None:
+    """``warning: <message>`` on stderr; ``-q`` drops it."""
+    _logger().warning("warning: %s", message)
+
+
+def error(message: str) -> None:
+    """An error line on stderr, as given (``lockkit: error: ...``, ``hint: ...``): the one
+    kind of line ``-q`` keeps."""
+    _logger().error(message)
+
+
+def quiet() -> bool:
+    """``-q``: status lines, warnings and progress bars are off."""
+    return log.quiet()
+
+
+def _logger() -> logging.Logger:
+    return log.logger()
 
 
 def _once(message: str | None) -> Callable[[], None]:
@@ -72,6 +89,8 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     """A table (a step's note may hold an error's text: every cell is redacted, as
     :func:`say` redacts its line)."""
     stream = stream or sys.stderr
+    if stream is sys.stderr and quiet():
+        return
     title = redact(title)
     cells = [[redact("" if c is None else str(c)) for c in row] for row in rows]
     if interactive(stream):
@@ -96,7 +115,7 @@ def progress(description: str, total: float | None, *, bytes_: bool = False,
     """Yield ``advance(n, description=None)``; a rich bar on a terminal, whose text
     *description* replaces (what the current part of the work is). Off one (a CI log),
     *phase* is said once, as pip says 'Collecting ...', when the work first advances."""
-    if not interactive():
+    if quiet() or not interactive():
         announce = _once(phase)
 
         def ignore(n: float = 1, description: str | None = None) -> None:
@@ -154,7 +173,7 @@ def transfer(description: str, files: int, total_bytes: int | None,
              phase: str | None = None) -> Iterator[Transfer]:
     """One display, two rows: files done of total, and bytes with speed; piped, *phase*
     once, when the first file or byte moves."""
-    if not interactive():
+    if quiet() or not interactive():
         yield Transfer(phase=phase)
         return
     from rich.progress import (

@@ -12,10 +12,11 @@
   as shown, the platform, path checks, the fetcher, a new report folder).
 
 Every command starts the same way: argparse reads the arguments (``--version`` and
-``--help`` are its answers), then the command's module is imported and its ``handle``
-runs. Start-up stays cheap by doing less: the parser builds the flags of the command named
-first only, and a command's module (with what it imports) is imported only when that
-command runs.
+``--help`` are its answers), ``-v`` and ``-q`` (on every command) set the level of every
+line on stderr (:mod:`lockkit._internal.log`), then the command's module is imported and
+its ``handle`` runs. Start-up stays cheap by doing less: the parser builds the flags of
+the command named first only, and a command's module (with what it imports) is imported
+only when that command runs.
 
 May import: every stage
 """
@@ -24,6 +25,10 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["main", "run"]
 
@@ -62,13 +67,11 @@ def run() -> None:
 
 
 def _main(argv: list[str]) -> int:
-    import importlib
-
     from lockkit.errors import LockkitError, WriteError
 
     command = "lockkit"  # what a hint tells to run --help on, once the command is known
     try:
-        from lockkit.cli.parser import build_parser, check_ranges, command_of
+        from lockkit.cli.parser import build_parser, check_ranges, command_of, verbosity
 
         parser = build_parser(_flags_of(argv))
         try:
@@ -81,7 +84,7 @@ def _main(argv: list[str]) -> int:
             return 2
         command = command_of(args)
         check_ranges(args)
-        code: int = importlib.import_module(_COMMANDS[args.command]).handle(args)
+        code: int = _run_command(args, command, verbosity(args))
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
     except LockkitError as exc:
@@ -95,6 +98,24 @@ def _main(argv: list[str]) -> int:
     except OSError as exc:  # a full disk, a read-only folder: the file and the reason
         _fail(_os_error(exc), WriteError.default_hint)
         return WriteError.exit_code
+
+
+def _run_command(args: argparse.Namespace, command: str, verbosity: int) -> int:
+    """The command's ``handle``, its messages at the level ``-v``/``-q`` chose (set back
+    to the default after: tests run many commands in one process); with ``-v``, its time."""
+    import importlib
+    import time
+
+    from lockkit._internal import log
+
+    logger = log.configure(verbosity)
+    start = time.perf_counter()
+    try:
+        code: int = importlib.import_module(_COMMANDS[args.command]).handle(args)
+    finally:
+        logger.log(log.VERBOSE, "%s: done in %.2f s", command, time.perf_counter() - start)
+        log.configure(0)
+    return code
 
 
 def _flags_of(argv: list[str]) -> str | None:
@@ -135,7 +156,7 @@ def _interrupted(exc: KeyboardInterrupt) -> int:
     if isinstance(exc, Terminated):
         how, code = f"terminated ({exc.name})", 128 + exc.signum
     try:
-        ui.say(f"lockkit: {how}; nothing was left half-written")
+        ui.error(f"lockkit: {how}; nothing was left half-written")
     except (OSError, ValueError):  # SIGHUP: the terminal may be gone
         pass
     return code
@@ -159,6 +180,6 @@ def _os_error(exc: OSError) -> str:
 def _fail(message: str, hint: str | None) -> None:
     from lockkit._internal import ui
 
-    ui.say(f"lockkit: error: {message}")
+    ui.error(f"lockkit: error: {message}")
     if hint:
-        ui.say(f"hint: {hint}")
+        ui.error(f"hint: {hint}")

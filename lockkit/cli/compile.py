@@ -37,7 +37,7 @@ def handle(args: argparse.Namespace) -> int:
         outcomes = compile_platforms(project, selected, jobs=args.jobs, locked=True,
                                      timeout=args.timeout,
                                      on_start=lambda p: ui.say(f"{p.name}: resolving..."),
-                                     on_warning=lambda m: ui.say(f"warning: {m}"))
+                                     on_warning=ui.warn)
         return _locked(project, outcomes)
 
     phase = None if ui.interactive() else (lambda p: ui.say(f"{p.name}: resolving..."))
@@ -48,13 +48,13 @@ def handle(args: argparse.Namespace) -> int:
                                      upgrade_packages=tuple(args.upgrade_package),
                                      timeout=args.timeout, on_start=phase,
                                      force=args.force,
-                                     on_warning=lambda m: ui.say(f"warning: {m}"))
+                                     on_warning=ui.warn)
     ui.print_table("lockkit compile", ("platform", "status", "packages", "lock"),
                    [(o.platform, o.status, o.packages or "", o.path.relative_to(project.root))
                     for o in outcomes], stream=sys.stdout)
     failed = [o for o in outcomes if o.error]
     for o in failed[1:]:
-        ui.say(f"error: {o.error}")
+        ui.error(f"error: {o.error}")
     if failed:
         raise failed[0].error  # type: ignore[misc]
     return 0
@@ -109,7 +109,7 @@ def _locked(project: Project, outcomes: list[Outcome]) -> int:
                 ui.say(f"  {difference}")
     failed = [o for o in outcomes if o.error]
     for o in failed[1:]:
-        ui.say(f"error: {o.error}")
+        ui.error(f"error: {o.error}")
     if failed:
         raise failed[0].error  # type: ignore[misc]
     bad = [o for o in outcomes if o.status != "matches"]

@@ -38,6 +38,6 @@ def handle(args: argparse.Namespace) -> int:
         terminal.steps_table(dossier)
         terminal.diagnose_facts(dossier)
     if no_torch(dossier):
-        ui.say(f"lockkit: no torch in {shown_path(python)}; give --python PATH "
+        ui.error(f"lockkit: no torch in {shown_path(python)}; give --python PATH "
                "(an interpreter with torch)")
     return 0 if dossier.result == "passed" else 1

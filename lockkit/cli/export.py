@@ -37,12 +37,12 @@ def handle(args: argparse.Namespace) -> int:
         name = export.DEFAULT_NAME if target.kind == "stdout" else str(args.output)
         text = export.requirements_text(reqs, name)
         if reqs.unmirrored:
-            ui.say(f"warning: {', '.join(reqs.unmirrored)}: a mirror serves the index but "
-                   "not the file's host, so the line keeps the lock's official URL; map "
-                   "that host too (--mirror OFFICIAL=MIRROR), or install from a wheelhouse")
+            ui.warn(f"{', '.join(reqs.unmirrored)}: a mirror serves the index but "
+                    "not the file's host, so the line keeps the lock's official URL; map "
+                    "that host too (--mirror OFFICIAL=MIRROR), or install from a wheelhouse")
     stale = stale_warning(project, platform)  # after reading: an unreadable lock is its error
     if stale:
-        ui.say(f"warning: {stale}")
+        ui.warn(stale)
     outfile.write(target, text)
     if target.kind != "stdout":
         ui.say(f"{platform.name}: wrote {args.output} ({args.format})")

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["FLAGS", "build_parser", "check_ranges", "command_of"]
+__all__ = ["FLAGS", "build_parser", "check_ranges", "command_of", "verbosity"]
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -51,6 +51,7 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
+        _verbosity_flags(self)
 
     def error(self, message: str) -> Any:
         command = self.prog.removeprefix("lockkit").strip()  # "compile", "wheelhouse build"
@@ -66,6 +67,32 @@ class _Parser(argparse.ArgumentParser):
             _innermost(self, parsed).error(
                 f"unrecognized arguments: {' '.join(extras)}" + _close_flag(self, parsed, extras))
         return parsed, extras
+
+
+def _verbosity_flags(parser: argparse.ArgumentParser) -> None:
+    """``-v`` and ``-q`` on every parser, lockkit's and each command's and action's
+    (``lockkit -v compile`` and ``lockkit compile -v`` alike), counted. Each parser counts
+    into a name of its own, absent when not given: argparse copies a command's namespace
+    over lockkit's, so one shared name would keep one level's count only
+    (:func:`verbosity` adds them up)."""
+    parser.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                        dest=f"verbose {parser.prog}",
+                        help="say more: the URLs fetched, the decisions taken (which index "
+                             "a package comes from, cache hits, the lock's Python) and each "
+                             "step's time; -vv: debug lines too")
+    parser.add_argument("-q", "--quiet", action="count", default=argparse.SUPPRESS,
+                        dest=f"quiet {parser.prog}",
+                        help="errors only: no status lines, warnings or progress bars (what "
+                             "the command prints on stdout stays)")
+
+
+def _counted(args: argparse.Namespace, flag: str) -> int:
+    return sum(n for name, n in vars(args).items() if name.startswith(flag + " "))
+
+
+def verbosity(args: argparse.Namespace) -> int:
+    """``-v`` counted positive, ``-q`` negative, wherever on the line they were given."""
+    return _counted(args, "verbose") - _counted(args, "quiet")
 
 
 def _close_choice(message: str) -> str:
@@ -125,6 +152,9 @@ def check_ranges(args: argparse.Namespace) -> None:
         value = getattr(args, attr, None)
         if value is not None and not ok(value):
             raise UsageError(f"{flag} {value}: must be {must}")
+    if _counted(args, "verbose") and _counted(args, "quiet"):
+        raise UsageError("-v and -q cannot be given together: -q is errors only",
+                         hint=f"see '{command_of(args)} --help'")
     for first, second, why in _EXCLUSIVE:
         if getattr(args, first, None) and getattr(args, second, None):
             shown = tuple("--" + a.replace("_", "-") for a in (first, second))

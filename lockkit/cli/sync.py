@@ -60,7 +60,7 @@ def _report(done: Synced, project: Project, platform: Platform,
     if args.verify:
         _write_dossier(done, project, platform, absolute_paths=args.absolute_paths)
     for warning in d.warnings:
-        ui.say(f"warning: {warning}")
+        ui.warn(warning)
     if not done.swapped:
         from lockkit.errors import VerifyError
 

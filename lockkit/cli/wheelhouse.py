@@ -48,7 +48,7 @@ def _build(args: argparse.Namespace) -> int:
                                        fallback_to_official=args.fallback_to_official)
     stale = stale_warning(project, platform)  # after plan: an unreadable lock is its error
     if stale:
-        ui.say(f"warning: {stale}")
+        ui.warn(stale)
     with_tools = _tools_wanted(args, platform, lock_path)
     total = sum(i.want.size or 0 for i in items) or None
     cache = Cache((args.cache_dir or default_cache_dir()).absolute())

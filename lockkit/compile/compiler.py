@@ -15,6 +15,8 @@ nothing.
 from __future__ import annotations
 
 import hashlib
+import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,7 @@ from typing import Any
 from lockkit import __version__
 from lockkit._internal import proc as _run
 from lockkit._internal.fs import temp_folder, write_atomic
+from lockkit._internal.log import VERBOSE
 from lockkit._internal.uv import uv_bin, uv_version
 from lockkit.cache.layout import default_cache_dir
 from lockkit.cache.memo import MemoStore
@@ -42,12 +45,15 @@ from lockkit.lock.freshness import (
     fingerprint,
     inputs_record,
     lock_python,
+    lock_python_why,
     packages_digest_of_read,
 )
 from lockkit.lock.origins import Origins
 from lockkit.platforms.definitions import Platform
 
 __all__ = ["Outcome", "check_platforms", "compile_platforms", "input_warnings", "locked_one"]
+
+_log = logging.getLogger(__name__)
 
 
 def _imports_for_after_uv() -> None:
@@ -77,6 +83,9 @@ def compile_one(project: Project, platform: Platform, uv: str,
     key = _memo_key(run.resolution.text, run.meta, run.record, platform, run.indexes,
                     project.allow_sdist, run.resolution.routing)
     packages = _known_lock(memos, key, existing)
+    _log.log(VERBOSE, "%s: %s", platform.name,
+             "memo hit: the lock on disk is what these inputs made; kept as it is"
+             if packages is not None else "memo miss: the lock is written from uv's output")
     if packages is not None:
         return Outcome(platform=platform.name, path=path, status="unchanged",
                        packages=packages)
@@ -141,7 +150,9 @@ def _prepare(project: Project, platform: Platform, uv: str, http: _Http,
     python = lock_python(project, platform)
     record = inputs_record(project, platform, python, requirements)
     indexes = Indexes.for_platform(platform, project.mirrors, project.index_url)
+    start = time.perf_counter()
     resolution = _resolve(project, platform, python, indexes, options, requirements, uv, http)
+    _log.log(VERBOSE, "%s: uv resolved in %.2f s", platform.name, time.perf_counter() - start)
     meta = {
         "platform": platform.name, "platform-fingerprint": platform.fingerprint,
         "backend": {"kind": platform.backend.kind, "version": platform.backend.version or ""},
@@ -294,6 +305,7 @@ def compile_platforms(project: Project, platforms: list[Platform],
     def run(platform: Platform) -> Outcome:
         if on_start:
             on_start(platform)
+        start = time.perf_counter()
         try:
             outcome = (locked_one(project, platform, uv, http, requirements) if locked else
                        compile_one(project, platform, uv, http, upgrade, upgrade_packages,
@@ -301,6 +313,8 @@ def compile_platforms(project: Project, platforms: list[Platform],
         except LockkitError as exc:
             outcome = Outcome(platform=platform.name, path=project.lock_path(platform.name),
                               status="failed", error=exc)
+        _log.log(VERBOSE, "%s: %s in %.2f s", platform.name, outcome.status,
+                 time.perf_counter() - start)
         if on_done:
             on_done(outcome)
         return outcome
@@ -318,8 +332,9 @@ def _before_work(project: Project, platforms: list[Platform], edited_ok: bool,
     platform's Python chosen; every lock readable, one edited by hand refused unless
     *edited_ok*; the input warnings said."""
     requirements = normalized_inputs(project)
-    for platform in platforms:
-        lock_python(project, platform)  # no Python satisfies requires-python: exit 2 now
+    for platform in platforms:  # no Python satisfies requires-python: exit 2 now
+        _log.log(VERBOSE, "%s: Python %s (%s)", platform.name,
+                 *lock_python_why(project, platform))
         _existing_lock(project.lock_path(platform.name))
     if not edited_ok:
         _refuse_edited(project, platforms, requirements)

@@ -30,13 +30,17 @@ finds every file in the cache never pays for either.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lockkit import __version__
+from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import redact
 
 if TYPE_CHECKING:
@@ -45,6 +49,8 @@ if TYPE_CHECKING:
     import httpx
 
     from lockkit.index.auth import Credentials
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["CONNECT_TIMEOUT", "MAX_PAGE", "PAGE_HINT", "TIMEOUT", "USER_AGENT", "Client",
            "PageTooLarge", "Policy", "mib", "read_page", "tls_context", "unreachable"]
@@ -213,11 +219,19 @@ class Client:
                 self._client = self.policy.build()
             return self._client
 
-    def stream(self, method: str, url: str, **kw: Any) -> Any:
+    @contextlib.contextmanager
+    def stream(self, method: str, url: str, **kw: Any) -> Iterator[httpx.Response]:
         """``httpx.Client.stream``, with the credentials of *url*'s host unless *auth* is
-        given."""
+        given; with ``-v``, each URL fetched, its status and time (redacted by the log's
+        handler, as every line is)."""
         kw.setdefault("auth", self.credentials.auth(url))
-        return self.open().stream(method, url, **kw)
+        start = time.perf_counter()
+        with self.open().stream(method, url, **kw) as resp:
+            try:
+                yield resp
+            finally:
+                _log.log(VERBOSE, "%s %s: %s (%.2f s)", method, url, resp.status_code,
+                         time.perf_counter() - start)
 
     def close(self) -> None:
         with self._lock:

@@ -4,10 +4,12 @@ of files whose page gave none (:class:`Http`), sent as :mod:`lockkit.index.http`
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 from typing import TYPE_CHECKING
 
+from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import redact
 from lockkit.errors import IndexError_
 from lockkit.index.http import MAX_PAGE, TIMEOUT, Client, Policy, read_page
@@ -17,6 +19,8 @@ if TYPE_CHECKING:
     from lockkit.index.auth import Credentials
 
 __all__ = ["TIMEOUT", "Http", "parse_links"]
+
+_log = logging.getLogger(__name__)
 
 
 class Http:
@@ -86,6 +90,8 @@ class Http:
                     with self._lock:
                         self.failed.setdefault(host, why)
                     raise IndexError_(f"cannot fetch {redact(url)}: {why}") from exc
+                _log.log(VERBOSE, "GET %s: %s", url, self.policy.why(exc, url))
+            _log.log(VERBOSE, "GET %s: retrying in %.1f s", url, self.policy.pause(attempt))
             time.sleep(self.policy.pause(attempt))
         raise AssertionError("unreachable")
 

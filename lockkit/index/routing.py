@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import hmac
 import html
+import logging
 import secrets
 import threading
 import time
@@ -59,6 +60,7 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name as canonical_name
 
+from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import redact, strip_credentials
 from lockkit.index.http import PageTooLarge
 from lockkit.index.loopback import Loopback
@@ -69,6 +71,8 @@ if TYPE_CHECKING:
     from packaging.version import Version
 
 __all__ = ["Listed", "Page", "RoutingIndex", "resolve_href", "served_versions"]
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,6 +166,7 @@ class RoutingIndex:
         self._lock = threading.Lock()
         self.pages: dict[str, Page] = {}
         self.asked: set[str] = set()  # the family names uv asked for (not only prefetched)
+        self._routed: set[str] = set()  # the names whose routing -v has said
         self._loading: dict[str, threading.Event] = {}
         self._server: Loopback | None = None
         # 256 random bits, new for every compile: what makes the port useless to others
@@ -270,6 +275,7 @@ class RoutingIndex:
                 parts[0].encode("utf-8", "surrogateescape"), self._prefix.encode()):
             return 404, b"not found"
         name = canonical_name(parts[2])
+        self._say_route(name)
         if name not in self.family:
             return 404, b"not a torch-family package: ask the next index"
         with self._lock:
@@ -285,6 +291,19 @@ class RoutingIndex:
         # Not served (403/404) or refused (401): an empty page, so uv stops here instead
         # of looking for the name on the default index.
         return 200, (page.html or _EMPTY).encode()
+
+    def _say_route(self, name: str) -> None:
+        """``-v``: which index uv gets *name* from, once per name (uv asks again)."""
+        with self._lock:
+            if name in self._routed:
+                return
+            self._routed.add(name)
+        if name in self.family:
+            _log.log(VERBOSE, "routing: %s -> the PyTorch index %s/", name,
+                     self.effective_index)
+        else:
+            _log.log(VERBOSE, "routing: %s -> the default index (not a torch-family name)",
+                     name)
 
     def __enter__(self) -> RoutingIndex:
         """Listen at once: uv starts right after, its first connections wait in the queue."""

@@ -47,7 +47,7 @@ from lockkit.platforms.definitions import Platform
 
 __all__ = ["LOCK_FORMAT", "Outcome", "Status", "Verdict", "check", "check_platforms",
            "fingerprint", "index_url_digest", "input_changes", "inputs_record", "lock_python",
-           "packages_digest_of_read", "requirement_changes", "stale_warning"]
+           "lock_python_why", "packages_digest_of_read", "requirement_changes", "stale_warning"]
 
 # Bump when what lockkit writes changes in a way old locks must be redone for (it is in
 # every inputs fingerprint and, through the lock's metadata, in compile's memo key).
@@ -141,18 +141,26 @@ KNOWN_PYTHONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14")
 
 def lock_python(project: Project, platform: Platform) -> str:
     """The Python version a platform's lock is resolved for, the one rule every command
-    follows (verify and sync read it back from the lock): the project's ``python`` key;
-    else the platform's default when it satisfies pyproject.toml's ``requires-python``;
-    else the lowest Python the platform supports that does. A minor satisfies it when
-    some release of it does (``>=3.11.4`` keeps 3.11). None does: one ConfigError."""
+    follows (verify and sync read it back from the lock): :func:`lock_python_why`'s."""
+    return lock_python_why(project, platform)[0]
+
+
+def lock_python_why(project: Project, platform: Platform) -> tuple[str, str]:
+    """The lock's Python and why (what ``-v`` says): the project's ``python`` key; else the
+    platform's default when it satisfies pyproject.toml's ``requires-python``; else the
+    lowest Python the platform supports that does. A minor satisfies it when some release
+    of it does (``>=3.11.4`` keeps 3.11). None does: one ConfigError."""
     if project.python:
-        return project.python
+        return project.python, "the project's python key"
     spec = project.requires_python
-    if spec is None or _satisfies(spec, platform.python):
-        return platform.python
+    if spec is None:
+        return platform.python, "the platform's default; no requires-python"
+    if _satisfies(spec, platform.python):
+        return platform.python, f"the platform's default, within requires-python {spec}"
     for minor in KNOWN_PYTHONS:
         if _satisfies(spec, minor):
-            return minor
+            return minor, (f"the lowest within requires-python {spec}; the platform's "
+                           f"default {platform.python} is not")
     raise ConfigError(f"pyproject.toml's requires-python {str(spec)!r} is satisfied by no "
                       f"Python platform {platform.name} supports ({platform.python}, the "
                       f"default, and {KNOWN_PYTHONS[0]} to {KNOWN_PYTHONS[-1]}): widen it, "

@@ -29,7 +29,7 @@ def steps_table(d: Dossier) -> None:
 def warnings(d: Dossier) -> None:
     """The run's warnings and waivers, on stderr (with ``--json`` too: stdout stays JSON)."""
     for warning in d.warnings:
-        ui.say(f"warning: {warning}")
+        ui.warn(warning)
     for step in d.waivers:
         ui.say(f"waived: {step.name}: {step.reason}")
 

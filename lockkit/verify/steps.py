@@ -10,15 +10,19 @@ A finished step becomes a :class:`lockkit.report.model.StepResult` in the dossie
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import redact
 from lockkit.report.model import StepResult
 
 __all__ = ["Step", "StepFailed", "StepSkipped", "Steps", "overall"]
+
+_log = logging.getLogger(__name__)
 
 
 class StepFailed(Exception):
@@ -96,6 +100,7 @@ class Steps:
             step.status, step.error = "failed", _one_line(f"{type(exc).__name__}: {exc}")
         finally:
             step.duration = time.perf_counter() - start
+            _log.log(VERBOSE, "step %s: %s in %.2f s", name, step.status, step.duration)
         return step
 
     @property

@@ -10,6 +10,7 @@ cache never leave a partial file under a final name.
 from __future__ import annotations
 
 import hashlib
+import logging
 import queue
 import socket
 import threading
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import redact
 from lockkit.cache.store import CHUNK as _CHUNK
 from lockkit.cache.store import Cache, copy_hashing, default_cache_dir
@@ -29,6 +31,7 @@ from lockkit.index.http import CONNECT_TIMEOUT, MAX_PAGE, Client, Policy
 __all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Stopped", "Want",
            "default_cache_dir", "http_client"]
 
+_log = logging.getLogger(__name__)
 _IDENTITY = {"Accept-Encoding": "identity"}  # the file's own bytes, as pip asks
 # The cap on a body whose size the lock does not give: larger than any wheel published
 # (the biggest CUDA wheels are a few GiB), small enough that an endless body ends.
@@ -112,10 +115,13 @@ class Fetcher:
     def fetch(self, want: Want) -> Got:
         hit = self.cache.get(want.sha256, want.size)
         if hit:
+            _log.log(VERBOSE, "%s: cache hit (sha256 %s)", want.filename, want.sha256[:16])
             return Got(want=want, path=hit, origin="cache", downloaded=0)
+        _log.log(VERBOSE, "%s: cache miss (sha256 %s)", want.filename, want.sha256[:16])
         for folder in self.find_links:
             got = self._from_folder(want, folder)
             if got:
+                _log.log(VERBOSE, "%s: taken from --find-links %s", want.filename, folder)
                 return got
         errors: list[FetchError] = []
         for url in want.urls:
@@ -158,6 +164,8 @@ class Fetcher:
                 if attempt + 1 == self.policy.attempts:
                     raise FetchError(f"{want.filename} from {redact(url)}: {exc} "
                                      f"(gave up after {attempt + 1} attempts)") from None
+                _log.log(VERBOSE, "%s from %s: %s; retrying in %.1f s", want.filename, url,
+                         exc, self.policy.pause(attempt))
                 if self.stopped.wait(self.policy.pause(attempt)):
                     raise Stopped(want.filename) from None
         raise AssertionError("unreachable")
