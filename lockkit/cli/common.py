@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockkit._internal import ui
+from lockkit._internal.ui import human_size  # sizes as every line and bar shows them
 from lockkit.errors import UsageError
 
 if TYPE_CHECKING:
@@ -65,14 +66,6 @@ def shown_path(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
-
-
-def human_size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    raise AssertionError("unreachable")
 
 
 def pick_platform(project: Project, name: str | None, command: str) -> Platform:
