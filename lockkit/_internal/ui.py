@@ -221,23 +221,29 @@ class Transfer:
         self._lock = threading.Lock()
 
     def file_done(self, local: str | None = None, size: int = 0, sized: bool = True) -> None:
-        """One file more is in hand; *local*: where it came from when not downloaded (its
-        *size* bytes, counted in the bar's total when *sized*: the lock gave its size)."""
+        """One file more is in hand: *local* says where from when it was not downloaded
+        (the cache), *size* its bytes, *sized* whether the bar's total counted them (the
+        lock gave its size); a downloaded file of unknown size joins the total now."""
         self._announce()
         if self._bar is None:
             return
         self._bar.advance(self._files, 1)
-        if local is None:
+        if local is None and sized:
             return
         with self._lock:  # one file's update of the bytes row at a time
             task = next(t for t in self._bar.tasks if t.id == self._data)
-            kept = dict(task.fields.get("local", {}))
-            kept[local] = kept.get(local, 0) + size
             total, unknown = task.total, task.fields.get("unknown", 0)
-            if sized and total is not None:
-                total = max(total - size, task.completed)
-            elif not sized:
+            kept = dict(task.fields.get("local", {}))
+            if not sized:
                 unknown = max(unknown - 1, 0)
+            if local is not None:
+                kept[local] = kept.get(local, 0) + size
+                if sized and total is not None:
+                    total = max(total - size, task.completed)
+            elif total is not None:  # downloaded: its size is known now
+                total += size
+            elif not unknown:  # the last of the files of unknown size: all downloaded
+                total = task.completed
             self._bar.update(self._data, total=total, local=kept, unknown=unknown)
 
     def moved(self, n: int) -> None:
@@ -299,7 +305,7 @@ def transfer(description: str, files: int, total_bytes: int | None,
                 parts.append(f", {human_size(size)} {where}")
             return Text.assemble(*parts)
 
-    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), _Amount(),
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(20), _Amount(),
                   TimeElapsedColumn(), console=console(), transient=True) as bar:
         f = bar.add_task(redact(description), total=files, unit="files")
         b = bar.add_task("downloaded", total=total_bytes if total_bytes or not unknown else None,

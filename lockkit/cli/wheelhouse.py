@@ -87,7 +87,7 @@ def _shown_done(shown: ui.Transfer, got: Any) -> None:
         size = got.want.size if got.want.size is not None else got.path.stat().st_size
         shown.file_done(_LOCAL[got.origin.split(" ", 1)[0]], size, got.want.size is not None)
     else:
-        shown.file_done()
+        shown.file_done(None, got.downloaded, got.want.size is not None)
 
 
 _LOCAL = {"cache": "from the cache", "find-links": "from --find-links"}

