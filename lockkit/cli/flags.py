@@ -98,7 +98,8 @@ def compile(sub: Any) -> None:
                       help=f"platforms resolved at once (default {jobs}: the core count)")
     comp.add_argument("--timeout", type=float, default=30.0, metavar="S",
                       help="seconds an index may take to connect or answer before it counts "
-                           "as unreachable (default 30)")
+                           "as unreachable (default 30); uv tries each request twice, so an "
+                           "index that never answers fails within 2 x S + 2 seconds")
     comp.add_argument("--max-page-size", type=int, metavar="MIB",
                       help="the largest PyTorch index page read, in MiB (default: "
                            "max-page-size in lockkit.toml, else 64); a larger one fails")

@@ -53,8 +53,12 @@ def _wheelhouse_build(whsub: Any) -> None:
                             "or $LOCKKIT_CACHE_DIR)")
     build.add_argument("--retries", type=int, default=3,
                        help="retries of a 5xx, reset, timeout or truncated body (default 3)")
-    build.add_argument("--timeout", type=float, default=60.0,
-                       help="seconds without data before a download counts as timed out")
+    build.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                       help="seconds without data before a download counts as timed out "
+                            "(default 60); a file whose host never answers fails after "
+                            "(N+1) x S plus pauses of 0.5, 1, 2... s between tries (N: "
+                            "--retries; 15.5 s at --timeout 3), and that host is not asked "
+                            "again for the file")
     build.add_argument("--fallback-to-official", action="store_true",
                        help="after a configured mirror fails, try the official host "
                             "(default: an air-gapped build never reaches for it)")

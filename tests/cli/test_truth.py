@@ -218,3 +218,61 @@ def test_a_progress_bar_shows_its_description_as_text(monkeypatch):
         shown.file_done()
     text = out.getvalue()
     assert "building torch[extra]" in text and "[i]linux[/i]: files" in text, text
+
+
+# --- --timeout: the bound it states -----------------------------------------------------
+# Each test runs lockkit as a user does and measures its whole wall time against the
+# stated bound plus a margin for lockkit's and uv's start on a loaded 2-core machine; the
+# connections the silent server counted show the number of tries itself.
+
+_START = 6.0  # seconds: python, lockkit and uv starting, on a loaded machine
+
+
+def test_compile_timeout_meets_its_bound_against_a_silent_default_index(tmp_path):
+    """uv tries each request twice (UV_RETRIES = 1) with a pause of at most 2 s: a
+    default index that never answers fails within 2 x --timeout + 2 s. With uv's own 3
+    retries (pauses up to 2, 4, 8 s) --timeout 3 took 18 s where the docs said 12."""
+    from lockkit.compile.resolve import UV_RETRIES, silent_bound
+    from tests.support.project import lockkit
+    from tests.support.silent_server import Silent
+
+    assert UV_RETRIES == 1 and silent_bound(3) == 8
+    with Silent() as silent:
+        root = tmp_path / "proj"
+        root.mkdir()
+        (root / "requirements.in").write_text("filelock\n")
+        (root / "lockkit.toml").write_text(
+            f'index-url = "{silent.url}/simple"\nplatforms = ["macos-arm64"]\n')
+        start = time.monotonic()
+        run = lockkit("compile", "--project", str(root), "--timeout", "1")
+        took = time.monotonic() - start
+        accepted = silent.accepted
+    assert run.returncode == 1 and "macos-arm64: an index is unreachable" in run.stderr
+    assert accepted == UV_RETRIES + 1  # uv's tries of its one request, no more
+    assert 2 * 1 <= took <= silent_bound(1) + _START, f"{took:.1f} s"
+
+
+def test_wheelhouse_timeout_meets_its_bound_against_a_silent_mirror(project, indexes,
+                                                                    tmp_path):
+    """A file whose mirror never answers: --retries + 1 tries of --timeout each, 0.5 s
+    and 1 s... between them, and the mirrored index page on the same host is not asked
+    after that (it added one more --timeout: 18.5 s at --timeout 3, where the flags'
+    help made it 12)."""
+    from tests.support.project import lockkit
+    from tests.support.silent_server import Silent
+
+    compiled(project, indexes)
+    timeout, retries = 1, 1
+    bound = (retries + 1) * timeout + sum(0.5 * 2 ** n for n in range(retries))
+    with Silent() as silent:
+        start = time.monotonic()
+        run = lockkit("wheelhouse", "build", "--project", str(project), "--platform",
+                      "linux-cpu", "--cache-dir", str(tmp_path / "cache"), "--jobs", "1",
+                      "--mirror", f"{indexes.url}={silent.url}", "--timeout", str(timeout),
+                      "--retries", str(retries))
+        took = time.monotonic() - start
+        accepted = silent.accepted
+    assert run.returncode == 1, run.stderr
+    assert "gave up after 2 attempts" in run.stderr and silent.url in run.stderr
+    assert accepted == retries + 1  # the file's tries; its index page was not asked
+    assert (retries + 1) * timeout <= took <= bound + _START, f"{took:.1f} s"
