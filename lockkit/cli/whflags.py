@@ -83,7 +83,8 @@ def _wheelhouse_pack(whsub: Any) -> None:
                     "from: every wheel hashed against it, every other file derived again. "
                     "The archive's sha256 goes to stdout and to <archive>.sha256, for the "
                     "receiver to check out of band (unpack --sha256).")
-    pack.add_argument("--platform", required=True, metavar="NAME")
+    pack.add_argument("--platform", required=True, metavar="NAME",
+                      help="platform whose wheelhouse is packed")
     pack.add_argument("--project", type=Path, default=None, metavar="DIR", help=FOUND)
     pack.add_argument("--from", dest="folder", type=Path, metavar="DIR",
                       help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
@@ -108,7 +109,8 @@ def _wheelhouse_sbom(whsub: Any) -> None:
                     "to review before the folder crosses its air gap. 'wheelhouse build' "
                     "writes it already; this is for folders built before, or for a copy "
                     "elsewhere (-o). The same lock gives the same bytes.")
-    sbom.add_argument("--platform", required=True, metavar="NAME")
+    sbom.add_argument("--platform", required=True, metavar="NAME",
+                      help="platform whose wheelhouse the SBOM describes")
     sbom.add_argument("--project", type=Path, default=None, metavar="DIR", help=FOUND)
     sbom.add_argument("--from", dest="folder", type=Path, metavar="DIR",
                       help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
@@ -131,7 +133,8 @@ def _wheelhouse_unpack(whsub: Any) -> None:
                     "absolute or '..' paths and unlisted members; leave nothing behind on "
                     "failure. The platform is the archive's manifest's, never its file "
                     "name's.")
-    unpack.add_argument("archive", type=Path, metavar="FILE")
+    unpack.add_argument("archive", type=Path, metavar="FILE",
+                        help="the archive 'wheelhouse pack' wrote (<platform>.wheelhouse.tar)")
     unpack.add_argument("--out", type=Path, metavar="DIR",
                         help="destination folder: a new or empty one, or a wheelhouse "
                              "lockkit wrote for the archive's platform, which is replaced "

@@ -276,3 +276,51 @@ def test_wheelhouse_timeout_meets_its_bound_against_a_silent_mirror(project, ind
     assert "gave up after 2 attempts" in run.stderr and silent.url in run.stderr
     assert accepted == retries + 1  # the file's tries; its index page was not asked
     assert (retries + 1) * timeout <= took <= bound + _START, f"{took:.1f} s"
+
+
+# --- help texts -------------------------------------------------------------------------
+
+def _commands(parser, path=("lockkit",)):
+    """(command path, its parser, its help line) for every command and sub-command."""
+    import argparse
+
+    for action in parser._actions:  # noqa: SLF001 (argparse's own list)
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            helps = {a.dest: a.help for a in action._choices_actions}  # noqa: SLF001
+            for name, sub in action.choices.items():
+                yield (*path, name), sub, helps.get(name)
+                yield from _commands(sub, (*path, name))
+
+
+def test_every_command_and_every_flag_has_a_help_text():
+    """``diagnose --probe-timeout`` had none, nor did pack's and sbom's --platform, diff's
+    A and B, unpack's FILE: the whole parser is walked, not a list of flags."""
+    import argparse
+
+    from lockkit.cli.parser import build_parser
+
+    missing, seen = [], 0
+    for path, parser, line in _commands(build_parser()):
+        if not line:
+            missing.append(" ".join(path))
+        for action in parser._actions:  # noqa: SLF001
+            if isinstance(action, (argparse._SubParsersAction, argparse._HelpAction)):  # noqa: SLF001
+                continue
+            seen += 1
+            if not action.help or action.help == argparse.SUPPRESS:
+                missing.append(f"{' '.join(path)} {'/'.join(action.option_strings) or action.dest}")
+    assert seen > 100 and missing == []
+
+
+def test_verify_help_names_every_step_verify_runs(capsys):
+    """``verify --help`` listed eight of the ten steps: extensions and resume were left out.
+    The steps are verify's own plan, in its order."""
+    from lockkit.cli import main
+    from lockkit.verify.run import PLAN
+
+    assert main(["verify", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    places = [text.find(f" {name} (") if f" {name} (" in text else text.find(f" {name},")
+              for name, _ in PLAN]
+    assert all(p >= 0 for p in places), dict(zip([n for n, _ in PLAN], places, strict=True))
+    assert places == sorted(places)  # in the order they run
