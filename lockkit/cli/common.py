@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from lockkit.config.project import Project
     from lockkit.platforms.definitions import Platform
 
-__all__ = ["check_given_paths", "human_size", "lock_fetcher", "new_report_folder",
-           "output_inputs", "pick_platform", "project_root", "shown_path", "wheelhouse_folder"]
+__all__ = ["check_given_paths", "for_project", "human_size", "lock_fetcher",
+           "new_report_folder", "output_inputs", "pick_platform", "project_root", "shown_path",
+           "wheelhouse_folder"]
 
 
 def project_root(given: Path | None) -> Path:
@@ -59,6 +60,29 @@ def wheelhouse_folder(folder: Path | None, root: Path, platform: str) -> Path:
         raise UsageError(f"{shown_path(folder)}: no wheelhouse folder",
                          hint=f"run 'lockkit wheelhouse build --platform {platform}'")
     return folder
+
+
+# The commands that take --project (diff and diagnose read the files they are given).
+_WITH_PROJECT = ("platforms", "compile", "wheelhouse", "verify", "export", "cache", "sync", "ci")
+
+
+def for_project(text: str | None, project: Path | None) -> str | None:
+    """*text* (a hint, a warning) with ``--project DIR`` added to each 'lockkit ...'
+    command it quotes, when the command that printed it was given ``--project``: run as
+    printed, from the same folder, the hinted command then acts on the same project (it
+    said 'lockkit compile', which from there found no project, or another one)."""
+    if not text or project is None:
+        return text
+    import re
+    import shlex
+
+    def add(found: re.Match[str]) -> str:
+        words = found.group(1).split()
+        if (len(words) < 2 or words[1] not in _WITH_PROJECT or "--project" in words
+                or "--help" in words):
+            return found.group(0)
+        return f"'{found.group(1)} --project {shlex.quote(str(project))}'"
+    return re.sub(r"'(lockkit [^']+)'", add, text)
 
 
 def shown_path(path: Path) -> str:

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORCE", "FOUND", "OUTPUT_RULE", "cache", "ci", "compile", "diagnose", "diff",
-           "export", "output", "platforms", "project_args", "sync", "verify"]
+__all__ = ["FORCE", "FOUND", "OUTPUT_RULE", "VERIFY", "cache", "ci", "compile", "diagnose",
+           "diff", "export", "output", "platforms", "project_args", "sync", "verify"]
 
 FOUND = ("project folder holding lockkit.toml (default: the nearest folder with lockkit.toml "
           "or [tool.lockkit], from the current one up to the repository root)")
@@ -106,20 +106,24 @@ def compile(sub: Any) -> None:
     project_args(comp)
 
 
+# verify's steps, in the order they run (lockkit.verify.run.PLAN; tests/cli/test_truth.py
+# holds them equal)
+VERIFY = (
+    "Rebuild locks/pylock.<platform>.toml into a new venv and check it, one step each, in "
+    "order: host, venv, install (from the wheelhouse, no network), pip-check, inventory "
+    "(against the lock), system (the driver and runtime chain), gpu (no silent CPU "
+    "fallback), extensions (the compiled modules [verify.extensions] names, imported and "
+    "smoke-tested), application (the project's own check, [verify.application] or the "
+    "embedding check), resume (a training resumed from its checkpoint against one "
+    "uninterrupted, [verify.resume]). A check the project does not declare says so in "
+    "its row. Writes dossier.json, dossier.md and installed-after.txt. Exit 0 passed, "
+    "1 a check failed or the result is incomplete, 2 usage or configuration error.")
+
+
 def verify(sub: Any) -> None:
     ver = sub.add_parser(
         "verify", help="rebuild the lock in a fresh venv and prove it works",
-        description="Rebuild locks/pylock.<platform>.toml into a new venv and check it, one "
-                    "step each, in order: host, venv, install (from the wheelhouse, no "
-                    "network), pip-check, inventory (against the lock), system (the driver "
-                    "and runtime chain), gpu (no silent CPU fallback), extensions (the "
-                    "compiled modules [verify.extensions] names, imported and smoke-tested), "
-                    "application (the project's own check, [verify.application] or the "
-                    "embedding check), resume (a training resumed from its checkpoint "
-                    "against one uninterrupted, [verify.resume]). A check the project does "
-                    "not declare is skipped, and said so. Writes dossier.json, dossier.md "
-                    "and installed-after.txt. Exit 0 passed, 1 a check failed or the result "
-                    "is incomplete, 2 usage or configuration error.")
+        description=VERIFY)
     ver.add_argument("--platform", metavar="NAME",
                      help="platform to verify (default: the config's only platform)")
     _install_from(ver)

@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockkit._internal import ui
-from lockkit.cli.common import human_size, output_inputs, shown_path, wheelhouse_folder
+from lockkit.cli.common import (
+    for_project,
+    human_size,
+    output_inputs,
+    shown_path,
+    wheelhouse_folder,
+)
 from lockkit.errors import UsageError, WriteError
 
 if TYPE_CHECKING:
@@ -48,7 +54,7 @@ def _build(args: argparse.Namespace) -> int:
                                        fallback_to_official=args.fallback_to_official)
     stale = stale_warning(project, platform)  # after plan: an unreadable lock is its error
     if stale:
-        ui.say(f"warning: {stale}")
+        ui.say(f"warning: {for_project(stale, args.project)}")
     with_tools = _tools_wanted(args, platform, lock_path)
     total = sum(i.want.size or 0 for i in items)
     unknown = sum(i.want.size is None for i in items)

@@ -24,7 +24,8 @@ from lockkit.cache.store import CHUNK as _CHUNK
 from lockkit.cache.store import Cache, copy_hashing, default_cache_dir
 from lockkit.errors import FetchError, HashMismatch
 from lockkit.index.auth import Credentials
-from lockkit.index.http import CONNECT_TIMEOUT, MAX_PAGE, Client, Policy
+from lockkit.index.http import CONNECT_TIMEOUT, MAX_PAGE, Client, Policy, timed_out
+from lockkit.index.urls import origin
 
 __all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Stopped", "Want",
            "default_cache_dir", "http_client"]
@@ -69,17 +70,11 @@ class Got:
 
 
 class _Retry(Exception):
-    """A transient fault: try the same URL again after a pause (*timeout*: the host sent
-    nothing within --timeout)."""
-
-    def __init__(self, message: str, timeout: bool = False) -> None:
-        super().__init__(message)
-        self.timeout = timeout
+    """A transient fault: try the same URL again after a pause."""
 
 
-class _Silent(FetchError):
-    """Every try of a URL ended in a timeout: its host is not asked again for this file
-    (a mirrored index page on the same host would only time out too)."""
+class _Timeout(_Retry):
+    """Nothing came within --timeout: the host is not asked again for this file."""
 
 
 class Fetcher:
@@ -128,13 +123,11 @@ class Fetcher:
             if got:
                 return got
         errors: list[FetchError] = []
-        silent: set[str] = set()  # hosts that never answered, for this file
-        for url in want.urls:
+        silent: set[str] = set()  # hosts that timed out at each try: not asked again (lazily)
+        for url in (u for u in want.urls
+                    if origin(u if isinstance(u, str) else u.url) not in silent):
             if self.stopped.is_set():
                 raise Stopped(want.filename)
-            host = _origin(url.url if isinstance(url, PageRef) else url)
-            if host in silent:
-                continue
             try:
                 if isinstance(url, PageRef):
                     url = self._lookup(want, url)
@@ -142,8 +135,8 @@ class Fetcher:
             except FetchError as exc:
                 if isinstance(exc, HashMismatch):
                     raise
-                if isinstance(exc, _Silent):
-                    silent.add(host)
+                if isinstance(exc.__cause__, _Timeout):  # url: a str by now
+                    silent.add(origin(str(url)))
                 errors.append(exc)
         tried = "; ".join(map(str, errors)) or "no URL and not in any --find-links folder"
         hint = next((e.hint for e in errors if e.hint),
@@ -172,9 +165,9 @@ class Fetcher:
                            downloaded=size)
             except _Retry as exc:
                 if attempt + 1 == self.policy.attempts:
-                    raise (_Silent if exc.timeout else FetchError)(
-                        f"{want.filename} from {redact(url)}: {exc} "
-                        f"(gave up after {attempt + 1} attempts)") from None
+                    raise FetchError(f"{want.filename} from {redact(url)}: {exc} "
+                                     f"(gave up after {attempt + 1} attempts)") \
+                        from (exc if isinstance(exc, _Timeout) else None)
                 if self.stopped.wait(self.policy.pause(attempt)):
                     raise Stopped(want.filename) from None
         raise AssertionError("unreachable")
@@ -195,8 +188,7 @@ class Fetcher:
             raise FetchError(str(exc), hint="if this index's pages are meant to be that "
                              "large, raise max-page-size (MiB) in lockkit.toml") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise (_Silent if _silent(exc) else FetchError)(
-                f"{redact(page.url)}: {type(exc).__name__}") from None
+            raise FetchError(f"{redact(page.url)}: {type(exc).__name__}") from None
         if status != 200:
             raise FetchError(f"{redact(page.url)}: HTTP {status}", hint=_refused(status))
         for link in parse_links(text):
@@ -235,8 +227,8 @@ class Fetcher:
                 raise Stopped(want.filename) from None
             if isinstance(exc, OSError):
                 raise
-            raise _Retry(f"{type(exc).__name__}: {redact(str(exc))}",
-                         timeout=_silent(exc)) from None
+            raise (_Timeout if timed_out(exc) else _Retry)(
+                f"{type(exc).__name__}: {redact(str(exc))}") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:  # too many redirects, a bad URL
             raise FetchError(f"{redact(url)}: {type(exc).__name__}: {redact(str(exc))}") from None
         finally:
@@ -390,18 +382,6 @@ def _cut(resp: Any) -> None:
             sock.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
-
-
-def _silent(exc: BaseException) -> bool:
-    """The host sent nothing in time (not a wait for a free connection of the pool)."""
-    import httpx
-
-    return isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.PoolTimeout)
-
-
-def _origin(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname}:{parts.port}"
 
 
 def _refused(status: int) -> str | None:

@@ -324,3 +324,88 @@ def test_verify_help_names_every_step_verify_runs(capsys):
               for name, _ in PLAN]
     assert all(p >= 0 for p in places), dict(zip([n for n, _ in PLAN], places, strict=True))
     assert places == sorted(places)  # in the order they run
+
+
+# --- hints that lead somewhere ----------------------------------------------------------
+# A hint is run as printed, from the project folder, where the command that printed it was
+# typed; then the state is asked again. (An edited lock's --check hint, --force and
+# --upgrade, is run in tests/cli/test_did_you_mean.py; a platform not in the config's list
+# there too.)
+
+def _lockkit_in(folder: Path, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lockkit", *argv], cwd=folder,
+                          capture_output=True, text=True, timeout=600)
+
+
+def _hinted(text: str, prefix: str) -> list[str]:
+    """The 'lockkit ...' commands quoted in the lines of *text* that start with *prefix*."""
+    return [c for line in text.splitlines() if line.startswith(prefix)
+            for c in re.findall(r"'(lockkit [^']+)'", line)]
+
+
+def _as_printed(folder: Path, command: str) -> subprocess.CompletedProcess:
+    import shlex
+
+    argv = shlex.split(command)
+    assert argv[0] == "lockkit"
+    return _lockkit_in(folder, *argv[1:])
+
+
+def _stale(project: Path) -> None:
+    assert _lockkit_in(project, "compile").returncode == 0
+    (project / "requirements.in").write_text("torch==2.5.1\nnumpy\njinja2\n")
+
+
+@pytest.mark.parametrize("where", ["in the project", "from elsewhere, with --project"])
+@pytest.mark.parametrize("state", ["stale lock", "missing lock", "stale lock at build"])
+def test_the_hint_of_a_failure_state_run_as_printed_clears_that_state(project, tmp_path,
+                                                                        state, where):
+    """From another folder with --project, the hints said 'lockkit compile', which ran
+    there found no project: the hinted commands carry the --project given."""
+    cache = str(tmp_path / "cache")
+    build: tuple[str, ...] = ("wheelhouse", "build", "--platform", "linux-cpu",
+                              "--cache-dir", cache)
+    asked, prefix = (("compile", "--check"), "hint: ") if state == "stale lock" else \
+        (build, "hint: " if state == "missing lock" else "warning: ")
+    if state != "missing lock":
+        _stale(project)
+    here = project
+    if where != "in the project":
+        here = tmp_path / "elsewhere"
+        here.mkdir()
+        asked = (*asked, "--project", str(project))
+    before = _lockkit_in(here, *asked)
+    assert (before.returncode == 0) == (state == "stale lock at build"), before.stderr
+    commands = _hinted(before.stderr, prefix)
+    assert commands, before.stderr
+    for command in commands:
+        done = _as_printed(here, command)
+        assert done.returncode == 0, (command, done.stderr)
+    after = _lockkit_in(here, *asked)
+    assert after.returncode == 0, after.stderr
+    assert not _hinted(after.stderr, prefix), after.stderr
+
+
+def test_a_hint_names_the_project_only_for_commands_that_take_one():
+    from lockkit.cli.common import for_project
+
+    hint = ("run 'lockkit compile' and commit; 'lockkit diff A B' compares; see "
+            "'lockkit compile --help'; 'lockkit platforms --project x'")
+    assert for_project(hint, Path("my proj")) == (
+        "run 'lockkit compile --project 'my proj'' and commit; 'lockkit diff A B' compares; "
+        "see 'lockkit compile --help'; 'lockkit platforms --project x'")
+    assert for_project(hint, None) == hint
+
+
+def test_the_unknown_platform_hint_lists_the_platform_the_error_suggests(project):
+    from lockkit.platforms.definitions import load_platforms
+
+    before = _lockkit_in(project, "compile", "--platform", "linux-cpux")
+    assert before.returncode == 2
+    assert "unknown platform 'linux-cpux'; did you mean 'linux-cpu'?" in before.stderr
+    commands = _hinted(before.stderr, "hint: ")
+    assert commands == ["lockkit platforms"], before.stderr
+    listed = _as_printed(project, commands[0])
+    assert listed.returncode == 0, listed.stderr
+    names = {line.split()[0] for line in listed.stdout.splitlines()[2:] if line.strip()}
+    assert "linux-cpu" in names and names == set(load_platforms(project)), listed.stdout
