@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -21,8 +22,8 @@ if TYPE_CHECKING:
     import logging
     from typing import Any, TextIO
 
-__all__ = ["Advance", "Transfer", "console", "error", "interactive", "print_table", "progress",
-           "quiet", "say", "transfer", "warn"]
+__all__ = ["Advance", "Transfer", "console", "error", "fetch_summary", "human_size",
+           "interactive", "print_table", "progress", "quiet", "say", "transfer", "warn"]
 
 
 def interactive(stream: TextIO | None = None) -> bool:
@@ -69,6 +70,23 @@ def _logger() -> logging.Logger:
     return log.logger()
 
 
+def human_size(n: int) -> str:
+    """*n* bytes in decimal units (1 MB = 10**6 bytes), spelled as rich's progress bars
+    spell them (``rich.filesize.decimal``: ``1 byte``, ``512 bytes``, ``16.4 MB``), so
+    that a status line and the bar beside it show the same bytes the same way, as pip's
+    do. Written out here: importing rich costs what a piped run never needs."""
+    if n == 1:
+        return "1 byte"
+    if n < 1000:
+        return f"{n:,} bytes"
+    unit, suffix = 1000, "kB"
+    for suffix in ("kB", "MB", "GB", "TB", "PB"):
+        if n < unit * 1000 or suffix == "PB":
+            break
+        unit *= 1000
+    return f"{n / unit:,.1f} {suffix}"
+
+
 def _once(message: str | None) -> Callable[[], None]:
     """Say *message* the first time the result is called, from any thread (list.pop is
     atomic): a phase line off a terminal, printed when its work first moves, so a refusal
@@ -85,28 +103,88 @@ def _once(message: str | None) -> Callable[[], None]:
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
-                stream: TextIO | None = None) -> None:
+                stream: TextIO | None = None, *, whole: Sequence[str] = ()) -> None:
     """A table (a step's note may hold an error's text: every cell is redacted, as
-    :func:`say` redacts its line)."""
+    :func:`say` redacts its line). Cells are text, never rich markup: a package's
+    ``torch[cuda]`` is shown as it is.
+
+    On a terminal narrower than the table, columns wrap at spaces, and a word is folded
+    only where the width leaves no other way (:func:`_fitted`); the columns named in
+    *whole* (a wheel's file name) are never cut: where they cannot be kept whole in a
+    table, each row is shown as lines (:func:`_stacked`). Piped, the rows are plain
+    aligned text, never cut."""
     stream = stream or sys.stderr
     if stream is sys.stderr and quiet():
         return
     title = redact(title)
     cells = [[redact("" if c is None else str(c)) for c in row] for row in rows]
     if interactive(stream):
-        from rich.table import Table
+        from rich.table import Column, Table
+        from rich.text import Text
 
-        table = Table(title=title)
-        for col in columns:
-            table.add_column(col)
+        shown = console(stream)
+        fitted = _fitted(columns, cells, shown.width - 3 * len(columns) - 1,
+                         [c in whole for c in columns])
+        if fitted is None:
+            _stacked(title, columns, cells, whole, shown.width, stream)
+            return
+        table = Table(*(Column(Text(c), width=w, overflow="fold")
+                        for c, w in zip(columns, fitted, strict=True)), title=Text(title))
         for row in cells:
-            table.add_row(*row)
-        console(stream).print(table)
+            table.add_row(*map(Text, row))
+        shown.print(table)
         return
     print(title, file=stream)
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     for row in [list(columns), *cells]:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip(), file=stream)
+
+
+_NARROWEST = 8  # a column folded narrower than this reads as noise
+
+
+def _fitted(columns: Sequence[str], cells: Sequence[Sequence[str]], room: int,
+            whole: Sequence[bool]) -> list[int | None] | None:
+    """Column widths that fit *room* characters (the terminal less the table's borders
+    and padding): None for each when the table fits as it is. The widest column shrinks
+    first, down to its longest word (its text wraps at spaces, no word cut); then the
+    words of the columns not *whole* are folded, down to a few characters; None when the
+    *whole* columns still do not fit (rich alone narrows every column alike, and cut a
+    wheel's file name and its tags at 80 columns)."""
+    words = [[*col.split(), *(w for r in cells for w in r[i].split())]
+             for i, col in enumerate(columns)]
+    full = [max([len(c)] + [len(ln) for r in cells for ln in r[i].splitlines()])
+            for i, c in enumerate(columns)]
+    if sum(full) <= room:
+        return [None] * len(columns)
+    longest = [max((len(w) for w in ws), default=1) for ws in words]
+    widths = list(full)
+    folded = [n if keep else min(n, _NARROWEST) for n, keep in zip(longest, whole, strict=True)]
+    for floor in (longest, folded) if any(whole) else (longest, folded, [1] * len(columns)):
+        while sum(widths) > room:
+            slack = [w - f for w, f in zip(widths, floor, strict=True)]
+            if max(slack) <= 0:
+                break
+            widest = max((i for i, s in enumerate(slack) if s > 0), key=lambda i: widths[i])
+            widths[widest] -= 1
+    return list(widths) if sum(widths) <= room else None
+
+
+def _stacked(title: str, columns: Sequence[str], cells: Sequence[Sequence[str]],
+             whole: Sequence[str], width: int, stream: TextIO) -> None:
+    """A table too wide for the terminal, row by row: the *whole* columns' values on a
+    line each, then the other columns as ``name value``, wrapped at spaces only."""
+    import textwrap
+
+    print(title, file=stream)
+    for row in cells:
+        named = dict(zip(columns, row, strict=True))
+        for column in whole:
+            print(named[column], file=stream)
+        rest = "; ".join(f"{c} {v}" for c, v in named.items() if c not in whole and v)
+        for line in textwrap.wrap(rest, width, initial_indent="  ", subsequent_indent="  ",
+                                  break_long_words=False, break_on_hyphens=False):
+            print(line, file=stream)
 
 
 @contextlib.contextmanager
@@ -134,7 +212,8 @@ def progress(description: str, total: float | None, *, bytes_: bool = False,
         TransferSpeedColumn,
     )
 
-    cols: list[Any] = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn()]
+    cols: list[Any] = [SpinnerColumn(), TextColumn("{task.description}", markup=False),
+                       BarColumn()]
     cols += [DownloadColumn(), TransferSpeedColumn()] if bytes_ else [MofNCompleteColumn()]
     with Progress(*cols, TimeElapsedColumn(), console=console(), transient=True) as bar:
         task = bar.add_task(redact(description), total=total)
@@ -148,17 +227,44 @@ def progress(description: str, total: float | None, *, bytes_: bool = False,
 
 
 class Transfer:
-    """What a download loop reports: ``file_done()`` and ``moved(n)`` bytes (thread-safe)."""
+    """What a download loop reports: ``file_done()`` and ``moved(n)`` bytes (thread-safe).
+
+    A file that needed no download says so in ``file_done(local=..., size=...)``: its
+    bytes leave the bar's "to download" and are shown as what they are ("16.4 MB from the
+    cache"): a warm rebuild's bar read "downloaded 0.0/16.4 MB" when nothing was left to
+    download."""
 
     def __init__(self, bar: Any = None, files: Any = None, data: Any = None,
                  phase: str | None = None) -> None:
         self._bar, self._files, self._data = bar, files, data
         self._announce = _once(phase if bar is None else None)
+        self._lock = threading.Lock()
 
-    def file_done(self) -> None:
+    def file_done(self, local: str | None = None, size: int = 0, sized: bool = True) -> None:
+        """One file more is in hand: *local* says where from when it was not downloaded
+        (the cache), *size* its bytes, *sized* whether the bar's total counted them (the
+        lock gave its size); a downloaded file of unknown size joins the total now."""
         self._announce()
-        if self._bar is not None:
-            self._bar.advance(self._files, 1)
+        if self._bar is None:
+            return
+        self._bar.advance(self._files, 1)
+        if local is None and sized:
+            return
+        with self._lock:  # one file's update of the bytes row at a time
+            task = next(t for t in self._bar.tasks if t.id == self._data)
+            total, unknown = task.total, task.fields.get("unknown", 0)
+            kept = dict(task.fields.get("local", {}))
+            if not sized:
+                unknown = max(unknown - 1, 0)
+            if local is not None:
+                kept[local] = kept.get(local, 0) + size
+                if sized and total is not None:
+                    total = max(total - size, task.completed)
+            elif total is not None:  # downloaded: its size is known now
+                total += size
+            elif not unknown:  # the last of the files of unknown size: all downloaded
+                total = task.completed
+            self._bar.update(self._data, total=total, local=kept, unknown=unknown)
 
     def moved(self, n: int) -> None:
         """*n* more bytes; a bar only ever moves forward (a negative *n* is a caller's bug,
@@ -168,11 +274,20 @@ class Transfer:
             self._bar.advance(self._data, n)
 
 
+def fetch_summary(files: int, total: int, unknown: int) -> str:
+    """``11 files (26.1 MB, 1 of unknown size)``: a file the lock gives no size for is
+    counted as one, never left out of the sum in silence."""
+    sizes = [human_size(total)] if total or not unknown else []
+    sizes += [f"{unknown} of unknown size"] if unknown else []
+    return f"{files} files ({', '.join(sizes)})"
+
+
 @contextlib.contextmanager
 def transfer(description: str, files: int, total_bytes: int | None,
-             phase: str | None = None) -> Iterator[Transfer]:
+             phase: str | None = None, unknown: int = 0) -> Iterator[Transfer]:
     """One display, two rows: files done of total, and bytes with speed; piped, *phase*
-    once, when the first file or byte moves."""
+    once, when the first file or byte moves. *total_bytes*: the sizes the lock gives;
+    *unknown*: the files it gives none for (the bytes row says "+ N of unknown size")."""
     if quiet() or not interactive():
         yield Transfer(phase=phase)
         return
@@ -188,7 +303,9 @@ def transfer(description: str, files: int, total_bytes: int | None,
     )
 
     class _Amount(ProgressColumn):
-        """Files as M/N; bytes as size and speed."""
+        """Files as M/N; bytes as downloaded/to download (rich's decimal units, as
+        :func:`human_size`), the files of unknown size, the speed, and what came from
+        where without a download."""
 
         def __init__(self) -> None:
             super().__init__()
@@ -200,10 +317,17 @@ def transfer(description: str, files: int, total_bytes: int | None,
                 return self._count.render(task)
             from rich.text import Text
 
-            return Text.assemble(self._size.render(task), " ", self._speed.render(task))
+            parts: list[Any] = [self._size.render(task)]
+            if task.fields.get("unknown"):
+                parts.append(f" + {task.fields['unknown']} of unknown size")
+            parts += [" ", self._speed.render(task)]
+            for where, size in task.fields.get("local", {}).items():
+                parts.append(f", {human_size(size)} {where}")
+            return Text.assemble(*parts)
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), _Amount(),
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(20), _Amount(),
                   TimeElapsedColumn(), console=console(), transient=True) as bar:
         f = bar.add_task(redact(description), total=files, unit="files")
-        b = bar.add_task("downloaded", total=total_bytes or None, unit="bytes")
+        b = bar.add_task("downloaded", total=total_bytes if total_bytes or not unknown else None,
+                         unit="bytes", unknown=unknown, local={})
         yield Transfer(bar, f, b)

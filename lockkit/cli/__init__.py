@@ -88,7 +88,10 @@ def _main(argv: list[str]) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
     except LockkitError as exc:
-        _fail(str(exc), exc.advice_for(command))
+        from lockkit.cli.common import for_project
+
+        _fail(str(exc), for_project(exc.advice_for(command), getattr(args, "project", None)
+                                    if command != "lockkit" else None))
         return exc.exit_code
     except BrokenPipeError:
         # The reader went away (``lockkit platforms --json | head -1``): nothing to say, and

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockkit._internal import ui
+from lockkit._internal.ui import human_size  # sizes as every line and bar shows them
 from lockkit.errors import UsageError
 
 if TYPE_CHECKING:
@@ -19,8 +20,9 @@ if TYPE_CHECKING:
     from lockkit.config.project import Project
     from lockkit.platforms.definitions import Platform
 
-__all__ = ["check_given_paths", "human_size", "lock_fetcher", "new_report_folder",
-           "output_inputs", "pick_platform", "project_root", "shown_path", "wheelhouse_folder"]
+__all__ = ["check_given_paths", "for_project", "human_size", "lock_fetcher",
+           "new_report_folder", "output_inputs", "pick_platform", "project_root", "shown_path",
+           "wheelhouse_folder"]
 
 
 def project_root(given: Path | None) -> Path:
@@ -60,19 +62,34 @@ def wheelhouse_folder(folder: Path | None, root: Path, platform: str) -> Path:
     return folder
 
 
+# The commands that take --project (diff and diagnose read the files they are given).
+_WITH_PROJECT = ("platforms", "compile", "wheelhouse", "verify", "export", "cache", "sync", "ci")
+
+
+def for_project(text: str | None, project: Path | None) -> str | None:
+    """*text* (a hint, a warning) with ``--project DIR`` added to each 'lockkit ...'
+    command it quotes, when the command that printed it was given ``--project``: run as
+    printed, from the same folder, the hinted command then acts on the same project (it
+    said 'lockkit compile', which from there found no project, or another one)."""
+    if not text or project is None:
+        return text
+    import re
+    import shlex
+
+    def add(found: re.Match[str]) -> str:
+        words = found.group(1).split()
+        if (len(words) < 2 or words[1] not in _WITH_PROJECT or "--project" in words
+                or "--help" in words):
+            return found.group(0)
+        return f"'{found.group(1)} --project {shlex.quote(str(project))}'"
+    return re.sub(r"'(lockkit [^']+)'", add, text)
+
+
 def shown_path(path: Path) -> str:
     try:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
-
-
-def human_size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    raise AssertionError("unreachable")
 
 
 def pick_platform(project: Project, name: str | None, command: str) -> Platform:

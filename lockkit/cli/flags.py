@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORCE", "FOUND", "OUTPUT_RULE", "cache", "ci", "compile", "diagnose", "diff",
-           "export", "output", "platforms", "project_args", "sync", "verify"]
+__all__ = ["FORCE", "FOUND", "OUTPUT_RULE", "VERIFY", "cache", "ci", "compile", "diagnose",
+           "diff", "export", "output", "platforms", "project_args", "sync", "verify"]
 
 FOUND = ("project folder holding lockkit.toml (default: the nearest folder with lockkit.toml "
           "or [tool.lockkit], from the current one up to the repository root)")
@@ -98,22 +98,32 @@ def compile(sub: Any) -> None:
                       help=f"platforms resolved at once (default {jobs}: the core count)")
     comp.add_argument("--timeout", type=float, default=30.0, metavar="S",
                       help="seconds an index may take to connect or answer before it counts "
-                           "as unreachable (default 30)")
+                           "as unreachable (default 30); uv tries each request 4 times, so "
+                           "an index that never answers fails within 4 x S + 14 seconds")
     comp.add_argument("--max-page-size", type=int, metavar="MIB",
                       help="the largest PyTorch index page read, in MiB (default: "
                            "max-page-size in lockkit.toml, else 64); a larger one fails")
     project_args(comp)
 
 
+# verify's steps, in the order they run (lockkit.verify.run.PLAN; tests/cli/test_truth.py
+# holds them equal)
+VERIFY = (
+    "Rebuild locks/pylock.<platform>.toml into a new venv and check it, one step each, in "
+    "order: host, venv, install (from the wheelhouse, no network), pip-check, inventory "
+    "(against the lock), system (the driver and runtime chain), gpu (no silent CPU "
+    "fallback), extensions (the compiled modules [verify.extensions] names, imported and "
+    "smoke-tested), application (the project's own check, [verify.application] or the "
+    "embedding check), resume (a training resumed from its checkpoint against one "
+    "uninterrupted, [verify.resume]). A check the project does not declare says so in "
+    "its row. Writes dossier.json, dossier.md and installed-after.txt. Exit 0 passed, "
+    "1 a check failed or the result is incomplete, 2 usage or configuration error.")
+
+
 def verify(sub: Any) -> None:
     ver = sub.add_parser(
         "verify", help="rebuild the lock in a fresh venv and prove it works",
-        description="Rebuild locks/pylock.<platform>.toml into a new venv and check it, in "
-                    "order: host, venv, install (from the wheelhouse, no network), pip-check, "
-                    "inventory against the lock, system chain, GPU (no silent CPU fallback), "
-                    "application (the project's embedding check). Writes dossier.json, "
-                    "dossier.md and installed-after.txt. Exit 0 passed, 1 a check failed or "
-                    "the result is incomplete, 2 usage or configuration error.")
+        description=VERIFY)
     ver.add_argument("--platform", metavar="NAME",
                      help="platform to verify (default: the config's only platform)")
     _install_from(ver)
@@ -177,7 +187,8 @@ def diagnose(sub: Any) -> None:
                       help="backend the torch build must have (default: the one it reports)")
     diag.add_argument("--json", action="store_true", help="print the report as JSON")
     diag.add_argument("--absolute-paths", action="store_true", help="paths not as <venv>/...")
-    diag.add_argument("--probe-timeout", type=float, default=300.0, metavar="S")
+    diag.add_argument("--probe-timeout", type=float, default=300.0, metavar="S",
+                      help="seconds before a hung probe counts as failed (default 300)")
 
 
 def diff(sub: Any) -> None:
@@ -188,8 +199,12 @@ def diff(sub: Any) -> None:
                     "Python and packages, system and backend, result. Exit 0 when nothing "
                     "differs (or every difference is declared by a variant), 1 when "
                     "something does, 2 for unreadable input.")
-    diff.add_argument("a", type=Path, metavar="A")
-    diff.add_argument("b", type=Path, metavar="B")
+    diff.add_argument("a", type=Path, metavar="A",
+                      help="a dossier.json (or its report folder), a lock, or a wheelhouse "
+                           "manifest.json")
+    diff.add_argument("b", type=Path, metavar="B",
+                      help="the other dossier, lock or manifest (the layers both sides have "
+                           "are compared)")
     diff.add_argument("--json", action="store_true", help="print the differences as JSON")
 
 

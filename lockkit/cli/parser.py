@@ -32,6 +32,19 @@ class _Formatter(argparse.HelpFormatter):
             width = _columns() - 2
         super().__init__(prog, indent_increment, max_help_position, width)
 
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        """argparse's lines, never broken at a hyphen: a step (``pip-check``) or a flag
+        (``--find-links``) named in a help text stays whole."""
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent,
+                             subsequent_indent=indent, break_on_hyphens=False)
+
 
 def _columns() -> int:
     try:

@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockkit._internal import ui
-from lockkit.cli.common import human_size, output_inputs, shown_path, wheelhouse_folder
+from lockkit.cli.common import (
+    for_project,
+    human_size,
+    output_inputs,
+    shown_path,
+    wheelhouse_folder,
+)
 from lockkit.errors import UsageError, WriteError
 
 if TYPE_CHECKING:
@@ -48,21 +54,22 @@ def _build(args: argparse.Namespace) -> int:
                                        fallback_to_official=args.fallback_to_official)
     stale = stale_warning(project, platform)  # after plan: an unreadable lock is its error
     if stale:
-        ui.warn(stale)
+        ui.warn(for_project(stale, args.project) or stale)
     with_tools = _tools_wanted(args, platform, lock_path)
-    total = sum(i.want.size or 0 for i in items) or None
+    total = sum(i.want.size or 0 for i in items)
+    unknown = sum(i.want.size is None for i in items)
     cache = Cache((args.cache_dir or default_cache_dir()).absolute())
-    phase = f"{platform.name}: fetching {len(items)} files" + (
-        f" ({human_size(total)})..." if total else "...")
+    phase = f"{platform.name}: fetching {ui.fetch_summary(len(items), total, unknown)}..."
     try:
         with http_client(connections=args.jobs, timeout=args.timeout,
                          credentials=Credentials.for_project(project)) as client, \
-                ui.transfer(f"{platform.name}: files", len(items), total, phase) as shown:
+                ui.transfer(f"{platform.name}: files", len(items), total, phase,
+                            unknown) as shown:
             result = wheelhouse.build(
                 project, platform, out, client=client, cache=cache,
                 find_links=tuple(p.absolute() for p in args.find_links), jobs=args.jobs,
                 attempts=args.retries + 1, items=items, lock_path=lock_path,
-                on_file=lambda got: shown.file_done(), on_bytes=shown.moved,
+                on_file=lambda got: _shown_done(shown, got), on_bytes=shown.moved,
                 with_tools=with_tools)
     except OSError as exc:
         if exc.filename is not None:
@@ -73,19 +80,36 @@ def _build(args: argparse.Namespace) -> int:
     _printed(platform.name, out, [(r.package, r.version, r.path, human_size(r.size),
                                    _where(r.origin) + (" (built from sdist)" if r.built_from
                                                        else "")) for r in result.files],
-             result.downloaded_bytes, result.from_cache)
+             result)
     if with_tools:
         ui.say(f"{platform.name}: tools/ has lockkit and its dependencies "
                f"({len(list((out / 'tools').glob('*.whl')))} wheels) for the offline machine")
     return 0
 
 
+def _shown_done(shown: ui.Transfer, got: Any) -> None:
+    """A file in hand, told to the display with where it came from when not downloaded."""
+    if got.origin == "cache" or got.origin.startswith("find-links "):
+        size = got.want.size if got.want.size is not None else got.path.stat().st_size
+        shown.file_done(_LOCAL[got.origin.split(" ", 1)[0]], size, got.want.size is not None)
+    else:
+        shown.file_done(None, got.downloaded, got.want.size is not None)
+
+
+_LOCAL = {"cache": "from the cache", "find-links": "from --find-links"}
+
+
 def _printed(platform: str, out: Path, rows: list[tuple[str, str, str, str, str]],
-             downloaded: int, from_cache: int) -> None:
+             result: Any) -> None:
+    """The table, then what was downloaded and what was not (the bytes the cache or a
+    --find-links folder gave: a warm rebuild says so, not "0 bytes downloaded" alone)."""
     ui.print_table(f"lockkit wheelhouse build {platform}",
-                   ("package", "version", "file", "size", "from"), rows, stream=sys.stdout)
-    ui.say(f"{platform}: {len(rows)} wheels, {human_size(downloaded)} downloaded, "
-           f"{from_cache} from cache -> {shown_path(out)}")
+                   ("package", "version", "file", "size", "from"), rows, stream=sys.stdout,
+                   whole=("file",))
+    local = "".join(f", {human_size(size)} {_LOCAL[where]} ({files} files)"
+                    for where, (files, size) in result.local.items() if files)
+    ui.say(f"{platform}: {len(rows)} wheels, {human_size(result.downloaded_bytes)} "
+           f"downloaded{local} -> {shown_path(out)}")
 
 
 def _tools_wanted(args: argparse.Namespace, platform: Any, lock: Path) -> bool:

@@ -53,8 +53,12 @@ def _wheelhouse_build(whsub: Any) -> None:
                             "or $LOCKKIT_CACHE_DIR)")
     build.add_argument("--retries", type=int, default=3,
                        help="retries of a 5xx, reset, timeout or truncated body (default 3)")
-    build.add_argument("--timeout", type=float, default=60.0,
-                       help="seconds without data before a download counts as timed out")
+    build.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                       help="seconds without data before a download counts as timed out "
+                            "(default 60); a file whose host never answers fails after "
+                            "(N+1) x S plus pauses of 0.5, 1, 2... s between tries (N: "
+                            "--retries; 15.5 s at --timeout 3), and that host is not asked "
+                            "again for the file")
     build.add_argument("--fallback-to-official", action="store_true",
                        help="after a configured mirror fails, try the official host "
                             "(default: an air-gapped build never reaches for it)")
@@ -79,7 +83,8 @@ def _wheelhouse_pack(whsub: Any) -> None:
                     "from: every wheel hashed against it, every other file derived again. "
                     "The archive's sha256 goes to stdout and to <archive>.sha256, for the "
                     "receiver to check out of band (unpack --sha256).")
-    pack.add_argument("--platform", required=True, metavar="NAME")
+    pack.add_argument("--platform", required=True, metavar="NAME",
+                      help="platform whose wheelhouse is packed")
     pack.add_argument("--project", type=Path, default=None, metavar="DIR", help=FOUND)
     pack.add_argument("--from", dest="folder", type=Path, metavar="DIR",
                       help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
@@ -104,7 +109,8 @@ def _wheelhouse_sbom(whsub: Any) -> None:
                     "to review before the folder crosses its air gap. 'wheelhouse build' "
                     "writes it already; this is for folders built before, or for a copy "
                     "elsewhere (-o). The same lock gives the same bytes.")
-    sbom.add_argument("--platform", required=True, metavar="NAME")
+    sbom.add_argument("--platform", required=True, metavar="NAME",
+                      help="platform whose wheelhouse the SBOM describes")
     sbom.add_argument("--project", type=Path, default=None, metavar="DIR", help=FOUND)
     sbom.add_argument("--from", dest="folder", type=Path, metavar="DIR",
                       help="wheelhouse folder (default: <project>/wheelhouse/<platform>)")
@@ -127,7 +133,8 @@ def _wheelhouse_unpack(whsub: Any) -> None:
                     "absolute or '..' paths and unlisted members; leave nothing behind on "
                     "failure. The platform is the archive's manifest's, never its file "
                     "name's.")
-    unpack.add_argument("archive", type=Path, metavar="FILE")
+    unpack.add_argument("archive", type=Path, metavar="FILE",
+                        help="the archive 'wheelhouse pack' wrote (<platform>.wheelhouse.tar)")
     unpack.add_argument("--out", type=Path, metavar="DIR",
                         help="destination folder: a new or empty one, or a wheelhouse "
                              "lockkit wrote for the archive's platform, which is replaced "

@@ -35,8 +35,8 @@ from lockkit.platforms.definitions import Platform
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
-__all__ = ["Resolution", "ResolveOptions", "no_such_torch", "resolve", "uv_command",
-           "uv_environment"]
+__all__ = ["UV_RETRIES", "Resolution", "ResolveOptions", "no_such_torch", "resolve",
+           "silent_bound", "uv_command", "uv_environment"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,10 +97,14 @@ def uv_environment(indexes: Indexes, routing_url: str | None, folder: Path,
     into *folder* (the routing index's pages carry none).
 
     *timeout* (compile ``--timeout``) bounds uv's own reads, as it bounds lockkit's page
-    fetches, and its connections when shorter than uv's default of 10 s."""
+    fetches, and its connections when shorter than uv's default of 10 s. uv retries a
+    failed request :data:`UV_RETRIES` times, paused up to 2, 4 and 8 s: an index that
+    never answers fails within ``4 * timeout + 14`` seconds (:func:`silent_bound`; 18 s
+    was measured at --timeout 3, where the docs once said about 12)."""
     from lockkit.index.auth import uv_netrc
 
-    env: dict[str, str] = {"UV_HTTP_TIMEOUT": f"{timeout:g}"}
+    env: dict[str, str] = {"UV_HTTP_TIMEOUT": f"{timeout:g}",
+                           "UV_HTTP_RETRIES": str(UV_RETRIES)}
     if timeout < _UV_CONNECT_TIMEOUT:
         env["UV_HTTP_CONNECT_TIMEOUT"] = f"{timeout:g}"
     if indexes.default_effective:
@@ -114,6 +118,18 @@ def uv_environment(indexes: Indexes, routing_url: str | None, folder: Path,
 
 
 _UV_CONNECT_TIMEOUT = 10.0  # uv's own default (UV_HTTP_CONNECT_TIMEOUT), in seconds
+# uv's own default, set so that the bound does not move with uv's version: a 5xx, a reset
+# or a silence is tried again 3 times, which a flaky network needs more than a quick
+# failure. uv pauses a random 1 to 2**(n+1) seconds before its retry n (its log says
+# "Sleeping ..."), so R retries add at most 2**(R+1) - 2 seconds: an index that never
+# answers costs 4 timeouts and up to 14 s of pauses.
+UV_RETRIES = 3
+
+
+def silent_bound(timeout: float) -> float:
+    """The longest, in seconds, uv waits on an index that never answers before it fails
+    (uv's start and lockkit's not counted): each try's *timeout*, and uv's pauses."""
+    return (UV_RETRIES + 1) * timeout + 2 ** (UV_RETRIES + 1) - 2
 
 
 def _explain(stderr: str) -> str:

@@ -53,7 +53,8 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 __all__ = ["CONNECT_TIMEOUT", "MAX_PAGE", "PAGE_HINT", "TIMEOUT", "USER_AGENT", "Client",
-           "PageTooLarge", "Policy", "mib", "read_page", "tls_context", "unreachable"]
+           "PageTooLarge", "Policy", "mib", "read_page", "timed_out", "tls_context",
+           "unreachable"]
 
 USER_AGENT = f"lockkit/{__version__}"
 TIMEOUT = 30.0  # seconds: compile --timeout's default (connect, and each read)
@@ -152,6 +153,14 @@ def unreachable(exc: BaseException) -> bool:
         return True
     return any(isinstance(e, (socket.gaierror, ConnectionRefusedError,
                               ssl.SSLCertVerificationError)) for e in _causes(exc))
+
+
+def timed_out(exc: BaseException) -> bool:
+    """The host sent nothing within the timeout (not a wait for a free connection of the
+    pool, which says nothing of the host)."""
+    import httpx
+
+    return isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.PoolTimeout)
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,6 +77,8 @@ class BuildResult:
     downloaded_bytes: int
     from_cache: int
     lock_sha256: str = ""
+    # "cache" / "find-links" -> (files, bytes) taken from there with no download
+    local: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def plan(project: Project, platform: Platform, *,
@@ -182,7 +184,18 @@ def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
     return BuildResult(folder=out, platform=platform.name, files=tuple(records),
                        downloaded_bytes=sum(g.downloaded for _, g in fetched),
                        from_cache=sum(g.origin == "cache" for _, g in fetched),
-                       lock_sha256=lock_sha)
+                       lock_sha256=lock_sha, local=_local(fetched))
+
+
+def _local(fetched: list[tuple[Item, Got]]) -> dict[str, tuple[int, int]]:
+    """The files (and their bytes) the cache and the --find-links folders gave."""
+    local: dict[str, tuple[int, int]] = {}
+    for _, got in fetched:
+        where = got.origin.split(" ", 1)[0]
+        if where in ("cache", "find-links"):
+            files, size = local.get(where, (0, 0))
+            local[where] = (files + 1, size + got.path.stat().st_size)
+    return local
 
 
 def _place_tools(stage: Path, kit: Toolset, cache: Cache) -> list[dict[str, Any]]:

@@ -2,13 +2,14 @@
 
 A file is known by its sha256; a URL is only a place where it was found. Sources
 are tried in order — the cache (each hit hashed again), ``--find-links`` folders, then
-each URL — and the bytes land in the cache under their hash only after the hash matched, through a
-temp file and a rename, so an interrupted run, a crash or two builds sharing the
+each URL — and the bytes land in the cache under their hash only after the hash matched,
+through a temp file and a rename: an interrupted run, a crash or two builds sharing the
 cache never leave a partial file under a final name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import queue
@@ -26,7 +27,8 @@ from lockkit.cache.store import CHUNK as _CHUNK
 from lockkit.cache.store import Cache, copy_hashing, default_cache_dir
 from lockkit.errors import FetchError, HashMismatch
 from lockkit.index.auth import Credentials
-from lockkit.index.http import CONNECT_TIMEOUT, MAX_PAGE, Client, Policy
+from lockkit.index.http import CONNECT_TIMEOUT, MAX_PAGE, Client, Policy, timed_out
+from lockkit.index.urls import origin
 
 __all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Stopped", "Want",
            "default_cache_dir", "http_client"]
@@ -75,14 +77,16 @@ class _Retry(Exception):
     """A transient fault: try the same URL again after a pause."""
 
 
+class _Timeout(_Retry):
+    """Nothing came within --timeout: the host is not asked again for this file."""
+
+
 class Fetcher:
     """Obtains wanted files into the cache; the HTTP client is passed in (testable): a
     :class:`~lockkit.index.http.Client` (:func:`http_client`) or any ``httpx.Client``.
-
-    A download is tried *attempts* times in all, spaced as
-    :class:`~lockkit.index.http.Policy` says, after any transport failure (no
-    ``fail_fast``), a 5xx or a body cut short: a build of gigabytes is worth a few seconds
-    of patience with a host that stalled or refused."""
+    A download is tried *attempts* times in all, spaced as :class:`~lockkit.index.http.
+    Policy` says, after any transport failure (no ``fail_fast``), a 5xx or a body cut
+    short: a build of gigabytes is worth a few seconds of patience with a stalled host."""
 
     def __init__(self, client: Any, cache: Cache, *, find_links: Sequence[Path] = (),
                  attempts: int = 4, backoff: float = 0.5,
@@ -91,14 +95,12 @@ class Fetcher:
         self.client, self.cache, self.find_links = client, cache, tuple(find_links)
         self.policy = Policy(attempts=attempts, backoff=backoff, fail_fast=False)
         self.on_bytes = on_bytes or (lambda n: None)
-        self.max_unknown_size = max_unknown_size
-        self.max_page = max_page  # bytes: an index page read by _lookup (max-page-size)
+        self.max_unknown_size, self.max_page = max_unknown_size, max_page  # page: _lookup's
         self.stopped = threading.Event()
         self._lock = threading.Lock()
         self._open: dict[Path, Any] = {}  # partial file -> its response (None before headers)
         # sha256 -> the most bytes of it reported to on_bytes, over every attempt: a retry
-        # reports only what passes that mark, and nothing is ever taken back, so a bar
-        # never goes backwards (nor shows a negative speed) on a retry or a Ctrl-C
+        # reports only what passes that mark, so a bar never goes back on a retry or Ctrl-C
         self._shown: dict[str, int] = {}
 
     def stop(self) -> None:
@@ -114,17 +116,19 @@ class Fetcher:
 
     def fetch(self, want: Want) -> Got:
         hit = self.cache.get(want.sha256, want.size)
+        _log.log(VERBOSE, "%s: cache %s (sha256 %s)", want.filename, "hit" if hit else "miss",
+                 want.sha256[:16])
         if hit:
-            _log.log(VERBOSE, "%s: cache hit (sha256 %s)", want.filename, want.sha256[:16])
             return Got(want=want, path=hit, origin="cache", downloaded=0)
-        _log.log(VERBOSE, "%s: cache miss (sha256 %s)", want.filename, want.sha256[:16])
         for folder in self.find_links:
             got = self._from_folder(want, folder)
             if got:
                 _log.log(VERBOSE, "%s: taken from --find-links %s", want.filename, folder)
                 return got
         errors: list[FetchError] = []
-        for url in want.urls:
+        silent: set[str] = set()  # hosts that timed out at each try: not asked again (lazily)
+        for url in (u for u in want.urls
+                    if origin(u if isinstance(u, str) else u.url) not in silent):
             if self.stopped.is_set():
                 raise Stopped(want.filename)
             try:
@@ -134,6 +138,8 @@ class Fetcher:
             except FetchError as exc:
                 if isinstance(exc, HashMismatch):
                     raise
+                if isinstance(exc.__cause__, _Timeout):  # url: a str by now
+                    silent.add(origin(str(url)))
                 errors.append(exc)
         tried = "; ".join(map(str, errors)) or "no URL and not in any --find-links folder"
         hint = next((e.hint for e in errors if e.hint),
@@ -163,7 +169,8 @@ class Fetcher:
             except _Retry as exc:
                 if attempt + 1 == self.policy.attempts:
                     raise FetchError(f"{want.filename} from {redact(url)}: {exc} "
-                                     f"(gave up after {attempt + 1} attempts)") from None
+                                     f"(gave up after {attempt + 1} attempts)") \
+                        from (exc if isinstance(exc, _Timeout) else None)
                 _log.log(VERBOSE, "%s from %s: %s; retrying in %.1f s", want.filename, url,
                          exc, self.policy.pause(attempt))
                 if self.stopped.wait(self.policy.pause(attempt)):
@@ -225,7 +232,8 @@ class Fetcher:
                 raise Stopped(want.filename) from None
             if isinstance(exc, OSError):
                 raise
-            raise _Retry(f"{type(exc).__name__}: {redact(str(exc))}") from None
+            raise (_Timeout if timed_out(exc) else _Retry)(
+                f"{type(exc).__name__}: {redact(str(exc))}") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:  # too many redirects, a bad URL
             raise FetchError(f"{redact(url)}: {type(exc).__name__}: {redact(str(exc))}") from None
         finally:
@@ -297,15 +305,12 @@ class Fetcher:
 
 class _Sink:
     """Writes and hashes a body's lists of pieces on a thread of its own, in order.
-
-    hashlib and a file's ``write`` release the GIL on large buffers, so the reading
-    thread (httpx, h11: Python that holds the GIL) goes on with the next pieces meanwhile,
-    and several downloads at once share the cores. Each list is joined here, off the
-    reader's thread, and hashed and written at once: measured on loopback against
-    ``curl -Z`` (``benchmarks/download.py``), the join cost less wall time than 16 updates
-    and writes of 64 KiB, each releasing and taking back the GIL. At most ``_QUEUED``
-    lists wait. A write that failed (a full disk) is raised to the reader at its next
-    list, or on leaving the ``with`` block."""
+    hashlib and ``write`` release the GIL on large buffers, so the reading thread (httpx,
+    h11: Python holding the GIL) goes on with the next pieces meanwhile. Each list is
+    joined here and hashed and written at once: on loopback against ``curl -Z``
+    (``benchmarks/download.py``) the join cost less wall time than 16 updates and writes
+    of 64 KiB. At most ``_QUEUED`` lists wait. A failed write (a full disk) is raised to
+    the reader at its next list, or on leaving the ``with`` block."""
 
     def __init__(self, out: Any) -> None:
         self._out = out
@@ -374,11 +379,9 @@ def _cut(resp: Any) -> None:
         return
     stream = getattr(resp, "extensions", {}).get("network_stream")
     sock = stream.get_extra_info("socket") if stream is not None else None
-    try:
-        if sock is not None:
+    if sock is not None:
+        with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 def _refused(status: int) -> str | None:

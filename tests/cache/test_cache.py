@@ -84,7 +84,7 @@ def test_info_counts_files_bytes_partials_and_what_the_locks_reference(project, 
     assert doc["locks"] == [str(project / "locks" / "pylock.linux-cpu.toml")]
     code, out, err = cache_cli(capsys, "info", "--cache-dir", str(filled), "--project",
                                str(project))
-    assert "unused      1, 2.1 KB: 'lockkit cache prune' removes them" in out
+    assert "unused      1, 2.2 kB: 'lockkit cache prune' removes them" in out
     assert "uv cache dir" in err
 
 
@@ -96,13 +96,13 @@ def test_dry_run_lists_and_removes_nothing_then_prune_frees_it(project, indexes,
                              str(project), "--dry-run")
     assert code == 0
     orphan = hashlib.sha256(b"a wheel of an old lock" * 100).hexdigest()
-    assert f"sha256/{orphan[:2]}/{orphan}  2.1 KB" in out
-    assert "would remove 2 file(s) (2.4 KB), would free 2.4 KB; kept 3" in out
+    assert f"sha256/{orphan[:2]}/{orphan}  2.2 kB" in out
+    assert "would remove 2 file(s) (2.5 kB), would free 2.5 kB; kept 3" in out
     assert blobs(filled) == before and sorted(p.name for p in (filled / "partial").iterdir()) \
         == parts
     code, out, _ = cache_cli(capsys, "prune", "--cache-dir", str(filled), "--project",
                              str(project))
-    assert code == 0 and "removed 2 file(s) (2.4 KB), freed 2.4 KB; kept 3" in out
+    assert code == 0 and "removed 2 file(s) (2.5 kB), freed 2.5 kB; kept 3" in out
     assert blobs(filled) == before - {orphan}
     assert len(list((filled / "partial").iterdir())) == 1  # the young one may be running
     indexes.forget_requests()  # what the locks reference is still there: nothing downloads
@@ -319,7 +319,7 @@ def test_info_counts_every_part_verify_included_and_prune_reports_what_it_freed_
     assert doc["total_bytes"] == sum(p["bytes"] for p in doc["parts"].values()) > 45_000
     code, out, _ = cache_cli(capsys, "info", "--cache-dir", str(filled), "--project",
                              str(project))
-    assert "            verify/    43.9 KB, 3 file(s)" in out and "total       49.4 KB" in out
+    assert "            verify/    45.0 kB, 3 file(s)" in out and "total       50.6 kB" in out
 
     code, out, _ = cache_cli(capsys, "prune", "--cache-dir", str(filled), "--project",
                              str(project), "--json")
@@ -335,8 +335,8 @@ def test_prune_text_names_the_freed_bytes_of_verify_s_part(project, filled, tmp_
     _verify_part(filled, tmp_path)
     code, out, _ = cache_cli(capsys, "prune", "--cache-dir", str(filled), "--project",
                              str(project), "--dry-run")
-    assert code == 0 and "verify/  43.9 KB (3 file(s))" in out
-    assert "  verify/  3 file(s), would free 39.1 KB" in out
+    assert code == 0 and "verify/  45.0 kB (3 file(s))" in out
+    assert "  verify/  3 file(s), would free 40.0 kB" in out
     code, out, _ = cache_cli(capsys, "prune", "--cache-dir", str(filled), "--project",
                              str(project))
-    assert "  verify/  3 file(s), freed 39.1 KB" in out and "freed 0 B" not in out
+    assert "  verify/  3 file(s), freed 40.0 kB" in out and "freed 0 bytes" not in out

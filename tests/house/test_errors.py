@@ -93,8 +93,10 @@ def test_main_prints_the_class_hint_under_the_error(tmp_path, capsys, monkeypatc
     monkeypatch.setattr("lockkit.cli.platforms.handle", boom)
     assert main(["platforms", "--project", str(tmp_path)]) == 1
     err = capsys.readouterr().err.splitlines()
-    assert err == ["lockkit: error: locks not fresh: linux-cpu (stale)",
-                   f"hint: {errors.StaleLockError.default_hint}"]
+    hint = errors.StaleLockError.default_hint or ""  # with the --project given, as typed
+    assert "'lockkit compile'" in hint
+    assert err == ["lockkit: error: locks not fresh: linux-cpu (stale)", "hint: " + hint.replace(
+        "'lockkit compile'", f"'lockkit compile --project {tmp_path}'")]
 
 
 def test_ctrl_c_is_130(tmp_path, capsys, monkeypatch):

@@ -85,7 +85,11 @@ def test_second_build_downloads_nothing(project, indexes, tmp_path, capsys):
     assert first == 3
     assert build_cli(project, tmp_path / "cache", "--out", str(tmp_path / "again")) == 0
     assert len(wheel_requests(indexes)) == first
-    assert "0 B downloaded, 3 from cache" in capsys.readouterr().err
+    from lockkit._internal.ui import human_size
+
+    cached = sum(w.stat().st_size for w in (tmp_path / "again").glob("*.whl"))
+    assert (f"3 wheels, 0 bytes downloaded, {human_size(cached)} from the cache (3 files)"
+            in capsys.readouterr().err)
     first_manifest = project / "wheelhouse" / "linux-cpu" / "manifest.json"
     assert (tmp_path / "again" / "manifest.json").read_bytes() == first_manifest.read_bytes()
 
