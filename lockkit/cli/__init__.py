@@ -88,10 +88,13 @@ def _main(argv: list[str]) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
     except LockkitError as exc:
-        from lockkit.cli.common import for_project
+        advice = exc.advice_for(command)
+        project = getattr(args, "project", None) if command != "lockkit" else None
+        if project is not None:  # the hinted commands carry it (cli.common.for_project)
+            from lockkit.cli.common import for_project
 
-        _fail(str(exc), for_project(exc.advice_for(command), getattr(args, "project", None)
-                                    if command != "lockkit" else None))
+            advice = for_project(advice, project)
+        _fail(str(exc), advice)
         return exc.exit_code
     except BrokenPipeError:
         # The reader went away (``lockkit platforms --json | head -1``): nothing to say, and
