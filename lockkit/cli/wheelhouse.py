@@ -54,9 +54,10 @@ def _build(args: argparse.Namespace) -> int:
     cache = Cache((args.cache_dir or default_cache_dir()).absolute())
     phase = f"{platform.name}: fetching {len(items)} files" + (
         f" ({human_size(total)})..." if total else "...")
+    credentials = Credentials.for_indexes(project.index_url, project.mirrors)
     try:
         with http_client(connections=args.jobs, timeout=args.timeout,
-                         credentials=Credentials.for_project(project)) as client, \
+                         credentials=credentials) as client, \
                 ui.transfer(f"{platform.name}: files", len(items), total, phase) as shown:
             result = wheelhouse.build(
                 project, platform, out, client=client, cache=cache,
