@@ -86,8 +86,9 @@ def _dynamic(node: ast.Call) -> object:
     func = node.func
     called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     first = node.args[0] if node.args else None
-    found = called in ("import_module", "__import__") and isinstance(first, ast.Constant)
-    return first.value if found and isinstance(first, ast.Constant) else None
+    if called in ("import_module", "__import__") and isinstance(first, ast.Constant):
+        return first.value
+    return None
 
 
 def _ours(module: object) -> bool:
