@@ -133,7 +133,8 @@ def lock_fetcher(project: Project, platform: Platform, cache_dir: Path | None
         from lockkit.wheelhouse import build as wheelhouse
         from lockkit.wheelhouse.fetch import http_client
 
-        with http_client(credentials=Credentials.for_project(project)) as client:
+        credentials = Credentials.for_indexes(project.index_url, project.mirrors)
+        with http_client(credentials=credentials) as client:
             wheelhouse.build(project, platform, dest, client=client,
                              cache=Cache((cache_dir or default_cache_dir()).absolute()))
         return dest

@@ -60,9 +60,10 @@ def _build(args: argparse.Namespace) -> int:
     unknown = sum(i.want.size is None for i in items)
     cache = Cache((args.cache_dir or default_cache_dir()).absolute())
     phase = f"{platform.name}: fetching {ui.fetch_summary(len(items), total, unknown)}..."
+    credentials = Credentials.for_indexes(project.index_url, project.mirrors)
     try:
         with http_client(connections=args.jobs, timeout=args.timeout,
-                         credentials=Credentials.for_project(project)) as client, \
+                         credentials=credentials) as client, \
                 ui.transfer(f"{platform.name}: files", len(items), total, phase,
                             unknown) as shown:
             result = wheelhouse.build(

@@ -319,7 +319,10 @@ def compile_platforms(project: Project, platforms: list[Platform],
             on_done(outcome)
         return outcome
 
-    http = _Http(project, timeout=timeout)
+    from lockkit.index.auth import Credentials
+
+    credentials = Credentials.for_indexes(project.index_url, project.mirrors)
+    http = _Http(credentials=credentials, timeout=timeout, max_page=project.max_page_size << 20)
     try:
         return _run_all(run, platforms, jobs)
     finally:

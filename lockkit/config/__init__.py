@@ -3,13 +3,11 @@ into one frozen :class:`~lockkit.config.project.Project` (:mod:`~lockkit.config.
 with the one project discovery, :func:`~lockkit.config.project.project_root`), every table
 read by the one key-path reader, each problem named by its key path (it lives in
 :mod:`lockkit._internal.keys`, as the platform files use it too), the ``[ci]`` values
-(:mod:`~lockkit.config.keys`), the ``[verify]`` tables (:mod:`~lockkit.config.verify`, with
-the rules the checks' tables share; each project check's own table is read by its
-``checks/<check>/config.py``), and the inputs: requirement files as pip and uv read them
-(:mod:`~lockkit.config.reqfile`), pyproject inputs (:mod:`~lockkit.config.inputs`), and
-the rule that an input is a regular file whose lines outside the project are never quoted
-(:mod:`~lockkit.config.inputfile`).
+(:mod:`~lockkit.config.keys`), the ``[verify.*]`` tables, one reader per check with the
+rules their tables share (``checks/``: the step that runs each check is verify's), and the
+inputs: requirement files as pip and uv read them (:mod:`~lockkit.config.reqfile`),
+pyproject inputs (:mod:`~lockkit.config.inputs`), and the rule that an input is a regular
+file whose lines outside the project are never quoted (:mod:`~lockkit.config.inputfile`).
 
-May import: lockkit.errors, lockkit._internal, lockkit.platforms, lockkit.index.urls,
-lockkit.verify.checks
+May import: lockkit.errors, lockkit._internal, lockkit.platforms, lockkit.index.urls
 """

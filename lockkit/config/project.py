@@ -26,11 +26,11 @@ from lockkit.config.keys import LockkitRequirement, Runner, lockkit_requirement,
 from lockkit.errors import ConfigError, UsageError
 from lockkit.index.urls import expand, is_index_url
 
-if TYPE_CHECKING:  # the [verify.*] modules are imported when a [verify] table is read
-    from lockkit.config.verify import EmbeddingConfig
-    from lockkit.verify.checks.application.config import ApplicationConfig
-    from lockkit.verify.checks.extensions.config import ExtensionsConfig
-    from lockkit.verify.checks.resume.config import ResumeConfig
+if TYPE_CHECKING:  # the [verify.*] readers are imported when a [verify] table is read
+    from lockkit.config.checks.application import ApplicationConfig
+    from lockkit.config.checks.embedding import EmbeddingConfig
+    from lockkit.config.checks.extensions import ExtensionsConfig
+    from lockkit.config.checks.resume import ResumeConfig
 
 __all__ = ["Project", "find_project", "is_pyproject", "load_project", "normalized_inputs",
            "project_root", "resolver_inputs"]
@@ -234,10 +234,10 @@ def _verify(c: KeyReader, root: Path, data: dict[str, Any]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     if not table:  # compile and its gate never read one: its modules stay unimported
         return {"verify": table}
-    from lockkit.config.verify import EMBEDDING_HINT, embedding_problems
-    from lockkit.verify.checks.application.config import APPLICATION_HINT, application_problems
-    from lockkit.verify.checks.extensions.config import EXTENSIONS_HINT, extensions_problems
-    from lockkit.verify.checks.resume.config import RESUME_HINT, resume_problems
+    from lockkit.config.checks.application import APPLICATION_HINT, application_problems
+    from lockkit.config.checks.embedding import EMBEDDING_HINT, embedding_problems
+    from lockkit.config.checks.extensions import EXTENSIONS_HINT, extensions_problems
+    from lockkit.config.checks.resume import RESUME_HINT, resume_problems
 
     if "extensions" in table:
         found["extensions"], problems = extensions_problems(table["extensions"])

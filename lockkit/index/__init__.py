@@ -6,5 +6,5 @@ parsing (:mod:`~lockkit.index.pages`), and the loopback routing index that gives
 platform's torch-family names from its PyTorch index only (:mod:`~lockkit.index.routing`,
 served by :mod:`~lockkit.index.loopback`).
 
-May import: lockkit.errors, lockkit._internal, lockkit.platforms, lockkit.config
+May import: lockkit.errors, lockkit._internal, lockkit.platforms
 """

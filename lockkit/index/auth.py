@@ -32,8 +32,6 @@ from lockkit.index.urls import expand
 if TYPE_CHECKING:
     import httpx
 
-    from lockkit.config.project import Project
-
 __all__ = ["Credentials", "netrc_path", "read_netrc", "realm", "user_info", "uv_netrc"]
 
 Pair = tuple[str, str]  # (username, password); a token alone is a username with no password
@@ -149,9 +147,10 @@ class Credentials:
         return cls(found, read_netrc(netrc_file or netrc_path()))
 
     @classmethod
-    def for_project(cls, project: Project) -> Credentials:
-        """The project's ``index-url`` first, then its mirrors, then the netrc file."""
-        return cls.from_urls([project.index_url or "", *project.mirrors.values()])
+    def for_indexes(cls, index_url: str | None, mirrors: Mapping[str, str]) -> Credentials:
+        """A project's ``index-url`` first, then its mirror URLs (``official = mirror``),
+        then the netrc file."""
+        return cls.from_urls([index_url or "", *mirrors.values()])
 
     def lookup(self, url: str) -> Pair | None:
         """The credentials a request to *url* goes with, or None (an anonymous request)."""

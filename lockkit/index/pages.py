@@ -15,7 +15,6 @@ from lockkit.errors import IndexError_
 from lockkit.index.http import MAX_PAGE, TIMEOUT, Client, Policy, read_page
 
 if TYPE_CHECKING:
-    from lockkit.config.project import Project
     from lockkit.index.auth import Credentials
 
 __all__ = ["TIMEOUT", "Http", "parse_links"]
@@ -27,8 +26,8 @@ class Http:
     """The compile's HTTP side: PyTorch index pages for the routing index, and hashes of
     files whose index page gave none, through one :class:`~lockkit.index.http.Client`
     (TLS, proxies, redirects, credentials by host, user agent: the one policy). Requests
-    go with the project's credentials by host (``lockkit.index.auth``): a page or file URL
-    without user info of its own may still be on a host that needs them.
+    go with *credentials*, the project's by host (``lockkit.index.auth``): a page or file
+    URL without user info of its own may still be on a host that needs them.
 
     Pages go through httpx as every other request does. Measured in issue 25 against the
     standard library's urllib it cost ~15-25 ms more per compile on a loopback index
@@ -48,19 +47,19 @@ class Http:
     page uv asked for); the largest real PyTorch index page is a few MB.
     """
 
-    def __init__(self, project: Project | None = None, attempts: int = 3,
-                 backoff: float = 0.5, credentials: Credentials | None = None,
-                 timeout: float = TIMEOUT, max_page: int | None = None) -> None:
+    def __init__(self, *, attempts: int = 3, backoff: float = 0.5,
+                 credentials: Credentials | None = None, timeout: float = TIMEOUT,
+                 max_page: int | None = None) -> None:
         from lockkit.index.auth import Credentials
 
         if credentials is None:
-            credentials = Credentials.for_project(project) if project else Credentials()
+            credentials = Credentials()
         self.client = Client(Policy(timeout=timeout, attempts=attempts, backoff=backoff,
                                     fail_fast=True), credentials)
         self.policy = self.client.policy
         self.credentials = credentials
         self.timeout = timeout
-        self.max_page = max_page or (project.max_page_size << 20 if project else MAX_PAGE)
+        self.max_page = max_page or MAX_PAGE
         self._lock = threading.Lock()
         self.failed: dict[str, str] = {}  # origin -> why it failed, in this run
 

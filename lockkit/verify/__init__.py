@@ -13,7 +13,8 @@ project the checks run in (:mod:`~lockkit.verify.workspace`), the system and GPU
 scripts run inside the target interpreter (:mod:`~lockkit.verify.probe`, ``probes/``),
 hangs named by their layer (:mod:`~lockkit.verify.hang`), ``sync``
 (:mod:`~lockkit.verify.sync`), and ``checks/``: one folder per project check
-(application, embedding, extensions, resume), each with its config, step and verdict.
+(application, embedding, extensions, resume), each with its step and verdict (each
+check's table is read with the project, in ``lockkit.config.checks``).
 
 May import: lockkit.errors, lockkit._internal, lockkit.platforms, lockkit.config,
 lockkit.index, lockkit.lock, lockkit.cache, lockkit.wheelhouse, lockkit.report

@@ -11,9 +11,9 @@ import pytest
 
 from lockkit._internal.compat import tomllib
 from lockkit.cli import main
+from lockkit.config.checks.embedding import load_embedding_config
 from lockkit.config.project import find_project, load_project, normalized_inputs
 from lockkit.errors import ConfigError, UsageError
-from lockkit.verify.checks.embedding.verdict import load_embedding_config
 from tests.support.project import OFFICIAL, assert_conforms
 
 PYPROJECT = """\

@@ -1,6 +1,9 @@
 """The house rules the package keeps: stages that import only what their folder's docstring
-allows, no stage reaching into another's private names, modules and functions a newcomer can
-read, and a code map in CONTRIBUTING.md that is those docstrings."""
+allows, wherever the import is written (module level, inside a function, under
+``if TYPE_CHECKING:``: a type-only import is a dependency too, and is held to the same list),
+no two stages that may import each other (directly or around a longer circle of the lists),
+no stage reaching into another's private names, modules and functions a newcomer can read,
+and a code map in CONTRIBUTING.md that is those docstrings."""
 
 from __future__ import annotations
 
@@ -48,17 +51,48 @@ def module_name(path: Path) -> str:
 
 
 def imports(path: Path) -> list[tuple[int, str, list[str]]]:
-    """(line, module, names) of every lockkit import in *path*, wherever it is written
-    (module level, in a function, under TYPE_CHECKING)."""
+    """(line, module, names) of every lockkit import in *path* (:func:`imports_in`)."""
+    return imports_in(path.read_text("utf-8"), module_name(path), path.name == "__init__.py")
+
+
+def imports_in(text: str, module: str, package: bool = False) -> list[tuple[int, str, list[str]]]:
+    """(line, module, names) of every lockkit import in *text*, the source of *module* (a
+    *package*'s ``__init__``), wherever it is written: the whole tree is walked, so module
+    level, inside a function (a deferred import), under ``if TYPE_CHECKING:``; relative
+    imports resolved; ``importlib.import_module("lockkit...")`` with a literal name too."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "lockkit" or node.module.startswith("lockkit."):
-                found.append((node.lineno, node.module, [a.name for a in node.names]))
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom):
+            target = _absolute(node, module, package)
+            if _ours(target):
+                found.append((node.lineno, target, [a.name for a in node.names]))
         elif isinstance(node, ast.Import):
-            found += [(node.lineno, a.name, []) for a in node.names
-                      if a.name == "lockkit" or a.name.startswith("lockkit.")]
+            found += [(node.lineno, a.name, []) for a in node.names if _ours(a.name)]
+        elif isinstance(node, ast.Call) and _ours(name := _dynamic(node)):
+            found.append((node.lineno, str(name), []))
     return found
+
+
+def _absolute(node: ast.ImportFrom, module: str, package: bool) -> str:
+    """The absolute name ``from ... import`` reads, a relative one resolved in *module*."""
+    if not node.level:
+        return node.module or ""
+    parts = module.split(".")[:len(module.split(".")) - node.level + package]
+    return ".".join([*parts, *([node.module] if node.module else [])])
+
+
+def _dynamic(node: ast.Call) -> object:
+    """The literal name of ``importlib.import_module("...")`` or ``__import__("...")``."""
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    first = node.args[0] if node.args else None
+    if called in ("import_module", "__import__") and isinstance(first, ast.Constant):
+        return first.value
+    return None
+
+
+def _ours(module: object) -> bool:
+    return isinstance(module, str) and (module == "lockkit" or module.startswith("lockkit."))
 
 
 def stage_of(module: str) -> str:
@@ -67,6 +101,35 @@ def stage_of(module: str) -> str:
 
 def permits(rules: set[str], target: str) -> bool:
     return any(target == rule or target.startswith(rule + ".") for rule in rules)
+
+
+def may_import() -> dict[str, set[str]]:
+    """Each stage and the other stages its docstring lets it import (a rule naming a module
+    inside a stage, ``lockkit.index.urls``, lets it import that stage)."""
+    names = {f.name for f in stages()}
+    graph = {}
+    for folder in stages():
+        rules = allowed(folder)
+        said = {r.split(".")[1] for r in rules if r.count(".")} if rules is not None else names
+        graph[folder.name] = (said & names) - {folder.name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[tuple[str, ...]]:
+    """Every elementary cycle of *graph*, each once, started at its least node, shortest
+    first: ``("config", "verify")`` is config -> verify -> config."""
+    found: set[tuple[str, ...]] = set()
+
+    def walk(start: str, path: tuple[str, ...]) -> None:
+        for node in sorted(graph.get(path[-1], ())):
+            if node == start:
+                found.add(path)
+            elif node > start and node not in path:
+                walk(start, (*path, node))
+
+    for start in sorted(graph):
+        walk(start, (start,))
+    return sorted(found, key=lambda c: (len(c), c))
 
 
 def render_code_map() -> str:
@@ -97,6 +160,35 @@ def test_every_stage_imports_only_what_its_docstring_allows():
                 if not permits(rules, t):
                     broken.append(f"{path.relative_to(PACKAGE.parent)}:{line}: imports {t}")
     assert broken == []
+
+
+def test_no_two_stages_may_import_each_other():
+    """The "May import" lists form no circle: data flows one way, so a stage that may
+    import another is never importable by it, directly or through other stages."""
+    found = [" -> ".join((*cycle, cycle[0])) for cycle in cycles(may_import())]
+    more = f"; and {len(found) - 10} more" if len(found) > 10 else ""
+    assert not found, ("stages whose 'May import' lists form a cycle (shortest first): "
+                       + "; ".join(found[:10]) + more)
+
+
+def test_the_import_reader_sees_every_form_of_import():
+    """Deferred, type-only, relative and dynamic imports are imports too (else a cycle
+    hides in a function body); and the cycle finder names a circle of any length."""
+    text = ("import lockkit.platforms\nfrom lockkit.index.urls import expand\n"
+            "if TYPE_CHECKING:\n    from lockkit.lock.lockfile import Lock\n"
+            "def f():\n    from lockkit.verify.run import verify\n"
+            "    from ..cache import store\n    from . import keys\n"
+            "    importlib.import_module('lockkit.report.json')\n"
+            "    from os import path\n")
+    seen = {target for _, target, _ in imports_in(text, "lockkit.config.project")}
+    assert seen == {"lockkit.platforms", "lockkit.index.urls", "lockkit.lock.lockfile",
+                    "lockkit.verify.run", "lockkit.cache", "lockkit.config",
+                    "lockkit.report.json"}
+    in_package = imports_in("from .checks import rules\n", "lockkit.config", package=True)
+    assert in_package == [(1, "lockkit.config.checks", ["rules"])]
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": {"b"}, "e": set()}
+    assert cycles(graph) == [("a", "b", "c"), ("b", "c", "d")]
+    assert cycles({"a": {"b"}, "b": set()}) == []
 
 
 def test_no_stage_imports_another_stages_private_names():

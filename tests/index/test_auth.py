@@ -172,7 +172,8 @@ def test_compile_hashes_and_pages_go_with_credentials(private, tmp_path, token):
 
     root = project_for(tmp_path / "proj", private, with_token(f"{private.url}/simple"))
     wheel = next(private.default.root.glob("numpy/*.whl"))
-    http = _Http(load_project(root))
+    project = load_project(root)
+    http = _Http(credentials=Credentials.for_indexes(project.index_url, project.mirrors))
     try:
         assert http.hash(f"{private.url}/simple/numpy/{wheel.name}") == sha256(wheel)
         status, text = http.page(f"{private.url}/simple/numpy/")

@@ -90,8 +90,13 @@ def _project(root: Path, extra: str = "") -> Path:
     return root
 
 
+def _max_page(root: Path, extra: str = "") -> int:
+    """The largest page, in bytes, compile reads for the project *extra* configures."""
+    return load_project(_project(root, extra)).max_page_size << 20
+
+
 def test_a_page_past_max_page_size_stops_the_read_and_names_url_and_limit(big, tmp_path):
-    http = Http(load_project(_project(tmp_path, "max-page-size = 1\n")), timeout=10)
+    http = Http(max_page=_max_page(tmp_path, "max-page-size = 1\n"), timeout=10)
     url = f"http://me:s3cret@{big.url[len('http://'):]}/whl/cpu/torch/"
     start = time.monotonic()
     with pytest.raises(PageTooLarge) as caught:
@@ -111,7 +116,7 @@ def test_a_page_within_the_limit_is_read_whole(tmp_path):
     server = BigPages(3 * MIB, length=False)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        status, text = Http(load_project(_project(tmp_path, "max-page-size = 4\n")),
+        status, text = Http(max_page=_max_page(tmp_path, "max-page-size = 4\n"),
                             timeout=10).page(f"{server.url}/whl/cpu/torch/")
     finally:
         server.shutdown()
@@ -124,7 +129,7 @@ def test_without_max_page_size_a_page_past_64_mib_is_refused(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         with pytest.raises(PageTooLarge, match="larger than 64 MiB"):
-            Http(load_project(_project(tmp_path)), timeout=10).page(f"{server.url}/x/torch/")
+            Http(max_page=_max_page(tmp_path), timeout=10).page(f"{server.url}/x/torch/")
     finally:
         server.closing.set()
         server.shutdown()

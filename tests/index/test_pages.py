@@ -20,6 +20,7 @@ import pytest
 
 from lockkit.config.project import load_project
 from lockkit.errors import IndexError_
+from lockkit.index.auth import Credentials
 from lockkit.index.pages import Http as _Http
 from tests.support.silent_server import Silent, dead_port
 
@@ -87,7 +88,9 @@ def basic(user: str, password: str) -> str:
 def http_for(tmp_path: Path, index_url: str) -> _Http:
     (tmp_path / "requirements.in").write_text("torch\n")
     (tmp_path / "lockkit.toml").write_text(f'index-url = "{index_url}"\n')
-    return _Http(load_project(tmp_path), backoff=0.01)
+    project = load_project(tmp_path)
+    credentials = Credentials.for_indexes(project.index_url, project.mirrors)
+    return _Http(credentials=credentials, backoff=0.01)
 
 
 def test_credentials_follow_a_redirect_on_the_same_origin_only(servers, tmp_path):
@@ -129,12 +132,12 @@ def test_a_dead_host_is_an_error_naming_the_url_without_credentials(tmp_path):
     assert "s3cret" not in str(dead.value)
 
 
-def test_a_mirror_that_never_answers_times_out_once_and_is_not_asked_again(servers, tmp_path):
+def test_a_mirror_that_never_answers_times_out_once_and_is_not_asked_again(servers):
     """--timeout bounds the wait; a timeout is not retried (three of them would triple it),
     and the host is not asked again in this run: other pages on it fail at once, naming
     why. Another host is still asked."""
     home, _ = servers
-    http = _Http(load_project(_project(tmp_path)), backoff=30, timeout=0.5)
+    http = _Http(backoff=30, timeout=0.5)
     with Silent() as silent:
         start = time.monotonic()
         with pytest.raises(IndexError_, match=r"no answer within 0\.5 s"):
@@ -148,11 +151,11 @@ def test_a_mirror_that_never_answers_times_out_once_and_is_not_asked_again(serve
 
 
 @pytest.mark.parametrize("host", ["nonexistent.invalid", "127.0.0.1:{dead}"])
-def test_an_unresolvable_or_refusing_host_fails_at_once_without_retries(tmp_path, host):
+def test_an_unresolvable_or_refusing_host_fails_at_once_without_retries(host):
     """A name that does not resolve, a port that refuses: a retry within seconds would
     only repeat the answer (the retries, 30 s of back-off here, are for 5xx and resets)."""
     host = host.format(dead=dead_port())
-    http = _Http(load_project(_project(tmp_path)), backoff=30, timeout=5)
+    http = _Http(backoff=30, timeout=5)
     start = time.monotonic()
     with pytest.raises(IndexError_) as err:
         http.page(f"http://{host}/whl/cpu/torch/")
@@ -162,18 +165,12 @@ def test_an_unresolvable_or_refusing_host_fails_at_once_without_retries(tmp_path
     assert set(http.failed) == {f"http://{host}"}
 
 
-def test_a_host_that_hangs_up_mid_request_is_retried(tmp_path):
+def test_a_host_that_hangs_up_mid_request_is_retried():
     """A connection closed before the answer (a restarting proxy) is worth the retries."""
-    http = _Http(load_project(_project(tmp_path)), backoff=0.01, timeout=5)
+    http = _Http(backoff=0.01, timeout=5)
     with Silent(hang_up=True) as server, pytest.raises(IndexError_):
         http.page(f"{server.url}/whl/cpu/torch/")
     assert server.accepted == 3
-
-
-def _project(tmp_path: Path) -> Path:
-    (tmp_path / "requirements.in").write_text("torch\n")
-    (tmp_path / "lockkit.toml").write_text("")
-    return tmp_path
 
 
 @pytest.fixture

@@ -19,10 +19,10 @@ import pytest
 
 from lockkit.cli import main
 from lockkit.cli.common import new_report_folder
+from lockkit.config.checks.application import ApplicationConfig
 from lockkit.config.project import load_project
 from lockkit.errors import ConfigError, UsageError
 from lockkit.verify.checks.application.compare import compare_values
-from lockkit.verify.checks.application.config import ApplicationConfig
 from lockkit.verify.diagnose import default_python
 from lockkit.verify.steps import Steps, StepSkipped, overall
 from tests.support.fake_torch import build_fake_torch

@@ -18,15 +18,10 @@ import numpy as np
 import pytest
 
 from lockkit._internal.compat import tomllib
+from lockkit.config.checks.embedding import EmbeddingConfig, load_embedding_config
 from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
-from lockkit.verify.checks.embedding.verdict import (
-    EmbeddingConfig,
-    check_fingerprints,
-    check_outputs,
-    command,
-    load_embedding_config,
-)
+from lockkit.verify.checks.embedding.verdict import check_fingerprints, check_outputs, command
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "embeddings"
 COMMITTED = ("embed.py", "lockkit.toml", "model", "data", "reference")

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from lockkit.config.checks.extensions import ExtensionSpec, extensions_problems
 from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
 from lockkit.report import markdown
 from lockkit.report.model import Dossier, ExtensionCheck, ExtensionsResult, NativePackage
 from lockkit.verify import hang
-from lockkit.verify.checks.extensions.config import ExtensionSpec, extensions_problems
 from lockkit.verify.checks.extensions.step import _checks, native_packages
 from lockkit.verify.probe import run_lines
 from tests.support.fake_torch import build_fake_extension, build_fake_torch

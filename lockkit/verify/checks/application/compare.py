@@ -1,7 +1,7 @@
 """An output against its committed reference: the same JSON shape, every number within
 ``atol + rtol * |ref|`` (numpy.isclose's rule), everything else equal.
 
-Used by [verify.application.compare] (``lockkit.verify.checks.application.config``).
+Used by [verify.application.compare] (:mod:`lockkit.config.checks.application`).
 The whole document is walked, so the verdict names the first difference by its JSON path *and*
 the largest
 numeric difference, which is what a user tunes a tolerance against.

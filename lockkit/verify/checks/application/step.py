@@ -14,9 +14,10 @@ from pathlib import Path
 from lockkit._internal import proc as _run
 from lockkit._internal.fs import sha256_file
 from lockkit._internal.proc import last_error_line
+from lockkit.config.checks.application import ApplicationConfig
+from lockkit.config.checks.embedding import EmbeddingConfig
 from lockkit.report.model import ApplicationResult, CheckResult, Fingerprint
 from lockkit.verify.checks.application.compare import compare_files
-from lockkit.verify.checks.application.config import ApplicationConfig
 from lockkit.verify.checks.embedding import verdict as embedding
 from lockkit.verify.context import Run
 from lockkit.verify.steps import Step, StepFailed, StepSkipped
@@ -114,7 +115,7 @@ def _command_check(run: Run, step: Step, cfg: ApplicationConfig) -> None:
         raise StepFailed(app.first_error or "the application check failed")
 
 
-def _embedding_check(run: Run, step: Step, cfg: embedding.EmbeddingConfig) -> None:
+def _embedding_check(run: Run, step: Step, cfg: EmbeddingConfig) -> None:
     run.found.embedding_config = cfg.to_dict()
     copy = _prepare(run, step, cfg.fingerprints)
     out = run.work / "app" / "out"

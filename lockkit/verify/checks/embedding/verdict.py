@@ -6,8 +6,7 @@ its committed sample, then re-reading the files it wrote. The order of the check
 is fixed (structure first, then quality under the user's declared tolerance) and
 the first failure stops them, so the report names one cause, not its echoes.
 Only numpy is needed here: the host never imports torch. The table itself is read and
-validated with the project's config (``lockkit.config.verify``); its names are re-exported
-here for the callers that import them from this module.
+validated with the project's config (:mod:`lockkit.config.checks.embedding`).
 """
 
 from __future__ import annotations
@@ -21,20 +20,18 @@ import numpy as np
 
 from lockkit._internal.fs import sha256_file
 from lockkit._internal.parse import parse_json
-from lockkit.config.verify import EmbeddingConfig, load_embedding_config
+from lockkit.config.checks.embedding import EmbeddingConfig
 from lockkit.report.records import ApplicationResult as EmbeddingResult
 from lockkit.report.records import CheckResult as Check
 from lockkit.report.records import Fingerprint
 
 __all__ = [
     "Check",
-    "EmbeddingConfig",
     "EmbeddingResult",
     "check_fingerprints",
     "file_hashes",
     "check_outputs",
     "command",
-    "load_embedding_config",
 ]
 
 

@@ -1,3 +1,4 @@
 """The extensions check: the compiled modules ``[verify.extensions]`` declares
-(``config.py``), imported (and smoke-tested) in the rebuilt venv (``step.py``).
+(read by :mod:`lockkit.config.checks.extensions`), imported (and smoke-tested) in the
+rebuilt venv (``step.py``).
 """

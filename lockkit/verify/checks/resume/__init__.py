@@ -1,4 +1,4 @@
-"""The training-resume check: ``[verify.resume]`` (``config.py``), an uninterrupted training
-against one resumed from its checkpoint (``step.py``), and the verdict on the two
-(``verdict.py``).
+"""The training-resume check: an uninterrupted training against one resumed from its
+checkpoint (``step.py``), and the verdict on the two (``verdict.py``); its
+``[verify.resume]`` table is read by :mod:`lockkit.config.checks.resume`.
 """

@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from lockkit._internal import proc as _run
+from lockkit.config.checks.resume import ResumeConfig
 from lockkit.report.model import ResumeResult
 from lockkit.verify import hang
-from lockkit.verify.checks.resume.config import ResumeConfig
 from lockkit.verify.checks.resume.verdict import RUNS, RunOutputError, compare, read_run
 from lockkit.verify.context import Run
 from lockkit.verify.steps import Step, StepFailed, StepSkipped

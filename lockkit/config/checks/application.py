@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lockkit._internal.keys import KeyReader
-from lockkit.config.verify import DEVICE_USE, command, fingerprints, relative_path
+from lockkit.config.checks.rules import DEVICE_USE, command, fingerprints, relative_path
 
 __all__ = ["APPLICATION_HINT", "ApplicationConfig", "Comparison", "application_problems"]
 

@@ -1,28 +1,26 @@
-"""The [verify] tables of lockkit.toml, validated when the project loads.
+"""``[verify.embedding]``: the application check's specialised form for an embedding model,
+validated when the project loads.
 
 ``[verify.embedding]`` declares the application check that ``verify`` runs last. It is
 read here, with every key checked and every problem collected, by ``load_project``: a
 mistake in it ends the command in under a second, before minutes of install, not at
 the step that uses it. ``lockkit.verify.checks.embedding.verdict`` runs the check this
-table declares. The rules every check's table shares are here too (:func:`command`,
-:func:`relative_path`, :func:`fingerprints`): ``lockkit.verify.checks.application.config``
-and ``lockkit.verify.checks.resume.config`` read their tables with them, every key through
-the one key-path reader (:class:`lockkit._internal.keys.KeyReader`).
+table declares. Its ``command``, paths and ``fingerprints`` follow the rules every check's
+table shares (:mod:`lockkit.config.checks.rules`), every key through the one key-path
+reader (:class:`lockkit._internal.keys.KeyReader`).
 """
 
 from __future__ import annotations
 
-import re
-import string
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
 from lockkit._internal.keys import KeyReader
+from lockkit.config.checks.rules import DEVICE_USE, command, fingerprints, relative_path
 from lockkit.errors import ConfigError
 
-__all__ = ["DEVICE_USE", "EMBEDDING_HINT", "EmbeddingConfig", "command", "embedding_problems",
-           "fingerprints", "load_embedding_config", "relative_path"]
+__all__ = ["EMBEDDING_HINT", "EmbeddingConfig", "embedding_problems", "load_embedding_config"]
 
 EMBEDDING_HINT = "see examples/embeddings/lockkit.toml for a complete table"
 
@@ -31,10 +29,6 @@ _REQUIRED = ("command", "embeddings", "ids", "sample", "reference", "reference-i
 _OPTIONAL = ("key", "atol", "rtol", "min-cosine", "timeout")
 _DTYPES = ("float16", "float32", "float64")
 _PLACEHOLDERS = ("python", "out", "device")
-# Where the commands run: {device} is the platform's torch device (``cpu``, ``cuda:0`` on a
-# CUDA or ROCm platform, ``xpu:0``, ``mps``), filled in by verify (``Options.device``).
-DEVICE_USE = "{device} (the platform's torch device: cpu, cuda:0, xpu:0 or mps)"
-_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,71 +126,6 @@ def _criteria(r: KeyReader, table: dict[str, Any]) -> None:
         r.fail("atol", "no criterion: set atol and rtol, or min-cosine, or both")
 
 
-# --- the rules every check's table shares (application, embedding, resume) ------------------
-
-def command(r: KeyReader, value: Any, placeholders: tuple[str, ...], *, use: str,
-            needed: tuple[str, ...] = (), why: str = "") -> tuple[str, ...] | None:
-    """``command``: a non-empty list of strings whose ``{placeholders}`` are all known
-    (else the problem ends with *use*) and include each of *needed* (else with *why*)."""
-    if value is None:
-        return None
-    if r.strings("command", value, empty=False) is None:
-        return None
-    try:
-        fields = [(f, spec, conv) for part in value
-                  for _, f, spec, conv in string.Formatter().parse(part) if f is not None]
-    except ValueError as exc:
-        r.fail("command", f"malformed placeholder: {exc} (write {{{{ for a brace)")
-        return None
-    unknown = [f for f, spec, conv in fields if spec or conv or f not in placeholders]
-    missing = [p for p in needed if p not in {f for f, _, _ in fields}]
-    if unknown:
-        r.fail("command", f"unknown placeholder {{{unknown[0]}}}: {use}")
-    elif missing:
-        r.fail("command", f"no {{{missing[0]}}} placeholder: {why}")
-    return None if unknown or missing else tuple(value)
-
-
-def relative_path(r: KeyReader, key: str, value: Any, root: Path | None) -> str | None:
-    """A relative path that stays inside the project at *root* (None: inside the output
-    folder, which does not exist yet): the check must run from a copy."""
-    if r.text(key, value) is None:
-        return None
-    escapes = ".." in PurePosixPath(value.replace("\\", "/")).parts
-    absolute = PurePosixPath(value).is_absolute() or PureWindowsPath(value).is_absolute()
-    if not escapes and not absolute and root is not None:
-        escapes = not (root / value).resolve().is_relative_to(root)
-    if escapes or absolute:
-        where = "project" if root is not None else "output folder"
-        r.fail(key, f"expected a relative path inside the {where}, got {value!r}")
-        return None
-    return value
-
-
-def fingerprints(r: KeyReader, value: Any, root: Path, read: list[str],
-                 reader: str) -> tuple[tuple[str, str], ...]:
-    """``fingerprints``: 'path' = 'sha256 hex digest', with an entry for each file the
-    check reads (*read*; *reader* says who reads it)."""
-    if value is None:
-        return ()
-    if not isinstance(value, dict) or not value:
-        r.fail("fingerprints", "expected a table of 'path' = 'sha256 hex digest'")
-        return ()
-    pairs = []
-    for path, digest in value.items():
-        if relative_path(r, f'fingerprints."{path}"', path, root) is None:
-            continue
-        if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
-            r.fail(f'fingerprints."{path}"', f"expected 64 hex digits, got {digest!r}")
-            continue
-        pairs.append((path, digest.lower()))
-    for path in read:
-        if path not in value:
-            r.fail("fingerprints", f"no entry for {path!r}: {reader} reads it, so it needs "
-                                   "an identity")
-    return tuple(pairs)
-
-
 def load_embedding_config(project_root: Path, verify: Any, *,
                           source: str = "lockkit.toml") -> EmbeddingConfig | None:
     """The project's embedding check, or None when it declares none."""
@@ -205,5 +134,3 @@ def load_embedding_config(project_root: Path, verify: Any, *,
     if "embedding" not in verify:
         return None
     return EmbeddingConfig.from_table(project_root, verify["embedding"], source=source)
-
-

@@ -1,9 +1,10 @@
 """``[verify.resume]``: the training-resume check, validated when the project loads.
 
-Like ``[verify.embedding]`` (``lockkit.config.verify``, whose ``command`` rule it
-shares), every key is type-checked and every problem collected by ``load_project``, so a
-mistake ends the command before any install. ``lockkit.verify.checks.resume.step`` runs
-the check; ``lockkit.verify.checks.resume.verdict`` judges it.
+Like ``[verify.embedding]`` (:mod:`lockkit.config.checks.embedding`), whose ``command``
+rule it shares (:mod:`lockkit.config.checks.rules`), every key is type-checked and every
+problem collected by ``load_project``, so a mistake ends the command before any install.
+``lockkit.verify.checks.resume.step`` runs the check; ``lockkit.verify.checks.resume.verdict``
+judges it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockkit._internal.keys import KeyReader
-from lockkit.config.verify import DEVICE_USE, command
+from lockkit.config.checks.rules import DEVICE_USE, command
 
 __all__ = ["PLACEHOLDERS", "RESUME_HINT", "ResumeConfig", "resume_problems"]
 
