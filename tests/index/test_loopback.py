@@ -1,7 +1,8 @@
 """The routing index's server (``lockkit.index.loopback``) holds no more of a request than
 a small body: any local account can reach its port, and a ``Content-Length`` of a
 petabyte was handed to ``rfile.read`` whole (a MemoryError, its traceback printed into the
-compile's output; a length of 5000 digits a ValueError, the same)."""
+compile's output; a length of 5000 digits a ValueError, the same); and it takes uv's
+bursts whole."""
 
 from __future__ import annotations
 
@@ -46,3 +47,33 @@ def test_a_small_request_body_is_read_past_and_the_get_answered():
     finally:
         server.close()
     assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"\r\n\r\n/y")
+
+
+def test_routing_server_takes_uvs_bursts():
+    """uv asks the routing index for every package at once: its listen backlog is raised
+    above the default 5, and a burst of 64 connections is answered in full."""
+    import concurrent.futures
+    import http.server
+    import urllib.error
+    import urllib.request
+
+    from lockkit.index.loopback import BACKLOG
+    from lockkit.index.routing import RoutingIndex
+    from lockkit.index.urls import Mirrors
+
+    def never(url: str) -> tuple[int, str]:
+        raise AssertionError("no family page is asked for in this test")
+
+    def ask(name: str) -> int:
+        try:
+            with urllib.request.urlopen(f"{routing.url}/{name}/", timeout=30) as resp:
+                return int(resp.status)
+        except urllib.error.HTTPError as err:
+            return err.code
+
+    assert BACKLOG > http.server.ThreadingHTTPServer.request_queue_size
+    with RoutingIndex(family=("torch",), official_index="https://download.pytorch.org/whl/cpu",
+                      mirrors=Mirrors({}), file_hosts=(), fetch=never) as routing:
+        with concurrent.futures.ThreadPoolExecutor(64) as pool:
+            codes = list(pool.map(ask, [f"pkg{i}" for i in range(64)]))
+    assert codes == [404] * 64  # not a family name: the next index answers
