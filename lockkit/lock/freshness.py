@@ -188,14 +188,14 @@ def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome
 
 def check(path: Path, current: dict[str, Any], platform: Platform | None = None,
           origins: Origins | None = None) -> Verdict:
-    """The state of the lock at *path* (``compile --check``: a lock that cannot be read is
-    *modified*, not an error); :func:`verdict` of it once read."""
+    """The state of the lock at *path* (``compile --check``): :func:`checked`'s verdict."""
     return checked(path, current, platform, origins)[0]
 
 
 def checked(path: Path, current: dict[str, Any], platform: Platform | None = None,
             origins: Origins | None = None) -> tuple[Verdict, Lock | None]:
-    """:func:`check`, and the lock it read (None: missing, or it could not be read)."""
+    """:func:`verdict` of the lock at *path*, and the lock read (None: missing, or refused:
+    then *modified*, not an error)."""
     if not path.is_file():
         return Verdict(status="missing"), None
     try:
@@ -206,20 +206,17 @@ def checked(path: Path, current: dict[str, Any], platform: Platform | None = Non
 
 
 def _refused(path: Path, exc: ConfigError) -> Verdict:
-    """A lock :meth:`Lock.read` refused: edited after lockkit wrote it when its tables still
-    read and their packages digest is not the one it records (a version changed by hand
-    leaves its file names behind: no longer PEP 751), else not a lock lockkit wrote. Only
-    here, for a lock already refused, is a lock's text read a second time."""
+    """A lock :meth:`Lock.read` refused (read again only here): edited after lockkit wrote
+    it when its packages digest is not its own (a hand-changed version leaves its file
+    names behind: no longer PEP 751), else not a lock lockkit wrote."""
     try:
         data = parse_toml(path.read_text(encoding="utf-8"), path)
         edited = packages_digest_of_read(data["packages"]) != LockMeta.of(
             data, path).packages_digest
     except (LockkitError, OSError, KeyError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         edited = False
-    if edited:
-        return Verdict(status="modified", detail=_EDITED)
-    return Verdict(status="modified",
-                   detail=f"not a lock lockkit wrote ({str(exc).removeprefix(f'{path}: ')})")
+    why = f"not a lock lockkit wrote ({str(exc).removeprefix(f'{path}: ')})"
+    return Verdict(status="modified", detail=_EDITED if edited else why)
 
 
 def verdict(lock: Lock, current: dict[str, Any], platform: Platform | None = None,
@@ -273,8 +270,7 @@ def _old_form(data: Mapping[str, Any], current: dict[str, Any],
 
 
 def stale_warning(project: Project, platform: Platform, lock: Lock) -> str | None:
-    """One line for the commands that use *lock* (the platform's, read once) as it is:
-    None when it is fresh, else what changed since compile."""
+    """For the commands that use *lock* as it is: None when fresh, else what changed."""
     try:
         record = inputs_record(project, platform, lock_python(project, platform),
                                normalized_inputs(project))
