@@ -131,6 +131,7 @@ def test_each_command_parses_its_lock_once(project, indexes, tmp_path, capsys):
                              "--cache-dir", cache],
         "verify": ["verify", *base, "--platform", "linux-cpu", "--no-gpu",
                    "--report-dir", str(tmp_path / "report2")],
+        "sync": ["sync", *base, "--platform", "linux-cpu", "--venv", str(tmp_path / "venv")],
         "wheelhouse pack": ["wheelhouse", "pack", *base, "--platform", "linux-cpu",
                             "-o", str(tmp_path / "wh.tar")],
         "wheelhouse unpack --lock": ["wheelhouse", "unpack", str(tmp_path / "wh.tar"),
