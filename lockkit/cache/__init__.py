@@ -4,5 +4,5 @@ folder (:mod:`~lockkit.cache.layout`), the content-addressed blob store
 (:mod:`~lockkit.cache.housekeeping`), the locks that keep prune off what a running
 command uses (:mod:`~lockkit.cache.inuse`), and the memo store (:mod:`~lockkit.cache.memo`).
 
-May import: lockkit.errors, lockkit._internal, lockkit.lock
+May import: lockkit.errors, lockkit._internal
 """

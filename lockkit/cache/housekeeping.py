@@ -3,7 +3,7 @@
 :func:`survey` lists every blob and partial download of the cache and measures each top
 folder (each inode once, as ``du`` counts); a folder that is not lockkit's cache (another
 entry at its top, a link, a misnamed blob) is refused rather than counted or pruned.
-:func:`prune` removes the blobs no lock references (:func:`lock_references`), the stale
+:func:`prune` removes the blobs no lock references (the caller reads the locks), the stale
 partials, and the folders made again when needed, each path re-checked right before it goes;
 a part a running command holds (:mod:`lockkit.cache.inuse`: a build's blobs, a verify's
 installs) is skipped and named, never pulled from under it.
@@ -25,10 +25,8 @@ from lockkit._internal.leftovers import orphaned
 from lockkit.cache import inuse
 from lockkit.cache.layout import FOLDERS, LEGACY, PARTIAL_MAX_AGE
 from lockkit.errors import ConfigError
-from lockkit.lock.lockfile import read_lock
 
-__all__ = ["Entry", "Part", "Pruned", "Skipped", "Survey", "lock_references", "prune", "prune_uv",
-           "survey"]
+__all__ = ["Entry", "Part", "Pruned", "Skipped", "Survey", "prune", "prune_uv", "survey"]
 
 _TOP = {*FOLDERS, *LEGACY}  # the layout's folders, and those older lockkits made
 _WHOLE = ("memo", "verify", *LEGACY)  # what prune removes whole: made again when needed
@@ -202,19 +200,6 @@ def survey(root: Path, *, now: float | None = None) -> Survey:
                   for name in (*FOLDERS, *LEGACY) if name in top)
     return Survey(root=root, exists=True, blobs=tuple(blobs), partials=tuple(partials),
                   parts=parts)
-
-
-def lock_references(locks: Iterable[Path]) -> set[str]:
-    """The sha256 of every file every lock lists (all platforms, wheels and sdists); a lock
-    that cannot be read is an error: what it references is then unknown."""
-    found: set[str] = set()
-    for path in locks:
-        data, _ = read_lock(path)
-        for pkg in data.get("packages", []):
-            files = [*pkg.get("wheels", []), *([pkg["sdist"]] if "sdist" in pkg else [])]
-            found.update(str(f.get("hashes", {}).get("sha256", "")).lower() for f in files)
-    found.discard("")
-    return found
 
 
 def prune(found: Survey, keep: set[str], *, dry_run: bool = False) -> Pruned:

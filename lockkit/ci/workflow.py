@@ -246,7 +246,7 @@ def _lockkit_step(name: str, command: str, indent: str = "      ") -> list[str]:
 
 def _python_of(python: str | Mapping[str, str] | None, platform: Platform) -> str:
     """The Python a platform's verify job sets up: the lock's own, by platform name (what
-    ``lockkit compile`` chose: :func:`lockkit.lock.freshness.lock_python`), or one version
+    ``lockkit compile`` chose: :func:`lockkit.lock.python.lock_python`), or one version
     for all, else the platform file's default."""
     if isinstance(python, Mapping):
         return python.get(platform.name, platform.python)

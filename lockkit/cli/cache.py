@@ -45,16 +45,24 @@ def _locks(projects: list[Path]) -> tuple[list[Path], list[Path]]:
     return roots, locks
 
 
+def _references(locks: list[Path]) -> set[str]:
+    """The sha256 of every file every lock lists (all platforms, wheels and sdists); a lock
+    that cannot be read is an error: what it references is then unknown."""
+    from lockkit.lock.model import Lock
+
+    return set().union(*(Lock.read(p).file_sha256s() for p in locks))
+
+
 def _count(entries: Sequence[Entry]) -> dict[str, int]:
     return {"files": len(entries), "bytes": sum(e.size for e in entries)}
 
 
 def _info(args: argparse.Namespace) -> int:
-    from lockkit.cache.housekeeping import lock_references, survey
+    from lockkit.cache.housekeeping import survey
 
     found = survey(_root(args))
     roots, locks = _locks(args.project)
-    keep = lock_references(locks)
+    keep = _references(locks)
     used = _count([b for b in found.blobs if b.sha256 in keep])
     unused = _count([b for b in found.blobs if b.sha256 not in keep])
     parts, stale = _count(found.partials), _count([p for p in found.partials if p.stale])
@@ -135,7 +143,7 @@ def _prune(args: argparse.Namespace) -> int:
         raise ConfigError(f"no locks in {', '.join(str(r / 'locks') for r in roots)}: prune "
                           "keeps what a project's locks reference, and would remove everything",
                           hint="run it in a project folder, or pass --project DIR")
-    result = cache.prune(found, cache.lock_references(locks), dry_run=args.dry_run)
+    result = cache.prune(found, _references(locks), dry_run=args.dry_run)
     if not args.dry_run:  # killed runs' partial downloads, and their folders in TMPDIR
         say_swept([e.path for e in result.removed if not e.sha256])
         sweep_temp()

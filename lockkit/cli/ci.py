@@ -44,7 +44,7 @@ def handle(args: argparse.Namespace) -> int:
     own = None
     if lockkit is None:  # lockkit's own wheel, installed by its hash: no name to squat
         lockkit, own = ci.own_lockkit(rel, project)
-    from lockkit.lock.freshness import lock_python  # the Python compile locked each for
+    from lockkit.lock.python import lock_python  # the Python compile locked each for
 
     pythons = {p.name: lock_python(project, p) for p in kept}
     text = ci.github_workflow(kept, project=rel, runners=runners, python=pythons,

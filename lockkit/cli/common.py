@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from lockkit._internal.outfile import Inputs
     from lockkit.config.project import Project
+    from lockkit.lock.model import Lock
     from lockkit.platforms.definitions import Platform
 
 __all__ = ["check_given_paths", "for_project", "human_size", "lock_fetcher",
@@ -123,10 +124,10 @@ def check_given_paths(args: argparse.Namespace) -> None:
 
 
 def lock_fetcher(project: Project, platform: Platform, cache_dir: Path | None
-                 ) -> Callable[[Path], Path]:
-    """Without a wheelhouse: the lock's files fetched by hash into a temp one, through the
-    cache (``cache_dir``, else the default one)."""
-    def fetch(dest: Path) -> Path:
+                 ) -> Callable[[Path, Lock], Path]:
+    """Without a wheelhouse: the files of the lock (the run's, read once) fetched by hash
+    into a temp one, through the cache (``cache_dir``, else the default one)."""
+    def fetch(dest: Path, lock: Lock) -> Path:
         from lockkit.cache.layout import default_cache_dir
         from lockkit.cache.store import Cache
         from lockkit.index.auth import Credentials
@@ -135,7 +136,7 @@ def lock_fetcher(project: Project, platform: Platform, cache_dir: Path | None
 
         credentials = Credentials.for_indexes(project.index_url, project.mirrors)
         with http_client(credentials=credentials) as client:
-            wheelhouse.build(project, platform, dest, client=client,
+            wheelhouse.build(project, platform, dest, client=client, lock=lock,
                              cache=Cache((cache_dir or default_cache_dir()).absolute()))
         return dest
     return fetch

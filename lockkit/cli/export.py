@@ -29,10 +29,11 @@ def handle(args: argparse.Namespace) -> int:
                            recognise=export.recognise, force=args.force, flag="-o",
                            inputs=output_inputs(project))
     platform, = load_catalog(project.root).select([args.platform], False, project.platforms)
+    lock = export.read(project, platform)
     if args.format == "pylock":
-        text = export.pylock_text(project, platform, official=args.official)
+        text = export.pylock_text(project, platform, official=args.official, lock=lock)
     else:
-        reqs = export.requirements(project, platform, official=args.official)
+        reqs = export.requirements(project, platform, official=args.official, lock=lock)
         # the file as given (absolute stays absolute): the hint is run from anywhere
         name = export.DEFAULT_NAME if target.kind == "stdout" else str(args.output)
         text = export.requirements_text(reqs, name)
@@ -40,7 +41,7 @@ def handle(args: argparse.Namespace) -> int:
             ui.warn(f"{', '.join(reqs.unmirrored)}: a mirror serves the index but "
                     "not the file's host, so the line keeps the lock's official URL; map "
                     "that host too (--mirror OFFICIAL=MIRROR), or install from a wheelhouse")
-    stale = stale_warning(project, platform)  # after reading: an unreadable lock is its error
+    stale = stale_warning(project, platform, lock)  # after reading: an unreadable lock is its error
     if stale:
         ui.warn(stale)
     outfile.write(target, text)

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
+    from lockkit.lock.model import Lock
+
 __all__ = ["handle"]
 
 
@@ -50,12 +52,12 @@ def _build(args: argparse.Namespace) -> int:
     out = check(args.out or project.root / "wheelhouse" / platform.name, kind="wheelhouse",
                 platform=platform.name, project=project.root,
                 flag="--out" if args.out else None)  # before any download
-    lock_path, items = wheelhouse.plan(project, platform,
-                                       fallback_to_official=args.fallback_to_official)
-    stale = stale_warning(project, platform)  # after plan: an unreadable lock is its error
+    lock, items = wheelhouse.plan(project, platform,
+                                  fallback_to_official=args.fallback_to_official)
+    stale = stale_warning(project, platform, lock)  # after plan: an unreadable lock is its error
     if stale:
         ui.warn(for_project(stale, args.project) or stale)
-    with_tools = _tools_wanted(args, platform, lock_path)
+    with_tools = _tools_wanted(args, platform, lock)
     total = sum(i.want.size or 0 for i in items)
     unknown = sum(i.want.size is None for i in items)
     cache = Cache((args.cache_dir or default_cache_dir()).absolute())
@@ -69,7 +71,7 @@ def _build(args: argparse.Namespace) -> int:
             result = wheelhouse.build(
                 project, platform, out, client=client, cache=cache,
                 find_links=tuple(p.absolute() for p in args.find_links), jobs=args.jobs,
-                attempts=args.retries + 1, items=items, lock_path=lock_path,
+                attempts=args.retries + 1, items=items, lock=lock,
                 on_file=lambda got: _shown_done(shown, got), on_bytes=shown.moved,
                 with_tools=with_tools)
     except OSError as exc:
@@ -113,13 +115,13 @@ def _printed(platform: str, out: Path, rows: list[tuple[str, str, str, str, str]
            f"downloaded{local} -> {shown_path(out)}")
 
 
-def _tools_wanted(args: argparse.Namespace, platform: Any, lock: Path) -> bool:
+def _tools_wanted(args: argparse.Namespace, platform: Any, lock: Lock) -> bool:
     """tools/ unless --no-tools, or the lock's Python is one lockkit cannot run on (a note)."""
     if args.no_tools:
         return False
     from lockkit.wheelhouse import tools
 
-    reason = tools.skip_reason(tools.target_python(lock))
+    reason = tools.skip_reason(lock.python)
     if reason:
         ui.say(f"{platform.name}: no tools/ in this wheelhouse: {reason}")
     return reason is None
@@ -146,7 +148,9 @@ def _pack(args: argparse.Namespace) -> int:
                          hint="redirect it (> FILE, | ssh ...), or give -o a file")
     archive.sidecar_target(out, force=args.force)  # refused before the work, not after it
     # the folder is checked against the lock it was built from, every file derived again
-    lock = args.lock.absolute() if args.lock else archive.named_lock(folder, root)
+    from lockkit.lock.model import Lock
+
+    lock = Lock.read(args.lock.absolute() if args.lock else archive.named_lock(folder, root))
     size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
     with ui.progress(f"{args.platform}: packing", size, bytes_=True,
                      phase=f"{args.platform}: packing {human_size(size)}...") as advance:
@@ -189,7 +193,9 @@ def _sbom(args: argparse.Namespace) -> int:
         args.output, what=sbom.WHAT, recognise=sbom.recognise, force=args.force, flag="-o",
         inputs=_inputs(project, folder, lock, "the wheelhouse folder read (leave -o out to "
                                               "write its own sbom.cdx.json)"))
-    written = sbom.refresh(folder, lock, out)
+    from lockkit.lock.model import Lock
+
+    written = sbom.refresh(folder, Lock.read(lock), out)
     if out is not None and out.kind != "file":
         ui.say(f"{args.platform}: SBOM of {shown_path(folder)} -> {out.shown}")
         return 0
@@ -211,17 +217,25 @@ def _unpack(args: argparse.Namespace) -> int:
     name = args.archive.name.removesuffix(".tar").removesuffix(".wheelhouse")
     # into the current folder, as 'tar xf' extracts (never beside the archive: that may be
     # the source project, whose wheelhouse/<platform> is its own)
+    lock = _read_lock(args.lock)
     size = args.archive.stat().st_size
     with ui.progress(f"{name}: unpacking", size, bytes_=True,
                      phase=f"{name}: unpacking {human_size(size)}...") as advance:
         out = archive.unpack(args.archive, args.out or Path.cwd() / name,
-                             lock=args.lock.absolute() if args.lock else None,
+                             lock=lock,
                              project_dir=project_dir, sha256=args.sha256,
                              flag="--out" if args.out else None, on_bytes=advance)
     ui.say(f"unpacked {args.archive} -> {shown_path(out)}")
     ui.say(_covered(args.lock, args.sha256, archive.read_manifest(out)["platform"]))
     ui.say(archive.install_hint(out, tools_checked=args.sha256 is not None))
     return 0
+
+
+def _read_lock(path: Path | None) -> Lock | None:
+    """``--lock FILE``, read once (:meth:`lockkit.lock.model.Lock.read`); None without it."""
+    from lockkit.lock.model import Lock
+
+    return Lock.read(path.absolute()) if path is not None else None
 
 
 def _covered(lock: Path | None, sha256: str | None, platform: str) -> str:

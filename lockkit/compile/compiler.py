@@ -42,13 +42,13 @@ from lockkit.lock.freshness import (
     Outcome,
     check,
     check_platforms,
+    checked,
     fingerprint,
     inputs_record,
-    lock_python,
-    lock_python_why,
-    packages_digest_of_read,
 )
+from lockkit.lock.model import Backend, LockMeta
 from lockkit.lock.origins import Origins
+from lockkit.lock.python import lock_python, lock_python_why
 from lockkit.platforms.definitions import Platform
 
 __all__ = ["Outcome", "check_platforms", "compile_platforms", "input_warnings", "locked_one"]
@@ -80,7 +80,7 @@ def compile_one(project: Project, platform: Platform, uv: str,
                              exclude_newer=project.exclude_newer)
     run = _prepare(project, platform, uv, http, options, requirements)
     memos = memos if memos is not None else MemoStore(default_cache_dir())
-    key = _memo_key(run.resolution.text, run.meta, run.record, platform, run.indexes,
+    key = _memo_key(run.resolution.text, run.meta.to_table(), run.record, platform, run.indexes,
                     project.allow_sdist, run.resolution.routing)
     packages = _known_lock(memos, key, existing)
     _log.log(VERBOSE, "%s: %s", platform.name,
@@ -109,19 +109,18 @@ def locked_one(project: Project, platform: Platform, uv: str, http: _Http,
 
     path = project.lock_path(platform.name)
     record = inputs_record(project, platform, lock_python(project, platform), requirements)
-    verdict = check(path, record, platform, Origins.of(project, platform))
+    verdict, lock = checked(path, record, platform, Origins.of(project, platform))
     if verdict.status == "missing":
         return Outcome(platform=platform.name, path=path, status="missing")
-    try:
-        committed = tomllib.loads(_existing_lock(path) or "")
-    except tomllib.TOMLDecodeError:
-        committed = None  # the verdict says "modified: not a lock lockkit wrote"
-    # uv reads only the versions of its preferences; one that is no TOML it cannot read
-    options = ResolveOptions(preferences=path if committed is not None else None,
+    # uv reads only the versions of its preferences; one that is no lock it cannot read
+    # (None: "not a lock lockkit wrote")
+    options = ResolveOptions(preferences=path if lock is not None else None,
                              exclude_newer=project.exclude_newer)
     text, packages, _ = _prepare(project, platform, uv, http, options,
                                  requirements).lock_text(http)
-    said = differences(committed, tomllib.loads(text)) if committed is not None else []
+    said: list[str] = []
+    if lock is not None:  # the same text as the committed lock's is the same tables
+        said = differences(lock.data, lock.data if text == lock.text else tomllib.loads(text))
     status = verdict.status if verdict.status != "fresh" else "differs" if said else "matches"
     return Outcome(platform=platform.name, path=path, status=status, packages=packages,
                    detail=verdict.detail, differences=tuple(said))
@@ -134,13 +133,13 @@ class _Prepared:
     platform: Platform
     indexes: Indexes
     resolution: Resolution
-    meta: dict[str, Any]
+    meta: LockMeta  # [tool.lockkit] but what the lock writer adds
     record: dict[str, Any]
     allow_sdist: tuple[str, ...]
 
     def lock_text(self, http: _Http) -> tuple[str, int, bool]:
         return _lock_text(self.resolution, self.platform, self.indexes, self.allow_sdist,
-                          self.meta, self.record, http)
+                          self.meta, http)
 
 
 def _prepare(project: Project, platform: Platform, uv: str, http: _Http,
@@ -153,13 +152,12 @@ def _prepare(project: Project, platform: Platform, uv: str, http: _Http,
     start = time.perf_counter()
     resolution = _resolve(project, platform, python, indexes, options, requirements, uv, http)
     _log.log(VERBOSE, "%s: uv resolved in %.2f s", platform.name, time.perf_counter() - start)
-    meta = {
-        "platform": platform.name, "platform-fingerprint": platform.fingerprint,
-        "backend": {"kind": platform.backend.kind, "version": platform.backend.version or ""},
-        "torch-index": platform.torch_index or "", "python": python,
-        "lock-format": LOCK_FORMAT, "inputs-fingerprint": fingerprint(record),
-        "lockkit-version": __version__, "uv-version": uv_version(uv),
-    }
+    meta = LockMeta(
+        platform=platform.name, platform_fingerprint=platform.fingerprint,
+        backend=Backend(kind=platform.backend.kind, version=platform.backend.version or ""),
+        torch_index=platform.torch_index or "", python=python,
+        lock_format=LOCK_FORMAT, inputs_fingerprint=fingerprint(record),
+        lockkit_version=__version__, uv_version=uv_version(uv), inputs=record)
     return _Prepared(platform=platform, indexes=indexes, resolution=resolution, meta=meta,
                      record=record, allow_sdist=project.allow_sdist)
 
@@ -185,8 +183,8 @@ def _resolve(project: Project, platform: Platform, python: str, indexes: Indexes
 
 
 def _lock_text(resolution: Resolution, platform: Platform, indexes: Indexes,
-               allow_sdist: tuple[str, ...], meta: dict[str, Any], record: dict[str, Any],
-               http: _Http) -> tuple[str, int, bool]:
+               allow_sdist: tuple[str, ...], meta: LockMeta, http: _Http
+               ) -> tuple[str, int, bool]:
     """The lock's text, its package count, and whether a file was hashed over the network
     to write it (then the lock depends on the network, not only on uv: no memo)."""
     from lockkit.lock.lockfile import build_lock, check_guards, dumps
@@ -201,10 +199,6 @@ def _lock_text(resolution: Resolution, platform: Platform, indexes: Indexes,
         return http.hash(url)
 
     lock = build_lock(doc, platform, indexes, meta, hasher, routing, allow_sdist=allow_sdist)
-    # the digest of the table as the file will hold it: every value in it (strings,
-    # numbers, uv's dates) reads back from TOML as it is here (tests/compile/test_compile.py)
-    lock["tool"]["lockkit"]["packages-digest"] = packages_digest_of_read(lock["packages"])
-    lock["tool"]["lockkit"]["inputs"] = record
     return dumps(lock), len(lock["packages"]), bool(hashed)
 
 

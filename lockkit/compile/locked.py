@@ -20,13 +20,13 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from lockkit.lock.model import NOT_CONTENT, TOOL, own_table
 from lockkit.lock.origins import shown
 
 __all__ = ["differences"]
 
 # [tool.lockkit] keys that are not the lock's content: lockkit's own version is not an
 # input (an upgrade invalidates locks only through LOCK_FORMAT), nor is uv's.
-_NOT_CONTENT = ("lockkit-version", "uv-version")
 _LONG = 120  # a longer value (a dependencies list) is cut
 
 
@@ -111,11 +111,11 @@ def differences(locked: Mapping[str, Any], resolved: Mapping[str, Any]) -> list[
     files, URLs and hashes first, then the lock's other keys and its ``[tool.lockkit]``
     (not lockkit's or uv's version); [] when they are the same."""
     said = _package_differences(locked.get("packages"), resolved.get("packages"))
-    for key in sorted((set(locked) | set(resolved)) - {"packages", "tool"}):
+    for key in sorted((set(locked) | set(resolved)) - {"packages", TOOL}):
         if locked.get(key) != resolved.get(key):
             said.append(_differ("the lock", key, locked.get(key), resolved.get(key)))
-    old, new = _tool(locked), _tool(resolved)
-    for key in sorted((set(old) | set(new)) - set(_NOT_CONTENT)):
+    old, new = own_table(locked), own_table(resolved)
+    for key in sorted((set(old) | set(new)) - set(NOT_CONTENT)):
         if old.get(key) == new.get(key):
             continue
         if isinstance(old.get(key), dict | list) or isinstance(new.get(key), dict | list):
@@ -123,9 +123,3 @@ def differences(locked: Mapping[str, Any], resolved: Mapping[str, Any]) -> list[
         else:
             said.append(_differ("[tool.lockkit]", key, old.get(key), new.get(key)))
     return said
-
-
-def _tool(lock: Mapping[str, Any]) -> dict[str, Any]:
-    tool = lock.get("tool")
-    table = tool.get("lockkit") if isinstance(tool, dict) else None
-    return table if isinstance(table, dict) else {}

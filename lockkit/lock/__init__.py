@@ -1,6 +1,9 @@
-"""The lock: uv's resolution turned into ``locks/pylock.<platform>.toml`` with its guards and
-stable bytes, read back and validated, and the lock's own Python
-(:mod:`~lockkit.lock.lockfile`); whether a committed lock is still what compile would write
+"""The lock: one typed value, read, parsed and validated once per command, its
+``[tool.lockkit]`` table typed as :class:`~lockkit.lock.model.LockMeta` and the lock's own
+Python (:mod:`~lockkit.lock.model`); uv's resolution turned into
+``locks/pylock.<platform>.toml`` with its guards and stable bytes
+(:mod:`~lockkit.lock.lockfile`); the Python a lock is resolved for, one rule
+(:mod:`~lockkit.lock.python`); whether a committed lock is still what compile would write
 (:mod:`~lockkit.lock.freshness`), and whether its files sit on the hosts compile takes
 them from (:mod:`~lockkit.lock.origins`); the lock in other installers' formats
 (:mod:`~lockkit.lock.export`).

@@ -34,7 +34,6 @@ pip and uv fill it in.
 from __future__ import annotations
 
 import copy
-import hashlib
 import re
 import shlex
 import urllib.parse
@@ -51,12 +50,13 @@ from lockkit._internal.redact import conceal, strip_credentials
 from lockkit.config.project import Project
 from lockkit.errors import ConfigError, UsageError
 from lockkit.index.urls import apply_mirrors, requirement_form
-from lockkit.lock.lockfile import dumps, python_of, read_lock
+from lockkit.lock.lockfile import dumps
+from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.targets import select
 
 __all__ = ["DEFAULT_NAME", "FORMATS", "Pinned", "Requirements", "check_pylock_name",
-           "pylock_text", "recognise", "requirements", "requirements_text"]
+           "pylock_text", "read", "recognise", "requirements", "requirements_text"]
 
 FORMATS = ("requirements", "pylock")
 DEFAULT_NAME = "requirements-rebuild.txt"  # the name the install line suggests for stdout
@@ -109,14 +109,9 @@ class _Urls:
         return conceal(urllib.parse.urlsplit(bare)._replace(fragment="").geturl())
 
 
-def _load(project: Project, platform: Platform) -> tuple[Path, dict[str, Any], Pylock, str]:
-    path = project.lock_path(platform.name)
-    data, pylock = read_lock(path)
-    meta = data.get("tool", {}).get("lockkit", {})
-    if meta.get("platform", platform.name) != platform.name:
-        raise ConfigError(f"{path}: lock is for platform {meta['platform']!r}, "
-                          f"not {platform.name!r}")
-    return path, data, pylock, hashlib.sha256(path.read_bytes()).hexdigest()
+def read(project: Project, platform: Platform) -> Lock:
+    """The platform's committed lock, read once for the command."""
+    return Lock.read(project.lock_path(platform.name)).of_platform(platform.name)
 
 
 def _hashes(files: list[dict[str, Any]], where: str) -> tuple[str, ...]:
@@ -137,18 +132,19 @@ def _default_index(entries: Mapping[str, dict[str, Any]], torch_index: str) -> s
     return named.most_common(1)[0][0] if named else None
 
 
-def requirements(project: Project, platform: Platform, *, official: bool = False
-                 ) -> Requirements:
-    """The platform's selection from its committed lock, as requirement lines."""
-    path, data, pylock, sha = _load(project, platform)
+def requirements(project: Project, platform: Platform, *, official: bool = False,
+                 lock: Lock | None = None) -> Requirements:
+    """The platform's selection from its committed *lock* (None: :func:`read`), as
+    requirement lines."""
+    lock = lock or read(project, platform)
+    path, pylock, sha = lock.path, lock.pylock, lock.sha256
     urls = _Urls(None if official else project.mirrors)
-    entries: dict[str, dict[str, Any]] = {canonicalize_name(p["name"]): p
-                                          for p in data.get("packages", [])}
+    entries = lock.package_tables()
     torch_index = (platform.torch_index or "").rstrip("/")
     default = _default_index(entries, torch_index)
     pins, unmirrored = [], []
     allowed = {canonicalize_name(n) for n in project.allow_sdist}
-    python = python_of(data, path)
+    python = lock.python
     for package, dist in select(pylock, platform, python, path, ConfigError):
         name = canonicalize_name(package.name)
         entry, where = entries[name], f"{path}: packages.{name}"
@@ -223,11 +219,14 @@ def requirements_text(reqs: Requirements, filename: str = DEFAULT_NAME) -> str:
     return "\n".join(lines) + "\n"
 
 
-def pylock_text(project: Project, platform: Platform, *, official: bool = False) -> str:
-    """The committed lock, every URL through the export's rule, validated as PEP 751."""
-    path, data, _, _ = _load(project, platform)
+def pylock_text(project: Project, platform: Platform, *, official: bool = False,
+                lock: Lock | None = None) -> str:
+    """The committed *lock* (None: :func:`read`), every URL through the export's rule,
+    validated as PEP 751."""
+    lock = lock or read(project, platform)
+    path = lock.path
     urls = _Urls(None if official else project.mirrors)
-    out = copy.deepcopy(data)
+    out = copy.deepcopy(dict(lock.data))
     for package in out.get("packages", []):
         if isinstance(package.get("index"), str):
             package["index"] = urls(package["index"])

@@ -33,26 +33,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import Version
-
 from lockkit._internal.compat import tomllib
 from lockkit._internal.parse import parse_toml
 from lockkit._internal.redact import redact, strip_credentials
 from lockkit.config.project import Project, normalized_inputs
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.index.urls import expand, placeholders
+from lockkit.lock.model import Lock, LockMeta
 from lockkit.lock.origins import Origins
+from lockkit.lock.python import lock_python
 from lockkit.platforms.definitions import Platform
 
-__all__ = ["LOCK_FORMAT", "Outcome", "Status", "Verdict", "check", "check_platforms",
-           "fingerprint", "index_url_digest", "input_changes", "inputs_record", "lock_python",
-           "lock_python_why", "packages_digest_of_read", "requirement_changes", "stale_warning"]
+__all__ = ["LOCK_FORMAT", "Outcome", "Status", "Verdict", "check", "check_platforms", "checked",
+           "fingerprint", "index_url_digest", "input_changes", "inputs_record",
+           "packages_digest_of_read", "requirement_changes", "stale_warning",
+           "verdict"]
 
 # Bump when what lockkit writes changes in a way old locks must be redone for (it is in
 # every inputs fingerprint and, through the lock's metadata, in compile's memo key).
 # 2: environments name the architecture; sdists only for the packages in allow-sdist.
 LOCK_FORMAT = 2
+
+_EDITED = "its packages table was edited after lockkit wrote it"
 
 VerdictStatus = Literal["fresh", "stale", "modified", "missing"]
 # compile: written | unchanged | failed; --check: a verdict; --locked: a verdict that is
@@ -135,44 +137,6 @@ def packages_digest_of_read(table: Any) -> str:
     return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
-# The CPython minors a platform is taken to support (no platform file lists its own).
-KNOWN_PYTHONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14")
-
-
-def lock_python(project: Project, platform: Platform) -> str:
-    """The Python version a platform's lock is resolved for, the one rule every command
-    follows (verify and sync read it back from the lock): :func:`lock_python_why`'s."""
-    return lock_python_why(project, platform)[0]
-
-
-def lock_python_why(project: Project, platform: Platform) -> tuple[str, str]:
-    """The lock's Python and why (what ``-v`` says): the project's ``python`` key; else the
-    platform's default when it satisfies pyproject.toml's ``requires-python``; else the
-    lowest Python the platform supports that does. A minor satisfies it when some release
-    of it does (``>=3.11.4`` keeps 3.11). None does: one ConfigError."""
-    if project.python:
-        return project.python, "the project's python key"
-    spec = project.requires_python
-    if spec is None:
-        return platform.python, "the platform's default; no requires-python"
-    if _satisfies(spec, platform.python):
-        return platform.python, f"the platform's default, within requires-python {spec}"
-    for minor in KNOWN_PYTHONS:
-        if _satisfies(spec, minor):
-            return minor, (f"the lowest within requires-python {spec}; the platform's "
-                           f"default {platform.python} is not")
-    raise ConfigError(f"pyproject.toml's requires-python {str(spec)!r} is satisfied by no "
-                      f"Python platform {platform.name} supports ({platform.python}, the "
-                      f"default, and {KNOWN_PYTHONS[0]} to {KNOWN_PYTHONS[-1]}): widen it, "
-                      "or name the lock's Python with the python key")
-
-
-def _satisfies(spec: SpecifierSet, minor: str) -> bool:
-    """Whether a release of Python *minor* (its first or a late patch) is in *spec*."""
-    return any(spec.contains(Version(f"{minor}.{patch}"), prereleases=True)
-               for patch in (0, 99))
-
-
 def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome]:
     """Each lock's state: fresh, stale (naming the change), modified or missing. Every
     lock is read, its packages digest taken and its file URLs checked against the hosts
@@ -193,36 +157,63 @@ def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome
 
 def check(path: Path, current: dict[str, Any], platform: Platform | None = None,
           origins: Origins | None = None) -> Verdict:
-    """The state of the lock at *path* against the *current* inputs record; with the
-    *platform*, a changed platform is told in words (renamed, moved index, new backend);
-    with its *origins*, a lock whose inputs match but whose files are on hosts compile
-    does not take them from is modified (a stale lock is stale first: a changed
-    index-url moves every URL, and that is what it says)."""
+    """The state of the lock at *path* (``compile --check``): :func:`checked`'s verdict."""
+    return checked(path, current, platform, origins)[0]
+
+
+def checked(path: Path, current: dict[str, Any], platform: Platform | None = None,
+            origins: Origins | None = None) -> tuple[Verdict, Lock | None]:
+    """:func:`verdict` of the lock at *path*, and the lock read (None: missing, or refused:
+    then *modified*, not an error)."""
     if not path.is_file():
-        return Verdict(status="missing")
+        return Verdict(status="missing"), None
+    try:
+        lock = Lock.read(path)
+    except ConfigError as exc:
+        return _refused(path, exc), None
+    return verdict(lock, current, platform, origins), lock
+
+
+def _refused(path: Path, exc: ConfigError) -> Verdict:
+    """A lock :meth:`Lock.read` refused (read again only here): edited after lockkit wrote
+    it when its packages digest is not its own (a hand-changed version leaves its file
+    names behind: no longer PEP 751), else not a lock lockkit wrote."""
     try:
         data = parse_toml(path.read_text(encoding="utf-8"), path)
-        tool = data["tool"]["lockkit"]
-        digest_ok = packages_digest_of_read(data["packages"]) == tool.get("packages-digest")
-    except (KeyError, TypeError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return Verdict(status="modified", detail=f"not a lock lockkit wrote ({exc})")
-    if not digest_ok:
-        return Verdict(status="modified", detail="its packages table was edited after "
-                                                 "lockkit wrote it")
+        edited = packages_digest_of_read(data["packages"]) != LockMeta.of(
+            data, path).packages_digest
+    except (LockkitError, OSError, KeyError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        edited = False
+    why = f"not a lock lockkit wrote ({str(exc).removeprefix(f'{path}: ')})"
+    return Verdict(status="modified", detail=_EDITED if edited else why)
+
+
+def verdict(lock: Lock, current: dict[str, Any], platform: Platform | None = None,
+            origins: Origins | None = None) -> Verdict:
+    """The state of *lock* against the *current* inputs record; with the *platform*, a
+    changed platform is told in words (renamed, moved index, new backend); with its
+    *origins*, a lock whose inputs match but whose files are on hosts compile does not
+    take them from is modified (a stale lock is stale first: a changed index-url moves
+    every URL, and that is what it says)."""
+    meta, data = lock.meta, lock.data
+    if meta == LockMeta():
+        return Verdict(status="modified", detail="not a lock lockkit wrote (no [tool.lockkit])")
+    if packages_digest_of_read(data.get("packages")) != meta.packages_digest:
+        return Verdict(status="modified", detail=_EDITED)
     old_form = _old_form(data, current, platform)
-    if tool.get("inputs-fingerprint") == fingerprint(current):
+    if meta.inputs_fingerprint == fingerprint(current):
         if origins is not None and (strays := origins.strays(data)):
             return Verdict(status="modified", detail=origins.detail(strays))
         if old_form:
             return Verdict(status="stale", detail=old_form)
         return Verdict(status="fresh", unchecked=origins.unchecked if origins else "")
-    detail = explain(tool.get("inputs"), current)
+    detail = explain(meta.inputs, current)
     if platform is not None:
-        detail = detail.replace(_PLATFORM_CHANGED, platform_change(tool, platform))
+        detail = detail.replace(_PLATFORM_CHANGED, platform_change(meta, platform))
     return Verdict(status="stale", detail="; ".join(d for d in (detail, old_form) if d))
 
 
-def _old_form(data: dict[str, Any], current: dict[str, Any],
+def _old_form(data: Mapping[str, Any], current: dict[str, Any],
               platform: Platform | None) -> str:
     """What a lock of an older form holds that lockkit no longer writes, in words: an
     ``environments`` without the architecture (pip and uv install it on any CPU) and sdists
@@ -247,35 +238,33 @@ def _old_form(data: dict[str, Any], current: dict[str, Any],
     return "; ".join(said)
 
 
-def stale_warning(project: Project, platform: Platform) -> str | None:
-    """One line for verify and ``wheelhouse build``, which use a lock as it is: None when
-    it is fresh (or missing: they say so themselves), else what changed since compile."""
-    path = project.lock_path(platform.name)
+def stale_warning(project: Project, platform: Platform, lock: Lock) -> str | None:
+    """For the commands that use *lock* as it is: None when fresh, else what changed."""
     try:
         record = inputs_record(project, platform, lock_python(project, platform),
                                normalized_inputs(project))
     except LockkitError as exc:
-        return f"{path.name}: its freshness could not be checked ({exc})"
-    verdict = check(path, record, platform, Origins.of(project, platform))
-    if verdict.status in ("fresh", "missing"):
+        return f"{lock.path.name}: its freshness could not be checked ({exc})"
+    said = verdict(lock, record, platform, Origins.of(project, platform))
+    if said.status in ("fresh", "missing"):
         return None
-    return (f"{path.name} is {verdict.status} against its inputs ({verdict.detail}): "
+    return (f"{lock.path.name} is {said.status} against its inputs ({said.detail}): "
             f"run 'lockkit compile --platform {platform.name}' to make it current")
 
 
 _PLATFORM_CHANGED = "the platform definition changed"
 
 
-def platform_change(tool: dict[str, Any], platform: Platform) -> str:
+def platform_change(meta: LockMeta, platform: Platform) -> str:
     """What the lock's ``[tool.lockkit]`` says its platform was, against what it is now:
     a renamed or re-pointed family name must never pass as a mere fingerprint change."""
     said = []
-    was = tool.get("platform")
-    if isinstance(was, str) and was and was != platform.name:
+    was = meta.platform
+    if was and was != platform.name:
         said.append(f"platform renamed {was} -> {platform.name}")
-    old_index, new_index = tool.get("torch-index") or "", platform.torch_index or ""
-    old: dict[str, Any] = tool["backend"] if isinstance(tool.get("backend"), dict) else {}
-    old_backend = " ".join(str(v) for v in (old.get("kind"), old.get("version")) if v)
+    old_index, new_index = meta.torch_index or "", platform.torch_index or ""
+    old = meta.backend
+    old_backend = " ".join(v for v in (old.kind, old.version) if v) if old else ""
     new_backend = " ".join(v for v in (platform.backend.kind, platform.backend.version) if v)
     moved = []
     if old_index != new_index:

@@ -22,7 +22,7 @@ packages never come from there). :attr:`Origins.unchecked` says so in the verdic
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -113,7 +113,7 @@ class Origins:
                 "host: the project sets no index-url, and lockkit does not name uv's "
                 "built-in one ('lockkit compile --locked' compares them with a resolution)")
 
-    def strays(self, data: dict[str, Any]) -> list[str]:
+    def strays(self, data: Mapping[str, Any]) -> list[str]:
         """Every file of the lock *data* that is on none of its hosts, named with its
         package, or a source compile never writes; [] for a lock compile could have written."""
         from packaging.utils import canonicalize_name

@@ -27,7 +27,8 @@ from packaging.utils import canonicalize_name
 
 from lockkit._internal.compat import tomllib
 from lockkit._internal.parse import parse_json, parse_toml
-from lockkit.errors import DiffError
+from lockkit.errors import ConfigError, DiffError
+from lockkit.lock.model import LockMeta
 from lockkit.report.model import Dossier, GitState, SchemaError, Variant
 
 __all__ = ["LAYERS", "Difference", "DiffError", "Side", "compare", "load_side"]
@@ -225,21 +226,21 @@ def _from_lock(path: Path, lock: dict[str, Any]) -> Side:
         except (AttributeError, KeyError, TypeError):
             raise DiffError(f"{path}: packages[{i}]: not a PEP 751 package table (a name, "
                             f"wheels and sdist as tables)") from None
-    meta = (lock.get("tool") or {}).get("lockkit") or {}
-    if not isinstance(meta, dict):
-        raise DiffError(f"{path}: tool.lockkit: not a table")
-    code = {f"lock.{k}": meta[k] for k in ("platform", "inputs-fingerprint", "torch-index")
-            if k in meta}
+    try:
+        meta = LockMeta.of(lock, path)
+    except ConfigError as exc:
+        raise DiffError(str(exc)) from None
+    code = {f"lock.{k}": v for k, v in meta.identity().items()}
     inputs = _lock_inputs(meta)
     code.update({f"{_INPUTS}{label}": _shown(reqs) for label, reqs in inputs.items()})
     return Side(path=path, kind="lock", layers={"code": code, "packages": _packages(rows)},
-                info={"platform": meta.get("platform")}, inputs=inputs)
+                info={"platform": meta.platform}, inputs=inputs)
 
 
-def _lock_inputs(meta: dict[str, Any]) -> dict[str, list[str]]:
+def _lock_inputs(meta: LockMeta) -> dict[str, list[str]]:
     """The normalised requirements per input file that ``[tool.lockkit] inputs`` records
     (none from a lock without them, or of another shape)."""
-    record = (meta.get("inputs") or {}) if isinstance(meta.get("inputs"), dict) else {}
+    record = meta.inputs or {}
     reqs = record.get("requirements")
     if not isinstance(reqs, dict):
         return {}

@@ -11,11 +11,13 @@ from lockkit._internal import proc as _run
 from lockkit._internal.redact import redact
 from lockkit._internal.uv import uv_bin
 from lockkit.config.project import Project
+from lockkit.errors import LockkitError
+from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
 from lockkit.report.model import CommandRecord
 from lockkit.verify import hang
 from lockkit.verify.findings import Findings
-from lockkit.verify.steps import Step, Steps
+from lockkit.verify.steps import Step, StepFailed, Steps
 
 __all__ = ["Options", "Run", "UV_CACHE", "torch_device"]
 
@@ -48,7 +50,8 @@ class Options:
     probe_timeout: float = 300.0
     command_line: tuple[str, ...] = ()
     variant: dict[str, Any] | None = None  # {"name", "reason", "changes": [layers]}
-    fetch: Callable[[Path], Path] | None = None  # builds a wheelhouse from the lock's URLs
+    # builds a wheelhouse (the folder given) from the lock's URLs
+    fetch: Callable[[Path, Lock], Path] | None = None
     on_step: Callable[[Step], None] | None = None
     # a long step's own progress: (what, done, total), e.g. ("installing", 12, 40) packages
     on_progress: Callable[[str, int, int], None] | None = None
@@ -87,6 +90,23 @@ class Run:
     # <cache>/verify held shared (lockkit.cache.inuse) from the venv step to release():
     # 'cache prune' skips it while this run uses it
     in_use: Any = None
+    # the committed lock, read once when the run begins (read_lock), or why it could not be
+    lock: Lock | None = None
+    lock_error: str = ""
+
+    def read_lock(self) -> None:
+        """Read the platform's committed lock, once for the whole run; a lock that cannot
+        be read fails the first step that needs it (:meth:`committed`), not the run."""
+        try:
+            self.lock = Lock.read(self.opts.project.lock_path(self.opts.platform.name))
+        except LockkitError as exc:
+            self.lock_error = str(exc)
+
+    def committed(self) -> Lock:
+        """The committed lock; StepFailed, saying why, where it could not be read."""
+        if self.lock is None:
+            raise StepFailed(self.lock_error or "the lock was not read")
+        return self.lock
 
     def release(self) -> None:
         if self.held is not None:

@@ -111,9 +111,9 @@ def host_step(run: Run, step: Step) -> None:
     step.detail.update(interpreter=facts, environment=LABEL)
     run.found.python, run.interpreter, run.python = facts, python, python
     run.pycache = run.work / "pyc"  # the probes' and commands' bytecode: not in site-packages
-    lock = opts.project.lock_path(opts.platform.name)
     try:
-        run.expected = {s.package: s.version for s in trust.selection(lock, opts.platform)}
+        run.expected = {s.package: s.version
+                        for s in trust.selection(run.committed(), opts.platform)}
     except LockkitError as exc:
         raise StepFailed(str(exc)) from None
 
@@ -164,8 +164,7 @@ def _record(run: Run, step: Step, inventory: Inventory, installed: dict[str, str
     """What the inventory found, for the dossier, and the warnings for what it took on
     its word or did not fail on."""
     run.found.inventory = inventory
-    run.found.packages = rebuild.package_table(
-        run.opts.project.lock_path(run.opts.platform.name), installed)
+    run.found.packages = rebuild.package_table(run.lock, installed)
     run.attachments["installed-after.txt"] = "".join(
         f"{n}=={v}\n" for n, v in sorted(installed.items()))
     step.detail.update(inventory.to_dict(), environment=LABEL, strict=run.opts.strict,
@@ -251,7 +250,7 @@ def _wheels_at_hand(run: Run, locked: list[str]) -> dict[str, str]:
     wheel is at hand (``--wheelhouse``, else the download cache, else, with
     ``--fetch-wheels``, fetched by its hash through that cache) and hashes to the lock's
     sha256; only RECORD is read from the zip."""
-    lock = run.opts.project.lock_path(run.opts.platform.name)
+    lock = run.committed()
     try:
         chosen = [s for s in trust.selection(lock, run.opts.platform)
                   if s.kind == "wheel" and s.package in locked]
@@ -261,7 +260,7 @@ def _wheels_at_hand(run: Run, locked: list[str]) -> dict[str, str]:
     found = _records_in(run.opts.wheelhouse, cache, chosen)
     if run.opts.fetch is not None and any(s.package not in found for s in chosen):
         try:  # the whole lock, through the cache: what is there already is not fetched
-            fetched = run.opts.fetch(run.work / "fetched")
+            fetched = run.opts.fetch(run.work / "fetched", lock)
         except LockkitError as exc:
             raise StepFailed(f"--fetch-wheels: {exc}") from None
         found |= _records_in(fetched, None, [s for s in chosen if s.package not in found])

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from lockkit._internal import proc as _run
-from lockkit._internal.fs import sha256_file
 from lockkit._internal.parse import parse_json
 from lockkit._internal.private import private_folder
 from lockkit._internal.proc import last_error_line
@@ -33,6 +32,7 @@ from lockkit.cache import inuse
 from lockkit.cache.layout import make_root
 from lockkit.cache.memo import MemoStore
 from lockkit.errors import LockkitError
+from lockkit.lock.model import Lock
 from lockkit.verify.context import Run
 from lockkit.verify.steps import Step, StepFailed
 from lockkit.wheelhouse import trust
@@ -61,14 +61,14 @@ def wheelhouse_folder(run: Run) -> Path | None:
 
 def install_step(run: Run, step: Step) -> None:
     opts = run.opts
-    lock = opts.project.lock_path(opts.platform.name)
+    lock = run.committed()
     folder = wheelhouse_folder(run)
     if folder is None:
         if opts.fetch is None:
             raise StepFailed(f"no wheelhouse for {opts.platform.name}: run 'lockkit "
                              f"wheelhouse build --platform {opts.platform.name}' or pass "
                              "--wheelhouse")
-        folder = opts.fetch(run.work / "wheelhouse")
+        folder = opts.fetch(run.work / "wheelhouse", lock)
         step.detail["source"] = "the lock's URLs (fetched, hash-checked, into a temp wheelhouse)"
     else:
         step.detail["source"] = f"wheelhouse {folder} (no network)"
@@ -84,7 +84,7 @@ def install_step(run: Run, step: Step) -> None:
     shared = shared_for(run) if opts.installer == "uv" else None
     reqs.write_text(trust.requirements(checked), encoding="utf-8")
     step.detail["checked"] = (f"{len(checked)} wheel(s) hashed and matched against "
-                              f"{lock.name}, the wheelhouse's other files derived again from "
+                              f"{lock.path.name}, the wheelhouse's other files derived again from "
                               "it (tools/ aside); the installer enforces the same hashes")
     assert run.python is not None
     uv_cache = None
@@ -219,7 +219,7 @@ def installer_error(result: _run.Result) -> str:
     return last_error_line(result.stderr or result.stdout)
 
 
-def _check_wheelhouse(folder: Path, lock: Path) -> dict[str, Any]:
+def _check_wheelhouse(folder: Path, lock: Lock) -> dict[str, Any]:
     """The manifest says the wheelhouse was built from this lock (a hint for honest
     mistakes, not a proof: the files are hashed against the lock afterwards)."""
     try:
@@ -227,10 +227,8 @@ def _check_wheelhouse(folder: Path, lock: Path) -> dict[str, Any]:
             (folder / "manifest.json").read_text(encoding="utf-8"), folder, StepFailed)
     except (OSError, json.JSONDecodeError) as exc:
         raise StepFailed(f"{folder}/manifest.json: unreadable: {exc}") from None
-    if not lock.is_file():
-        raise StepFailed(f"{lock}: no lock; run 'lockkit compile'")
-    if manifest.get("lock_sha256") != sha256_file(lock):
-        raise StepFailed(f"{folder} was built from another version of {lock.name}: "
+    if manifest.get("lock_sha256") != lock.sha256:
+        raise StepFailed(f"{folder} was built from another version of {lock.path.name}: "
                          "rebuild it with 'lockkit wheelhouse build'")
     for entry in manifest.get("files", []):
         path = folder / entry["path"]

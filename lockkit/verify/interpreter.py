@@ -21,7 +21,6 @@ from lockkit._internal import proc as _run
 from lockkit._internal.parse import parse_json
 from lockkit._internal.uv import uv_bin
 from lockkit.errors import LockkitError
-from lockkit.lock.lockfile import python_of, read_lock
 from lockkit.verify.context import Run
 from lockkit.verify.steps import StepFailed
 
@@ -29,12 +28,11 @@ __all__ = ["find_interpreter", "given_interpreter", "interpreter_tags", "lock_py
 
 
 def lock_python(run: Run) -> str:
-    """The Python version of the committed lock (:func:`lockkit.lock.lockfile.python_of`),
-    which compile chose by the one rule (:func:`lockkit.lock.freshness.lock_python`: the
+    """The Python version of the committed lock (:func:`lockkit.lock.model.python_of`),
+    which compile chose by the one rule (:func:`lockkit.lock.python.lock_python`: the
     ``python`` key, else a Python satisfying pyproject.toml's ``requires-python``)."""
-    lock = run.opts.project.lock_path(run.opts.platform.name)
     try:
-        return python_of(read_lock(lock)[0], lock)
+        return run.committed().python
     except LockkitError as exc:
         raise StepFailed(str(exc)) from None
 

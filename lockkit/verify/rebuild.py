@@ -18,10 +18,9 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from lockkit._internal import proc as _run
-from lockkit._internal.compat import tomllib
-from lockkit._internal.parse import parse_toml
 from lockkit._internal.proc import last_error_line
 from lockkit._internal.uv import uv_bin
+from lockkit.lock.model import Lock
 from lockkit.platforms.arch import arch_family, host_arch, host_os
 from lockkit.platforms.definitions import Platform
 from lockkit.report.model import Inventory, PackageRow
@@ -170,8 +169,7 @@ def inventory_step(run: Run, step: Step) -> None:
                                 for n, v in installed.items()
                                 if n in run.expected and not same_version(v, run.expected[n]))),
         seed=tuple(sorted(run.seed)))
-    run.found.packages = package_table(run.opts.project.lock_path(run.opts.platform.name),
-                                           installed)
+    run.found.packages = package_table(run.lock, installed)
     run.found.inventory = inventory
     if run.opts.installer == "uv":
         argv = [uv_bin(), "pip", "freeze", "--no-config", "--python", str(run.python)]
@@ -186,13 +184,10 @@ def inventory_step(run: Run, step: Step) -> None:
                          + "; ".join(inventory.problems))
 
 
-def package_table(lock: Path, installed: dict[str, str]) -> tuple[PackageRow, ...]:
-    """Each installed distribution with the index and sha256 the lock gives its version."""
-    try:
-        entries = {canonicalize_name(p["name"]): p
-                   for p in parse_toml(lock.read_text(encoding="utf-8"), lock)["packages"]}
-    except (OSError, KeyError, tomllib.TOMLDecodeError):
-        entries = {}
+def package_table(lock: Lock | None, installed: dict[str, str]) -> tuple[PackageRow, ...]:
+    """Each installed distribution with the index and sha256 the *lock* (None: the run could
+    not read it) gives its version."""
+    entries = lock.package_tables() if lock is not None else {}
     rows = []
     for name in sorted(installed):
         entry: dict[str, Any] = entries.get(canonicalize_name(name), {})

@@ -106,7 +106,8 @@ def new_run(opts: Options, work: Path, plan: list[tuple[str, tuple[str, ...]]]) 
     """A run of *plan* (``PLAN`` or its first steps) in the folder *work*, with the
     stale-lock warning already noted."""
     run = Run(opts=opts, work=work, steps=Steps(plan))
-    stale = freshness.stale_warning(opts.project, opts.platform)
+    run.read_lock()
+    stale = freshness.stale_warning(opts.project, opts.platform, run.lock) if run.lock else None
     run.found.warnings = (stale,) if stale else ()
     return run
 
@@ -172,6 +173,7 @@ def make_dossier(run: Run, started: _dt.datetime) -> Dossier:
     with the run's roots: its documents write the paths under them relative to them."""
     opts, found = run.opts, run.found
     lock = opts.project.lock_path(opts.platform.name)
+    sha256 = run.lock.sha256 if run.lock else sha256_file(lock) if lock.is_file() else None
     result = overall(run.steps)
     if opts.existing and result == "passed":  # never to be read as a rebuild's pass
         result = "passed-existing"
@@ -179,7 +181,7 @@ def make_dossier(run: Run, started: _dt.datetime) -> Dossier:
         kind="verify", lockkit_version=__version__,
         started=started.strftime("%Y-%m-%dT%H:%M:%SZ"), command_line=opts.command_line,
         platform=opts.platform.name, lock=str(lock),
-        lock_sha256=sha256_file(lock) if lock.is_file() else None,
+        lock_sha256=sha256,
         interpreter=str(run.interpreter) if run.interpreter else None,
         installer=opts.installer, isolation=ISOLATION,
         wheelhouse=str(run.wheelhouse) if run.wheelhouse else None,

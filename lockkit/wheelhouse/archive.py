@@ -39,8 +39,9 @@ from lockkit._internal.fs import interrupt_held, temp_dir
 from lockkit._internal.outdir import check, swap, sweep_stale
 from lockkit._internal.outfile import Target
 from lockkit.errors import ArchiveError, LockkitError, UsageError
+from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform, load_catalog
-from lockkit.wheelhouse.implied import check_wheelhouse, lock_platform, platform_problems
+from lockkit.wheelhouse.implied import check_wheelhouse, platform_problems
 from lockkit.wheelhouse.manifest import (
     MANIFEST,
     SUMS,
@@ -73,14 +74,14 @@ def read_manifest(path: Path) -> dict[str, Any]:
 
 # -- pack ---------------------------------------------------------------------------------------
 
-def pack(folder: Path, out: Path | Target, *, lock: Path | None = None,
+def pack(folder: Path, out: Path | Target, *, lock: Lock | None = None,
          project_dir: Path | None = None,
          on_bytes: Callable[[int], None] | None = None) -> Path:
     """Write *folder* as one reproducible tar at *out* (a path, under
     :mod:`lockkit._internal.outfile`'s rule, or a target the caller checked), and its sha256
     at :func:`sidecar` (not for stdout, a device or a FIFO); nothing is left on failure.
 
-    With *lock* (the committed lock file; its platform's files from *project_dir*), the
+    With *lock* (the committed lock; its platform's files from *project_dir*), the
     folder must be that lock's wheelhouse
     (:func:`lockkit.wheelhouse.implied.check_wheelhouse`): a manifest only proves that the
     folder agrees with itself. ``lockkit wheelhouse pack`` always gives one. *on_bytes*
@@ -88,7 +89,7 @@ def pack(folder: Path, out: Path | Target, *, lock: Path | None = None,
     return packed(folder, out, lock=lock, project_dir=project_dir, on_bytes=on_bytes)[0]
 
 
-def packed(folder: Path, out: Path | Target, *, lock: Path | None = None,
+def packed(folder: Path, out: Path | Target, *, lock: Lock | None = None,
            project_dir: Path | None = None, on_bytes: Callable[[int], None] | None = None,
            force: bool = False) -> tuple[Path, str]:
     """:func:`pack`, and the archive's sha256; *force* as ``pack --force``."""
@@ -268,7 +269,7 @@ def _add_file(tar: tarfile.TarFile, folder: Path, entry: dict[str, Any], top: st
 
 # -- unpack -------------------------------------------------------------------------------------
 
-def unpack(archive: Path, out: Path, *, lock: Path | None = None,
+def unpack(archive: Path, out: Path, *, lock: Lock | None = None,
            project_dir: Path | None = None, sha256: str | None = None,
            flag: str | None = None, on_bytes: Callable[[int], None] | None = None) -> Path:
     """Check and extract *archive* into *out*; nothing is left on failure. Return the
@@ -276,7 +277,7 @@ def unpack(archive: Path, out: Path, *, lock: Path | None = None,
 
     *sha256* (the sender's, compared out of band) is checked over the whole archive before
     anything is read from it. The platform is the manifest's (:func:`archive_platform`);
-    *lock* (the committed lock file; platforms from *project_dir*) must be for it, and then
+    *lock* (the committed lock; platforms from *project_dir*) must be for it, and then
     every file of the extracted folder must be what that lock implies
     (:func:`lockkit.wheelhouse.implied.check_wheelhouse`), checked in the temp sibling before
     anything appears at *out*. *out* is a new or empty folder, or a wheelhouse of the
@@ -346,18 +347,18 @@ def _same(named: str, platform: str, known: dict[str, Platform]) -> bool:
                                                           and other.alias_of == named)
 
 
-def _for_platform(archive: Path, platform: str, lock: Path,
+def _for_platform(archive: Path, platform: str, lock: Lock,
                   project_dir: Path | None) -> list[Selected]:
     """The committed selection of *lock*, once its platform is the archive's."""
-    locked = lock_platform(lock)[2]
+    locked = lock.meta.platform
     if locked != platform:
         raise TrustError(f"{archive}: a wheelhouse for {platform!r} (its manifest), and "
-                         f"--lock {lock} is for {locked!r}")
+                         f"--lock {lock.path} is for {locked!r}")
     return committed(lock, project_dir)
 
 
 def _check_stage(stage: Path, archive: Path, platform: str, known: dict[str, Platform],
-                 lock: Path | None, selected: list[Selected] | None) -> None:
+                 lock: Lock | None, selected: list[Selected] | None) -> None:
     """The extracted folder's own lock names the manifest's platform; with *lock*, every
     file is what that lock implies. Errors name the archive, never the temp folder."""
     problems = platform_problems(stage, platform, known)

@@ -42,7 +42,7 @@ from lockkit.cache.store import Cache, copy_file
 from lockkit.config.project import Project
 from lockkit.errors import BuildError, ConfigError, HashMismatch
 from lockkit.index.urls import Mirrors, expand
-from lockkit.lock.lockfile import python_of, read_lock
+from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.targets import select
 from lockkit.wheelhouse.download import fetch_items
@@ -54,7 +54,7 @@ from lockkit.wheelhouse.wheelzip import normalize_wheel, source_epoch
 if TYPE_CHECKING:
     from lockkit.wheelhouse.tools import Toolset
 
-__all__ = ["BuildError", "BuildResult", "Item", "build", "plan"]
+__all__ = ["BuildError", "BuildResult", "Item", "build", "plan", "read_lock"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,13 +81,9 @@ class BuildResult:
     local: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
-def plan(project: Project, platform: Platform, *,
-         fallback_to_official: bool = False) -> tuple[Path, list[Item]]:
-    """The lock's files for *platform*: one wheel per package, or its sdist.
-
-    A file a mirror covers is fetched from the mirror only: an air-gapped site's build
-    must not reach for the official host behind its back. *fallback_to_official* adds
-    the lock's own URL after the mirror's."""
+def read_lock(project: Project, platform: Platform) -> Lock:
+    """The platform's committed lock, read once for the whole command (:meth:`Lock.read`);
+    it must be the platform's (its ``[tool.lockkit]`` names it)."""
     lock_path = project.lock_path(platform.name)
     if not lock_path.is_file() and platform.name not in project.platforms:
         config = project.config_file.name if project.config_file else "lockkit.toml"
@@ -95,21 +91,29 @@ def plan(project: Project, platform: Platform, *,
                           "platforms, so 'lockkit compile' does not lock it",
                           hint=f"add \"{platform.name}\" to platforms in {config}, or run "
                                f"'lockkit compile --platform {platform.name}'")
-    data, pylock = read_lock(lock_path)
-    meta = data.get("tool", {}).get("lockkit", {})
-    if meta.get("platform", platform.name) != platform.name:
-        raise ConfigError(f"{lock_path}: lock is for platform {meta['platform']!r}, "
-                          f"not {platform.name!r}")
-    entries = {canonicalize_name(p["name"]): p for p in data.get("packages", [])}
-    chosen = select(pylock, platform, python_of(data, lock_path), lock_path, BuildError)
+    return Lock.read(lock_path).of_platform(platform.name)
+
+
+def plan(project: Project, platform: Platform, *, fallback_to_official: bool = False,
+         lock: Lock | None = None) -> tuple[Lock, list[Item]]:
+    """The files of *lock* (None: :func:`read_lock`) for *platform*: one wheel per
+    package, or its sdist.
+
+    A file a mirror covers is fetched from the mirror only: an air-gapped site's build
+    must not reach for the official host behind its back. *fallback_to_official* adds
+    the lock's own URL after the mirror's."""
+    if lock is None:
+        lock = read_lock(project, platform)
+    entries = lock.package_tables()
+    chosen = select(lock.pylock, platform, lock.python, lock.path, BuildError)
     items = []
     for package, dist in chosen:
         name = canonicalize_name(package.name)
         if not isinstance(dist, (PackageWheel, PackageSdist)) or not dist.url:
-            raise BuildError(f"{lock_path}: {name} is not a wheel or sdist with a URL")
+            raise BuildError(f"{lock.path}: {name} is not a wheel or sdist with a URL")
         items.append(_item(project, name, str(package.version), dist, entries[name],
                            fallback_to_official))
-    return lock_path, items
+    return lock, items
 
 
 def _item(project: Project, name: str, version: str, dist: PackageWheel | PackageSdist,
@@ -144,10 +148,11 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
           find_links: tuple[Path, ...] = (), jobs: int = 8, attempts: int = 4,
           backoff: float = 0.5, on_file: Callable[[Got], None] | None = None,
           on_bytes: Callable[[int], None] | None = None,
-          items: list[Item] | None = None, lock_path: Path | None = None,
+          items: list[Item] | None = None, lock: Lock | None = None,
           with_tools: bool = False) -> BuildResult:
-    if items is None or lock_path is None:
-        lock_path, items = plan(project, platform)
+    """*items* are :func:`plan`'s of *lock* (None: planned here, the lock read here)."""
+    if items is None or lock is None:
+        lock, items = plan(project, platform, lock=lock)
     cache.sweep()
     _sweep_stale(out)
     fetcher = Fetcher(client, cache, find_links=find_links, attempts=attempts, backoff=backoff,
@@ -157,12 +162,12 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
     if with_tools:
         from lockkit.wheelhouse import tools  # ~50 ms of imports a build without tools/ never pays
 
-        kit = tools.prepare(project, platform, lock_path, fetcher, kept=out)
-    return _assemble(project, platform, out, lock_path, list(zip(items, gots, strict=True)),
+        kit = tools.prepare(project, platform, lock, fetcher, kept=out)
+    return _assemble(project, platform, out, lock, list(zip(items, gots, strict=True)),
                      kit, cache=cache)
 
 
-def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
+def _assemble(project: Project, platform: Platform, out: Path, lock: Lock,
               fetched: list[tuple[Item, Got]], kit: Toolset | None = None, *,
               cache: Cache) -> BuildResult:
     if out.parent == project.root / "wheelhouse":  # the default's parent: git-ignored if made
@@ -176,7 +181,7 @@ def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
         records.sort(key=lambda r: r.path)
         extra = _place_tools(stage, kit, cache) if kit else []  # tools/: not the lock's files
         entries = {item.package: item.entry for item, _ in fetched}
-        lock_sha = write_meta(stage, platform, lock_path, entries, records, extra)
+        write_meta(stage, platform, lock, entries, records, extra)
         _swap(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
@@ -184,7 +189,7 @@ def _assemble(project: Project, platform: Platform, out: Path, lock_path: Path,
     return BuildResult(folder=out, platform=platform.name, files=tuple(records),
                        downloaded_bytes=sum(g.downloaded for _, g in fetched),
                        from_cache=sum(g.origin == "cache" for _, g in fetched),
-                       lock_sha256=lock_sha, local=_local(fetched))
+                       lock_sha256=lock.sha256, local=_local(fetched))
 
 
 def _local(fetched: list[tuple[Item, Got]]) -> dict[str, tuple[int, int]]:

@@ -18,53 +18,34 @@ manifest and its ``pylock.toml``'s ``environments``, never from a file name.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
 from lockkit._internal.compat import tomllib
 from lockkit._internal.fs import sha256_file
 from lockkit._internal.parse import parse_toml
 from lockkit.errors import ConfigError
+from lockkit.lock.model import Lock, named_platform
 from lockkit.platforms.definitions import Platform
 from lockkit.wheelhouse.manifest import MANIFEST, SUMS, folder_manifest, listed, sums
 from lockkit.wheelhouse.trust import Checked, Selected, TrustError, check_folder
 
-__all__ = ["check_wheelhouse", "lock_platform", "platform_problems"]
+__all__ = ["check_wheelhouse", "platform_problems"]
 
 SBOM = "sbom.cdx.json"
 TOOLS_REQS = "tools/requirements.txt"
 
 
-def _platform_of(data: dict[str, Any]) -> str | None:
-    """``[tool.lockkit].platform`` of a lock's tables, None where any level is not a table
-    (a hostile file's shape is an answer, never a traceback)."""
-    tool = data.get("tool")
-    own = tool.get("lockkit") if isinstance(tool, dict) else None
-    platform = own.get("platform") if isinstance(own, dict) else None
-    return platform if isinstance(platform, str) else None
-
-
-def lock_platform(lock: Path) -> tuple[dict[str, Any], str, str | None]:
-    """The committed lock's tables, its sha256 (one read of its bytes) and its platform."""
-    raw = lock.read_bytes()
-    data = parse_toml(raw.decode("utf-8"), lock)
-    platform = _platform_of(data)
-    return data, hashlib.sha256(raw).hexdigest(), platform
-
-
-def check_wheelhouse(folder: Path, lock: Path, selected: list[Selected]) -> list[Checked]:
+def check_wheelhouse(folder: Path, lock: Lock, selected: list[Selected]) -> list[Checked]:
     """*folder* is the wheelhouse ``lockkit wheelhouse build`` writes from *lock* (whose
     *selected* files are hashed, :func:`lockkit.wheelhouse.trust.check_folder`), or a
     :class:`TrustError` naming every file that is not. Returns the checked wheels."""
     manifest = folder_manifest(folder)[0]
-    data, sha, platform = lock_platform(lock)
+    sha, platform = lock.sha256, lock.meta.platform
     if manifest.get("lock_sha256") != sha or manifest.get("platform") != platform:
-        raise TrustError(f"{folder}: not built from {lock} (its manifest names sha256 "
+        raise TrustError(f"{folder}: not built from {lock.path} (its manifest names sha256 "
                          f"{str(manifest.get('lock_sha256'))[:12]} for "
                          f"{manifest.get('platform')!r}; the lock is {sha[:12]} for "
                          f"{platform!r})")
@@ -72,7 +53,7 @@ def check_wheelhouse(folder: Path, lock: Path, selected: list[Selected]) -> list
     files = listed(manifest)
     tools = {p: e for p, e in files.items() if p.startswith("tools/")}
     problems = _entry_problems(checked, files)
-    texts = _derived(data, sha, manifest, checked, files, tools=bool(tools))
+    texts = _derived(lock, manifest, checked, files, tools=bool(tools))
     for rel, text in texts.items():
         if rel not in files or _bytes(folder / rel) != text.encode("utf-8"):
             problems.append(f"{rel}: not what the lock and the wheels give")
@@ -81,7 +62,8 @@ def check_wheelhouse(folder: Path, lock: Path, selected: list[Selected]) -> list
     problems += _present_problems(folder, files, {c.path.name for c in checked})
     problems += _tools_problems(folder, tools)
     if problems:
-        raise TrustError(f"{folder} is not the wheelhouse of {lock}: " + "; ".join(problems))
+        raise TrustError(f"{folder} is not the wheelhouse of {lock.path}: "
+                         + "; ".join(problems))
     return checked
 
 
@@ -111,7 +93,7 @@ def _entry_problems(checked: list[Checked], files: dict[str, dict[str, Any]]) ->
     return problems
 
 
-def _derived(data: dict[str, Any], sha: str, manifest: dict[str, Any], checked: list[Checked],
+def _derived(lock: Lock, manifest: dict[str, Any], checked: list[Checked],
              files: dict[str, dict[str, Any]], *, tools: bool) -> dict[str, str]:
     """``pylock.toml``, ``requirements.txt`` and the ``simple/`` pages as ``build`` writes
     them for these wheels, from the committed lock's tables."""
@@ -121,10 +103,8 @@ def _derived(data: dict[str, Any], sha: str, manifest: dict[str, Any], checked: 
                           package=c.package, version=c.version, origin="", source="",
                           built_from=files.get(c.path.name, {}).get("built_from"))
                for c in checked]
-    entries = {str(canonicalize_name(str(p.get("name")))): p for p in data.get("packages", [])}
-    platform = data.get("tool", {}).get("lockkit", {}).get("platform")
-    return texts_of(data, entries, records, platform=str(platform),
-                    lock=str(manifest.get("lock")), lock_sha256=sha, tools=tools)
+    return texts_of(lock, records, platform=str(lock.meta.platform),
+                    lock_name=str(manifest.get("lock")), tools=tools)
 
 
 def _present_problems(folder: Path, files: dict[str, dict[str, Any]],
@@ -184,7 +164,7 @@ def platform_problems(folder: Path, platform: str,
         data = parse_toml(raw.decode("utf-8"), "pylock.toml")
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, ConfigError) as exc:
         return [f"pylock.toml: not a TOML file: {exc}"]
-    named = _platform_of(data)
+    named = named_platform(data)
     envs = data.get("environments")
     problems = []
     if named is not None and named != platform:

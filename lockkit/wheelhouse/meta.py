@@ -11,18 +11,18 @@ bytes.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import urllib.parse
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from lockkit import __version__
 from lockkit._internal.fs import sha256_file
-from lockkit._internal.parse import parse_toml
 from lockkit.lock.lockfile import dumps
+from lockkit.lock.model import Lock, with_meta
 from lockkit.platforms.definitions import Platform
 from lockkit.wheelhouse import sbom
 from lockkit.wheelhouse.offline import requirements_header
@@ -44,19 +44,17 @@ class FileRecord:
     built_from: dict[str, str] | None = None
 
 
-def write_meta(stage: Path, platform: Platform, lock_path: Path,
+def write_meta(stage: Path, platform: Platform, lock: Lock,
                entries: dict[str, dict[str, Any]], records: list[FileRecord],
-               extra: list[dict[str, Any]] | None = None) -> str:
-    """Write every file but the wheels into *stage*; return the lock's sha256. *entries*:
-    the source lock's package tables by name; *extra*: the manifest entries of ``tools/``."""
-    raw = lock_path.read_bytes()  # once: the lock's tables and its sha256 from the same bytes
-    data, lock_sha = parse_toml(raw.decode("utf-8"), lock_path), hashlib.sha256(raw).hexdigest()
-    texts = texts_of(data, entries, records, platform=platform.name, lock=lock_path.name,
-                     lock_sha256=lock_sha, tools=bool(extra))
+               extra: list[dict[str, Any]] | None = None) -> None:
+    """Write every file but the wheels into *stage*. *entries*: *lock*'s package tables by
+    name; *extra*: the manifest entries of ``tools/``."""
+    texts = texts_of(lock, records, platform=platform.name, lock_name=lock.path.name,
+                     tools=bool(extra))
     described = [sbom.File.of(r, entries[r.package]) for r in records]
     described += [_tool_file(e) for e in extra or [] if "package" in e]
-    texts[sbom.FILENAME] = sbom.render(described, platform=platform.name, lock=data,
-                                       lock_sha256=lock_sha)
+    texts[sbom.FILENAME] = sbom.render(described, platform=platform.name, lock=lock.data,
+                                       lock_sha256=lock.sha256)
     for rel, text in texts.items():
         _text(stage / rel, text)
     listed = {e["path"] for e in extra or []}
@@ -66,24 +64,22 @@ def write_meta(stage: Path, platform: Platform, lock_path: Path,
         {"path": p.relative_to(stage).as_posix(), "size": p.stat().st_size,
          "sha256": sha256_file(p), "kind": "meta"} for p in meta_files]
     manifest = {"schema_version": 1, "platform": platform.name,
-                "lock": lock_path.name, "lock_sha256": lock_sha,
+                "lock": lock.path.name, "lock_sha256": lock.sha256,
                 "lockkit_version": __version__,
                 "files": sorted(files, key=lambda f: f["path"])}
     _text(stage / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    return lock_sha
 
 
-def texts_of(data: dict[str, Any], entries: dict[str, dict[str, Any]],
-             records: list[FileRecord], *, platform: str, lock: str, lock_sha256: str,
+def texts_of(lock: Lock, records: list[FileRecord], *, platform: str, lock_name: str,
              tools: bool) -> dict[str, str]:
     """What a wheelhouse of *records* (its wheels) holds besides them, the SBOM and the
     manifest, by path: ``pylock.toml``, ``requirements.txt`` and the ``simple/`` pages, all
-    derived from the source lock (*data*, *entries*: its package tables by name) and the
-    wheels alone. ``build`` writes them; ``pack`` derives them again to check a folder."""
+    derived from the source *lock* (named *lock_name* in the folder's lock) and the wheels
+    alone. ``build`` writes them; ``pack`` derives them again to check a folder."""
     by_pkg = {r.package: r for r in records}
-    of = {"lock": lock, "sha256": lock_sha256}
-    return {"pylock.toml": dumps(_local_lock(data, entries, by_pkg, of)),
-            "requirements.txt": _requirements(platform, data, records, tools=tools),
+    of = {"lock": lock_name, "sha256": lock.sha256}
+    return {"pylock.toml": dumps(_local_lock(lock, by_pkg, of)),
+            "requirements.txt": _requirements(platform, lock.data, records, tools=tools),
             **_simple_tree(records)}
 
 
@@ -104,9 +100,10 @@ def _wheel_json(r: FileRecord) -> dict[str, Any]:
     return entry
 
 
-def _local_lock(data: dict[str, Any], entries: dict[str, dict[str, Any]],
-                records: dict[str, FileRecord], of: dict[str, str]) -> dict[str, Any]:
+def _local_lock(lock: Lock, records: dict[str, FileRecord],
+                of: dict[str, str]) -> dict[str, Any]:
     packages = []
+    entries = lock.package_tables()
     for name in sorted(records):
         rec, src = records[name], entries[name]
         pkg: dict[str, Any] = {"name": name, "version": rec.version}
@@ -116,14 +113,14 @@ def _local_lock(data: dict[str, Any], entries: dict[str, dict[str, Any]],
         pkg["wheels"] = [{"name": rec.path, "path": rec.path, "size": rec.size,
                           "hashes": {"sha256": rec.sha256}}]
         packages.append(pkg)
-    tool = dict(data.get("tool", {}).get("lockkit", {}))
-    tool["wheelhouse-of"] = of
-    return {"lock-version": "1.0", "environments": data.get("environments", []),
-            "requires-python": data.get("requires-python", ""), "created-by": "lockkit",
-            "packages": packages, "tool": {"lockkit": tool}}
+    data = lock.data
+    return with_meta({"lock-version": "1.0", "environments": data.get("environments", []),
+                      "requires-python": data.get("requires-python", ""),
+                      "created-by": "lockkit", "packages": packages},
+                     replace(lock.meta, wheelhouse_of=of))
 
 
-def _requirements(platform: str, data: dict[str, Any], records: list[FileRecord],
+def _requirements(platform: str, data: Mapping[str, Any], records: list[FileRecord],
                   tools: bool = False) -> str:
     lines = requirements_header(platform, data, tools)
     lines += [f"{r.package}=={r.version} --hash=sha256:{r.sha256}"

@@ -33,15 +33,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lockkit import __version__
 from lockkit._internal.fs import write_atomic
-from lockkit._internal.parse import parse_toml
 from lockkit._internal.redact import redact, strip_credentials
 from lockkit.errors import ConfigError
+from lockkit.lock.model import LockMeta
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; the import is deferred at run time
     from cyclonedx.model.bom import Bom
     from cyclonedx.model.component import Component
 
     from lockkit._internal.outfile import Target
+    from lockkit.lock.model import Lock
 
 __all__ = ["FILENAME", "SCHEMA_VERSION", "WHAT", "File", "files_of_manifest", "recognise",
            "refresh", "render", "serial_number"]
@@ -138,8 +139,8 @@ def _url_or_empty(source: Any) -> str:
         else ""
 
 
-def refresh(folder: Path, lock_path: Path, out: Target | None = None) -> Path:
-    """(Re)write the SBOM of the wheelhouse *folder* from its manifest and the lock it was
+def refresh(folder: Path, lock: Lock, out: Target | None = None) -> Path:
+    """(Re)write the SBOM of the wheelhouse *folder* from its manifest and the *lock* it was
     built from; return the file written (the folder's ``sbom.cdx.json``, or *out*'s path as
     given: a target :func:`lockkit._internal.outfile.check` allowed).
 
@@ -149,17 +150,14 @@ def refresh(folder: Path, lock_path: Path, out: Target | None = None) -> Path:
     from lockkit.wheelhouse.archive import read_manifest
 
     manifest = read_manifest(folder)
-    raw = lock_path.read_bytes()
-    lock_sha = hashlib.sha256(raw).hexdigest()
-    if manifest.get("lock_sha256") != lock_sha:
-        raise ConfigError(f"{lock_path}: not the lock {folder} was built from (sha256 "
-                          f"{lock_sha[:12]}, the manifest says "
+    if manifest.get("lock_sha256") != lock.sha256:
+        raise ConfigError(f"{lock.path}: not the lock {folder} was built from (sha256 "
+                          f"{lock.sha256[:12]}, the manifest says "
                           f"{str(manifest.get('lock_sha256'))[:12]})",
                           hint="pass that lock with --lock, or build the wheelhouse again")
-    lock = parse_toml(raw.decode("utf-8"), lock_path)
-    files = files_of_manifest(manifest, lock, folder / "manifest.json")
-    text = render(files, platform=str(manifest.get("platform", "")), lock=lock,
-                  lock_sha256=lock_sha)
+    files = files_of_manifest(manifest, lock.data, folder / "manifest.json")
+    text = render(files, platform=str(manifest.get("platform", "")), lock=lock.data,
+                  lock_sha256=lock.sha256)
     if out is not None:
         from lockkit._internal.outfile import write
 
@@ -238,7 +236,7 @@ def _bom(files: list[File], platform: str, lock: Mapping[str, Any], lock_sha256:
                      bom_ref=f"lockkit@{__version__}")
     props = [Property(name=f"{_PROP}platform", value=platform),
              Property(name=f"{_PROP}lock_sha256", value=lock_sha256)]
-    torch_index = lock.get("tool", {}).get("lockkit", {}).get("torch-index")
+    torch_index = LockMeta.of(lock, "the lock").torch_index
     components = [_component(f, torch_index) for f in files]
     metadata = BomMetaData(tools=ToolRepository(components=[tool]), properties=props,
                            timestamp=_epoch())

@@ -72,7 +72,7 @@ from lockkit.compile.resolve import ResolveOptions, resolve
 from lockkit.config.project import Project
 from lockkit.errors import BuildError, LockkitError
 from lockkit.index.urls import Indexes, Mirrors
-from lockkit.lock.lockfile import python_of, read_lock
+from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.targets import select
 from lockkit.wheelhouse.fetch import Fetcher, FetchError, Want
@@ -88,7 +88,7 @@ from lockkit.wheelhouse.toolpins import FOLDER, kept_pins, requirements_text
 from lockkit.wheelhouse.trust import file_name_problem, inside
 
 __all__ = ["Tool", "Toolset", "own_wheel", "place", "prepare", "runtime_requirements",
-           "skip_reason", "target_python"]
+           "skip_reason"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,12 +113,6 @@ class Toolset:
     key: str  # the resolution key (see the module), written in tools/requirements.txt
 
 
-def target_python(lock_path: Path) -> str:
-    """The Python version the lock was compiled for (:func:`lockkit.lock.lockfile.python_of`):
-    the offline machine runs lockkit with the interpreter it rebuilds the lock with."""
-    return python_of(read_lock(lock_path)[0], lock_path)
-
-
 def skip_reason(python: str) -> str | None:
     """Why lockkit cannot run on Python *python* (its Requires-Python), else None."""
     spec = next(iter(distribution().metadata.get_all("Requires-Python") or []), "")
@@ -137,12 +131,13 @@ def runtime_requirements() -> list[str]:
     return out
 
 
-def prepare(project: Project, platform: Platform, lock_path: Path,
+def prepare(project: Project, platform: Platform, lock: Lock,
             fetcher: Fetcher, *, kept: Path | None = None) -> Toolset:
     """Resolve, fetch and build every tool for *platform*, lockkit's wheel first; or take
     the pins of the wheelhouse *kept* (the folder this build replaces) when they were made
-    from the same inputs (see the module)."""
-    python = target_python(lock_path)
+    from the same inputs (see the module). The tools are for *lock*'s Python: the offline
+    machine runs lockkit with the interpreter it rebuilds the lock with."""
+    python = lock.python
     root = source_tree()
     key = resolution_key(project, platform, python, root)
     tools = _from_kept(kept, key, project, platform, fetcher) if kept is not None else None

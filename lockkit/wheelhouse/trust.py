@@ -28,7 +28,7 @@ from packaging.utils import (
 
 from lockkit._internal.fs import sha256_file
 from lockkit.errors import TrustError, UsageError
-from lockkit.lock.lockfile import python_of, read_lock
+from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform, load_catalog
 from lockkit.platforms.targets import select
 
@@ -84,10 +84,10 @@ def inside(folder: Path, name: str) -> Path:
     return dest
 
 
-def selection(lock_path: Path, platform: Platform) -> list[Selected]:
-    """The files *lock_path* selects for *platform*, with the lock's sha256 of each."""
-    data, pylock = read_lock(lock_path)
-    chosen = select(pylock, platform, python_of(data, lock_path), lock_path, TrustError)
+def selection(lock: Lock, platform: Platform) -> list[Selected]:
+    """The files *lock* selects for *platform*, with the lock's sha256 of each."""
+    lock_path = lock.path
+    chosen = select(lock.pylock, platform, lock.python, lock_path, TrustError)
     out = []
     for package, dist in chosen:
         name = canonicalize_name(package.name)
@@ -103,18 +103,17 @@ def selection(lock_path: Path, platform: Platform) -> list[Selected]:
     return out
 
 
-def committed(lock_path: Path, project_dir: Path | None = None) -> list[Selected]:
-    """The selection of a lock file for the platform its ``[tool.lockkit]`` names."""
-    data, _ = read_lock(lock_path)
-    name = data.get("tool", {}).get("lockkit", {}).get("platform")
+def committed(lock: Lock, project_dir: Path | None = None) -> list[Selected]:
+    """The selection of *lock* for the platform its ``[tool.lockkit]`` names."""
+    name = lock.meta.platform
     catalog = load_catalog(project_dir)
     platforms, broken = catalog.platforms, catalog.error([str(name)])
     if broken is not None:
         raise broken
     if name not in platforms:
-        raise UsageError(f"{lock_path}: [tool.lockkit].platform is {name!r}, not a known "
+        raise UsageError(f"{lock.path}: [tool.lockkit].platform is {name!r}, not a known "
                          "platform", hint="pass a lock written by 'lockkit compile'")
-    return selection(lock_path, platforms[name])
+    return selection(lock, platforms[name])
 
 
 def check_folder(folder: Path, selected: list[Selected],

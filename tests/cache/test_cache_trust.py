@@ -33,6 +33,7 @@ from lockkit.cache.store import Cache
 from lockkit.cli import main
 from lockkit.config.project import load_project
 from lockkit.errors import HashMismatch
+from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import load_platforms
 from lockkit.verify.install import shared_root
 from lockkit.wheelhouse import archive, ownwheel, tools
@@ -240,7 +241,8 @@ def assert_the_locks_wheelhouse(out: Path, reference: Path, lock: Path,
     """*out* is, byte for byte, the wheelhouse a fresh cache gives; it packs against the
     lock; nothing planted escaped; every wheel in it is this user's."""
     assert contents(out) == contents(reference)
-    assert archive.pack(out, out.parent / "check.tar", lock=lock, project_dir=project)
+    assert archive.pack(out, out.parent / "check.tar", lock=Lock.read(lock),
+                        project_dir=project)
     (out.parent / "check.tar").unlink()
     assert not pth_files(out.parent) and not list(out.parent.rglob("escaped*"))
     assert all(p.stat().st_uid == os.geteuid() for p in out.rglob("*"))
@@ -583,7 +585,7 @@ def test_planted_tools_memos_in_a_shared_cache_pin_nothing_planted(tools_project
     files = plants(cache, lock, root)
     project = load_project(root)
     platform = load_platforms(project.root)[PLATFORM]
-    python = tools.target_python(lock)
+    python = Lock.read(lock).python
     from lockkit._internal.redact import strip_credentials
 
     old_key = hashlib.sha256(json.dumps(  # the name an older lockkit read its memo under
@@ -602,7 +604,8 @@ def test_planted_tools_memos_in_a_shared_cache_pin_nothing_planted(tools_project
     pins = tool_pins(tmp_path / "out")
     assert pins and evil_sha not in pins
     assert site_pth() == before and not pth_files(tmp_path, intruder.base)
-    assert archive.pack(tmp_path / "out", tmp_path / "wh.tar", lock=lock, project_dir=root)
+    assert archive.pack(tmp_path / "out", tmp_path / "wh.tar", lock=Lock.read(lock),
+                        project_dir=root)
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ from lockkit._internal.compat import tomllib
 from lockkit.cli import main
 from lockkit.config.project import load_project
 from lockkit.lock.freshness import fingerprint, packages_digest_of_read, stale_warning
+from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import load_platforms
 from tests.support.index_server import IndexServer
 from tests.support.project import LINUX, MAC, OFFICIAL
@@ -78,7 +79,8 @@ def test_a_wheel_pointed_at_another_host_is_not_fresh_and_not_locked(project, el
     assert f"numpy 2.1.0: {url} is not on the index-url's host or its mirror" in line
     # verify and wheelhouse build, which use a lock as it is, warn of it too
     project_ = load_project(project)
-    warning = stale_warning(project_, load_platforms(project)["linux-cpu"])
+    warning = stale_warning(project_, load_platforms(project)["linux-cpu"],
+                            Lock.read(project_.lock_path("linux-cpu")))
     assert warning is not None and warning.startswith("pylock.linux-cpu.toml is modified")
     assert url in warning
     code, err = locked(project, capsys)

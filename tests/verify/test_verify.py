@@ -14,7 +14,7 @@ import pytest
 
 from lockkit.cli import main
 from lockkit.config.project import load_project
-from lockkit.lock.lockfile import read_lock
+from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import load_platforms
 from lockkit.report.model import Dossier
 from lockkit.verify.context import Options as VerifyOptions
@@ -226,7 +226,7 @@ def test_a_verify_that_does_not_pass_ends_as_every_failure_does(fake_project, ca
                  "--report-dir", str(root / "report"), "--no-gpu"]) == 1
     err = capsys.readouterr().err
     # off a terminal, the install is one phase line (on one, the bar counts the packages)
-    packages = len(read_lock(root / "locks" / "pylock.linux-cu126.toml")[1].packages)
+    packages = len(Lock.read(root / "locks" / "pylock.linux-cu126.toml").pylock.packages)
     assert [line for line in err.splitlines() if "installing" in line] == [
         f"linux-cu126: installing {packages} packages..."]
     last, hint = err.strip().splitlines()[-2:]
@@ -243,7 +243,7 @@ def test_the_install_step_counts_the_packages_in_the_venv_as_they_land(fake_proj
         project=load_project(root), platform=load_platforms(None)["linux-cpu"],
         cache_root=tmp_path / "cache", on_progress=lambda *told: seen.append(told)))
     assert outcome.dossier.step("install").status == "passed"
-    total = len(read_lock(root / "locks" / "pylock.linux-cpu.toml")[1].packages)
+    total = len(Lock.read(root / "locks" / "pylock.linux-cpu.toml").pylock.packages)
     assert {(what, of) for what, _, of in seen} == {("installing", total)}
     done = [n for _, n, _ in seen]
     assert done == sorted(done) and done[-1] == total

@@ -24,6 +24,7 @@ from lockkit import __version__
 from lockkit.cache.store import Cache
 from lockkit.cli import main
 from lockkit.config.project import load_project
+from lockkit.lock.model import Lock
 from lockkit.wheelhouse import archive, ownwheel, tools, trust
 from tests.support.fake_torch import build_fake_torch
 from tests.support.index_server import IndexServer
@@ -157,7 +158,7 @@ def test_tools_are_listed_pinned_and_apart_from_the_app(built):
     assert not [p for p in pt.requests if "httpx" in p or "/uv" in p]
     # the lock's check ignores tools/: the top-level wheels are exactly the lock's
     checked = trust.check_folder(wheelhouse, trust.committed(
-        root / "locks" / f"pylock.{PLATFORM}.toml", root),
+        Lock.read(root / "locks" / f"pylock.{PLATFORM}.toml"), root),
         json.loads((wheelhouse / "manifest.json").read_text()))
     assert [c.package for c in checked] == ["numpy", "torch"]
 
@@ -186,7 +187,7 @@ def test_lockkit_wheel_is_reproducible_and_complete(built, tmp_path):
 @pytest.mark.network
 def test_pack_and_unpack_carry_the_tools(built, tmp_path):
     root, wheelhouse, _, _ = built
-    lock_file = root / "locks" / f"pylock.{PLATFORM}.toml"
+    lock_file = Lock.read(root / "locks" / f"pylock.{PLATFORM}.toml")
     tar = archive.pack(wheelhouse, tmp_path / "wh.tar", lock=lock_file, project_dir=root)
     out = archive.unpack(tar, tmp_path / "out", lock=lock_file, project_dir=root)
     for entry in tools_entries(wheelhouse):

@@ -1,0 +1,152 @@
+"""The lock as one typed value (lockkit.lock.model): [tool.lockkit] round-trips through
+LockMeta, a malformed table is one line naming the file and each bad key, and every
+command reads and parses each lock once (issue 34: build parsed it 3 times, pack 3,
+verify 4)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lockkit._internal.compat import tomllib
+from lockkit.cli import main
+from lockkit.errors import ConfigError
+from lockkit.lock.model import Backend, Lock, LockMeta, with_meta
+from tests.support.wheelhouse import compiled
+
+TABLE = {  # as compile writes it, in its order
+    "platform": "linux-cpu", "platform-fingerprint": "sha256:" + "1" * 64,
+    "backend": {"kind": "cpu", "version": ""}, "torch-index": "https://example.invalid/cpu",
+    "python": "3.11", "lock-format": 2, "inputs-fingerprint": "sha256:" + "2" * 64,
+    "lockkit-version": "0.1", "uv-version": "0.9.0", "hashed-by-lockkit": ["a-1.tar.gz"],
+    "packages-digest": "sha256:" + "3" * 64,
+    "inputs": {"requirements": {"requirements.in": ["numpy"]}, "options": {"python": "3.11"}},
+}
+
+HEAD = ('lock-version = "1.0"\ncreated-by = "lockkit"\nrequires-python = "==3.11.*"\n'
+        "packages = []\n")
+
+
+def test_the_table_round_trips_in_compiles_order():
+    meta = LockMeta.from_table(TABLE, "pylock.toml")
+    assert meta.platform == "linux-cpu" and meta.lock_format == 2
+    assert meta.backend == Backend(kind="cpu", version="")
+    assert meta.hashed_by_lockkit == ("a-1.tar.gz",)
+    assert meta.to_table() == TABLE and list(meta.to_table()) == list(TABLE)
+    assert LockMeta.from_table(meta.to_table(), "pylock.toml") == meta
+
+
+def test_a_newer_lockkits_keys_are_kept_and_a_foreign_lock_has_none():
+    meta = LockMeta.from_table({"platform": "linux-cpu", "new-key": [1]}, "p")
+    assert meta.extra == {"new-key": [1]}
+    assert meta.to_table() == {"platform": "linux-cpu", "new-key": [1]}
+    assert LockMeta.from_table(None, "p") == LockMeta() and LockMeta().to_table() == {}
+
+
+def test_the_lock_file_reads_back_with_its_bytes_sha256(tmp_path):
+    path = tmp_path / "pylock.linux-cpu.toml"
+    doc = with_meta(tomllib.loads(HEAD), LockMeta.from_table(TABLE, "t"))
+    import tomli_w
+
+    path.write_text(tomli_w.dumps(doc), encoding="utf-8")
+    lock = Lock.read(path)
+    assert lock.meta.to_table() == TABLE and lock.python == "3.11"
+    assert lock.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert lock.text == path.read_text(encoding="utf-8") and lock.pylock.packages == []
+    with pytest.raises(ConfigError, match="lock is for platform 'linux-cpu', not 'mac'"):
+        lock.of_platform("mac")
+
+
+@pytest.mark.parametrize("tool,said", [
+    ('python = 3.12\nlock-format = "2"\n',
+     ['tool.lockkit.python: expected a version such as "3.12", got 3.12',
+      "tool.lockkit.lock-format: expected an integer, got '2'"]),
+    ('backend = "cpu"\n', ["tool.lockkit.backend: expected a table with kind and version"]),
+    ('hashed-by-lockkit = "x.whl"\n', ["tool.lockkit.hashed-by-lockkit: expected a list"]),
+    ('platform = 1\ninputs = "x"\n', ["tool.lockkit.platform: expected a platform name",
+                                       "tool.lockkit.inputs: expected a table"]),
+], ids=["python-and-format", "backend", "hashed", "platform-and-inputs"])
+def test_a_malformed_table_is_one_line_naming_the_file_and_each_key(tmp_path, tool, said):
+    path = tmp_path / "pylock.linux-cpu.toml"
+    path.write_text(HEAD + "[tool.lockkit]\n" + tool, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        Lock.read(path)
+    msg = str(caught.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: ")
+    assert all(s in msg for s in said), msg
+    assert caught.value.exit_code == 2 and caught.value.hint == "compile the lock again"
+
+
+def test_a_table_that_is_no_table_is_named(tmp_path):
+    path = tmp_path / "pylock.linux-cpu.toml"
+    path.write_text(HEAD + "tool = {lockkit = 1}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"tool\.lockkit: not a table \(1\)"):
+        Lock.read(path)
+
+
+def test_a_malformed_table_stops_a_command_with_exit_2(project, indexes, tmp_path, capsys):
+    lock = compiled(project)
+    text = lock.read_text().replace('python = "3.11"', "python = 3.11", 1)
+    assert text != lock.read_text()
+    lock.write_text(text)
+    capsys.readouterr()
+    assert main(["wheelhouse", "build", "--project", str(project), "--platform", "linux-cpu",
+                 "--cache-dir", str(tmp_path / "cache")]) == 2
+    err = capsys.readouterr().err
+    assert f"{lock}: tool.lockkit.python: expected a version" in err and "Traceback" not in err
+
+
+# --- one parse per lock per command ------------------------------------------------------
+
+@contextlib.contextmanager
+def parses_of(lock: Path) -> Iterator[list[str]]:
+    """Each TOML parse of *lock*'s text while the block runs (every reader goes through
+    ``tomllib.loads``, however it names it)."""
+    text, real, seen = lock.read_text(encoding="utf-8"), tomllib.loads, []
+
+    def counting(s: str, /, **kw):
+        if s == text:
+            seen.append(s)
+        return real(s, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tomllib, "loads", counting)
+        yield seen
+
+
+def test_each_command_parses_its_lock_once(project, indexes, tmp_path, capsys):
+    lock = compiled(project)
+    cache, base = str(tmp_path / "cache"), ["--project", str(project)]
+    counts = {}
+    with parses_of(lock) as seen:  # no wheelhouse yet: verify fetches the lock's files
+        main(["verify", *base, "--platform", "linux-cpu", "--no-gpu", "--cache-dir", cache,
+              "--report-dir", str(tmp_path / "report")])
+    counts["verify (fetching)"] = len(seen)
+    runs = {
+        "wheelhouse build": ["wheelhouse", "build", *base, "--platform", "linux-cpu",
+                             "--cache-dir", cache],
+        "verify": ["verify", *base, "--platform", "linux-cpu", "--no-gpu",
+                   "--report-dir", str(tmp_path / "report2")],
+        "sync": ["sync", *base, "--platform", "linux-cpu", "--venv", str(tmp_path / "venv")],
+        "wheelhouse pack": ["wheelhouse", "pack", *base, "--platform", "linux-cpu",
+                            "-o", str(tmp_path / "wh.tar")],
+        "wheelhouse unpack --lock": ["wheelhouse", "unpack", str(tmp_path / "wh.tar"),
+                                     "--lock", str(lock), "--out", str(tmp_path / "out")],
+        "wheelhouse sbom": ["wheelhouse", "sbom", *base, "--platform", "linux-cpu"],
+        "export": ["export", *base, "--platform", "linux-cpu"],
+        "cache info": ["cache", "info", *base, "--cache-dir", cache],
+        "compile --check": ["compile", *base, "--check"],
+        "compile --locked": ["compile", *base, "--locked"],
+        "diff": ["diff", str(lock), str(lock)],
+    }
+    for name, argv in runs.items():
+        with parses_of(lock) as seen:
+            code = main(argv)
+        counts[name] = len(seen)
+        if name != "verify":  # verify's verdict is the fake torch's; its reads are counted
+            assert code == 0, (name, capsys.readouterr().err)
+    assert counts == {name: 2 if name == "diff" else 1 for name in counts}, counts
