@@ -178,11 +178,14 @@ def _refused(path: Path, exc: ConfigError) -> Verdict:
     """A lock :meth:`Lock.read` refused (read again only here): edited after lockkit wrote
     it when its packages digest is not its own (a hand-changed version leaves its file
     names behind: no longer PEP 751), else not a lock lockkit wrote."""
-    try:
+    try:  # TOML nested too deep for any reader is bad input (exit 2), never a verdict
         data = parse_toml(path.read_text(encoding="utf-8"), path)
-        edited = packages_digest_of_read(data["packages"]) != LockMeta.of(
-            data, path).packages_digest
-    except (LockkitError, OSError, KeyError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = None
+    try:
+        edited = data is not None and packages_digest_of_read(
+            data["packages"]) != LockMeta.of(data, path).packages_digest
+    except (LockkitError, KeyError, TypeError):
         edited = False
     why = f"not a lock lockkit wrote ({str(exc).removeprefix(f'{path}: ')})"
     return Verdict(status="modified", detail=_EDITED if edited else why)

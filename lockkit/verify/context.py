@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,13 +128,18 @@ class Run:
              stacks_on_timeout: bool = False, uv_cache: Path | None = None) -> _run.Result:
         """Run a command for *step*; every uv command uses this run's own uv cache, or
         *uv_cache*. *stacks_on_timeout*: see :func:`lockkit._internal.proc.call` (the caller's *env*
-        should carry ``PYTHONFAULTHANDLER=1``)."""
+        should carry ``PYTHONFAULTHANDLER=1``). Every command's TMPDIR is a folder of the
+        run's work folder: what a command leaves there (ensurepip's wheel folder, when a
+        signal ends it) goes with the work folder."""
         if argv[0] == uv_bin():
             env = {**(env if env is not None else _run.isolated_env()),
                    "UV_CACHE_DIR": str(uv_cache or self.work / UV_CACHE)}
         elif self.pycache is not None and argv[0] == str(self.python):
             env = {**(env if env is not None else _run.isolated_env()),
                    "PYTHONPYCACHEPREFIX": str(self.pycache)}
+        tmp = self.work / "tmp"
+        tmp.mkdir(exist_ok=True)
+        env = {**(env if env is not None else os.environ), "TMPDIR": str(tmp)}
         return _run.call(argv, timeout=timeout, env=env, cwd=cwd, record=self.recorder(step),
                          stacks_on_timeout=stacks_on_timeout)
 
