@@ -8,7 +8,9 @@ from pathlib import Path
 
 from lockkit._internal import proc
 
-__all__ = ["uv_bin", "uv_version"]
+__all__ = ["UV_TIMEOUT", "uv_bin", "uv_version"]
+
+UV_TIMEOUT = 900  # seconds: the longest one uv run may take (a resolve, an sdist's build)
 
 
 def uv_bin() -> str:

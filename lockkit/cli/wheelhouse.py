@@ -65,13 +65,13 @@ def _build(args: argparse.Namespace) -> int:
     credentials = Credentials.for_indexes(project.index_url, project.mirrors)
     try:
         with http_client(connections=args.jobs, timeout=args.timeout,
-                         credentials=credentials) as client, \
+                         attempts=args.retries + 1, credentials=credentials) as client, \
                 ui.transfer(f"{platform.name}: files", len(items), total, phase,
                             unknown) as shown:
             result = wheelhouse.build(
                 project, platform, out, client=client, cache=cache,
                 find_links=tuple(p.absolute() for p in args.find_links), jobs=args.jobs,
-                attempts=args.retries + 1, items=items, lock=lock,
+                items=items, lock=lock,
                 on_file=lambda got: _shown_done(shown, got), on_bytes=shown.moved,
                 with_tools=with_tools)
     except OSError as exc:

@@ -24,7 +24,7 @@ from lockkit._internal import proc as _run
 from lockkit._internal.compat import tomllib
 from lockkit._internal.fs import temp_folder
 from lockkit._internal.redact import redact
-from lockkit._internal.uv import uv_bin
+from lockkit._internal.uv import UV_TIMEOUT, uv_bin
 from lockkit.errors import IndexError_, ResolutionError
 from lockkit.index.http import PAGE_HINT
 from lockkit.index.pages import TIMEOUT
@@ -183,9 +183,9 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
             indexes, routing.url if routing else None, Path(tmp), timeout)})
         if routing is not None:
             routing.prefetch(prefetch, then=meanwhile)
-            result = _run.call(argv, timeout=900, env=env, stop=stop)
+            result = _run.call(argv, timeout=UV_TIMEOUT, env=env, stop=stop)
         else:
-            result = _run.call(argv, timeout=900, env=env, on_start=_in_thread(meanwhile))
+            result = _run.call(argv, timeout=UV_TIMEOUT, env=env, on_start=_in_thread(meanwhile))
         if routing is not None and routing.failed is not None:  # uv was stopped for it
             raise _unreachable_error(platform, indexes, routing.failed)
         if result.returncode != 0:

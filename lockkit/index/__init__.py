@@ -1,7 +1,8 @@
 """Talking to package indexes: the official, effective and printable forms of a URL and a
 platform's indexes (:mod:`~lockkit.index.urls`), credentials by host
 (:mod:`~lockkit.index.auth`), the one HTTP client policy every request lockkit makes goes
-by (:mod:`~lockkit.index.http`), the PyTorch index pages compile fetches and PEP 503 link
+by (:mod:`~lockkit.index.http`) and its one retry rule, the client's transport
+(:mod:`~lockkit.index.transport`), the PyTorch index pages compile fetches and PEP 503 link
 parsing (:mod:`~lockkit.index.pages`), and the loopback routing index that gives uv a
 platform's torch-family names from its PyTorch index only (:mod:`~lockkit.index.routing`,
 served by :mod:`~lockkit.index.loopback`).

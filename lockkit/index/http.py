@@ -8,7 +8,8 @@ made from one :class:`Policy`, which decides, once for all of them:
 - TLS: certifi's CA bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set (what pip,
   uv and httpx itself trust), through :func:`tls_context`;
 - proxies: from the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``,
-  ``NO_PROXY``: httpx's ``trust_env``);
+  ``NO_PROXY``, as the standard library reads them: :func:`~lockkit.index.transport.
+  proxy_for`);
 - credentials: by host (:mod:`lockkit.index.auth`), as Basic auth; redirects are followed
   and the Authorization header is kept on the same origin only (httpx drops it for any
   other host);
@@ -19,10 +20,13 @@ made from one :class:`Policy`, which decides, once for all of them:
   of them kept, the rest never read (:func:`read_page`): a mirror serving a 1.5 GB page
   took a compile to 4.6 GiB of memory;
 - retries: *attempts* in all, ``backoff * 2 ** n`` seconds apart (:meth:`Policy.pause`),
-  for a 5xx or a connection broken mid-way. With *fail_fast* (compile), a host that
-  :func:`unreachable` says a retry within seconds would only find again (its name does not
-  resolve, it refuses, it does not answer in time, its certificate is not trusted) is not
-  retried; downloads (no *fail_fast*) retry every transport failure.
+  for a 5xx or a connection broken before the answer, by the client's transport
+  (:class:`~lockkit.index.transport.Retrying`: the one rule, for pages, hashes and
+  downloads alike). With *fail_fast* (compile), a host that :func:`unreachable` says a
+  retry within seconds would only find again (its name does not resolve, it refuses, it
+  does not answer in time, its certificate is not trusted) is not retried; downloads (no
+  *fail_fast*) retry every transport failure. A body cut short after its headers is its
+  reader's to fetch again.
 
 httpx is imported, and the client built, on the first request only: a warm rebuild that
 finds every file in the cache never pays for either.
@@ -52,7 +56,7 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["CONNECT_TIMEOUT", "MAX_PAGE", "PAGE_HINT", "TIMEOUT", "USER_AGENT", "Client",
+__all__ = ["CONNECT_TIMEOUT", "MAX_PAGE", "PAGE_HINT", "STOP", "TIMEOUT", "USER_AGENT", "Client",
            "PageTooLarge", "Policy", "mib", "read_page", "timed_out", "tls_context",
            "unreachable"]
 
@@ -60,6 +64,9 @@ USER_AGENT = f"lockkit/{__version__}"
 TIMEOUT = 30.0  # seconds: compile --timeout's default (connect, and each read)
 CONNECT_TIMEOUT = 15.0  # the longest a download waits for its connection
 MAX_PAGE = 64 << 20  # bytes: the largest index page read (max-page-size's default, in MiB)
+# A request extension (``extensions={STOP: event}``): the event that ends the pauses between
+# the transport's attempts at once, none following (Ctrl-C, a failed build).
+STOP = "lockkit.stop"
 PAGE_HINT = ("if this index's pages are meant to be that large, raise the limit: "
              "--max-page-size MIB, or max-page-size = MIB in lockkit.toml ([tool.lockkit])")
 
@@ -103,11 +110,13 @@ class Policy:
         """A new ``httpx.Client`` that sends requests as this policy says."""
         import httpx
 
+        from lockkit.index.transport import Retrying
+
         limits = (httpx.Limits(max_connections=max(1, self.connections))
                   if self.connections else httpx.Limits())
         return httpx.Client(
-            verify=tls_context(), trust_env=True, follow_redirects=True, limits=limits,
-            headers={"User-Agent": USER_AGENT},
+            transport=Retrying(self, verify=tls_context(), limits=limits),
+            trust_env=True, follow_redirects=True, headers={"User-Agent": USER_AGENT},
             timeout=httpx.Timeout(self.timeout, connect=self.connect or self.timeout))
 
 

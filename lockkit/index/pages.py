@@ -4,12 +4,9 @@ of files whose page gave none (:class:`Http`), sent as :mod:`lockkit.index.http`
 from __future__ import annotations
 
 import hashlib
-import logging
 import threading
-import time
 from typing import TYPE_CHECKING
 
-from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import redact
 from lockkit.errors import IndexError_
 from lockkit.index.http import MAX_PAGE, TIMEOUT, Client, Policy, read_page
@@ -18,8 +15,6 @@ if TYPE_CHECKING:
     from lockkit.index.auth import Credentials
 
 __all__ = ["TIMEOUT", "Http", "parse_links"]
-
-_log = logging.getLogger(__name__)
 
 
 class Http:
@@ -36,10 +31,11 @@ class Http:
 
     Failing fast: *timeout* bounds the connection and each read (seconds without an
     answer). A host that cannot be resolved, refuses, or does not answer in time is not
-    asked again: not in this fetch (retries are for a 5xx or a connection broken mid-way)
-    and not for the rest of this run, which shares this object (``compile --all``: 16
-    platforms on 7 index URLs pay for an unreachable host once). What is remembered is
-    only that the host failed, in this process's memory, never on disk.
+    asked again: not in this fetch (the client's transport retries a 5xx or a connection
+    broken before the answer: :mod:`lockkit.index.transport`) and not for the rest of this
+    run, which shares this object (``compile --all``: 16 platforms on 7 index URLs pay for
+    an unreachable host once). What is remembered is only that the host failed, in this
+    process's memory, never on disk.
 
     A page is read as a stream, at most *max_page* bytes (the project's ``max-page-size``,
     64 MiB unless it says more) and refused past that (``lockkit.index.http.read_page``:
@@ -64,8 +60,9 @@ class Http:
         self.failed: dict[str, str] = {}  # origin -> why it failed, in this run
 
     def page(self, url: str) -> tuple[int, str]:
-        """GET a PEP 503 page (HTML: the PyTorch index has no JSON API); retry 5xx/resets.
-        A page past :attr:`max_page` bytes is :class:`~lockkit.index.http.PageTooLarge`."""
+        """GET a PEP 503 page (HTML: the PyTorch index has no JSON API); 5xx and resets
+        are retried by the client's transport, whose last answer this is. A page past
+        :attr:`max_page` bytes is :class:`~lockkit.index.http.PageTooLarge`."""
         import httpx
 
         from lockkit.index.urls import origin
@@ -76,23 +73,15 @@ class Http:
         if known is not None:
             raise IndexError_(f"cannot fetch {redact(url)}: not asked again, its host failed "
                               f"earlier in this run: {known}")
-        for attempt in range(self.policy.attempts):
-            last = attempt + 1 == self.policy.attempts
-            try:
-                with self.client.stream("GET", url, headers={"Accept": "text/html"}) as resp:
-                    body = read_page(resp, url, self.max_page)
-                if resp.status_code < 500 or last:
-                    return resp.status_code, body.decode(resp.encoding or "utf-8", "replace")
-            except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
-                if last or not self.policy.retries(exc):
-                    why = self.policy.why(exc, url)
-                    with self._lock:
-                        self.failed.setdefault(host, why)
-                    raise IndexError_(f"cannot fetch {redact(url)}: {why}") from exc
-                _log.log(VERBOSE, "GET %s: %s", url, self.policy.why(exc, url))
-            _log.log(VERBOSE, "GET %s: retrying in %.1f s", url, self.policy.pause(attempt))
-            time.sleep(self.policy.pause(attempt))
-        raise AssertionError("unreachable")
+        try:
+            with self.client.stream("GET", url, headers={"Accept": "text/html"}) as resp:
+                body = read_page(resp, url, self.max_page)
+        except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
+            why = self.policy.why(exc, url)
+            with self._lock:
+                self.failed.setdefault(host, why)
+            raise IndexError_(f"cannot fetch {redact(url)}: {why}") from exc
+        return resp.status_code, body.decode(resp.encoding or "utf-8", "replace")
 
     def hash(self, url: str) -> str:
         import httpx

@@ -1,6 +1,7 @@
 """``lockkit wheelhouse``: every wheel of a lock in one folder that installs offline
-(:mod:`~lockkit.wheelhouse.build`), downloads by hash (:mod:`~lockkit.wheelhouse.fetch`) on
-a few threads (:mod:`~lockkit.wheelhouse.download`), the files beside the wheels: lock,
+(:mod:`~lockkit.wheelhouse.build`), downloads by hash (:mod:`~lockkit.wheelhouse.fetch`),
+written and hashed on a second thread (:mod:`~lockkit.wheelhouse.sink`), on a few threads
+(:mod:`~lockkit.wheelhouse.download`), the files beside the wheels: lock,
 requirements, ``simple/``, manifest (:mod:`~lockkit.wheelhouse.meta`), the folder checked
 against the committed lock (:mod:`~lockkit.wheelhouse.trust`), every file a printed install
 command reads held to what that lock implies, for pack, unpack and verify alike

@@ -145,8 +145,8 @@ def _item(project: Project, name: str, version: str, dist: PackageWheel | Packag
 
 
 def build(project: Project, platform: Platform, out: Path, *, client: Any, cache: Cache,
-          find_links: tuple[Path, ...] = (), jobs: int = 8, attempts: int = 4,
-          backoff: float = 0.5, on_file: Callable[[Got], None] | None = None,
+          find_links: tuple[Path, ...] = (), jobs: int = 8,
+          on_file: Callable[[Got], None] | None = None,
           on_bytes: Callable[[int], None] | None = None,
           items: list[Item] | None = None, lock: Lock | None = None,
           with_tools: bool = False) -> BuildResult:
@@ -155,8 +155,8 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
         lock, items = plan(project, platform, lock=lock)
     cache.sweep()
     _sweep_stale(out)
-    fetcher = Fetcher(client, cache, find_links=find_links, attempts=attempts, backoff=backoff,
-                      on_bytes=on_bytes, max_page=project.max_page_size << 20)
+    fetcher = Fetcher(client, cache, find_links=find_links, on_bytes=on_bytes,
+                      max_page=project.max_page_size << 20)
     gots = fetch_items(fetcher, items, jobs, on_file)
     kit = None
     if with_tools:
@@ -236,11 +236,11 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
         if copy_file(sdist, src) != item.want.sha256:  # the cache's blob, hashed as copied
             raise HashMismatch(f"{item.want.filename}: the cache's copy changed before it "
                                "was built", hint="run the build again")
-        from lockkit._internal.uv import uv_bin
+        from lockkit._internal.uv import UV_TIMEOUT, uv_bin
 
         argv = [uv_bin(), "build", "--wheel", "--no-config", "--quiet", "--python",
                 sys.executable, "--out-dir", str(Path(tmp) / "dist"), str(src)]
-        result = _run.call(argv, timeout=900, env=env)
+        result = _run.call(argv, timeout=UV_TIMEOUT, env=env)
         wheels = sorted((Path(tmp) / "dist").glob("*.whl"))
         if result.returncode != 0 or not wheels:
             first = (result.stderr.strip().splitlines() or ["no wheel produced"])[-1]

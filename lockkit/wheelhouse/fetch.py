@@ -1,22 +1,25 @@
-"""Downloads identified by hash: a content-addressed cache, streaming checks, retries.
+"""Downloads identified by hash: a content-addressed cache, streaming checks, a body cut
+short fetched again.
 
 A file is known by its sha256; a URL is only a place where it was found. Sources
 are tried in order — the cache (each hit hashed again), ``--find-links`` folders, then
 each URL — and the bytes land in the cache under their hash only after the hash matched,
 through a temp file and a rename: an interrupted run, a crash or two builds sharing the
 cache never leave a partial file under a final name.
+
+Retries are the HTTP client's (:mod:`lockkit.index.transport`: a connect failure, a
+timeout or a 5xx before the body); what is left here is a body cut short after its
+headers, fetched again as often and as far apart as the client's policy says.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
-import queue
 import socket
 import threading
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,8 +30,9 @@ from lockkit.cache.store import CHUNK as _CHUNK
 from lockkit.cache.store import Cache, copy_hashing, default_cache_dir
 from lockkit.errors import FetchError, HashMismatch
 from lockkit.index.auth import Credentials
-from lockkit.index.http import CONNECT_TIMEOUT, MAX_PAGE, Client, Policy, timed_out
+from lockkit.index.http import CONNECT_TIMEOUT, MAX_PAGE, STOP, Client, Policy, timed_out
 from lockkit.index.urls import origin
+from lockkit.wheelhouse.sink import Sink, batches
 
 __all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Stopped", "Want",
            "default_cache_dir", "http_client"]
@@ -74,7 +78,7 @@ class Got:
 
 
 class _Retry(Exception):
-    """A transient fault: try the same URL again after a pause."""
+    """A body cut short after its headers: fetch the same URL again after a pause."""
 
 
 class _Timeout(_Retry):
@@ -84,16 +88,17 @@ class _Timeout(_Retry):
 class Fetcher:
     """Obtains wanted files into the cache; the HTTP client is passed in (testable): a
     :class:`~lockkit.index.http.Client` (:func:`http_client`) or any ``httpx.Client``.
-    A download is tried *attempts* times in all, spaced as :class:`~lockkit.index.http.
-    Policy` says, after any transport failure (no ``fail_fast``), a 5xx or a body cut
-    short: a build of gigabytes is worth a few seconds of patience with a stalled host."""
+    The client's transport retries what fails before a body (a download's policy has no
+    ``fail_fast``: a build of gigabytes is worth a few seconds of patience with a stalled
+    host); a body cut short is fetched again here, as many times and as far apart as the
+    client's :class:`~lockkit.index.http.Policy` says (once, for a plain ``httpx.Client``,
+    which has none)."""
 
     def __init__(self, client: Any, cache: Cache, *, find_links: Sequence[Path] = (),
-                 attempts: int = 4, backoff: float = 0.5,
                  on_bytes: Callable[[int], None] | None = None,
                  max_unknown_size: int = MAX_UNKNOWN_SIZE, max_page: int = MAX_PAGE) -> None:
         self.client, self.cache, self.find_links = client, cache, tuple(find_links)
-        self.policy = Policy(attempts=attempts, backoff=backoff, fail_fast=False)
+        self.policy: Policy | None = getattr(client, "policy", None)  # the client's own
         self.on_bytes = on_bytes or (lambda n: None)
         self.max_unknown_size, self.max_page = max_unknown_size, max_page  # page: _lookup's
         self.stopped = threading.Event()
@@ -161,19 +166,23 @@ class Fetcher:
         return Got(want=want, path=path, origin=f"find-links {folder}", downloaded=0)
 
     def _from_url(self, want: Want, url: str) -> Got:
-        for attempt in range(self.policy.attempts):
+        """*url*'s body, fetched again while it comes cut short (:class:`_Retry`)."""
+        attempts = self.policy.attempts if self.policy else 1
+        for attempt in range(attempts):
             try:
                 size = self._download(want, url)
                 return Got(want=want, path=self.cache.path(want.sha256), origin=redact(url),
                            downloaded=size)
             except _Retry as exc:
-                if attempt + 1 == self.policy.attempts:
-                    raise FetchError(f"{want.filename} from {redact(url)}: {exc} "
-                                     f"(gave up after {attempt + 1} attempts)") \
+                if attempt + 1 == attempts:
+                    raise FetchError(f"{want.filename} from {redact(url)}: {exc}"
+                                     f"{_gave_up(attempt + 1)}") \
                         from (exc if isinstance(exc, _Timeout) else None)
+                assert self.policy is not None  # attempts > 1
+                pause = self.policy.pause(attempt)
                 _log.log(VERBOSE, "%s from %s: %s; retrying in %.1f s", want.filename, url,
-                         exc, self.policy.pause(attempt))
-                if self.stopped.wait(self.policy.pause(attempt)):
+                         exc, pause)
+                if self.stopped.wait(pause):
                     raise Stopped(want.filename) from None
         raise AssertionError("unreachable")
 
@@ -185,7 +194,8 @@ class Fetcher:
         from lockkit.index.pages import parse_links
 
         try:
-            with self.client.stream("GET", page.url, headers={"Accept": "text/html"}) as resp:
+            with self.client.stream("GET", page.url, headers={"Accept": "text/html"},
+                                    extensions={STOP: self.stopped}) as resp:
                 status = resp.status_code
                 text = read_page(resp, page.url, self.max_page).decode("utf-8", "replace") \
                     if status == 200 else ""
@@ -213,10 +223,13 @@ class Fetcher:
             if self.stopped.is_set():  # stopped while this file was being opened
                 out.close()
                 raise Stopped(want.filename)
-            with out, self.client.stream("GET", url, headers=_IDENTITY) as resp:
+            with out, self.client.stream("GET", url, headers=_IDENTITY,
+                                         extensions={STOP: self.stopped}) as resp:
                 self._opened(partial, resp)
-                if resp.status_code >= 500:
-                    raise _Retry(f"HTTP {resp.status_code}")
+                if resp.status_code >= 500:  # the transport's last answer
+                    attempts = self.policy.attempts if self.policy else 1
+                    raise FetchError(f"{want.filename} from {redact(url)}: HTTP "
+                                  f"{resp.status_code}{_gave_up(attempts)}")
                 if resp.status_code != 200:
                     raise FetchError(f"{redact(url)}: HTTP {resp.status_code}",
                                      hint=_refused(resp.status_code))
@@ -232,8 +245,11 @@ class Fetcher:
                 raise Stopped(want.filename) from None
             if isinstance(exc, OSError):
                 raise
-            raise (_Timeout if timed_out(exc) else _Retry)(
-                f"{type(exc).__name__}: {redact(str(exc))}") from None
+            why = f"{type(exc).__name__}: {redact(str(exc))}"
+            if self._open.get(partial) is None:  # before the headers: the transport gave up
+                raise FetchError(f"{want.filename} from {redact(url)}: {why}") \
+                    from (_Timeout() if timed_out(exc) else None)
+            raise (_Timeout if timed_out(exc) else _Retry)(why) from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:  # too many redirects, a bad URL
             raise FetchError(f"{redact(url)}: {type(exc).__name__}: {redact(str(exc))}") from None
         finally:
@@ -243,7 +259,8 @@ class Fetcher:
 
     def _body(self, want: Want, resp: Any, out: Any, cap: _Cap) -> tuple[int, str]:
         """Read the body through httpx, hashed and written on a second thread
-        (:class:`_Sink`) while the next bytes are read; returns their count and sha256.
+        (:class:`~lockkit.wheelhouse.sink.Sink`) while the next bytes are read; returns
+        their count and sha256.
 
         The pieces come as the transport read them (``iter_raw()``; a *chunk_size* would
         join them, one more copy under the GIL: 0.9 CPU-s for 500 MB became 1.8) and go
@@ -253,8 +270,8 @@ class Fetcher:
         encoding = resp.headers.get("Content-Encoding", "").strip().lower()
         pieces = resp.iter_raw() if encoding in ("", "identity") else resp.iter_bytes()
         received = 0
-        with _Sink(out) as sink:
-            for batch in _batches(pieces, _CHUNK):
+        with Sink(out) as sink:
+            for batch in batches(pieces, _CHUNK):
                 if self.stopped.is_set():
                     raise Stopped(want.filename)
                 received += sum(map(len, batch))
@@ -303,68 +320,6 @@ class Fetcher:
                                f"match the lock's {want.sha256}; the file was discarded")
 
 
-class _Sink:
-    """Writes and hashes a body's lists of pieces on a thread of its own, in order.
-    hashlib and ``write`` release the GIL on large buffers, so the reading thread (httpx,
-    h11: Python holding the GIL) goes on with the next pieces meanwhile. Each list is
-    joined here and hashed and written at once: on loopback against ``curl -Z``
-    (``benchmarks/download.py``) the join cost less wall time than 16 updates and writes
-    of 64 KiB. At most ``_QUEUED`` lists wait. A failed write (a full disk) is raised to
-    the reader at its next list, or on leaving the ``with`` block."""
-
-    def __init__(self, out: Any) -> None:
-        self._out = out
-        self._digest = hashlib.sha256()
-        self._queue: queue.Queue[list[bytes] | None] = queue.Queue(maxsize=_QUEUED)
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="lockkit-hash", daemon=True)
-        self._thread.start()
-
-    def put(self, batch: list[bytes]) -> None:
-        if self._error is not None:
-            raise self._error
-        self._queue.put(batch)
-
-    def hexdigest(self) -> str:
-        return self._digest.hexdigest()
-
-    def _run(self) -> None:
-        while (batch := self._queue.get()) is not None:
-            if self._error is None:  # after a failed write: drained, never written
-                try:
-                    data = b"".join(batch)  # one write and one update (one GIL release each)
-                    self._out.write(data)
-                    self._digest.update(data)
-                except BaseException as exc:  # noqa: BLE001 - handed to the reader
-                    self._error = exc
-
-    def __enter__(self) -> _Sink:
-        return self
-
-    def __exit__(self, kind: object, *exc: object) -> None:
-        self._queue.put(None)
-        self._thread.join()
-        if kind is None and self._error is not None:
-            raise self._error
-
-
-_QUEUED = 8  # lists of about CHUNK bytes waiting for the sink, per download
-
-
-def _batches(pieces: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
-    """*pieces* in lists of at least *size* bytes (the last may hold fewer), not copied."""
-    batch: list[bytes] = []
-    held = 0
-    for piece in pieces:
-        batch.append(piece)
-        held += len(piece)
-        if held >= size:
-            yield batch
-            batch, held = [], 0
-    if batch:
-        yield batch
-
-
 @dataclass(frozen=True)
 class _Cap:
     limit: int
@@ -389,12 +344,19 @@ def _refused(status: int) -> str | None:
     return _REFUSED if status in (401, 403) else None
 
 
-def http_client(*, connections: int = 8, timeout: float = 60.0,
-                credentials: Credentials | None = None) -> Client:
+def http_client(*, connections: int = 8, timeout: float = 60.0, attempts: int = 4,
+                backoff: float = 0.5, credentials: Credentials | None = None) -> Client:
     """The client downloads share (:mod:`lockkit.index.http`'s policy): *connections* at
-    once, *timeout* seconds for each read, the connection within ``CONNECT_TIMEOUT``, and
-    *credentials* (the project's, by host) for URLs without user info: a lock's URLs
-    never carry any. Built on the first request only."""
+    once, *timeout* seconds for each read, the connection within ``CONNECT_TIMEOUT``,
+    *attempts* in all ``backoff * 2 ** n`` seconds apart, after any failure (no
+    ``fail_fast``), and *credentials* (the project's, by host) for URLs without user info:
+    a lock's URLs never carry any. Built on the first request only."""
     return Client(Policy(timeout=timeout, connect=min(timeout, CONNECT_TIMEOUT),
-                         connections=connections, fail_fast=False),
+                         connections=connections, attempts=attempts, backoff=backoff,
+                         fail_fast=False),
                   credentials or Credentials())
+
+
+def _gave_up(attempts: int) -> str:
+    """The end of a message about a URL tried *attempts* times (nothing for once)."""
+    return f" (gave up after {attempts} attempts)" if attempts > 1 else ""

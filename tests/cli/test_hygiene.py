@@ -236,7 +236,7 @@ def test_streamed_body_without_a_length_is_capped(tmp_path, size):
     """No Content-Length (chunked): the cap is applied while the bytes arrive."""
     transport = httpx.MockTransport(lambda req: httpx.Response(200, content=_endless(100)))
     cache = Cache(tmp_path / "cache")
-    fetcher = Fetcher(httpx.Client(transport=transport), cache, attempts=1,
+    fetcher = Fetcher(httpx.Client(transport=transport), cache,
                       max_unknown_size=8000)
     want = Want(filename="big-1.0-py3-none-any.whl", sha256="0" * 64, size=size,
                 urls=("http://127.0.0.1:9/big-1.0-py3-none-any.whl",), source="x")
@@ -454,7 +454,7 @@ def test_a_server_that_compresses_anyway_is_decoded_before_hashing(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         cache = Cache(tmp_path / "cache")
-        fetcher = Fetcher(httpx.Client(), cache, attempts=1)
+        fetcher = Fetcher(httpx.Client(), cache)
         url = f"http://127.0.0.1:{server.server_address[1]}/w-1.0-py3-none-any.whl"
         want = Want(filename="w-1.0-py3-none-any.whl", sha256=hashlib.sha256(body).hexdigest(),
                     size=len(body), urls=(url,), source=url)

@@ -39,9 +39,9 @@ def build_lib(project: Path, cache: Path, out: Path, **kw) -> wheelhouse.BuildRe
     """The library call, with fast retries (the CLI's backoff is for real networks)."""
     proj = load_project(project)
     platform = load_platforms(proj.root)["linux-cpu"]
-    with http_client(timeout=kw.pop("timeout", 10.0)) as client:
-        return wheelhouse.build(proj, platform, out, client=client, cache=Cache(cache),
-                                backoff=0.01, **kw)
+    with http_client(timeout=kw.pop("timeout", 10.0), attempts=kw.pop("attempts", 4),
+                     backoff=0.01) as client:
+        return wheelhouse.build(proj, platform, out, client=client, cache=Cache(cache), **kw)
 
 
 def served(indexes) -> bytes:

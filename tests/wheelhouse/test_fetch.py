@@ -93,8 +93,8 @@ def want(server: BodyServer) -> Want:
 
 
 def fetch_one(server: BodyServer, cache: Path, **kw: object) -> Path:
-    with http_client(timeout=1.0) as client:
-        fetcher = Fetcher(client, Cache(cache), backoff=0.01, **kw)  # type: ignore[arg-type]
+    with http_client(timeout=1.0, backoff=0.01) as client:
+        fetcher = Fetcher(client, Cache(cache), **kw)  # type: ignore[arg-type]
         return fetcher.fetch(want(server)).path
 
 

@@ -1,0 +1,135 @@
+"""The one retry rule of lockkit's HTTP client: an httpx transport (:class:`Retrying`) that
+sends each request up to :attr:`Policy.attempts <lockkit.index.http.Policy>` times, as
+pip mounts ``urllib3.Retry`` on its session's adapters and pdm mounts an
+``httpx.HTTPTransport(retries=...)`` per source (httpx's own ``retries=`` covers connect
+failures only). Every caller of a :class:`~lockkit.index.http.Client`, pages, hashes and
+downloads alike, gets the same rule:
+
+- a connect failure is retried (nothing was sent);
+- any other transport failure (a timeout, a connection reset or closed before the answer)
+  is retried for a GET or HEAD only, which are safe to send again;
+- with *fail_fast* (compile), what :func:`~lockkit.index.http.unreachable` says a retry
+  within seconds would only repeat is not retried;
+- a 5xx answer to a GET or HEAD is retried; after the last attempt it is returned, for the
+  caller to say;
+- the attempts are ``Policy.pause`` seconds apart (0.5, 1, 2... s), said at ``-v``; a pause
+  ends at once when the request's :data:`~lockkit.index.http.STOP` event is set (Ctrl-C,
+  a failed build), and no attempt follows.
+
+What the transport sees ends with the headers: a body cut short after them is its
+reader's to fetch again (:class:`~lockkit.wheelhouse.fetch.Fetcher`).
+
+Proxies come from the environment as the standard library reads them
+(``urllib.request.getproxies``: ``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, and
+``NO_PROXY`` through ``proxy_bypass``, as requests does), once per client: a client given its
+own transport no longer applies httpx's. Each proxy gets its own ``httpx.HTTPTransport``
+(its own pool), as httpx's mounts give it.
+
+Imported when the first client is built (it imports httpx).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import urllib.request
+from typing import TYPE_CHECKING
+
+import httpx
+
+from lockkit._internal.log import VERBOSE
+from lockkit.index.http import STOP
+
+if TYPE_CHECKING:
+    import ssl
+
+    from lockkit.index.http import Policy
+
+__all__ = ["SAFE", "Retrying", "proxy_for"]
+
+_log = logging.getLogger(__name__)
+
+SAFE = frozenset({"GET", "HEAD"})  # sent again after any failure, and after a 5xx
+
+
+class Retrying(httpx.BaseTransport):
+    """Sends each request as *policy* says (see the module's docstring) through an
+    ``httpx.HTTPTransport`` per proxy, made with *verify* and *limits* on first use."""
+
+    def __init__(self, policy: Policy, *, verify: ssl.SSLContext,
+                 limits: httpx.Limits) -> None:
+        self.policy = policy
+        self._verify, self._limits = verify, limits
+        self._proxies = urllib.request.getproxies()
+        self._routes: dict[str | None, httpx.HTTPTransport] = {}
+        self._lock = threading.Lock()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        inner = self._route(request.url)
+        stop = request.extensions.get(STOP)
+        for attempt in range(self.policy.attempts):
+            last = attempt + 1 == self.policy.attempts
+            start = time.perf_counter()
+            try:
+                resp = inner.handle_request(request)
+            except httpx.TransportError as exc:
+                if last or not self._retries(request, exc):
+                    if attempt == 0:
+                        raise
+                    raise type(exc)(f"{exc} (gave up after {attempt + 1} attempts)",
+                                    request=request) from exc
+                _log.log(VERBOSE, "%s %s: %s", request.method, request.url,
+                         self.policy.why(exc, str(request.url)))
+                if self._paused(request, attempt, stop):
+                    raise
+                continue
+            if resp.status_code < 500 or request.method not in SAFE or last:
+                return resp
+            _log.log(VERBOSE, "%s %s: %s (%.2f s)", request.method, request.url,
+                     resp.status_code, time.perf_counter() - start)
+            if self._paused(request, attempt, stop):
+                return resp  # stopped: the last answer is the caller's to say
+            resp.close()
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        with self._lock:
+            for transport in self._routes.values():
+                transport.close()
+            self._routes.clear()
+
+    def _retries(self, request: httpx.Request, exc: httpx.TransportError) -> bool:
+        """Whether a failed attempt is worth another: nothing was sent (a connect
+        failure), or the request is safe to send again; and the policy allows it."""
+        sent_nothing = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
+        return (sent_nothing or request.method in SAFE) and self.policy.retries(exc)
+
+    def _paused(self, request: httpx.Request, attempt: int,
+                stop: threading.Event | None) -> bool:
+        """Wait before the next attempt, said at ``-v``; True when *stop* was set."""
+        pause = self.policy.pause(attempt)
+        _log.log(VERBOSE, "%s %s: retrying in %.1f s", request.method, request.url, pause)
+        if stop is None:
+            time.sleep(pause)
+            return False
+        return stop.wait(pause)
+
+    def _route(self, url: httpx.URL) -> httpx.HTTPTransport:
+        proxy = proxy_for(url, self._proxies)
+        with self._lock:
+            transport = self._routes.get(proxy)
+            if transport is None:
+                transport = self._routes[proxy] = httpx.HTTPTransport(
+                    verify=self._verify, limits=self._limits, proxy=proxy)
+            return transport
+
+
+def proxy_for(url: httpx.URL, proxies: dict[str, str]) -> str | None:
+    """The proxy *url* goes through, of *proxies* (``urllib.request.getproxies()``'s);
+    None: straight to its host (none set, or ``NO_PROXY`` names the host)."""
+    proxy = proxies.get(url.scheme) or proxies.get("all")
+    host = url.host if url.port is None else f"{url.host}:{url.port}"
+    if not proxy or urllib.request.proxy_bypass(host):  # NO_PROXY, as requests reads it
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
