@@ -44,7 +44,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.fs import sha256_file, temp_file
 from lockkit.ci.render import (
     install_step,
@@ -339,7 +339,7 @@ def write_workflow(text: str, path: Path | Target) -> None:
 
 def _repo_root(folder: Path) -> Path | None:
     """The git work tree holding *folder*: git's answer, else the nearest ``.git``."""
-    result = _run.call(["git", "rev-parse", "--show-toplevel"], cwd=folder, timeout=60)
+    result = proc.call(["git", "rev-parse", "--show-toplevel"], cwd=folder, timeout=60)
     if result.ok and result.stdout.strip():
         return Path(result.stdout.strip()).resolve()
     return next((f for f in (folder, *folder.parents) if (f / ".git").exists()), None)
@@ -372,10 +372,10 @@ def locate_project(project: Path, cwd: Path) -> tuple[Path, str]:
 def _committed(root: Path, paths: Sequence[str]) -> set[str]:
     """Which of *paths* (relative to *root*) git tracks (in its index: added counts); a
     UsageError when git cannot say (not installed, a broken repository)."""
-    result = _run.call(["git", "ls-files", "-z", "--", *paths], cwd=root, timeout=60)
+    result = proc.call(["git", "ls-files", "-z", "--", *paths], cwd=root, timeout=60)
     if not result.ok:
         raise UsageError(f"{root}: git cannot list the committed files, so no lock can be "
-                         f"shown to be committed: {_run.outcome(result)}",
+                         f"shown to be committed: {proc.outcome(result)}",
                          hint="check that git works in this repository (git status)")
     return set(result.stdout.split("\0")) - {""}
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lockkit import __version__
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.fs import temp_folder, write_atomic
 from lockkit._internal.log import VERBOSE
 from lockkit._internal.uv import uv_bin, uv_version
@@ -355,7 +355,7 @@ def _run_all(run: Callable[[Platform], Outcome], platforms: list[Platform],
     except BaseException:
         # Ctrl-C reaches this thread only: the workers' uv runs are killed, and any
         # they would start, so that the workers (and their temp folders) end now
-        with _run.ending():
+        with proc.ending():
             pool.shutdown(wait=True, cancel_futures=True)
         raise
     finally:

@@ -54,7 +54,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.parse import parse_json
 from lockkit._internal.private import open_regular
 from lockkit.cache.store import Cache
@@ -220,7 +220,7 @@ def _listing(run: Run) -> _Listing:
         doc = None
     if not isinstance(doc, dict) or not isinstance(doc.get("dists"), list):
         raise StepFailed(f"cannot list the distributions of {run.python}: "
-                         f"{_run.outcome(result)}")
+                         f"{proc.outcome(result)}")
     rows = [(str(n), str(v), str(b), r) for n, v, b, r in doc["dists"] if n and v]
     found: dict[str, tuple[str, str, str | None]] = {}
     for name, version, base, record in rows:

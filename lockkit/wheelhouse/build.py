@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.fs import ignored_folder, interrupt_held, sha256_file, temp_dir
 from lockkit._internal.outdir import STAGE as _STAGE
 from lockkit._internal.outdir import swap as _swap
@@ -230,7 +230,7 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
     if project.index_url:  # the build backend from the project's index, as tools/ does;
         # in uv's environment, never its argv: the URL may hold credentials (``ps``)
         extra["UV_DEFAULT_INDEX"] = Mirrors(project.mirrors).effective(project.index_url)
-    env = _run.isolated_env(extra)
+    env = proc.isolated_env(extra)
     with tempfile.TemporaryDirectory(prefix="lockkit-sdist-") as tmp:
         src = inside(Path(tmp), item.want.filename)
         if copy_file(sdist, src) != item.want.sha256:  # the cache's blob, hashed as copied
@@ -240,7 +240,7 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
 
         argv = [uv_bin(), "build", "--wheel", "--no-config", "--quiet", "--python",
                 sys.executable, "--out-dir", str(Path(tmp) / "dist"), str(src)]
-        result = _run.call(argv, timeout=900, env=env)
+        result = proc.call(argv, timeout=900, env=env)
         wheels = sorted((Path(tmp) / "dist").glob("*.whl"))
         if result.returncode != 0 or not wheels:
             first = (result.stderr.strip().splitlines() or ["no wheel produced"])[-1]
