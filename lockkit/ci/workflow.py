@@ -66,10 +66,9 @@ if TYPE_CHECKING:
     from lockkit.config.project import Project
     from lockkit.wheelhouse.tools import Tool
 
-__all__ = ["ACTIONS", "DEFAULT_OUTPUT", "HEADER", "OWN_WHEEL_DIR", "LockkitRequirement",
-           "Runner", "default_runner", "github_workflow", "locate_project", "own_lockkit",
-           "pin_files", "recognise", "split_by_lock", "validate_runners", "write_own_wheel",
-           "write_workflow"]
+__all__ = ["ACTIONS", "DEFAULT_OUTPUT", "HEADER", "OWN_WHEEL_DIR", "default_runner",
+           "github_workflow", "locate_project", "own_lockkit", "pin_files", "recognise",
+           "split_by_lock", "validate_runners", "write_own_wheel", "write_workflow"]
 
 DEFAULT_OUTPUT = Path(".github/workflows/lockkit.yml")
 OWN_WHEEL_DIR = ".lockkit/ci"  # in the project: lockkit's own wheel, without [ci] lockkit
@@ -157,7 +156,8 @@ def own_lockkit(project: str, config: Project) -> tuple[LockkitRequirement, Tool
 
     The wheel is :func:`lockkit.wheelhouse.tools.own_wheel`'s, the one ``tools/`` carries: built
     from the running lockkit, the same bytes every run."""
-    from lockkit.cache.store import Cache, default_cache_dir
+    from lockkit.cache.layout import default_cache_dir
+    from lockkit.cache.store import Cache
     from lockkit.wheelhouse.tools import own_wheel
 
     tool = own_wheel(Cache(default_cache_dir()), config)

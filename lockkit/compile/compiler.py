@@ -32,16 +32,16 @@ from lockkit.cache.memo import MemoStore
 from lockkit.compile.locked import differences
 from lockkit.compile.resolve import Resolution, ResolveOptions, no_such_torch, resolve
 from lockkit.compile.slips import asked_names, input_warnings
-from lockkit.config.project import Project, normalized_inputs, resolver_inputs
+from lockkit.config.inputs import normalized_inputs, resolver_inputs
+from lockkit.config.project import Project
 from lockkit.errors import ConfigError, LockkitError, ResolutionError
-from lockkit.index.pages import TIMEOUT
+from lockkit.index.http import TIMEOUT
 from lockkit.index.pages import Http as _Http
 from lockkit.index.urls import Indexes
 from lockkit.lock.freshness import (
     LOCK_FORMAT,
     Outcome,
     check,
-    check_platforms,
     checked,
     fingerprint,
     inputs_record,
@@ -51,7 +51,7 @@ from lockkit.lock.origins import Origins
 from lockkit.lock.python import lock_python, lock_python_why
 from lockkit.platforms.definitions import Platform
 
-__all__ = ["Outcome", "check_platforms", "compile_platforms", "input_warnings", "locked_one"]
+__all__ = ["compile_platforms", "locked_one"]
 
 _log = logging.getLogger(__name__)
 

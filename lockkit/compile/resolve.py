@@ -26,8 +26,7 @@ from lockkit._internal.fs import temp_folder
 from lockkit._internal.redact import redact
 from lockkit._internal.uv import uv_bin
 from lockkit.errors import IndexError_, ResolutionError
-from lockkit.index.http import PAGE_HINT
-from lockkit.index.pages import TIMEOUT
+from lockkit.index.http import PAGE_HINT, TIMEOUT
 from lockkit.index.routing import Page, RoutingIndex
 from lockkit.index.urls import Indexes, printable
 from lockkit.platforms.definitions import Platform

@@ -29,9 +29,10 @@ from lockkit._internal.compat import tomllib
 from lockkit._internal.parse import parse_json, parse_toml
 from lockkit.errors import ConfigError, DiffError
 from lockkit.lock.model import LockMeta
-from lockkit.report.model import Dossier, GitState, SchemaError, Variant
+from lockkit.report.model import Dossier
+from lockkit.report.records import GitState, SchemaError, Variant
 
-__all__ = ["LAYERS", "Difference", "DiffError", "Side", "compare", "load_side"]
+__all__ = ["LAYERS", "Difference", "Side", "compare", "load_side"]
 
 LAYERS = ("code", "data", "packages", "system", "result")
 _INPUTS = "lock.inputs."  # a code-layer key per input file of a lock

@@ -12,7 +12,7 @@ from typing import Any
 
 __all__ = ["ApplicationResult", "CheckResult", "CommandRecord", "Fingerprint", "GitState",
            "Inventory", "PackageRow", "ResumeResult", "STATUSES", "SchemaError", "StepResult",
-           "SystemFacts", "TorchFacts", "Variant"]
+           "SystemFacts", "TorchFacts", "Variant", "required"]
 
 STATUSES = ("passed", "failed", "skipped", "not-run")
 
@@ -21,7 +21,8 @@ class SchemaError(ValueError):
     """A document that is not a dossier this lockkit can read (the message says why)."""
 
 
-def _req(data: Mapping[str, Any], key: str, where: str) -> Any:
+def required(data: Mapping[str, Any], key: str, where: str) -> Any:
+    """*data*[*key*], or a SchemaError naming it by its path (*where* is the prefix)."""
     if key not in data:
         raise SchemaError(f"{where}{key}: missing")
     return data[key]
@@ -89,7 +90,8 @@ class StepResult:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StepResult:
-        return cls(name=str(_req(d, "name", "steps[].")), status=_req(d, "status", "steps[]."),
+        return cls(name=str(required(d, "name", "steps[].")),
+                   status=required(d, "status", "steps[]."),
                    duration_s=float(d.get("duration_s") or 0.0),
                    needs=tuple(d.get("needs") or ()), error=d.get("error"),
                    reason=d.get("reason"), waived=bool(d.get("waived", False)),

@@ -14,7 +14,7 @@ from lockkit.config.project import Project
 from lockkit.errors import LockkitError
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
-from lockkit.report.model import CommandRecord
+from lockkit.report.records import CommandRecord
 from lockkit.verify import hang
 from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, StepFailed, Steps

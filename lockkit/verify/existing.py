@@ -59,7 +59,7 @@ from lockkit._internal.parse import parse_json
 from lockkit._internal.private import open_regular
 from lockkit.cache.store import Cache
 from lockkit.errors import LockkitError
-from lockkit.report.model import Inventory
+from lockkit.report.records import Inventory
 from lockkit.verify import importenv, probe, rebuild
 from lockkit.verify.context import Run
 from lockkit.verify.interpreter import given_interpreter, lock_python

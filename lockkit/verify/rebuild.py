@@ -22,7 +22,7 @@ from lockkit._internal.uv import uv_bin
 from lockkit.lock.model import Lock
 from lockkit.platforms.arch import arch_family, host_arch, host_os
 from lockkit.platforms.definitions import Platform
-from lockkit.report.model import Inventory, PackageRow
+from lockkit.report.records import Inventory, PackageRow
 from lockkit.verify.context import Run
 from lockkit.verify.install import (
     dist_info_folders,

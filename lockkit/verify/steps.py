@@ -5,7 +5,7 @@ it depends on did not pass); the first failed step's error is the run's ``first_
 A *waived* skip is one the project's config declared, with its reason (``[verify]
 application = "none"``): it does not make the run incomplete, and it blocks no step
 that needs it (there was nothing to check, not something that did not work).
-A finished step becomes a :class:`lockkit.report.model.StepResult` in the dossier.
+A finished step becomes a :class:`lockkit.report.records.StepResult` in the dossier.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import redact
-from lockkit.report.model import StepResult
+from lockkit.report.records import StepResult
 
 __all__ = ["Step", "StepFailed", "StepSkipped", "Steps", "overall"]
 

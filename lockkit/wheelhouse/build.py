@@ -54,7 +54,7 @@ from lockkit.wheelhouse.wheelzip import normalize_wheel, source_epoch
 if TYPE_CHECKING:
     from lockkit.wheelhouse.tools import Toolset
 
-__all__ = ["BuildError", "BuildResult", "Item", "build", "plan", "read_lock"]
+__all__ = ["BuildResult", "Item", "build", "plan", "read_lock"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -70,12 +70,12 @@ from lockkit.cache.memo import code_digest
 from lockkit.cache.store import Cache, copy_hashing
 from lockkit.compile.resolve import ResolveOptions, resolve
 from lockkit.config.project import Project
-from lockkit.errors import BuildError, LockkitError
+from lockkit.errors import BuildError, FetchError, LockkitError
 from lockkit.index.urls import Indexes, Mirrors
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.targets import select
-from lockkit.wheelhouse.fetch import Fetcher, FetchError, Want
+from lockkit.wheelhouse.fetch import Fetcher, Want
 from lockkit.wheelhouse.ownwheel import (
     build_from_source,
     distribution,

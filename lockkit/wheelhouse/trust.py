@@ -32,8 +32,8 @@ from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform, load_catalog
 from lockkit.platforms.targets import select
 
-__all__ = ["Checked", "Selected", "TrustError", "check_folder", "committed",
-           "file_name_problem", "inside", "requirements", "selection"]
+__all__ = ["Checked", "Selected", "check_folder", "committed", "file_name_problem", "inside",
+           "requirements", "selection"]
 
 
 @dataclass(frozen=True, kw_only=True)

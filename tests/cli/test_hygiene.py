@@ -27,9 +27,9 @@ from lockkit._internal import proc
 from lockkit._internal.compat import tomllib
 from lockkit.cache.store import Cache
 from lockkit.cli import main
-from lockkit.errors import HashMismatch
+from lockkit.errors import FetchError, HashMismatch
 from lockkit.verify import probe
-from lockkit.wheelhouse.fetch import Fetcher, FetchError, Want
+from lockkit.wheelhouse.fetch import Fetcher, Want
 from tests.support.fake_torch import build_fake_torch
 from tests.support.index_server import IndexServer
 from tests.support.procs import processes, wait_for

@@ -16,14 +16,8 @@ from lockkit.cli import main
 from lockkit.report import json as json_format
 from lockkit.report import markdown, write_folder
 from lockkit.report.junit import to_junit
-from lockkit.report.model import (
-    SCHEMA_VERSION,
-    CommandRecord,
-    Dossier,
-    Fingerprint,
-    SchemaError,
-    StepResult,
-)
+from lockkit.report.model import SCHEMA_VERSION, Dossier
+from lockkit.report.records import CommandRecord, Fingerprint, SchemaError, StepResult
 from lockkit.verify.diagnose import diagnose
 from tests.support.index_server import build_wheel
 

@@ -22,7 +22,8 @@ from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
 from lockkit.platforms.definitions import load_platforms
 from lockkit.report import markdown
-from lockkit.report.model import Dossier, GitState, ResumeResult, StepResult
+from lockkit.report.model import Dossier
+from lockkit.report.records import GitState, ResumeResult, StepResult
 from lockkit.verify.checks.resume.step import check_exit, resume_step
 from lockkit.verify.checks.resume.verdict import RUNS, RunOutputError, compare, read_run
 from lockkit.verify.context import Options, Run

@@ -15,7 +15,7 @@ from lockkit._internal import proc
 from lockkit._internal.fs import sha256_file
 from lockkit.config.checks.application import ApplicationConfig
 from lockkit.config.checks.embedding import EmbeddingConfig
-from lockkit.report.model import ApplicationResult, CheckResult, Fingerprint
+from lockkit.report.records import ApplicationResult, CheckResult, Fingerprint
 from lockkit.verify.checks.application.compare import compare_files
 from lockkit.verify.checks.embedding import verdict as embedding
 from lockkit.verify.context import Run

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lockkit._internal import proc
 from lockkit.config.checks.resume import ResumeConfig
-from lockkit.report.model import ResumeResult
+from lockkit.report.records import ResumeResult
 from lockkit.verify import hang
 from lockkit.verify.checks.resume.verdict import RUNS, RunOutputError, compare, read_run
 from lockkit.verify.context import Run
