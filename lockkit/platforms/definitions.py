@@ -147,7 +147,7 @@ def _read(path: Path) -> dict[str, Any]:
 def parse_platform(path: Path) -> Platform | _Alias:
     """One platform file, every problem of it raised together, each named by its key."""
     data = _read(path)
-    r = KeyReader(path, error=PlatformError, unknown="path: unknown field")
+    r = KeyReader(path, unknown="path: unknown field")
     if "alias-of" in data:
         return _parse_alias(r, data, path)
     r.unknown(data, _TOP)
@@ -182,7 +182,8 @@ def parse_platform(path: Path) -> Platform | _Alias:
     if macos_target is not None and not _MACOS_TARGET.fullmatch(macos_target):
         r.fail("macos-deployment-target", f"{macos_target!r} is not a version such as '14.0'")
     python_platform = r.typed("python-platform", data.get("python-platform"), str)
-    r.raise_if_any()
+    if found := r.problems():
+        raise PlatformError(found.message, hint=found.hint)
     return Platform(
         name=name, os=os_, arch=arch, python=python, python_platform=python_platform,
         backend=Backend(kind=kind, version=version), torch_index=index,
@@ -248,7 +249,8 @@ def _parse_alias(r: KeyReader, data: dict[str, Any], path: Path) -> _Alias:
     _check_name(r, path.stem)
     r.unknown(data, _ALIAS_TOP)
     target = r.typed("alias-of", data["alias-of"], str)
-    r.raise_if_any()
+    if found := r.problems():
+        raise PlatformError(found.message, hint=found.hint)
     return _Alias(name=path.stem, target=target, description=data.get("description", ""),
                   source=path)
 

@@ -44,7 +44,7 @@ from lockkit.errors import BuildError, ConfigError, HashMismatch
 from lockkit.index.urls import Mirrors, expand
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
-from lockkit.platforms.targets import select
+from lockkit.platforms.targets import NothingInstallable, select
 from lockkit.wheelhouse.download import fetch_items
 from lockkit.wheelhouse.fetch import Fetcher, Got, PageRef, Want
 from lockkit.wheelhouse.meta import FileRecord, write_meta
@@ -105,7 +105,10 @@ def plan(project: Project, platform: Platform, *, fallback_to_official: bool = F
     if lock is None:
         lock = read_lock(project, platform)
     entries = lock.package_tables()
-    chosen = select(lock.pylock, platform, lock.python, lock.path, BuildError)
+    try:
+        chosen = select(lock.pylock, platform, lock.python, lock.path)
+    except NothingInstallable as exc:
+        raise BuildError(str(exc)) from exc
     items = []
     for package, dist in chosen:
         name = canonicalize_name(package.name)

@@ -30,7 +30,7 @@ from lockkit._internal.fs import sha256_file
 from lockkit.errors import TrustError, UsageError
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform, load_catalog
-from lockkit.platforms.targets import select
+from lockkit.platforms.targets import NothingInstallable, select
 
 __all__ = ["Checked", "Selected", "check_folder", "committed", "file_name_problem", "inside",
            "requirements", "selection"]
@@ -87,7 +87,10 @@ def inside(folder: Path, name: str) -> Path:
 def selection(lock: Lock, platform: Platform) -> list[Selected]:
     """The files *lock* selects for *platform*, with the lock's sha256 of each."""
     lock_path = lock.path
-    chosen = select(lock.pylock, platform, lock.python, lock_path, TrustError)
+    try:
+        chosen = select(lock.pylock, platform, lock.python, lock_path)
+    except NothingInstallable as exc:
+        raise TrustError(str(exc)) from exc
     out = []
     for package, dist in chosen:
         name = canonicalize_name(package.name)
