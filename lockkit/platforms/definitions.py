@@ -19,7 +19,7 @@ import urllib.parse
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
@@ -28,11 +28,12 @@ from lockkit._internal.keys import KeyReader, did_you_mean
 from lockkit._internal.parse import parse_toml
 from lockkit.errors import PlatformError
 
-__all__ = ["Backend", "Catalog", "Platform", "closest_platform", "load_catalog",
+__all__ = ["Backend", "Catalog", "Kind", "Platform", "closest_platform", "load_catalog",
            "load_platforms", "markdown_table", "select_platforms", "shipped_dir",
            "unknown_platform"]
 
-KINDS = ("cpu", "cuda", "rocm", "xpu", "mps")
+Kind = Literal["cpu", "cuda", "rocm", "xpu", "mps"]  # a platform's backend
+KINDS: tuple[Kind, ...] = get_args(Kind)
 DEVICES = ("cpu", "cuda", "xpu", "mps")
 OSES = ("linux", "macos", "windows")
 _TOP = {"name", "os", "arch", "python", "python-platform", "backend", "torch", "gpu", "description",
@@ -55,7 +56,7 @@ _MACOS_TARGET = re.compile(r"\d+\.\d+")
 
 @dataclass(frozen=True, kw_only=True)
 class Backend:
-    kind: str
+    kind: Kind
     version: str | None
 
 

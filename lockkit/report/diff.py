@@ -21,7 +21,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from packaging.utils import canonicalize_name
 
@@ -41,7 +41,7 @@ _INPUTS = "lock.inputs."  # a code-layer key per input file of a lock
 @dataclass(frozen=True, kw_only=True)
 class Side:
     path: Path
-    kind: str  # "dossier" | "lock" | "manifest"
+    kind: Literal["dossier", "lock", "manifest"]
     layers: dict[str, dict[str, Any]]  # layer -> flat key -> value
     info: dict[str, Any]  # shown, never compared
     variant: Variant | None = None

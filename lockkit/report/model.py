@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from lockkit.report.extrecords import ExtensionsResult
 from lockkit.report.records import (
@@ -41,12 +41,13 @@ from lockkit.report.records import (
 )
 from lockkit.report.roots import relative
 
-__all__ = ["SCHEMA_VERSION", "Dossier", "RESULTS"]
+__all__ = ["SCHEMA_VERSION", "Dossier", "RESULTS", "Result"]
 
 SCHEMA_VERSION = 2
 # "passed-existing": every step of a ``verify --existing`` passed; an environment checked
 # as it was, never to be read as a rebuild's "passed"
-RESULTS = ("passed", "failed", "incomplete", "passed-existing")
+Result = Literal["passed", "failed", "incomplete", "passed-existing"]
+RESULTS: tuple[Result, ...] = get_args(Result)
 
 
 def _opt(cls: Any, value: Any) -> Any:
@@ -66,10 +67,10 @@ def _roots(value: Any) -> dict[str, str]:
 class Dossier:
     """One run of ``verify`` (kind ``verify``) or ``diagnose`` (kind ``diagnose``)."""
 
-    kind: str
+    kind: Literal["verify", "diagnose"]
     lockkit_version: str
     started: str
-    result: str  # one of RESULTS
+    result: Result
     steps: tuple[StepResult, ...]
     schema_version: int = SCHEMA_VERSION
     first_error: str | None = None

@@ -8,13 +8,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal, get_args
 
 __all__ = ["ApplicationResult", "CheckResult", "CommandRecord", "Fingerprint", "GitState",
            "Inventory", "PackageRow", "ResumeResult", "STATUSES", "SchemaError", "StepResult",
-           "SystemFacts", "TorchFacts", "Variant", "required"]
+           "Status", "SystemFacts", "TorchFacts", "Variant", "required"]
 
-STATUSES = ("passed", "failed", "skipped", "not-run")
+Status = Literal["passed", "failed", "skipped", "not-run"]  # a step's
+STATUSES: tuple[Status, ...] = get_args(Status)
 
 
 class SchemaError(ValueError):
@@ -55,7 +56,7 @@ class CommandRecord:
 @dataclass(frozen=True, kw_only=True)
 class StepResult:
     name: str
-    status: str  # one of STATUSES
+    status: Status
     duration_s: float = 0.0
     needs: tuple[str, ...] = ()
     error: str | None = None

@@ -48,7 +48,7 @@ from lockkit.platforms.targets import NothingInstallable, select
 from lockkit.wheelhouse.download import fetch_items
 from lockkit.wheelhouse.fetch import Fetcher, Got, PageRef, Want
 from lockkit.wheelhouse.meta import FileRecord, write_meta
-from lockkit.wheelhouse.trust import file_name_problem, inside
+from lockkit.wheelhouse.trust import FileKind, file_name_problem, inside
 from lockkit.wheelhouse.wheelzip import normalize_wheel, source_epoch
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class Item:
 
     package: str
     version: str
-    kind: str  # "wheel" | "sdist"
+    kind: FileKind
     want: Want
     entry: dict[str, Any]  # the package's table in the source lock
     official_skipped: bool = False  # a mirror covers the file; the lock's URL is not tried
@@ -142,7 +142,7 @@ def _item(project: Project, name: str, version: str, dist: PackageWheel | Packag
         sources.append(expand(url))  # ... then the lock's URL
     urls = tuple(dict.fromkeys(sources))
     want = Want(filename=filename, sha256=sha, size=dist.size, urls=urls, source=url)
-    kind = "wheel" if isinstance(dist, PackageWheel) else "sdist"
+    kind: FileKind = "wheel" if isinstance(dist, PackageWheel) else "sdist"
     return Item(package=name, version=version, kind=kind, want=want, entry=entry,
                 official_skipped=skipped)
 

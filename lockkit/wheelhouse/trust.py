@@ -15,7 +15,7 @@ from __future__ import annotations
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import (
@@ -32,8 +32,10 @@ from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform, load_catalog
 from lockkit.platforms.targets import NothingInstallable, select
 
-__all__ = ["Checked", "Selected", "check_folder", "committed", "file_name_problem", "inside",
-           "requirements", "selection"]
+__all__ = ["Checked", "FileKind", "Selected", "check_folder", "committed", "file_name_problem",
+           "inside", "requirements", "selection"]
+
+FileKind = Literal["wheel", "sdist"]  # what a lock selects: a wheel, or an sdist to build
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,7 +44,7 @@ class Selected:
 
     package: str
     version: str
-    kind: str  # "wheel" | "sdist"
+    kind: FileKind
     filename: str
     sha256: str
 

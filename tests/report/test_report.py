@@ -131,7 +131,7 @@ def test_renderers_redact_credentials_and_write_whole_files(tmp_path):
 
 def test_step_status_is_checked_when_built():
     with pytest.raises(SchemaError):
-        StepResult(name="x", status="green")
+        StepResult(name="x", status="green")  # type: ignore[arg-type]  # what is checked
     assert CommandRecord.from_dict({"step": "s", "argv": ["a"], "returncode": 0,
                                     "duration_s": 1}).timed_out is False
 
