@@ -32,11 +32,8 @@ from typing import TYPE_CHECKING, Any
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from lockkit._internal import proc
+from lockkit._internal import outdir, proc
 from lockkit._internal.fs import ignored_folder, interrupt_held, sha256_file, temp_dir
-from lockkit._internal.outdir import STAGE as _STAGE
-from lockkit._internal.outdir import swap as _swap
-from lockkit._internal.outdir import sweep_stale as _sweep_stale
 from lockkit._internal.redact import redact
 from lockkit.cache.store import Cache, copy_file
 from lockkit.config.project import Project
@@ -157,7 +154,7 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
     if items is None or lock is None:
         lock, items = plan(project, platform, lock=lock)
     cache.sweep()
-    _sweep_stale(out)
+    outdir.sweep_stale(out)
     fetcher = Fetcher(client, cache, find_links=find_links, attempts=attempts, backoff=backoff,
                       on_bytes=on_bytes, max_page=project.max_page_size << 20)
     gots = fetch_items(fetcher, items, jobs, on_file)
@@ -177,7 +174,7 @@ def _assemble(project: Project, platform: Platform, out: Path, lock: Lock,
         ignored_folder(out.parent)
     out.parent.mkdir(parents=True, exist_ok=True)
     with interrupt_held() as held:  # no Ctrl-C between the stage and the try that removes it
-        stage = temp_dir(out.parent, f".{out.name}.{_STAGE}")
+        stage = temp_dir(out.parent, f".{out.name}.{outdir.STAGE}")
     try:
         held.reraise()
         records = [_place(project, stage, item, got, cache) for item, got in fetched]
@@ -185,7 +182,7 @@ def _assemble(project: Project, platform: Platform, out: Path, lock: Lock,
         extra = _place_tools(stage, kit, cache) if kit else []  # tools/: not the lock's files
         entries = {item.package: item.entry for item, _ in fetched}
         write_meta(stage, platform, lock, entries, records, extra)
-        _swap(stage, out)
+        outdir.swap(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
