@@ -1,8 +1,7 @@
 """Platform definitions: data files validated strictly on load.
 
-Shipped files live in ``lockkit/_platforms`` when installed (the repository's
-``platforms/`` folder in a checkout); a project's own ``platforms/`` folder adds
-or overrides them by name.
+Shipped files live in ``lockkit/_platforms`` when installed (the repository's ``platforms/``
+folder in a checkout); a project's own ``platforms/`` folder adds or overrides them by name.
 
 ``[torch]`` and ``[gpu]`` are optional: a platform without ``[torch]`` (a service that needs
 no PyTorch) has no PyTorch index and no torch family, so every package comes from the
@@ -26,7 +25,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from lockkit._internal.compat import tomllib
 from lockkit._internal.keys import KeyReader, did_you_mean
 from lockkit._internal.parse import parse_toml
-from lockkit.errors import PlatformError
+from lockkit.errors import ConfigError, PlatformError
 
 __all__ = ["Backend", "Catalog", "Kind", "Platform", "closest_platform", "load_catalog",
            "load_platforms", "markdown_table", "select_platforms", "shipped_dir",
@@ -140,7 +139,9 @@ def shipped_dir() -> Path:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return parse_toml(path.read_text(encoding="utf-8"), path, PlatformError)
+        return parse_toml(path.read_text(encoding="utf-8"), path)
+    except ConfigError as exc:  # nested too deeply: that line, as a platform file's error
+        raise PlatformError(str(exc)) from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise PlatformError(f"{path}: cannot read platform file: {exc}") from exc
 

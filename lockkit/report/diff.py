@@ -78,13 +78,18 @@ def load_side(path: Path) -> Side:
         raise DiffError(f"{path}: unreadable: {exc}") from None
     if path.suffix == ".toml":
         try:
-            return _from_lock(path, parse_toml(text, path, DiffError))
+            data = parse_toml(text, path)
         except tomllib.TOMLDecodeError as exc:
             raise DiffError(f"{path}: not valid TOML: {exc}") from None
+        except ConfigError as exc:  # nested too deeply: that line, as diff's error
+            raise DiffError(str(exc)) from None
+        return _from_lock(path, data)
     try:
-        doc = parse_json(text, path, DiffError)
+        doc = parse_json(text, path)
     except json.JSONDecodeError as exc:
         raise DiffError(f"{path}: not valid JSON: {exc}") from None
+    except ConfigError as exc:
+        raise DiffError(str(exc)) from None
     if not isinstance(doc, dict):
         raise DiffError(f"{path}: expected a JSON object")
     if doc.get("kind") in ("verify", "diagnose") and "steps" in doc:

@@ -30,7 +30,7 @@ from lockkit._internal.uv import uv_bin
 from lockkit.cache import inuse
 from lockkit.cache.layout import make_root
 from lockkit.cache.memo import MemoStore
-from lockkit.errors import LockkitError
+from lockkit.errors import ConfigError, LockkitError
 from lockkit.lock.model import Lock
 from lockkit.verify.context import Run
 from lockkit.verify.steps import Step, StepFailed
@@ -223,9 +223,11 @@ def _check_wheelhouse(folder: Path, lock: Lock) -> dict[str, Any]:
     mistakes, not a proof: the files are hashed against the lock afterwards)."""
     try:
         manifest: dict[str, Any] = parse_json(
-            (folder / "manifest.json").read_text(encoding="utf-8"), folder, StepFailed)
+            (folder / "manifest.json").read_text(encoding="utf-8"), folder)
     except (OSError, json.JSONDecodeError) as exc:
         raise StepFailed(f"{folder}/manifest.json: unreadable: {exc}") from None
+    except ConfigError as exc:  # nested too deeply: that line, as the step's failure
+        raise StepFailed(str(exc)) from None
     if manifest.get("lock_sha256") != lock.sha256:
         raise StepFailed(f"{folder} was built from another version of {lock.path.name}: "
                          "rebuild it with 'lockkit wheelhouse build'")

@@ -20,7 +20,7 @@ from packaging.tags import Tag, compatible_tags, cpython_tags, platform_tags
 from lockkit._internal import proc
 from lockkit._internal.parse import parse_json
 from lockkit._internal.uv import uv_bin
-from lockkit.errors import LockkitError
+from lockkit.errors import ConfigError, LockkitError
 from lockkit.verify.context import Run
 from lockkit.verify.steps import StepFailed
 
@@ -103,11 +103,13 @@ def _interpreter_facts(run: Run, python: Path) -> dict[str, Any]:
                       env=proc.isolated_env())
     try:
         if result.ok:
-            facts = parse_json(result.stdout, python, StepFailed)
+            facts = parse_json(result.stdout, python)
             if isinstance(facts, dict):
                 return facts
     except json.JSONDecodeError:
         pass
+    except ConfigError as exc:  # nested too deeply: that line, as the step's failure
+        raise StepFailed(str(exc)) from None
     raise StepFailed(f"cannot run the interpreter {python}: {proc.outcome(result)}")
 
 
