@@ -11,6 +11,10 @@ so a reader says each through a parameter: an unknown key (*unknown*: ``unknown 
 'verify.embeding'`` in lockkit.toml and [verify.extensions], ``verify.embedding.bogus:
 unknown key`` in the other [verify.*] tables, ``os: unknown field`` in a platform file),
 and a value not among the allowed ones (:meth:`KeyReader.choice`).
+
+The problems end as one :class:`~lockkit.errors.ConfigError` (:meth:`KeyReader.raise_if_any`);
+a file with an error class of its own (a platform file's ``PlatformError``) is raised as
+that by its reader, from :meth:`KeyReader.problems`.
 """
 
 from __future__ import annotations
@@ -18,15 +22,24 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from lockkit._internal.redact import redact
-from lockkit.errors import ConfigError, LockkitError
+from lockkit.errors import ConfigError
 
-__all__ = ["KeyReader", "Unknown", "did_you_mean"]
+__all__ = ["KeyReader", "Problems", "Unknown", "did_you_mean"]
 
 Unknown = Literal["unknown key 'path'", "path: unknown key", "path: unknown field"]
+
+
+@dataclass(frozen=True)
+class Problems:
+    """Every problem a reader collected, as one error says them."""
+
+    message: str  # the file once, then each problem; credentials taken out
+    hint: str | None  # the problems' own hints, else the reader's; None: the class's
 
 
 def did_you_mean(name: str, known: Iterable[str], prefix: str = "") -> str:
@@ -43,19 +56,16 @@ class KeyReader:
     keys named under that table's path."""
 
     def __init__(self, source: Path | str | None = None, *, where: str = "",
-                 error: type[LockkitError] = ConfigError,
                  unknown: Unknown = "unknown key 'path'") -> None:
         self.source = source
         self.where = where
-        self.error = error
         self.unknown_says = unknown
         self.errors: list[str] = []
         self.hints: list[str] = []
 
     def at(self, key: str) -> KeyReader:
         """The reader of the table at *key* (``backend``, ``modules[0]``): problems shared."""
-        child = KeyReader(self.source, where=self.path(key), error=self.error,
-                          unknown=self.unknown_says)
+        child = KeyReader(self.source, where=self.path(key), unknown=self.unknown_says)
         child.errors, child.hints = self.errors, self.hints
         return child
 
@@ -161,10 +171,18 @@ class KeyReader:
             return None
         return value if integer else float(value)
 
+    def problems(self, hint: str | None = None) -> Problems | None:
+        """The problems as one message naming the file once, then every problem; values
+        are echoed, so credentials are taken out. *hint* is said when no problem brought
+        its own. None: no problem. A caller with its own error class raises it from this."""
+        if not self.errors:
+            return None
+        prefix = f"{self.source}: " if self.source is not None else ""
+        return Problems(message=redact(prefix + "; ".join(self.errors)),
+                        hint="; ".join(self.hints) or hint)
+
     def raise_if_any(self, hint: str | None = None) -> None:
-        """One error naming the file once, then every problem; values are echoed, so
-        credentials are taken out. *hint* is said when no problem brought its own."""
-        if self.errors:
-            prefix = f"{self.source}: " if self.source is not None else ""
-            raise self.error(redact(prefix + "; ".join(self.errors)),
-                             hint="; ".join(self.hints) or hint)
+        """The :meth:`problems`, if any, as one :class:`~lockkit.errors.ConfigError`."""
+        found = self.problems(hint)
+        if found is not None:
+            raise ConfigError(found.message, hint=found.hint)

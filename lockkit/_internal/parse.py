@@ -10,13 +10,14 @@ before: it is raised unchanged.
 
 Every TOML and JSON text lockkit reads goes through here: its own config and platform
 files, locks, wheelhouse manifests, ``diff`` inputs, and the JSON a probe prints from the
-environment under test (untrusted too: the caller passes the error of its step).
+environment under test (untrusted too). The line is a ConfigError; a caller whose input
+has an error of its own (a platform file, a ``diff`` input, a step's probe) raises that
+from it, with the same line.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from lockkit._internal.compat import tomllib
@@ -31,20 +32,19 @@ def too_deep(where: object, kind: str) -> str:
     return f"{where}: {kind} nested too deeply to read ({inside} within each other)"
 
 
-def parse_toml(text: str, where: object,
-               error: Callable[[str], Exception] = ConfigError) -> dict[str, Any]:
-    """``tomllib.loads(text)``; nesting too deep is *error* naming *where* (a
-    :class:`~lockkit.errors.ConfigError` unless the caller says; exit 2)."""
+def parse_toml(text: str, where: object) -> dict[str, Any]:
+    """``tomllib.loads(text)``; nesting too deep is a :class:`~lockkit.errors.ConfigError`
+    naming *where* (exit 2)."""
     try:
         return tomllib.loads(text)
     except RecursionError:
-        raise error(too_deep(where, "TOML")) from None
+        raise ConfigError(too_deep(where, "TOML")) from None
 
 
-def parse_json(text: str | bytes, where: object,
-               error: Callable[[str], Exception] = ConfigError) -> Any:
-    """``json.loads(text)``; nesting too deep is *error* naming *where*."""
+def parse_json(text: str | bytes, where: object) -> Any:
+    """``json.loads(text)``; nesting too deep is a :class:`~lockkit.errors.ConfigError`
+    naming *where*."""
     try:
         return json.loads(text)
     except RecursionError:
-        raise error(too_deep(where, "JSON")) from None
+        raise ConfigError(too_deep(where, "JSON")) from None

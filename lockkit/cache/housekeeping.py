@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.leftovers import orphaned
 from lockkit.cache import inuse
 from lockkit.cache.layout import FOLDERS, LEGACY, PARTIAL_MAX_AGE
@@ -265,10 +265,10 @@ def _remove(root: Path, path: Path) -> None:
         pass
 
 
-def prune_uv(*, dry_run: bool = False) -> _run.Result | None:
+def prune_uv(*, dry_run: bool = False) -> proc.Result | None:
     """``uv cache prune`` (uv's own cache, at ``uv cache dir``), through the one wrapper."""
     from lockkit._internal.uv import uv_bin
 
     if dry_run:
         return None
-    return _run.check([uv_bin(), "cache", "prune"], what="uv cache prune", timeout=600)
+    return proc.check([uv_bin(), "cache", "prune"], what="uv cache prune", timeout=600)

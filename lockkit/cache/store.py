@@ -36,10 +36,10 @@ from lockkit._internal.fs import umask
 from lockkit._internal.leftovers import hold, owner_tag, release
 from lockkit._internal.private import open_regular, owned_and_closed
 from lockkit.cache import inuse
-from lockkit.cache.layout import blob_path, default_cache_dir, make_root, sweep_partials
+from lockkit.cache.layout import blob_path, make_root, sweep_partials
 from lockkit.errors import HashMismatch
 
-__all__ = ["CHUNK", "Cache", "copy_file", "copy_hashing", "default_cache_dir"]
+__all__ = ["CHUNK", "Cache", "copy_file", "copy_hashing"]
 
 CHUNK = 1 << 20
 

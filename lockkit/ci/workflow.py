@@ -44,7 +44,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.fs import sha256_file, temp_file
 from lockkit.ci.render import (
     install_step,
@@ -66,10 +66,9 @@ if TYPE_CHECKING:
     from lockkit.config.project import Project
     from lockkit.wheelhouse.tools import Tool
 
-__all__ = ["ACTIONS", "DEFAULT_OUTPUT", "HEADER", "OWN_WHEEL_DIR", "LockkitRequirement",
-           "Runner", "default_runner", "github_workflow", "locate_project", "own_lockkit",
-           "pin_files", "recognise", "split_by_lock", "validate_runners", "write_own_wheel",
-           "write_workflow"]
+__all__ = ["ACTIONS", "DEFAULT_OUTPUT", "HEADER", "OWN_WHEEL_DIR", "default_runner",
+           "github_workflow", "locate_project", "own_lockkit", "pin_files", "recognise",
+           "split_by_lock", "validate_runners", "write_own_wheel", "write_workflow"]
 
 DEFAULT_OUTPUT = Path(".github/workflows/lockkit.yml")
 OWN_WHEEL_DIR = ".lockkit/ci"  # in the project: lockkit's own wheel, without [ci] lockkit
@@ -157,7 +156,8 @@ def own_lockkit(project: str, config: Project) -> tuple[LockkitRequirement, Tool
 
     The wheel is :func:`lockkit.wheelhouse.tools.own_wheel`'s, the one ``tools/`` carries: built
     from the running lockkit, the same bytes every run."""
-    from lockkit.cache.store import Cache, default_cache_dir
+    from lockkit.cache.layout import default_cache_dir
+    from lockkit.cache.store import Cache
     from lockkit.wheelhouse.tools import own_wheel
 
     tool = own_wheel(Cache(default_cache_dir()), config)
@@ -339,7 +339,7 @@ def write_workflow(text: str, path: Path | Target) -> None:
 
 def _repo_root(folder: Path) -> Path | None:
     """The git work tree holding *folder*: git's answer, else the nearest ``.git``."""
-    result = _run.call(["git", "rev-parse", "--show-toplevel"], cwd=folder, timeout=60)
+    result = proc.call(["git", "rev-parse", "--show-toplevel"], cwd=folder, timeout=60)
     if result.ok and result.stdout.strip():
         return Path(result.stdout.strip()).resolve()
     return next((f for f in (folder, *folder.parents) if (f / ".git").exists()), None)
@@ -372,10 +372,10 @@ def locate_project(project: Path, cwd: Path) -> tuple[Path, str]:
 def _committed(root: Path, paths: Sequence[str]) -> set[str]:
     """Which of *paths* (relative to *root*) git tracks (in its index: added counts); a
     UsageError when git cannot say (not installed, a broken repository)."""
-    result = _run.call(["git", "ls-files", "-z", "--", *paths], cwd=root, timeout=60)
+    result = proc.call(["git", "ls-files", "-z", "--", *paths], cwd=root, timeout=60)
     if not result.ok:
         raise UsageError(f"{root}: git cannot list the committed files, so no lock can be "
-                         f"shown to be committed: {_run.outcome(result)}",
+                         f"shown to be committed: {proc.outcome(result)}",
                          hint="check that git works in this repository (git status)")
     return set(result.stdout.split("\0")) - {""}
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockkit._internal import ui
-from lockkit.cli.common import human_size, shown_path
+from lockkit._internal.ui import human_size
+from lockkit.cli.common import shown_path
 from lockkit.errors import ConfigError
 
 if TYPE_CHECKING:

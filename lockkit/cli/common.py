@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockkit._internal import ui
-from lockkit._internal.ui import human_size  # sizes as every line and bar shows them
 from lockkit.errors import UsageError
 
 if TYPE_CHECKING:
@@ -21,9 +20,8 @@ if TYPE_CHECKING:
     from lockkit.lock.model import Lock
     from lockkit.platforms.definitions import Platform
 
-__all__ = ["check_given_paths", "for_project", "human_size", "lock_fetcher",
-           "new_report_folder", "output_inputs", "pick_platform", "project_root", "shown_path",
-           "wheelhouse_folder"]
+__all__ = ["check_given_paths", "for_project", "lock_fetcher", "new_report_folder",
+           "output_inputs", "pick_platform", "project_root", "shown_path", "wheelhouse_folder"]
 
 
 def project_root(given: Path | None) -> Path:

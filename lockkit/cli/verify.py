@@ -32,7 +32,7 @@ __all__ = ["handle"]
 
 def handle(args: argparse.Namespace) -> int:
     from lockkit._internal.outdir import check
-    from lockkit.cache.store import default_cache_dir
+    from lockkit.cache.layout import default_cache_dir
     from lockkit.config.project import load_project
     from lockkit.verify.context import Options as VerifyOptions
     from lockkit.verify.existing import PLAN as EXISTING

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockkit._internal import ui
+from lockkit._internal.ui import human_size
 from lockkit.cli.common import (
     for_project,
-    human_size,
     output_inputs,
     shown_path,
     wheelhouse_folder,
 )
-from lockkit.errors import UsageError, WriteError
+from lockkit.errors import ArchiveError, UsageError, WriteError
 
 if TYPE_CHECKING:
     import argparse
@@ -206,6 +206,7 @@ def _sbom(args: argparse.Namespace) -> int:
 
 def _unpack(args: argparse.Namespace) -> int:
     from lockkit.wheelhouse import archive
+    from lockkit.wheelhouse.offline import install_hint
 
     project_dir = _unpack_project(args.project, args.lock)
     if args.archive.is_dir():  # a folder of <platform>.wheelhouse.tar: the best for this machine
@@ -227,7 +228,7 @@ def _unpack(args: argparse.Namespace) -> int:
                              flag="--out" if args.out else None, on_bytes=advance)
     ui.say(f"unpacked {args.archive} -> {shown_path(out)}")
     ui.say(_covered(args.lock, args.sha256, archive.read_manifest(out)["platform"]))
-    ui.say(archive.install_hint(out, tools_checked=args.sha256 is not None))
+    ui.say(install_hint(out, tools_checked=args.sha256 is not None))
     return 0
 
 
@@ -267,7 +268,7 @@ def _pick(folder: Path, project_dir: Path | None) -> Path:
     for path in sorted(folder.glob("*.wheelhouse.tar")):
         try:
             platform = archive.archive_platform(path, archive.read_manifest(path), known)
-        except archive.ArchiveError:
+        except ArchiveError:
             platform = path.name.removesuffix(".wheelhouse.tar")
         if platform in tars:
             raise UsageError(f"{tars[platform]} and {path} are both for {platform!r}",

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lockkit import __version__
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.fs import temp_folder, write_atomic
 from lockkit._internal.log import VERBOSE
 from lockkit._internal.uv import uv_bin, uv_version
@@ -32,16 +32,16 @@ from lockkit.cache.memo import MemoStore
 from lockkit.compile.locked import differences
 from lockkit.compile.resolve import Resolution, ResolveOptions, no_such_torch, resolve
 from lockkit.compile.slips import asked_names, input_warnings
-from lockkit.config.project import Project, normalized_inputs, resolver_inputs
+from lockkit.config.inputs import normalized_inputs, resolver_inputs
+from lockkit.config.project import Project
 from lockkit.errors import ConfigError, LockkitError, ResolutionError
-from lockkit.index.pages import TIMEOUT
-from lockkit.index.pages import Http as _Http
+from lockkit.index.http import TIMEOUT
+from lockkit.index.pages import Http
 from lockkit.index.urls import Indexes
 from lockkit.lock.freshness import (
     LOCK_FORMAT,
     Outcome,
     check,
-    check_platforms,
     checked,
     fingerprint,
     inputs_record,
@@ -51,7 +51,7 @@ from lockkit.lock.origins import Origins
 from lockkit.lock.python import lock_python, lock_python_why
 from lockkit.platforms.definitions import Platform
 
-__all__ = ["Outcome", "check_platforms", "compile_platforms", "input_warnings", "locked_one"]
+__all__ = ["compile_platforms", "locked_one"]
 
 _log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def _imports_for_after_uv() -> None:
 
 
 def compile_one(project: Project, platform: Platform, uv: str,
-                http: _Http, upgrade: bool = False,
+                http: Http, upgrade: bool = False,
                 upgrade_packages: tuple[str, ...] = (),
                 requirements: dict[str, list[str]] | None = None,
                 memos: MemoStore | None = None) -> Outcome:
@@ -99,7 +99,7 @@ def compile_one(project: Project, platform: Platform, uv: str,
     return Outcome(platform=platform.name, path=path, status="written", packages=packages)
 
 
-def locked_one(project: Project, platform: Platform, uv: str, http: _Http,
+def locked_one(project: Project, platform: Platform, uv: str, http: Http,
                requirements: dict[str, list[str]]) -> Outcome:
     """``compile --locked`` for one platform: the committed lock's verdict (as
     ``--check`` gives it), then every difference from the lock a fresh resolution makes
@@ -137,12 +137,12 @@ class _Prepared:
     record: dict[str, Any]
     allow_sdist: tuple[str, ...]
 
-    def lock_text(self, http: _Http) -> tuple[str, int, bool]:
+    def lock_text(self, http: Http) -> tuple[str, int, bool]:
         return _lock_text(self.resolution, self.platform, self.indexes, self.allow_sdist,
                           self.meta, http)
 
 
-def _prepare(project: Project, platform: Platform, uv: str, http: _Http,
+def _prepare(project: Project, platform: Platform, uv: str, http: Http,
              options: ResolveOptions, requirements: dict[str, list[str]]) -> _Prepared:
     """uv's resolution for *platform* (*options*: the preferences and how far to move
     them), with the lock's metadata and inputs record."""
@@ -164,7 +164,7 @@ def _prepare(project: Project, platform: Platform, uv: str, http: _Http,
 
 def _resolve(project: Project, platform: Platform, python: str, indexes: Indexes,
              options: ResolveOptions, requirements: dict[str, list[str]], uv: str,
-             http: _Http) -> Resolution:
+             http: Http) -> Resolution:
     """uv's resolution of the project's inputs for *platform*; a failure for want of a
     torch the platform's index serves says so plainly (:func:`.resolve.no_such_torch`)."""
     pages: dict[str, tuple[int, str]] = {}  # on a failure: what the PyTorch index served
@@ -183,7 +183,7 @@ def _resolve(project: Project, platform: Platform, python: str, indexes: Indexes
 
 
 def _lock_text(resolution: Resolution, platform: Platform, indexes: Indexes,
-               allow_sdist: tuple[str, ...], meta: LockMeta, http: _Http
+               allow_sdist: tuple[str, ...], meta: LockMeta, http: Http
                ) -> tuple[str, int, bool]:
     """The lock's text, its package count, and whether a file was hashed over the network
     to write it (then the lock depends on the network, not only on uv: no memo)."""
@@ -316,7 +316,7 @@ def compile_platforms(project: Project, platforms: list[Platform],
     from lockkit.index.auth import Credentials
 
     credentials = Credentials.for_indexes(project.index_url, project.mirrors)
-    http = _Http(credentials=credentials, timeout=timeout, max_page=project.max_page_size << 20)
+    http = Http(credentials=credentials, timeout=timeout, max_page=project.max_page_size << 20)
     try:
         return _run_all(run, platforms, jobs)
     finally:
@@ -355,7 +355,7 @@ def _run_all(run: Callable[[Platform], Outcome], platforms: list[Platform],
     except BaseException:
         # Ctrl-C reaches this thread only: the workers' uv runs are killed, and any
         # they would start, so that the workers (and their temp folders) end now
-        with _run.ending():
+        with proc.ending():
             pool.shutdown(wait=True, cancel_futures=True)
         raise
     finally:

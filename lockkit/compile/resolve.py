@@ -20,14 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.compat import tomllib
 from lockkit._internal.fs import temp_folder
 from lockkit._internal.redact import redact
 from lockkit._internal.uv import UV_TIMEOUT, uv_bin
 from lockkit.errors import IndexError_, ResolutionError
-from lockkit.index.http import PAGE_HINT
-from lockkit.index.pages import TIMEOUT
+from lockkit.index.http import PAGE_HINT, TIMEOUT
 from lockkit.index.routing import Page, RoutingIndex
 from lockkit.index.urls import Indexes, printable
 from lockkit.platforms.definitions import Platform
@@ -156,7 +155,7 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
     PyTorch index pages the routing index fetched when uv fails (what "no such torch" is
     explained by). *timeout*: see :func:`uv_environment`.
 
-    A family page uv asks for that cannot be fetched stops uv at once (``_run.Stop``):
+    A family page uv asks for that cannot be fetched stops uv at once (``proc.Stop``):
     the error names the PyTorch index and its mirror, not the routing index uv saw."""
     options = options or ResolveOptions()
     binary = binary or uv_bin()
@@ -165,7 +164,7 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
              and not options.upgrade else None)
     if platform.torch_index and fetch_page is None:
         raise ValueError("a platform with a PyTorch index needs fetch_page")
-    stop = _run.Stop()
+    stop = proc.Stop()
     with ExitStack() as stack:
         routing = None
         if platform.torch_index:
@@ -179,13 +178,13 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
         if given is not None:
             shutil.copyfile(given, out)  # uv prefers what its output file pins
         argv = uv_command(binary, requirements, platform, python, out, options, input_options)
-        env = _run.isolated_env({**extra, **uv_environment(
+        env = proc.isolated_env({**extra, **uv_environment(
             indexes, routing.url if routing else None, Path(tmp), timeout)})
         if routing is not None:
             routing.prefetch(prefetch, then=meanwhile)
-            result = _run.call(argv, timeout=UV_TIMEOUT, env=env, stop=stop)
+            result = proc.call(argv, timeout=UV_TIMEOUT, env=env, stop=stop)
         else:
-            result = _run.call(argv, timeout=UV_TIMEOUT, env=env, on_start=_in_thread(meanwhile))
+            result = proc.call(argv, timeout=UV_TIMEOUT, env=env, on_start=_in_thread(meanwhile))
         if routing is not None and routing.failed is not None:  # uv was stopped for it
             raise _unreachable_error(platform, indexes, routing.failed)
         if result.returncode != 0:

@@ -26,7 +26,7 @@ def asked_names(requirements: dict[str, list[str]]) -> list[str]:
 
 
 def input_warnings(platforms: list[Platform], requirements: dict[str, list[str]]) -> list[str]:
-    """What the inputs (:func:`lockkit.config.project.normalized_inputs`) seem not to mean: a
+    """What the inputs (:func:`lockkit.config.inputs.normalized_inputs`) seem not to mean: a
     requirement file that names no requirement (its part of the lock is empty), and a
     name one slip away from a torch-family package of the *platforms* (``torchh``,
     ``torch-vision``), which would be locked as written, from the default index."""

@@ -7,7 +7,7 @@ and every problem of the file is reported at once, by key path: a mistake ends t
 command before any work starts, not at the step that would have used the key.
 
 The project's inputs (requirement files, pyproject.toml dependencies) are read by
-``lockkit.config.inputs``; their functions are re-exported here.
+``lockkit.config.inputs``; import its functions from there.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from lockkit._internal.keys import KeyReader
 from lockkit._internal.redact import redact
-from lockkit.config.inputs import is_pyproject, load_toml, normalized_inputs, resolver_inputs
+from lockkit.config.inputs import is_pyproject, load_toml
 from lockkit.config.keys import LockkitRequirement, Runner, lockkit_requirement, runner_labels
 from lockkit.errors import ConfigError, UsageError
 from lockkit.index.urls import expand, is_index_url
@@ -32,8 +32,7 @@ if TYPE_CHECKING:  # the [verify.*] readers are imported when a [verify] table i
     from lockkit.config.checks.extensions import ExtensionsConfig
     from lockkit.config.checks.resume import ResumeConfig
 
-__all__ = ["Project", "find_project", "is_pyproject", "load_project", "normalized_inputs",
-           "project_root", "resolver_inputs"]
+__all__ = ["Project", "find_project", "load_project", "project_root"]
 
 _LISTS = ("requirements", "platforms", "allow-sdist", "extras", "groups")  # lists of strings
 # the lists that also take one string, and may not be empty: what each names

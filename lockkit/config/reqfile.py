@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, Specifier
@@ -31,7 +32,8 @@ __all__ = ["MAX_DEPTH", "Include", "RequirementFile", "flatten", "logical_lines"
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")  # pip's: '#' at the start or after whitespace
 _OPTION = re.compile(r"^(--[A-Za-z][\w-]*|-[A-Za-z])(?:=|\s+)?(.*)$")
-_INCLUDES = {"-r": "-r", "--requirement": "-r", "-c": "-c", "--constraint": "-c"}
+_INCLUDES: dict[str, Literal["-r", "-c"]] = {"-r": "-r", "--requirement": "-r", "-c": "-c",
+                                             "--constraint": "-c"}
 # uv pip compile accepts these and they change nothing in a lock of hashed wheels.
 _HARMLESS = {"--prefer-binary", "--require-hashes", "--use-feature"}
 _INDEX_HOME = "lockkit.toml (index-url, [mirrors]) or, for a PyTorch index, the platform file"
@@ -67,7 +69,7 @@ class _Refused(Exception):
 class Include:
     """A ``-r`` (requirements) or ``-c`` (constraints only) line, its path resolved."""
 
-    kind: str
+    kind: Literal["-r", "-c"]
     path: Path
 
 

@@ -14,7 +14,7 @@ from lockkit.index.http import MAX_PAGE, TIMEOUT, Client, Policy, read_page
 if TYPE_CHECKING:
     from lockkit.index.auth import Credentials
 
-__all__ = ["TIMEOUT", "Http", "parse_links"]
+__all__ = ["Http", "parse_links"]
 
 
 class Http:

@@ -53,7 +53,7 @@ from lockkit.index.urls import apply_mirrors, requirement_form
 from lockkit.lock.lockfile import dumps
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
-from lockkit.platforms.targets import select
+from lockkit.platforms.targets import NothingInstallable, select
 
 __all__ = ["DEFAULT_NAME", "FORMATS", "Pinned", "Requirements", "check_pylock_name",
            "pylock_text", "read", "recognise", "requirements", "requirements_text"]
@@ -145,7 +145,11 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
     pins, unmirrored = [], []
     allowed = {canonicalize_name(n) for n in project.allow_sdist}
     python = lock.python
-    for package, dist in select(pylock, platform, python, path, ConfigError):
+    try:
+        chosen = select(pylock, platform, python, path)
+    except NothingInstallable as exc:
+        raise ConfigError(str(exc)) from exc
+    for package, dist in chosen:
         name = canonicalize_name(package.name)
         entry, where = entries[name], f"{path}: packages.{name}"
         index = str(entry.get("index") or "").rstrip("/") or None

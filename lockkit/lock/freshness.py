@@ -36,7 +36,8 @@ from typing import Any, Literal
 from lockkit._internal.compat import tomllib
 from lockkit._internal.parse import parse_toml
 from lockkit._internal.redact import redact, strip_credentials
-from lockkit.config.project import Project, normalized_inputs
+from lockkit.config.inputs import normalized_inputs
+from lockkit.config.project import Project
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.index.urls import expand, placeholders
 from lockkit.lock.model import Lock, LockMeta
@@ -84,7 +85,7 @@ class Verdict:
 
 def inputs_record(project: Project, platform: Platform, python: str,
                   requirements: Mapping[str, list[str]]) -> dict[str, Any]:
-    """*requirements* is :func:`lockkit.config.project.normalized_inputs`, read once per command."""
+    """*requirements* is :func:`lockkit.config.inputs.normalized_inputs`, read once per command."""
     return {
         # a direct URL in a requirement may carry user:token@: recorded redacted
         "requirements": {label: [redact(r) for r in reqs]

@@ -1,8 +1,7 @@
 """Platform definitions: data files validated strictly on load.
 
-Shipped files live in ``lockkit/_platforms`` when installed (the repository's
-``platforms/`` folder in a checkout); a project's own ``platforms/`` folder adds
-or overrides them by name.
+Shipped files live in ``lockkit/_platforms`` when installed (the repository's ``platforms/``
+folder in a checkout); a project's own ``platforms/`` folder adds or overrides them by name.
 
 ``[torch]`` and ``[gpu]`` are optional: a platform without ``[torch]`` (a service that needs
 no PyTorch) has no PyTorch index and no torch family, so every package comes from the
@@ -19,20 +18,21 @@ import urllib.parse
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from lockkit._internal.compat import tomllib
 from lockkit._internal.keys import KeyReader, did_you_mean
 from lockkit._internal.parse import parse_toml
-from lockkit.errors import PlatformError
+from lockkit.errors import ConfigError, PlatformError
 
-__all__ = ["Backend", "Catalog", "Platform", "closest_platform", "load_catalog",
+__all__ = ["Backend", "Catalog", "Kind", "Platform", "closest_platform", "load_catalog",
            "load_platforms", "markdown_table", "select_platforms", "shipped_dir",
            "unknown_platform"]
 
-KINDS = ("cpu", "cuda", "rocm", "xpu", "mps")
+Kind = Literal["cpu", "cuda", "rocm", "xpu", "mps"]  # a platform's backend
+KINDS: tuple[Kind, ...] = get_args(Kind)
 DEVICES = ("cpu", "cuda", "xpu", "mps")
 OSES = ("linux", "macos", "windows")
 _TOP = {"name", "os", "arch", "python", "python-platform", "backend", "torch", "gpu", "description",
@@ -55,7 +55,7 @@ _MACOS_TARGET = re.compile(r"\d+\.\d+")
 
 @dataclass(frozen=True, kw_only=True)
 class Backend:
-    kind: str
+    kind: Kind
     version: str | None
 
 
@@ -139,7 +139,9 @@ def shipped_dir() -> Path:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return parse_toml(path.read_text(encoding="utf-8"), path, PlatformError)
+        return parse_toml(path.read_text(encoding="utf-8"), path)
+    except ConfigError as exc:  # nested too deeply: that line, as a platform file's error
+        raise PlatformError(str(exc)) from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise PlatformError(f"{path}: cannot read platform file: {exc}") from exc
 
@@ -147,7 +149,7 @@ def _read(path: Path) -> dict[str, Any]:
 def parse_platform(path: Path) -> Platform | _Alias:
     """One platform file, every problem of it raised together, each named by its key."""
     data = _read(path)
-    r = KeyReader(path, error=PlatformError, unknown="path: unknown field")
+    r = KeyReader(path, unknown="path: unknown field")
     if "alias-of" in data:
         return _parse_alias(r, data, path)
     r.unknown(data, _TOP)
@@ -182,7 +184,8 @@ def parse_platform(path: Path) -> Platform | _Alias:
     if macos_target is not None and not _MACOS_TARGET.fullmatch(macos_target):
         r.fail("macos-deployment-target", f"{macos_target!r} is not a version such as '14.0'")
     python_platform = r.typed("python-platform", data.get("python-platform"), str)
-    r.raise_if_any()
+    if found := r.problems():
+        raise PlatformError(found.message, hint=found.hint)
     return Platform(
         name=name, os=os_, arch=arch, python=python, python_platform=python_platform,
         backend=Backend(kind=kind, version=version), torch_index=index,
@@ -248,7 +251,8 @@ def _parse_alias(r: KeyReader, data: dict[str, Any], path: Path) -> _Alias:
     _check_name(r, path.stem)
     r.unknown(data, _ALIAS_TOP)
     target = r.typed("alias-of", data["alias-of"], str)
-    r.raise_if_any()
+    if found := r.problems():
+        raise PlatformError(found.message, hint=found.hint)
     return _Alias(name=path.stem, target=target, description=data.get("description", ""),
                   source=path)
 

@@ -16,11 +16,16 @@ from packaging import tags as _tags
 from packaging.markers import Environment
 from packaging.pylock import Package, Pylock, PylockSelectError
 
-from lockkit.errors import LockkitError
 from lockkit.platforms.arch import platform_machine
 from lockkit.platforms.definitions import ARCHES, Platform
 
-__all__ = ["environment", "select", "wheel_tags"]
+__all__ = ["NothingInstallable", "environment", "select", "wheel_tags"]
+
+
+class NothingInstallable(ValueError):
+    """A lock that installs nothing on a platform; the message names the lock, the platform
+    and the Python. Each caller raises it as its own error (a build's, a trust check's, an
+    export's), with this message."""
 
 _ENV = {  # os -> (os_name, sys_platform, platform_system)
     "linux": ("posix", "linux", "Linux"),
@@ -67,14 +72,14 @@ def wheel_tags(platform: Platform, python: str) -> list[_tags.Tag]:
             *_tags.compatible_tags(version, interpreter=interpreter, platforms=plats)]
 
 
-def select(pylock: Pylock, platform: Platform, python: str, lock_path: Path,
-           error: type[LockkitError]) -> list[tuple[Package, Any]]:
+def select(pylock: Pylock, platform: Platform, python: str,
+           lock_path: Path) -> list[tuple[Package, Any]]:
     """What *pylock* installs on *platform*, as a Python *python* interpreter of the
     target would choose (*python*: the lock's own, :func:`lockkit.lock.model.python_of`); a
-    lock with nothing for it raises *error*, naming the lock."""
+    lock with nothing for it raises :class:`NothingInstallable`, naming the lock."""
     try:
         return list(pylock.select(environment=environment(platform, python),
                                   tags=wheel_tags(platform, python)))
     except PylockSelectError as exc:
-        raise error(f"{lock_path}: nothing installable for {platform.name} with Python "
-                    f"{python}: {exc}") from exc
+        raise NothingInstallable(f"{lock_path}: nothing installable for {platform.name} "
+                                 f"with Python {python}: {exc}") from exc

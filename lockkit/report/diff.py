@@ -21,7 +21,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from packaging.utils import canonicalize_name
 
@@ -29,9 +29,10 @@ from lockkit._internal.compat import tomllib
 from lockkit._internal.parse import parse_json, parse_toml
 from lockkit.errors import ConfigError, DiffError
 from lockkit.lock.model import LockMeta
-from lockkit.report.model import Dossier, GitState, SchemaError, Variant
+from lockkit.report.model import Dossier
+from lockkit.report.records import GitState, SchemaError, Variant
 
-__all__ = ["LAYERS", "Difference", "DiffError", "Side", "compare", "load_side"]
+__all__ = ["LAYERS", "Difference", "Side", "compare", "load_side"]
 
 LAYERS = ("code", "data", "packages", "system", "result")
 _INPUTS = "lock.inputs."  # a code-layer key per input file of a lock
@@ -40,7 +41,7 @@ _INPUTS = "lock.inputs."  # a code-layer key per input file of a lock
 @dataclass(frozen=True, kw_only=True)
 class Side:
     path: Path
-    kind: str  # "dossier" | "lock" | "manifest"
+    kind: Literal["dossier", "lock", "manifest"]
     layers: dict[str, dict[str, Any]]  # layer -> flat key -> value
     info: dict[str, Any]  # shown, never compared
     variant: Variant | None = None
@@ -77,13 +78,18 @@ def load_side(path: Path) -> Side:
         raise DiffError(f"{path}: unreadable: {exc}") from None
     if path.suffix == ".toml":
         try:
-            return _from_lock(path, parse_toml(text, path, DiffError))
+            data = parse_toml(text, path)
         except tomllib.TOMLDecodeError as exc:
             raise DiffError(f"{path}: not valid TOML: {exc}") from None
+        except ConfigError as exc:  # nested too deeply: that line, as diff's error
+            raise DiffError(str(exc)) from None
+        return _from_lock(path, data)
     try:
-        doc = parse_json(text, path, DiffError)
+        doc = parse_json(text, path)
     except json.JSONDecodeError as exc:
         raise DiffError(f"{path}: not valid JSON: {exc}") from None
+    except ConfigError as exc:
+        raise DiffError(str(exc)) from None
     if not isinstance(doc, dict):
         raise DiffError(f"{path}: expected a JSON object")
     if doc.get("kind") in ("verify", "diagnose") and "steps" in doc:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast
 
-__all__ = ["ExtensionCheck", "ExtensionsResult", "NativePackage"]
+__all__ = ["ExtensionCheck", "ExtensionStatus", "ExtensionsResult", "NativePackage"]
+
+
+ExtensionStatus = Literal["passed", "failed", "not-run"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -18,7 +21,7 @@ class ExtensionCheck:
     """One ``[verify.extensions]`` module: imported, then its smoke call on *device*."""
 
     module: str
-    status: str  # passed | failed | not-run (the probe ended before reaching it)
+    status: ExtensionStatus  # not-run: the probe ended before reaching it
     device: str | None = None
     stage: str | None = None  # where it failed: import | smoke
     error: str | None = None
@@ -38,7 +41,8 @@ class ExtensionCheck:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ExtensionCheck:
-        return cls(module=str(d.get("module")), status=str(d.get("status", "failed")),
+        status = cast(ExtensionStatus, str(d.get("status", "failed")))  # as the probe wrote it
+        return cls(module=str(d.get("module")), status=status,
                    device=d.get("device"), stage=d.get("stage"), error=d.get("error"),
                    file=d.get("file"), compiled=d.get("compiled"), value=d.get("value"),
                    seconds=d.get("seconds"))

@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockkit._internal.redact import redact
-from lockkit.report.model import STATUSES, Dossier
+from lockkit.report.model import Dossier
+from lockkit.report.records import STATUSES
 
 if TYPE_CHECKING:
     from lockkit._internal.outfile import Target
 
-__all__ = ["STATUSES", "WHAT", "recognise", "to_junit", "write_junit"]
+__all__ = ["WHAT", "recognise", "to_junit", "write_junit"]
 
 # XML 1.0 allows tab, LF, CR and everything from U+0020 except surrogates, FFFE, FFFF.
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

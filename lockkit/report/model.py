@@ -22,13 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
-from lockkit.report.extrecords import ExtensionCheck, ExtensionsResult, NativePackage
-from lockkit.report.records import (  # noqa: F401 - re-exported: the model is one import
-    STATUSES,
+from lockkit.report.extrecords import ExtensionsResult
+from lockkit.report.records import (
     ApplicationResult,
-    CheckResult,
     CommandRecord,
     Fingerprint,
     GitState,
@@ -38,21 +36,18 @@ from lockkit.report.records import (  # noqa: F401 - re-exported: the model is o
     SchemaError,
     StepResult,
     SystemFacts,
-    TorchFacts,
     Variant,
-    _req,
+    required,
 )
 from lockkit.report.roots import relative
 
-__all__ = ["SCHEMA_VERSION", "ApplicationResult", "CheckResult", "CommandRecord", "Dossier",
-           "ExtensionCheck", "ExtensionsResult", "NativePackage", "Fingerprint", "GitState",
-           "Inventory", "PackageRow", "ResumeResult", "SchemaError", "StepResult", "SystemFacts",
-           "TorchFacts", "Variant", "STATUSES", "RESULTS"]
+__all__ = ["SCHEMA_VERSION", "Dossier", "RESULTS", "Result"]
 
 SCHEMA_VERSION = 2
 # "passed-existing": every step of a ``verify --existing`` passed; an environment checked
 # as it was, never to be read as a rebuild's "passed"
-RESULTS = ("passed", "failed", "incomplete", "passed-existing")
+Result = Literal["passed", "failed", "incomplete", "passed-existing"]
+RESULTS: tuple[Result, ...] = get_args(Result)
 
 
 def _opt(cls: Any, value: Any) -> Any:
@@ -72,10 +67,10 @@ def _roots(value: Any) -> dict[str, str]:
 class Dossier:
     """One run of ``verify`` (kind ``verify``) or ``diagnose`` (kind ``diagnose``)."""
 
-    kind: str
+    kind: Literal["verify", "diagnose"]
     lockkit_version: str
     started: str
-    result: str  # one of RESULTS
+    result: Result
     steps: tuple[StepResult, ...]
     schema_version: int = SCHEMA_VERSION
     first_error: str | None = None
@@ -198,13 +193,13 @@ class Dossier:
         if not isinstance(d, Mapping):
             raise SchemaError("expected a JSON object")
         version = _schema_version(d)
-        kind = _req(d, "kind", "")
+        kind = required(d, "kind", "")
         if kind not in ("verify", "diagnose"):
             raise SchemaError(f"kind: {kind!r} is not verify or diagnose")
         result = d.get("result", "incomplete")  # a run that never reached its verdict
         if result not in RESULTS:
             raise SchemaError(f"result: {result!r} is not one of {', '.join(RESULTS)}")
-        steps = _req(d, "steps", "")
+        steps = required(d, "steps", "")
         if not isinstance(steps, Sequence) or isinstance(steps, (str, bytes)):
             raise SchemaError("steps: expected a list")
         checks = d.get("checks") or {}

@@ -8,20 +8,22 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal, get_args
 
 __all__ = ["ApplicationResult", "CheckResult", "CommandRecord", "Fingerprint", "GitState",
            "Inventory", "PackageRow", "ResumeResult", "STATUSES", "SchemaError", "StepResult",
-           "SystemFacts", "TorchFacts", "Variant"]
+           "Status", "SystemFacts", "TorchFacts", "Variant", "required"]
 
-STATUSES = ("passed", "failed", "skipped", "not-run")
+Status = Literal["passed", "failed", "skipped", "not-run"]  # a step's
+STATUSES: tuple[Status, ...] = get_args(Status)
 
 
 class SchemaError(ValueError):
     """A document that is not a dossier this lockkit can read (the message says why)."""
 
 
-def _req(data: Mapping[str, Any], key: str, where: str) -> Any:
+def required(data: Mapping[str, Any], key: str, where: str) -> Any:
+    """*data*[*key*], or a SchemaError naming it by its path (*where* is the prefix)."""
     if key not in data:
         raise SchemaError(f"{where}{key}: missing")
     return data[key]
@@ -54,7 +56,7 @@ class CommandRecord:
 @dataclass(frozen=True, kw_only=True)
 class StepResult:
     name: str
-    status: str  # one of STATUSES
+    status: Status
     duration_s: float = 0.0
     needs: tuple[str, ...] = ()
     error: str | None = None
@@ -89,7 +91,8 @@ class StepResult:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StepResult:
-        return cls(name=str(_req(d, "name", "steps[].")), status=_req(d, "status", "steps[]."),
+        return cls(name=str(required(d, "name", "steps[].")),
+                   status=required(d, "status", "steps[]."),
                    duration_s=float(d.get("duration_s") or 0.0),
                    needs=tuple(d.get("needs") or ()), error=d.get("error"),
                    reason=d.get("reason"), waived=bool(d.get("waived", False)),

@@ -21,12 +21,12 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit.lock.lockfile import cuda_majors
 from lockkit.platforms.arch import host_os
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.host import driver_minimum
-from lockkit.report.model import SystemFacts
+from lockkit.report.records import SystemFacts
 from lockkit.verify import probe
 from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, StepFailed
@@ -38,7 +38,7 @@ _ROCM = re.compile(r"rocm(\d+)\.(\d+)(?:\.[\w.]+)?")
 
 
 def system_step(step: Step, python: Path, found: Findings, *, timeout: float,
-                record: _run.Recorder | None = None,
+                record: proc.Recorder | None = None,
                 gpu_args: Sequence[str] | None = None, pycache: Path | None = None,
                 no_torch: str | None = None, collect_env: bool = True) -> None:
     """The system chain as the interpreter sees it, into ``found.system`` (kept even when
@@ -146,7 +146,7 @@ def driver_check(system: Mapping[str, Any], kind: str, os_: str,
 
 
 def gpu_step(step: Step, python: Path, args: Sequence[str], found: Findings, *,
-             timeout: float, record: _run.Recorder | None = None) -> None:
+             timeout: float, record: proc.Recorder | None = None) -> None:
     """The GPU probe's report, into ``found.gpu``; ``StepFailed`` on its first check
     that did not pass. The report the system step's process made is used when there is
     one; otherwise the GPU probe runs now, on its own."""

@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.redact import redact
 from lockkit._internal.uv import uv_bin
 from lockkit.config.project import Project
 from lockkit.errors import LockkitError
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
-from lockkit.report.model import CommandRecord
+from lockkit.report.records import CommandRecord
 from lockkit.verify import hang
 from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, StepFailed, Steps
@@ -117,7 +117,7 @@ class Run:
             self.in_use.release()
             self.in_use = None
 
-    def recorder(self, step: str) -> _run.Recorder:
+    def recorder(self, step: str) -> proc.Recorder:
         """Records each command run for *step*, redacted, into the dossier's list."""
         return lambda r: self.commands.append(CommandRecord(
             step=step, argv=tuple(redact(a) for a in r.argv), cwd=r.cwd,
@@ -125,25 +125,25 @@ class Run:
 
     def call(self, step: str, argv: Sequence[str], *, timeout: float = 600,
              env: dict[str, str] | None = None, cwd: Path | None = None,
-             stacks_on_timeout: bool = False, uv_cache: Path | None = None) -> _run.Result:
+             stacks_on_timeout: bool = False, uv_cache: Path | None = None) -> proc.Result:
         """Run a command for *step*; every uv command uses this run's own uv cache, or
         *uv_cache*. *stacks_on_timeout*: see :func:`lockkit._internal.proc.call` (the caller's *env*
         should carry ``PYTHONFAULTHANDLER=1``). Every command's TMPDIR is a folder of the
         run's work folder: what a command leaves there (ensurepip's wheel folder, when a
         signal ends it) goes with the work folder."""
         if argv[0] == uv_bin():
-            env = {**(env if env is not None else _run.isolated_env()),
+            env = {**(env if env is not None else proc.isolated_env()),
                    "UV_CACHE_DIR": str(uv_cache or self.work / UV_CACHE)}
         elif self.pycache is not None and argv[0] == str(self.python):
-            env = {**(env if env is not None else _run.isolated_env()),
+            env = {**(env if env is not None else proc.isolated_env()),
                    "PYTHONPYCACHEPREFIX": str(self.pycache)}
         tmp = self.work / "tmp"
         tmp.mkdir(exist_ok=True)
         env = {**(env if env is not None else os.environ), "TMPDIR": str(tmp)}
-        return _run.call(argv, timeout=timeout, env=env, cwd=cwd, record=self.recorder(step),
+        return proc.call(argv, timeout=timeout, env=env, cwd=cwd, record=self.recorder(step),
                          stacks_on_timeout=stacks_on_timeout)
 
-    def note_hang(self, step: str, result: _run.Result, root: Path) -> hang.HangReport | None:
+    def note_hang(self, step: str, result: proc.Result, root: Path) -> hang.HangReport | None:
         """Where a timed-out command of *step* stalled, from the stacks it printed; the
         first one is kept for the dossier (its Markdown leads with it)."""
         if not result.timed_out:

@@ -10,10 +10,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from lockkit import __version__
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.redact import redact
 from lockkit.errors import UsageError
-from lockkit.report.model import CommandRecord, Dossier, SystemFacts
+from lockkit.report.model import Dossier
+from lockkit.report.records import CommandRecord, SystemFacts
 from lockkit.report.roots import named_roots
 from lockkit.verify import chain, probe
 from lockkit.verify.findings import Findings
@@ -82,7 +83,7 @@ def no_torch(dossier: Dossier) -> bool:
 
 
 def _with_collect_env(system: SystemFacts | None, steps: Steps, python: Path, timeout: float,
-                      record: _run.Recorder) -> SystemFacts | None:
+                      record: proc.Recorder) -> SystemFacts | None:
     """*system* with torch's ``collect_env`` when the GPU step failed, else with why not:
     it imports torch, so a failed system step leaves it nothing to add."""
     if system is None:
@@ -106,7 +107,7 @@ def diagnose(python: Path | None = None, expect: str | None = None, *, source: s
     found = Findings()
     commands: list[CommandRecord] = []
 
-    def recorder(step: str) -> _run.Recorder:
+    def recorder(step: str) -> proc.Recorder:
         return lambda r: commands.append(CommandRecord(
             step=step, argv=tuple(redact(a) for a in r.argv), returncode=r.returncode,
             duration_s=round(r.duration, 3), timed_out=r.timed_out))

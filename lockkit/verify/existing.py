@@ -54,12 +54,12 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.parse import parse_json
 from lockkit._internal.private import open_regular
 from lockkit.cache.store import Cache
-from lockkit.errors import LockkitError
-from lockkit.report.model import Inventory
+from lockkit.errors import ConfigError, LockkitError
+from lockkit.report.records import Inventory
 from lockkit.verify import importenv, probe, rebuild
 from lockkit.verify.context import Run
 from lockkit.verify.interpreter import given_interpreter, lock_python
@@ -215,12 +215,14 @@ def _listing(run: Run) -> _Listing:
     result = run.call("inventory", [str(run.python), "-I", "-B", "-c", _LIST], timeout=300,
                       env=probe.probe_env())
     try:
-        doc = parse_json(result.stdout, run.python, StepFailed) if result.ok else None
+        doc = parse_json(result.stdout, run.python) if result.ok else None
     except json.JSONDecodeError:
         doc = None
+    except ConfigError as exc:  # nested too deeply: that line, as the step's failure
+        raise StepFailed(str(exc)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("dists"), list):
         raise StepFailed(f"cannot list the distributions of {run.python}: "
-                         f"{_run.outcome(result)}")
+                         f"{proc.outcome(result)}")
     rows = [(str(n), str(v), str(b), r) for n, v, b, r in doc["dists"] if n and v]
     found: dict[str, tuple[str, str, str | None]] = {}
     for name, version, base, record in rows:

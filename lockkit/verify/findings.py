@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lockkit.report.model import (
+from lockkit.report.extrecords import ExtensionsResult
+from lockkit.report.records import (
     ApplicationResult,
-    ExtensionsResult,
     Fingerprint,
     GitState,
     Inventory,

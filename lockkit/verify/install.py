@@ -23,15 +23,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.parse import parse_json
 from lockkit._internal.private import private_folder
-from lockkit._internal.proc import last_error_line
 from lockkit._internal.uv import uv_bin
 from lockkit.cache import inuse
 from lockkit.cache.layout import make_root
 from lockkit.cache.memo import MemoStore
-from lockkit.errors import LockkitError
+from lockkit.errors import ConfigError, LockkitError
 from lockkit.lock.model import Lock
 from lockkit.verify.context import Run
 from lockkit.verify.steps import Step, StepFailed
@@ -103,7 +102,7 @@ def install_step(run: Run, step: Step) -> None:
                 "--disable-pip-version-check", "--quiet", "--find-links", str(folder),
                 "--require-hashes", "-r", str(reqs)]
     with _counting_installs(run, len(checked)):
-        result = run.call("install", argv, timeout=_INSTALL_TIMEOUT, env=_run.isolated_env(),
+        result = run.call("install", argv, timeout=_INSTALL_TIMEOUT, env=proc.isolated_env(),
                           uv_cache=uv_cache)
     step.detail.update(installer=opts.installer, packages=len(run.expected),
                        isolated="installer ran without user/global pip or uv configuration "
@@ -211,12 +210,12 @@ def _by_hash(checked: list[trust.Checked], shared: Path) -> list[Path]:
     return folders
 
 
-def installer_error(result: _run.Result) -> str:
+def installer_error(result: proc.Result) -> str:
     """A failed installer command's error line (``uv venv`` and ``venv`` included), or
     that it timed out."""
     if result.timed_out:
-        return _run.outcome(result)
-    return last_error_line(result.stderr or result.stdout)
+        return proc.outcome(result)
+    return proc.last_error_line(result.stderr or result.stdout)
 
 
 def _check_wheelhouse(folder: Path, lock: Lock) -> dict[str, Any]:
@@ -224,9 +223,11 @@ def _check_wheelhouse(folder: Path, lock: Lock) -> dict[str, Any]:
     mistakes, not a proof: the files are hashed against the lock afterwards)."""
     try:
         manifest: dict[str, Any] = parse_json(
-            (folder / "manifest.json").read_text(encoding="utf-8"), folder, StepFailed)
+            (folder / "manifest.json").read_text(encoding="utf-8"), folder)
     except (OSError, json.JSONDecodeError) as exc:
         raise StepFailed(f"{folder}/manifest.json: unreadable: {exc}") from None
+    except ConfigError as exc:  # nested too deeply: that line, as the step's failure
+        raise StepFailed(str(exc)) from None
     if manifest.get("lock_sha256") != lock.sha256:
         raise StepFailed(f"{folder} was built from another version of {lock.path.name}: "
                          "rebuild it with 'lockkit wheelhouse build'")

@@ -17,10 +17,10 @@ from typing import Any
 
 from packaging.tags import Tag, compatible_tags, cpython_tags, platform_tags
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.parse import parse_json
 from lockkit._internal.uv import uv_bin
-from lockkit.errors import LockkitError
+from lockkit.errors import ConfigError, LockkitError
 from lockkit.verify.context import Run
 from lockkit.verify.steps import StepFailed
 
@@ -79,7 +79,7 @@ def given_interpreter(run: Run, given: Path, version: str, flag: str
 def _candidates(run: Run, version: str) -> Iterator[Path]:
     found = run.call("host", [uv_bin(), "python", "find", "--system", "--no-config",
                               "--offline", "--no-python-downloads", version], timeout=60,
-                     env=_run.isolated_env())
+                     env=proc.isolated_env())
     if found.ok and found.stdout.strip():
         yield Path(found.stdout.strip())
     name = f"python{version}{'.exe' if os.name == 'nt' else ''}"
@@ -100,15 +100,17 @@ def _interpreter_facts(run: Run, python: Path) -> dict[str, Any]:
     # -B: -I ignores PYTHONPYCACHEPREFIX, and the site module imports a sitecustomize
     # even so: no bytecode of it may land in an environment verify --existing only reads
     result = run.call("host", [str(python), "-I", "-B", "-c", _FACTS], timeout=60,
-                      env=_run.isolated_env())
+                      env=proc.isolated_env())
     try:
         if result.ok:
-            facts = parse_json(result.stdout, python, StepFailed)
+            facts = parse_json(result.stdout, python)
             if isinstance(facts, dict):
                 return facts
     except json.JSONDecodeError:
         pass
-    raise StepFailed(f"cannot run the interpreter {python}: {_run.outcome(result)}")
+    except ConfigError as exc:  # nested too deeply: that line, as the step's failure
+        raise StepFailed(str(exc)) from None
+    raise StepFailed(f"cannot run the interpreter {python}: {proc.outcome(result)}")
 
 
 def interpreter_tags(facts: dict[str, Any]) -> list[Tag]:

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.parse import parse_json
 from lockkit.verify.probes.system_probe import DETERMINISM_VARS, TOOLCHAIN_VARS
 
@@ -81,12 +81,12 @@ def probe_env(extra: Mapping[str, str] | None = None,
 
 def run_probe(python: Path, script: str, args: Sequence[str] = (), timeout: float = 120.0,
               env: Mapping[str, str] | None = None,
-              record: _run.Recorder | None = None) -> ProbeResult:
+              record: proc.Recorder | None = None) -> ProbeResult:
     """Run ``python -I PROBES_DIR/script *args``; *env* adds to the allow-listed variables.
     *record* sees the command as run (the dossier's command list)."""
     path = _probe_path(script)
     command = [str(python), "-I", str(path), *args]
-    result = _run.call(command, timeout=timeout, env=probe_env(env), record=record)
+    result = proc.call(command, timeout=timeout, env=probe_env(env), record=record)
     err = result.stderr.encode()
     if result.timed_out:
         return ProbeResult(status="failed", data=_parse(result.stdout.encode())[0],
@@ -101,7 +101,7 @@ def run_probe(python: Path, script: str, args: Sequence[str] = (), timeout: floa
 
 
 def run_chain(python: Path, gpu_args: Sequence[str] | None, timeout: float,
-              record: _run.Recorder | None = None, pycache: Path | None = None,
+              record: proc.Recorder | None = None, pycache: Path | None = None,
               collect_env: bool = True) -> tuple[ProbeResult, ProbeResult | None]:
     """The system probe and (unless *gpu_args* is None) the GPU probe in one process
     (``system_probe.py --then-gpu ARGS``): torch is imported once. Each part is judged as
@@ -115,7 +115,7 @@ def run_chain(python: Path, gpu_args: Sequence[str] | None, timeout: float,
     command += [] if collect_env else ["--no-collect-env"]
     if gpu_args is not None:
         command += ["--then-gpu", *gpu_args]
-    result = _run.call(command, timeout=timeout, env=probe_env(), record=record)
+    result = proc.call(command, timeout=timeout, env=probe_env(), record=record)
     reports = {d.get("probe"): d for d in _objects(result.stdout)}
     parts = [("system", _with_collect_env(reports, result))]
     if gpu_args is not None:
@@ -142,7 +142,7 @@ def run_chain(python: Path, gpu_args: Sequence[str] | None, timeout: float,
 
 
 def run_collect_env(python: Path, timeout: float,
-                    record: _run.Recorder | None = None) -> dict[str, Any]:
+                    record: proc.Recorder | None = None) -> dict[str, Any]:
     """torch's ``collect_env`` report on its own (``system_probe.py --collect-env``), for the
     system facts' ``collect_env``: ``{"info": ..., "seconds": ...}`` or ``{"error": ...}``."""
     result = run_probe(python, "system_probe.py", ["--collect-env"], timeout=timeout,
@@ -153,7 +153,7 @@ def run_collect_env(python: Path, timeout: float,
 
 
 def _with_collect_env(reports: Mapping[Any, dict[str, Any]],
-                      result: _run.Result) -> dict[str, Any] | None:
+                      result: proc.Result) -> dict[str, Any] | None:
     """The system report with its ``collect_env`` back in place: with ``--then-gpu`` it ran
     beside the GPU checks and came last, as a line of its own."""
     system = reports.get("system")
@@ -163,7 +163,7 @@ def _with_collect_env(reports: Mapping[Any, dict[str, Any]],
     if late is not None:
         info = {k: v for k, v in late.items() if k != "probe"}
     else:
-        info = {"error": f"not reported: the probe ended first ({_run.outcome(result)})"}
+        info = {"error": f"not reported: the probe ended first ({proc.outcome(result)})"}
     return {**system, "collect_env": info}
 
 
@@ -238,7 +238,7 @@ def _parse(out: bytes) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def _exit_error(returncode: int, err: bytes) -> str:
-    return _run.outcome(_run.Result(argv=(), returncode=returncode, stdout="",
+    return proc.outcome(proc.Result(argv=(), returncode=returncode, stdout="",
                                     stderr=err.decode("utf-8", "replace")))
 
 
@@ -252,7 +252,7 @@ def _tail(err: bytes) -> str:
 
 
 def run_lines(python: Path, script: str, args: Sequence[str], timeout: float,
-              record: _run.Recorder | None = None, pycache: Path | None = None
+              record: proc.Recorder | None = None, pycache: Path | None = None
               ) -> tuple[list[dict[str, Any]], str | None, str]:
     """A probe that prints one JSON object per line as it goes (``gpu_probe.py
     --extensions``): every object it printed, why it ended early (None: it exited 0) and
@@ -263,7 +263,7 @@ def run_lines(python: Path, script: str, args: Sequence[str], timeout: float,
     command = [str(python), "-I", "-X", "faulthandler",
                *(["-X", f"pycache_prefix={pycache}"] if pycache else []),
                str(_probe_path(script)), *args]
-    result = _run.call(command, timeout=timeout, env=probe_env(), record=record,
+    result = proc.call(command, timeout=timeout, env=probe_env(), record=record,
                        stacks_on_timeout=True)
     if result.timed_out:
         error: str | None = f"timed out after {timeout:g}s"

@@ -17,13 +17,12 @@ from typing import Any
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from lockkit._internal import proc as _run
-from lockkit._internal.proc import last_error_line
+from lockkit._internal import proc
 from lockkit._internal.uv import uv_bin
 from lockkit.lock.model import Lock
 from lockkit.platforms.arch import arch_family, host_arch, host_os
 from lockkit.platforms.definitions import Platform
-from lockkit.report.model import Inventory, PackageRow
+from lockkit.report.records import Inventory, PackageRow
 from lockkit.verify.context import Run
 from lockkit.verify.install import (
     dist_info_folders,
@@ -148,11 +147,11 @@ def check_step(run: Run, step: Step) -> None:
     else:
         argv = [str(run.python), "-m", "pip", "check", "--isolated",
                 "--disable-pip-version-check"]
-    result = run.call("pip-check", argv, timeout=300, env=_run.isolated_env())
+    result = run.call("pip-check", argv, timeout=300, env=proc.isolated_env())
     step.detail["output"] = (result.stdout + result.stderr).strip()[-2000:]
     if not result.ok:
         raise StepFailed(f"dependency conflicts: "
-                         f"{last_error_line(result.stdout or result.stderr)}")
+                         f"{proc.last_error_line(result.stdout or result.stderr)}")
 
 
 def inventory_step(run: Run, step: Step) -> None:
@@ -176,7 +175,7 @@ def inventory_step(run: Run, step: Step) -> None:
     else:
         argv = [str(run.python), "-m", "pip", "freeze", "--all", "--isolated",
                 "--disable-pip-version-check"]
-    frozen = run.call("inventory", argv, timeout=300, env=_run.isolated_env())
+    frozen = run.call("inventory", argv, timeout=300, env=proc.isolated_env())
     run.attachments["installed-after.txt"] = frozen.stdout
     step.detail.update(inventory.to_dict())
     if inventory.problems:

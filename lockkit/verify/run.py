@@ -41,7 +41,8 @@ from pathlib import Path
 from lockkit import __version__
 from lockkit._internal.fs import interrupt_held, sha256_file, temp_private
 from lockkit.lock import freshness
-from lockkit.report.model import Dossier, Variant
+from lockkit.report.model import Dossier
+from lockkit.report.records import Variant
 from lockkit.report.roots import named_roots
 from lockkit.verify import chain, existing, install, probe, rebuild
 from lockkit.verify.checks.application.step import app_step

@@ -5,7 +5,7 @@ it depends on did not pass); the first failed step's error is the run's ``first_
 A *waived* skip is one the project's config declared, with its reason (``[verify]
 application = "none"``): it does not make the run incomplete, and it blocks no step
 that needs it (there was nothing to check, not something that did not work).
-A finished step becomes a :class:`lockkit.report.model.StepResult` in the dossier.
+A finished step becomes a :class:`lockkit.report.records.StepResult` in the dossier.
 """
 
 from __future__ import annotations
@@ -14,11 +14,14 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import redact
-from lockkit.report.model import StepResult
+from lockkit.report.records import Status, StepResult
+
+if TYPE_CHECKING:
+    from lockkit.report.model import Result
 
 __all__ = ["Step", "StepFailed", "StepSkipped", "Steps", "overall"]
 
@@ -42,7 +45,7 @@ class StepSkipped(Exception):
 class Step:
     name: str
     needs: tuple[str, ...] = ()
-    status: str = "not-run"
+    status: Status = "not-run"
     duration: float = 0.0
     error: str | None = None
     reason: str | None = None
@@ -109,7 +112,7 @@ class Steps:
         return f"{failed.name}: {failed.error}" if failed else None
 
 
-def overall(steps: Steps) -> str:
+def overall(steps: Steps) -> Result:
     """``passed`` only when every step passed or was waived by the config; ``failed`` if
     any failed; else ``incomplete``."""
     if all(s.settled for s in steps):

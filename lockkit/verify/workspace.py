@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-from lockkit.report.model import GitState
+from lockkit.report.records import GitState
 from lockkit.verify.context import Run
 
 __all__ = ["clean_copy", "command_env", "git_state"]

@@ -38,7 +38,7 @@ from lockkit._internal import outfile
 from lockkit._internal.fs import interrupt_held, temp_dir
 from lockkit._internal.outdir import check, swap, sweep_stale
 from lockkit._internal.outfile import Target
-from lockkit.errors import ArchiveError, LockkitError, UsageError
+from lockkit.errors import ArchiveError, LockkitError, TrustError, UsageError
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform, load_catalog
 from lockkit.wheelhouse.implied import check_wheelhouse, platform_problems
@@ -52,11 +52,10 @@ from lockkit.wheelhouse.manifest import (
     top_folder,
 )
 from lockkit.wheelhouse.members import extract, open_tar, read_meta
-from lockkit.wheelhouse.offline import install_hint
-from lockkit.wheelhouse.trust import Selected, TrustError, committed
+from lockkit.wheelhouse.trust import Selected, committed
 
-__all__ = ["ARCHIVE", "ArchiveError", "archive_platform", "install_hint", "named_lock", "pack",
-           "packed", "read_manifest", "recognise", "sidecar", "sidecar_target", "unpack"]
+__all__ = ["ARCHIVE", "archive_platform", "named_lock", "pack", "packed", "read_manifest",
+           "recognise", "sidecar", "sidecar_target", "unpack"]
 
 _LOCK_NAME = re.compile(r"pylock\.[A-Za-z0-9][A-Za-z0-9._-]*\.toml")
 _SIDECAR = re.compile(r"[0-9a-f]{64}  [^\n]+\n")

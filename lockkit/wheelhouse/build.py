@@ -32,11 +32,8 @@ from typing import TYPE_CHECKING, Any
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from lockkit._internal import proc as _run
+from lockkit._internal import outdir, proc
 from lockkit._internal.fs import ignored_folder, interrupt_held, sha256_file, temp_dir
-from lockkit._internal.outdir import STAGE as _STAGE
-from lockkit._internal.outdir import swap as _swap
-from lockkit._internal.outdir import sweep_stale as _sweep_stale
 from lockkit._internal.redact import redact
 from lockkit.cache.store import Cache, copy_file
 from lockkit.config.project import Project
@@ -44,17 +41,17 @@ from lockkit.errors import BuildError, ConfigError, HashMismatch
 from lockkit.index.urls import Mirrors, expand
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
-from lockkit.platforms.targets import select
+from lockkit.platforms.targets import NothingInstallable, select
 from lockkit.wheelhouse.download import fetch_items
 from lockkit.wheelhouse.fetch import Fetcher, Got, PageRef, Want
 from lockkit.wheelhouse.meta import FileRecord, write_meta
-from lockkit.wheelhouse.trust import file_name_problem, inside
+from lockkit.wheelhouse.trust import FileKind, file_name_problem, inside
 from lockkit.wheelhouse.wheelzip import normalize_wheel, source_epoch
 
 if TYPE_CHECKING:
     from lockkit.wheelhouse.tools import Toolset
 
-__all__ = ["BuildError", "BuildResult", "Item", "build", "plan", "read_lock"]
+__all__ = ["BuildResult", "Item", "build", "plan", "read_lock"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,7 +60,7 @@ class Item:
 
     package: str
     version: str
-    kind: str  # "wheel" | "sdist"
+    kind: FileKind
     want: Want
     entry: dict[str, Any]  # the package's table in the source lock
     official_skipped: bool = False  # a mirror covers the file; the lock's URL is not tried
@@ -105,7 +102,10 @@ def plan(project: Project, platform: Platform, *, fallback_to_official: bool = F
     if lock is None:
         lock = read_lock(project, platform)
     entries = lock.package_tables()
-    chosen = select(lock.pylock, platform, lock.python, lock.path, BuildError)
+    try:
+        chosen = select(lock.pylock, platform, lock.python, lock.path)
+    except NothingInstallable as exc:
+        raise BuildError(str(exc)) from exc
     items = []
     for package, dist in chosen:
         name = canonicalize_name(package.name)
@@ -139,7 +139,7 @@ def _item(project: Project, name: str, version: str, dist: PackageWheel | Packag
         sources.append(expand(url))  # ... then the lock's URL
     urls = tuple(dict.fromkeys(sources))
     want = Want(filename=filename, sha256=sha, size=dist.size, urls=urls, source=url)
-    kind = "wheel" if isinstance(dist, PackageWheel) else "sdist"
+    kind: FileKind = "wheel" if isinstance(dist, PackageWheel) else "sdist"
     return Item(package=name, version=version, kind=kind, want=want, entry=entry,
                 official_skipped=skipped)
 
@@ -154,7 +154,7 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
     if items is None or lock is None:
         lock, items = plan(project, platform, lock=lock)
     cache.sweep()
-    _sweep_stale(out)
+    outdir.sweep_stale(out)
     fetcher = Fetcher(client, cache, find_links=find_links, on_bytes=on_bytes,
                       max_page=project.max_page_size << 20)
     gots = fetch_items(fetcher, items, jobs, on_file)
@@ -174,7 +174,7 @@ def _assemble(project: Project, platform: Platform, out: Path, lock: Lock,
         ignored_folder(out.parent)
     out.parent.mkdir(parents=True, exist_ok=True)
     with interrupt_held() as held:  # no Ctrl-C between the stage and the try that removes it
-        stage = temp_dir(out.parent, f".{out.name}.{_STAGE}")
+        stage = temp_dir(out.parent, f".{out.name}.{outdir.STAGE}")
     try:
         held.reraise()
         records = [_place(project, stage, item, got, cache) for item, got in fetched]
@@ -182,7 +182,7 @@ def _assemble(project: Project, platform: Platform, out: Path, lock: Lock,
         extra = _place_tools(stage, kit, cache) if kit else []  # tools/: not the lock's files
         entries = {item.package: item.entry for item, _ in fetched}
         write_meta(stage, platform, lock, entries, records, extra)
-        _swap(stage, out)
+        outdir.swap(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
@@ -230,7 +230,7 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
     if project.index_url:  # the build backend from the project's index, as tools/ does;
         # in uv's environment, never its argv: the URL may hold credentials (``ps``)
         extra["UV_DEFAULT_INDEX"] = Mirrors(project.mirrors).effective(project.index_url)
-    env = _run.isolated_env(extra)
+    env = proc.isolated_env(extra)
     with tempfile.TemporaryDirectory(prefix="lockkit-sdist-") as tmp:
         src = inside(Path(tmp), item.want.filename)
         if copy_file(sdist, src) != item.want.sha256:  # the cache's blob, hashed as copied
@@ -240,7 +240,7 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
 
         argv = [uv_bin(), "build", "--wheel", "--no-config", "--quiet", "--python",
                 sys.executable, "--out-dir", str(Path(tmp) / "dist"), str(src)]
-        result = _run.call(argv, timeout=UV_TIMEOUT, env=env)
+        result = proc.call(argv, timeout=UV_TIMEOUT, env=env)
         wheels = sorted((Path(tmp) / "dist").glob("*.whl"))
         if result.returncode != 0 or not wheels:
             first = (result.stderr.strip().splitlines() or ["no wheel produced"])[-1]

@@ -14,8 +14,8 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from lockkit._internal.redact import redact
-from lockkit.errors import HashMismatch
-from lockkit.wheelhouse.fetch import Fetcher, FetchError, Got
+from lockkit.errors import FetchError, HashMismatch
+from lockkit.wheelhouse.fetch import Fetcher, Got
 
 if TYPE_CHECKING:
     from lockkit.wheelhouse.build import Item

@@ -26,16 +26,14 @@ from typing import Any
 
 from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import redact
-from lockkit.cache.store import CHUNK as _CHUNK
-from lockkit.cache.store import Cache, copy_hashing, default_cache_dir
+from lockkit.cache.store import CHUNK, Cache, copy_hashing
 from lockkit.errors import FetchError, HashMismatch
 from lockkit.index.auth import Credentials
 from lockkit.index.http import CONNECT_TIMEOUT, MAX_PAGE, STOP, Client, Policy, timed_out
 from lockkit.index.urls import origin
 from lockkit.wheelhouse.sink import Sink, batches
 
-__all__ = ["Cache", "FetchError", "Fetcher", "Got", "HashMismatch", "PageRef", "Stopped", "Want",
-           "default_cache_dir", "http_client"]
+__all__ = ["Fetcher", "Got", "PageRef", "Stopped", "Want", "http_client"]
 
 _log = logging.getLogger(__name__)
 _IDENTITY = {"Accept-Encoding": "identity"}  # the file's own bytes, as pip asks
@@ -271,7 +269,7 @@ class Fetcher:
         pieces = resp.iter_raw() if encoding in ("", "identity") else resp.iter_bytes()
         received = 0
         with Sink(out) as sink:
-            for batch in batches(pieces, _CHUNK):
+            for batch in batches(pieces, CHUNK):
                 if self.stopped.is_set():
                     raise Stopped(want.filename)
                 received += sum(map(len, batch))

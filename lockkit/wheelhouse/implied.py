@@ -26,11 +26,11 @@ from typing import Any
 from lockkit._internal.compat import tomllib
 from lockkit._internal.fs import sha256_file
 from lockkit._internal.parse import parse_toml
-from lockkit.errors import ConfigError
+from lockkit.errors import ConfigError, TrustError
 from lockkit.lock.model import Lock, named_platform
 from lockkit.platforms.definitions import Platform
 from lockkit.wheelhouse.manifest import MANIFEST, SUMS, folder_manifest, listed, sums
-from lockkit.wheelhouse.trust import Checked, Selected, TrustError, check_folder
+from lockkit.wheelhouse.trust import Checked, Selected, check_folder
 
 __all__ = ["check_wheelhouse", "platform_problems"]
 

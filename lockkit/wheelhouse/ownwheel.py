@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from lockkit import __version__
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.compat import tomllib
 from lockkit._internal.uv import uv_bin
 from lockkit.config.project import Project
@@ -76,12 +76,12 @@ def build_from_source(root: Path, tmp: Path, project: Project | None) -> Path:
     if project is not None and project.index_url:  # the build backend from the same index
         # in uv's environment, never its argv: the URL may hold credentials (``ps``)
         extra["UV_DEFAULT_INDEX"] = Mirrors(project.mirrors).effective(project.index_url)
-    env = _run.isolated_env(extra)
-    result = _run.call(argv, timeout=600, env=env)
+    env = proc.isolated_env(extra)
+    result = proc.call(argv, timeout=600, env=env)
     wheels = sorted((tmp / "dist").glob("lockkit-*.whl"))
     if result.returncode != 0 or len(wheels) != 1:
         raise BuildError(f"building lockkit's own wheel from {root} failed: "
-                         f"{_run.outcome(result)}",
+                         f"{proc.outcome(result)}",
                          hint="the build backend (hatchling) comes from index-url; "
                               "or pass --no-tools")
     return wheels[0]

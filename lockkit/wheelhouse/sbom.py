@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from lockkit import __version__
 from lockkit._internal.fs import write_atomic
@@ -90,14 +90,14 @@ class File:
     sha256: str
     size: int
     source_url: str
-    kind: str = "wheel"  # "wheel" | "tool"
+    kind: Literal["wheel", "tool"] = "wheel"
     index: str | None = None
     # compare=False: a dict is unhashable, and a frozen dataclass hashes its compared fields
     built_from: Mapping[str, str] | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, record: _Record, entry: Mapping[str, Any] | None = None, *,
-           kind: str = "wheel") -> File:
+           kind: Literal["wheel", "tool"] = "wheel") -> File:
         """A wheelhouse record, with the lock's table of its package for the index."""
         index = (entry or {}).get("index")
         return cls(name=record.package, version=record.version, path=record.path,

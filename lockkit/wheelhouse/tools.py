@@ -70,12 +70,12 @@ from lockkit.cache.memo import code_digest
 from lockkit.cache.store import Cache, copy_hashing
 from lockkit.compile.resolve import ResolveOptions, resolve
 from lockkit.config.project import Project
-from lockkit.errors import BuildError, LockkitError
+from lockkit.errors import BuildError, FetchError, LockkitError
 from lockkit.index.urls import Indexes, Mirrors
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
-from lockkit.platforms.targets import select
-from lockkit.wheelhouse.fetch import Fetcher, FetchError, Want
+from lockkit.platforms.targets import NothingInstallable, select
+from lockkit.wheelhouse.fetch import Fetcher, Want
 from lockkit.wheelhouse.ownwheel import (
     build_from_source,
     distribution,
@@ -210,9 +210,11 @@ def _resolve(project: Project, platform: Platform, python: str) -> list[tuple[st
                              hint="check index-url / --mirror, or pass --no-tools") from None
     where = Path(f"lockkit's dependencies for {platform.name}")
     try:
-        chosen = select(Pylock.from_dict(doc), platform, python, where, BuildError)
+        chosen = select(Pylock.from_dict(doc), platform, python, where)
     except PylockValidationError as exc:
         raise BuildError(f"{where}: uv wrote an invalid resolution: {exc}") from None
+    except NothingInstallable as exc:
+        raise BuildError(str(exc)) from exc
     return [_want(str(package.name), str(package.version), dist, Mirrors(project.mirrors))
             for package, dist in chosen]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import (
@@ -30,10 +30,12 @@ from lockkit._internal.fs import sha256_file
 from lockkit.errors import TrustError, UsageError
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform, load_catalog
-from lockkit.platforms.targets import select
+from lockkit.platforms.targets import NothingInstallable, select
 
-__all__ = ["Checked", "Selected", "TrustError", "check_folder", "committed",
-           "file_name_problem", "inside", "requirements", "selection"]
+__all__ = ["Checked", "FileKind", "Selected", "check_folder", "committed", "file_name_problem",
+           "inside", "requirements", "selection"]
+
+FileKind = Literal["wheel", "sdist"]  # what a lock selects: a wheel, or an sdist to build
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,7 +44,7 @@ class Selected:
 
     package: str
     version: str
-    kind: str  # "wheel" | "sdist"
+    kind: FileKind
     filename: str
     sha256: str
 
@@ -87,7 +89,10 @@ def inside(folder: Path, name: str) -> Path:
 def selection(lock: Lock, platform: Platform) -> list[Selected]:
     """The files *lock* selects for *platform*, with the lock's sha256 of each."""
     lock_path = lock.path
-    chosen = select(lock.pylock, platform, lock.python, lock_path, TrustError)
+    try:
+        chosen = select(lock.pylock, platform, lock.python, lock_path)
+    except NothingInstallable as exc:
+        raise TrustError(str(exc)) from exc
     out = []
     for package, dist in chosen:
         name = canonicalize_name(package.name)

@@ -18,7 +18,7 @@ import yaml
 
 import lockkit
 from lockkit.ci import workflow as ci
-from lockkit.config.keys import lockkit_requirement
+from lockkit.config.keys import LockkitRequirement, lockkit_requirement
 from lockkit.errors import ConfigError
 from lockkit.platforms.definitions import load_platforms
 from lockkit.report.junit import to_junit, write_junit
@@ -40,8 +40,8 @@ def platforms(tmp_path):
 
 
 # a committed wheel, hashed: what the pure-text tests install unless they name another
-OWN = ci.LockkitRequirement(requirement=".lockkit/ci/lockkit-1.0-py3-none-any.whl",
-                            hashes=(f"sha256:{'a' * 64}",), source="path")
+OWN = LockkitRequirement(requirement=".lockkit/ci/lockkit-1.0-py3-none-any.whl",
+                         hashes=(f"sha256:{'a' * 64}",), source="path")
 
 
 def _workflow(platforms, names=WANT, **kwargs):

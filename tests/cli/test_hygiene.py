@@ -23,13 +23,13 @@ import httpx
 import pytest
 import tomli_w
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.compat import tomllib
 from lockkit.cache.store import Cache
 from lockkit.cli import main
-from lockkit.errors import HashMismatch
+from lockkit.errors import FetchError, HashMismatch
 from lockkit.verify import probe
-from lockkit.wheelhouse.fetch import Fetcher, FetchError, Want
+from lockkit.wheelhouse.fetch import Fetcher, Want
 from tests.support.fake_torch import build_fake_torch
 from tests.support.index_server import IndexServer
 from tests.support.procs import processes, wait_for
@@ -308,15 +308,15 @@ _SPAWN = textwrap.dedent("""
 
 @posix_only
 def test_application_timeout_kills_its_grandchild(tmp_path):
-    """verify's application step runs through _run.call: at the timeout the whole group
+    """verify's application step runs through proc.call: at the timeout the whole group
     goes, not only the direct child."""
     pidfile = tmp_path / "grandchild.pid"
     start = time.monotonic()
-    result = _run.call([sys.executable, "-c", _SPAWN, str(pidfile)], timeout=2,
-                       env=_run.isolated_env())
+    result = proc.call([sys.executable, "-c", _SPAWN, str(pidfile)], timeout=2,
+                       env=proc.isolated_env())
     # A timeout is its own outcome, not an exit code (-1 would read as SIGHUP).
     assert result.timed_out and result.returncode is None
-    assert _run.outcome(result) == "timed out after 2s"
+    assert proc.outcome(result) == "timed out after 2s"
     assert time.monotonic() - start < 10
     assert _gone(_wait_for_pid(pidfile))
 

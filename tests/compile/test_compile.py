@@ -641,7 +641,7 @@ def test_a_near_miss_of_a_torch_family_name_is_a_warning_naming_the_name(project
 
 
 def test_names_that_only_start_like_a_torch_family_name_are_no_near_miss():
-    from lockkit.compile.compiler import input_warnings
+    from lockkit.compile.slips import input_warnings
     from lockkit.platforms.definitions import load_platforms
 
     platforms = list(load_platforms().values())

@@ -12,7 +12,8 @@ import pytest
 from lockkit._internal.compat import tomllib
 from lockkit.cli import main
 from lockkit.config.checks.embedding import load_embedding_config
-from lockkit.config.project import find_project, load_project, normalized_inputs
+from lockkit.config.inputs import normalized_inputs
+from lockkit.config.project import find_project, load_project
 from lockkit.errors import ConfigError, UsageError
 from tests.support.project import OFFICIAL, assert_conforms
 

@@ -71,15 +71,6 @@ def test_input_errors_are_2_and_failures_are_1(cls, code):
         assert cls.default_hint, f"{cls.__name__} says nothing about what to try next"
 
 
-@pytest.mark.parametrize("module,name", [
-    ("lockkit.report.diff", "DiffError"), ("lockkit.wheelhouse.trust", "TrustError"),
-    ("lockkit.wheelhouse.fetch", "FetchError"), ("lockkit.wheelhouse.fetch", "HashMismatch"),
-    ("lockkit.wheelhouse.archive", "ArchiveError"), ("lockkit.wheelhouse.build", "BuildError"),
-])
-def test_old_module_names_still_import(module, name):
-    assert getattr(importlib.import_module(module), name) is getattr(errors, name)
-
-
 def test_the_raise_sites_hint_wins_over_the_class_default():
     assert errors.FetchError("x").hint is None  # fetch.py picks among explicit hints only
     assert errors.FetchError("x").advice == errors.FetchError.default_hint

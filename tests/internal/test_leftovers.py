@@ -16,15 +16,14 @@ import pytest
 from lockkit.wheelhouse.archive import pack
 from tests.cli.test_hygiene import _Stalled
 from tests.internal.test_signals import (
-    FILES,
     _children,
     _stage_growing,
     _start,
-    make_folder,
     silent_index_token_mirrors,
     small,  # noqa: F401 - a fixture
     stalled_mirrors,
 )
+from tests.support.archive import FILES, make_folder
 from tests.support.procs import wait_for
 from tests.support.wheelhouse import compiled
 

@@ -24,16 +24,30 @@ DEEP_TOML = "deep = " + "[" * DEPTH + "]" * DEPTH + "\n"
 DEEP_JSON = "[" * DEPTH + "]" * DEPTH
 
 
-def test_parse_toml_and_json_turn_deep_nesting_into_the_callers_error():
+def test_parse_toml_and_json_turn_deep_nesting_into_one_config_error():
     with pytest.raises(ConfigError, match=r"^here\.toml: TOML nested too deeply"):
         parse_toml(DEEP_TOML, "here.toml")
-    with pytest.raises(DiffError, match=r"^there\.json: JSON nested too deeply"):
-        parse_json(DEEP_JSON, "there.json", DiffError)
+    with pytest.raises(ConfigError, match=r"^there\.json: JSON nested too deeply"):
+        parse_json(DEEP_JSON, "there.json")
     inline = "t = " + "{a = " * DEPTH + "1" + "}" * DEPTH + "\n"
     with pytest.raises(ConfigError, match="nested too deeply"):
         parse_toml(inline, "inline.toml")
     with pytest.raises(ConfigError, match="nested too deeply"):
         parse_json('{"a": ' * DEPTH + "1" + "}" * DEPTH, "object.json")
+
+
+def test_a_caller_with_its_own_error_raises_it_with_the_same_line(tmp_path):
+    from lockkit.report.diff import load_side
+    from lockkit.verify.install import _check_wheelhouse
+    from lockkit.verify.steps import StepFailed
+
+    (tmp_path / "a.json").write_text(DEEP_JSON)
+    with pytest.raises(DiffError, match=r"a\.json: JSON nested too deeply") as err:
+        load_side(tmp_path / "a.json")
+    assert type(err.value) is DiffError and err.value.hint is None  # diff's own hint shows
+    (tmp_path / "manifest.json").write_text(DEEP_JSON)
+    with pytest.raises(StepFailed, match=rf"^{tmp_path}: JSON nested too deeply"):
+        _check_wheelhouse(tmp_path, None)  # type: ignore[arg-type]  # read before the lock
 
 
 def test_parse_keeps_decode_errors_and_shallow_documents_as_they_were():

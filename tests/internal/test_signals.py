@@ -243,10 +243,10 @@ def test_a_signal_just_as_unpack_makes_its_stage_leaves_no_stage(tmp_path, monke
     """The signal is sent the moment the stage folder exists, and lands at the next
     bytecode: before, that was ahead of the ``try`` that removes the stage."""
     from lockkit._internal.endings import raising
+    from lockkit._internal.fs import temp_dir as made
     from lockkit.wheelhouse import archive
 
     tar = pack(make_folder(tmp_path / "small"), tmp_path / "small.wheelhouse.tar")
-    made = archive.temp_dir
 
     def made_then_signalled(parent: Path, prefix: str) -> Path:
         stage = made(parent, prefix)

@@ -10,10 +10,15 @@ import pytest
 
 from lockkit._internal.compat import tomllib
 from lockkit.cli import main
-from lockkit.errors import GuardError, IndexError_
+from lockkit.errors import GuardError, IndexError_, PlatformError
 from lockkit.index.urls import Indexes
 from lockkit.lock.lockfile import _backend_problems, check_guards, cuda_majors
-from lockkit.platforms.definitions import load_platforms, markdown_table, shipped_dir
+from lockkit.platforms.definitions import (
+    load_platforms,
+    markdown_table,
+    parse_platform,
+    shipped_dir,
+)
 from tests.support.project import assert_conforms
 from tests.support.pytorch_variants import ARM, WIN, X86, fill_current
 
@@ -93,6 +98,21 @@ def test_bad_releases_names_the_key(tmp_path, capsys):
     (tmp_path / "platforms" / "x.toml").write_text(src.replace('">=2.0"', '"newest"'))
     assert main(["platforms", "--project", str(tmp_path)]) == 2
     assert "x.toml: torch.releases: 'newest' is not a version specifier" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text,message", [
+    ('alias-of = "linux-cpu"\nos = "linux"\n', "os: unknown field"),
+    ('name = "x"\n', "os: missing"),
+])
+def test_a_bad_platform_file_is_a_platform_error_with_the_platforms_hint(tmp_path, text,
+                                                                         message):
+    path = tmp_path / "x.toml"
+    path.write_text(text)
+    with pytest.raises(PlatformError) as err:
+        parse_platform(path)
+    assert type(err.value) is PlatformError and err.value.exit_code == 2
+    assert str(err.value).startswith(f"{path}: ") and message in str(err.value)
+    assert err.value.advice == PlatformError.default_hint  # no problem brought a hint
 
 
 # --- the CUDA guard, both directions --------------------------------------------------------

@@ -20,6 +20,7 @@ import yaml
 from lockkit._internal.compat import tomllib
 from lockkit.ci import workflow as ci
 from lockkit.cli import main
+from lockkit.config.keys import LockkitRequirement
 from lockkit.errors import PlatformError
 from lockkit.platforms.definitions import Platform, load_catalog, load_platforms, parse_platform
 from tests.support.project import assert_conforms
@@ -180,8 +181,8 @@ def test_the_ci_workflow_runs_it_on_a_hosted_runner():
     plat = parse_platform(EXAMPLE)
     assert isinstance(plat, Platform)
     assert ci.default_runner(plat) == "ubuntu-latest"
-    own = ci.LockkitRequirement(requirement=".lockkit/ci/lockkit-1.0-py3-none-any.whl",
-                                hashes=(f"sha256:{'a' * 64}",), source="path")
+    own = LockkitRequirement(requirement=".lockkit/ci/lockkit-1.0-py3-none-any.whl",
+                             hashes=(f"sha256:{'a' * 64}",), source="path")
     doc = yaml.safe_load(ci.github_workflow([plat], lockkit=own))
     (entry,) = doc["jobs"]["verify"]["strategy"]["matrix"]["include"]
     assert entry["platform"] == "linux-service" and entry["runner"] == "ubuntu-latest"

@@ -16,14 +16,8 @@ from lockkit.cli import main
 from lockkit.report import json as json_format
 from lockkit.report import markdown, write_folder
 from lockkit.report.junit import to_junit
-from lockkit.report.model import (
-    SCHEMA_VERSION,
-    CommandRecord,
-    Dossier,
-    Fingerprint,
-    SchemaError,
-    StepResult,
-)
+from lockkit.report.model import SCHEMA_VERSION, Dossier
+from lockkit.report.records import CommandRecord, Fingerprint, SchemaError, StepResult
 from lockkit.verify.diagnose import diagnose
 from tests.support.index_server import build_wheel
 
@@ -137,7 +131,7 @@ def test_renderers_redact_credentials_and_write_whole_files(tmp_path):
 
 def test_step_status_is_checked_when_built():
     with pytest.raises(SchemaError):
-        StepResult(name="x", status="green")
+        StepResult(name="x", status="green")  # type: ignore[arg-type]  # what is checked
     assert CommandRecord.from_dict({"step": "s", "argv": ["a"], "returncode": 0,
                                     "duration_s": 1}).timed_out is False
 

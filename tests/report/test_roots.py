@@ -11,7 +11,8 @@ import pytest
 from lockkit.report import json as json_format
 from lockkit.report import markdown, write_folder
 from lockkit.report.junit import to_junit
-from lockkit.report.model import Dossier, SchemaError
+from lockkit.report.model import Dossier
+from lockkit.report.records import SchemaError
 from lockkit.report.roots import absolute, named_roots, relative_text
 
 SHA = "c52bccd5c63c4f09ef3e2c6e26fb790015edee1f98e11df72f60a7d529716d2d"

@@ -15,7 +15,8 @@ from lockkit.config.checks.extensions import ExtensionSpec, extensions_problems
 from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
 from lockkit.report import markdown
-from lockkit.report.model import Dossier, ExtensionCheck, ExtensionsResult, NativePackage
+from lockkit.report.extrecords import ExtensionCheck, ExtensionsResult, NativePackage
+from lockkit.report.model import Dossier
 from lockkit.verify import hang
 from lockkit.verify.checks.extensions.step import _checks, native_packages
 from lockkit.verify.probe import run_lines

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit.verify import hang
 
 posix_only = pytest.mark.skipif(os.name == "nt", reason="process groups and SIGABRT")
@@ -51,11 +51,11 @@ batch.to(3600)
 def _alive(marker: str) -> list[int]:
     """Processes whose command line holds *marker* (this test's unique folder)."""
     found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
             try:
-                if marker in (proc / "cmdline").read_bytes().decode(errors="replace"):
-                    found.append(int(proc.name))
+                if marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(entry.name))
             except OSError:
                 pass
     return found
@@ -69,7 +69,7 @@ def test_a_dataset_that_never_returns_is_a_data_loading_hang(torch_venv, tmp_pat
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONFAULTHANDLER": "1"}
     timeout = 20.0  # import torch and starting two workers take a few seconds here
     start = time.monotonic()
-    result = _run.call([str(torch_venv), str(script)], timeout=timeout, env=env,
+    result = proc.call([str(torch_venv), str(script)], timeout=timeout, env=env,
                        cwd=tmp_path, stacks_on_timeout=True)
     elapsed = time.monotonic() - start
     assert result.timed_out and elapsed < timeout + 5
@@ -86,7 +86,7 @@ def test_a_dataset_that_never_returns_is_a_data_loading_hang(torch_venv, tmp_pat
 def test_a_transfer_that_never_completes_is_named(tmp_path):
     script = tmp_path / "move.py"
     script.write_text(TRANSFER)
-    result = _run.call([sys.executable, str(script)], timeout=2, cwd=tmp_path,
+    result = proc.call([sys.executable, str(script)], timeout=2, cwd=tmp_path,
                        env={"PATH": os.environ.get("PATH", ""), "PYTHONFAULTHANDLER": "1"},
                        stacks_on_timeout=True)
     report = hang.explain(result.stderr, tmp_path)

@@ -16,13 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit.cli import main
 from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
 from lockkit.platforms.definitions import load_platforms
 from lockkit.report import markdown
-from lockkit.report.model import Dossier, GitState, ResumeResult, StepResult
+from lockkit.report.model import Dossier
+from lockkit.report.records import GitState, ResumeResult, StepResult
 from lockkit.verify.checks.resume.step import check_exit, resume_step
 from lockkit.verify.checks.resume.verdict import RUNS, RunOutputError, compare, read_run
 from lockkit.verify.context import Options, Run
@@ -289,15 +290,15 @@ def test_the_example_resumes_exactly_and_a_dropped_optimizer_is_named(copy_of):
 def test_a_run_that_fails_or_hangs_is_one_line_naming_the_run(tmp_path):
     """Real child processes: the run's own last error line, or its timeout and where it
     stalled (the stacks faulthandler printed at the SIGABRT)."""
-    failed = _run.call([sys.executable, "-c", "import sys; print('loading', flush=True); "
+    failed = proc.call([sys.executable, "-c", "import sys; print('loading', flush=True); "
                         "sys.exit('no data: data/train.jsonl')"], timeout=30)
     with pytest.raises(StepFailed) as err:
         check_exit("A", failed, 2, 2, tmp_path)
     assert str(err.value) == "run A (4 steps uninterrupted) exited 1: no data: data/train.jsonl"
     (tmp_path / "train.py").write_text("import time\n\n\ndef load():\n    time.sleep(60)\n"
                                        "\n\nload()\n")
-    hung = _run.call([sys.executable, "train.py"], timeout=1, cwd=tmp_path,
-                     env={**_run.isolated_env(), "PYTHONFAULTHANDLER": "1"},
+    hung = proc.call([sys.executable, "train.py"], timeout=1, cwd=tmp_path,
+                     env={**proc.isolated_env(), "PYTHONFAULTHANDLER": "1"},
                      stacks_on_timeout=True)
     with pytest.raises(StepFailed) as err:
         check_exit("C", hung, 2, 2, tmp_path)

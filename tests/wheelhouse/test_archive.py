@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from lockkit.errors import ConfigError
-from lockkit.wheelhouse.archive import ArchiveError, install_hint, pack, read_manifest, unpack
+from lockkit.errors import ArchiveError, ConfigError
+from lockkit.wheelhouse.archive import pack, read_manifest, unpack
+from lockkit.wheelhouse.offline import install_hint
 from tests.support.archive import FILES, make_folder, manifest_bytes, sha
 
 WHEEL = "demo-1.0-py3-none-any.whl"

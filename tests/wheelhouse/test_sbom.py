@@ -14,7 +14,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from cyclonedx.schema import SchemaVersion
@@ -179,14 +179,18 @@ def test_a_wheel_built_from_an_sdist_names_its_sdist(project, indexes, tmp_path)
         "file_name": "purepkg-1.0.tar.gz"}
 
 
+_FILES: list[tuple[str, str, Literal["wheel", "tool"]]] = [
+    ("app", "", "wheel"), ("filelock", "", "wheel"), ("filelock", "tools/", "tool"),
+    ("lockkit", "tools/", "tool")]
+
+
 def test_tools_and_the_locks_dependencies():
     """tools/ files are components of their own (a wheel may also be a tool: distinct
     bom-refs); the lock's ``packages[].dependencies`` (PEP 751: tables naming a package)
     become the graph between the wheels, never a tool."""
     files = [sbom.File(name=n, version="1", path=f"{d}{n}-1-py3-none-any.whl", sha256=SHA,
                        size=1, kind=k, source_url=f"http://127.0.0.1/{n}-1-py3-none-any.whl")
-             for n, d, k in [("app", "", "wheel"), ("filelock", "", "wheel"),
-                             ("filelock", "tools/", "tool"), ("lockkit", "tools/", "tool")]]
+             for n, d, k in _FILES]
     lock = {"packages": [{"name": "App", "version": "1",
                           "dependencies": [{"name": "FileLock"}, {"name": "absent"}]}]}
     bom = valid(sbom.render(files, platform="p", lock=lock, lock_sha256=SHA))

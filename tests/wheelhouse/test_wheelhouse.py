@@ -18,8 +18,7 @@ from packaging.pylock import Pylock
 from lockkit._internal.compat import tomllib
 from lockkit.cache.store import Cache
 from lockkit.cli import main
-from lockkit.errors import HashMismatch
-from lockkit.wheelhouse.fetch import FetchError
+from lockkit.errors import FetchError, HashMismatch
 from tests.support.project import OFFICIAL
 from tests.support.pytorch_index import R2
 from tests.support.wheelhouse import (
@@ -346,7 +345,7 @@ def test_printed_hint_installs_with_a_fresh_venvs_pip(built, tmp_path):
     ``python`` (the lock's ``python3.11`` only): the first route works with the pip a fresh
     venv brings; that pip cannot read pylock.toml, which is why the hint does not lead
     with it."""
-    from lockkit.wheelhouse.archive import install_hint
+    from lockkit.wheelhouse.offline import install_hint
 
     lines = install_hint(built).splitlines()
     env = _lock_python_only(tmp_path / "bin", built)

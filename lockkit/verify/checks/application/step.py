@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit._internal.fs import sha256_file
-from lockkit._internal.proc import last_error_line
 from lockkit.config.checks.application import ApplicationConfig
 from lockkit.config.checks.embedding import EmbeddingConfig
-from lockkit.report.model import ApplicationResult, CheckResult, Fingerprint
+from lockkit.report.records import ApplicationResult, CheckResult, Fingerprint
 from lockkit.verify.checks.application.compare import compare_files
 from lockkit.verify.checks.embedding import verdict as embedding
 from lockkit.verify.context import Run
@@ -66,7 +65,7 @@ def _fingerprint(path: str, expected: str, copy: Path, root: Path,
 
 
 def _run_app(run: Run, step: Step, argv: list[str], timeout: float, copy: Path,
-             what: str) -> _run.Result:
+             what: str) -> proc.Result:
     home = run.work / "app" / "home"
     home.mkdir(parents=True, exist_ok=True)
     env = command_env(home)  # at the timeout every Python process prints its stacks
@@ -77,7 +76,7 @@ def _run_app(run: Run, step: Step, argv: list[str], timeout: float, copy: Path,
     if result.timed_out:
         report = run.note_hang("application", result, copy)
         where = f": {report.summary}" if report else ""
-        raise StepFailed(f"the {what} {_run.outcome(result)}{where}")
+        raise StepFailed(f"the {what} {proc.outcome(result)}{where}")
     return result
 
 
@@ -91,7 +90,7 @@ def _command_check(run: Run, step: Step, cfg: ApplicationConfig) -> None:
     assert run.python is not None
     result = _run_app(run, step, cfg.argv(run.python, run.opts.device), cfg.timeout, copy,
                       "command")
-    said = "" if result.ok else ": " + last_error_line(result.stderr or result.stdout)
+    said = "" if result.ok else ": " + proc.last_error_line(result.stderr or result.stdout)
     checks = [CheckResult(name="command", passed=result.ok,
                           detail=f"exited {result.returncode}{said}")]
     if result.ok:
@@ -125,7 +124,7 @@ def _embedding_check(run: Run, step: Step, cfg: EmbeddingConfig) -> None:
     result = _run_app(run, step, argv, cfg.timeout, copy, "embedding command")
     if not result.ok:
         raise StepFailed(f"the embedding command exited {result.returncode}: "
-                         f"{last_error_line(result.stderr or result.stdout)}")
+                         f"{proc.last_error_line(result.stderr or result.stdout)}")
     verdict = embedding.check_outputs(cfg, copy, out)
     run.found.application = verdict  # the report's own record (kind "embedding")
     step.detail.update(worst_id=verdict.worst_id, max_abs_diff=verdict.max_abs_diff,

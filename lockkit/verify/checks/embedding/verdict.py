@@ -21,13 +21,9 @@ import numpy as np
 from lockkit._internal.fs import sha256_file
 from lockkit._internal.parse import parse_json
 from lockkit.config.checks.embedding import EmbeddingConfig
-from lockkit.report.records import ApplicationResult as EmbeddingResult
-from lockkit.report.records import CheckResult as Check
-from lockkit.report.records import Fingerprint
+from lockkit.report.records import ApplicationResult, CheckResult, Fingerprint
 
 __all__ = [
-    "Check",
-    "EmbeddingResult",
     "check_fingerprints",
     "file_hashes",
     "check_outputs",
@@ -48,15 +44,16 @@ def file_hashes(cfg: EmbeddingConfig, root: Path) -> list[tuple[str, str, str | 
             for path, expected in cfg.fingerprints]
 
 
-def check_fingerprints(cfg: EmbeddingConfig, root: Path) -> list[Check]:
+def check_fingerprints(cfg: EmbeddingConfig, root: Path) -> list[CheckResult]:
     """Before the run: the code, data, weights and reference are the declared ones."""
     found = [Fingerprint(path=p, expected=e, actual=a) for p, e, a in file_hashes(cfg, root)]
-    return [Check(name=f.name, passed=f.passed, detail=f.detail) for f in found]
+    return [CheckResult(name=f.name, passed=f.passed, detail=f.detail) for f in found]
 
 
-def _result(checks: list[Check] | tuple[Check, ...], **numbers: Any) -> EmbeddingResult:
+def _result(checks: list[CheckResult] | tuple[CheckResult, ...],
+            **numbers: Any) -> ApplicationResult:
     """The ordered checks of one run; the numbers exist once the tolerance was computed."""
-    return EmbeddingResult(kind="embedding", checks=tuple(checks), **numbers)
+    return ApplicationResult(kind="embedding", checks=tuple(checks), **numbers)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,7 +65,7 @@ class _Loaded:
     reference_ids: list[str]
 
 
-def check_outputs(cfg: EmbeddingConfig, root: Path, out: Path) -> EmbeddingResult:
+def check_outputs(cfg: EmbeddingConfig, root: Path, out: Path) -> ApplicationResult:
     """Re-read the output folder and judge it; the first failure ends the checks."""
     loaded, files = _load(cfg, root, out)
     checks = [files]
@@ -81,7 +78,7 @@ def check_outputs(cfg: EmbeddingConfig, root: Path, out: Path) -> EmbeddingResul
     return _tolerance(cfg, loaded, checks)
 
 
-def _load(cfg: EmbeddingConfig, root: Path, out: Path) -> tuple[_Loaded | None, Check]:
+def _load(cfg: EmbeddingConfig, root: Path, out: Path) -> tuple[_Loaded | None, CheckResult]:
     """Every file present and readable (without pickle), or the list of what is not."""
     files: dict[str, tuple[str, Path, Any]] = {  # field of _Loaded: (label, path, reader)
         "vectors": ("output " + cfg.embeddings, out / cfg.embeddings, _array),
@@ -93,14 +90,17 @@ def _load(cfg: EmbeddingConfig, root: Path, out: Path) -> tuple[_Loaded | None, 
     }
     missing = [label for label, path, _ in files.values() if not path.is_file()]
     if missing:
-        return None, Check(name="files", passed=False, detail="missing: " + ", ".join(missing))
+        return None, CheckResult(name="files", passed=False,
+                                 detail="missing: " + ", ".join(missing))
     values: dict[str, Any] = {}
     for name, (label, path, reader) in files.items():
         try:
             values[name] = reader(path, cfg.key) if reader is _array else reader(path)
         except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
-            return None, Check(name="files", passed=False, detail=f"unreadable {label}: {exc}")
-    return _Loaded(**values), Check(name="files", passed=True, detail=f"{len(files)} files read")
+            return None, CheckResult(name="files", passed=False,
+                                     detail=f"unreadable {label}: {exc}")
+    return _Loaded(**values), CheckResult(name="files", passed=True,
+                                          detail=f"{len(files)} files read")
 
 
 def _array(path: Path, key: str | None) -> np.ndarray:
@@ -134,10 +134,10 @@ def _sample_ids(path: Path) -> list[str]:
     return ids
 
 
-def _count(cfg: EmbeddingConfig, data: _Loaded) -> Check:
+def _count(cfg: EmbeddingConfig, data: _Loaded) -> CheckResult:
     expected, rows = len(data.sample_ids), data.vectors.shape[0] if data.vectors.ndim else None
     passed = rows == expected == len(data.ids)
-    return Check(name="count", passed=passed, detail=f"{expected} sample identifiers, "
+    return CheckResult(name="count", passed=passed, detail=f"{expected} sample identifiers, "
                  f"{rows} vectors, {len(data.ids)} output identifiers")
 
 
@@ -148,29 +148,29 @@ def _first_mismatch(expected: list[str], got: list[str]) -> str | None:
     return None
 
 
-def _ids(cfg: EmbeddingConfig, data: _Loaded) -> Check:
+def _ids(cfg: EmbeddingConfig, data: _Loaded) -> CheckResult:
     mismatch = _first_mismatch(data.sample_ids, data.ids)
-    return Check(name="ids", passed=mismatch is None,
+    return CheckResult(name="ids", passed=mismatch is None,
                  detail=mismatch or f"{len(data.ids)} identifiers in sample order")
 
 
-def _dim(cfg: EmbeddingConfig, data: _Loaded) -> Check:
+def _dim(cfg: EmbeddingConfig, data: _Loaded) -> CheckResult:
     shape, want = list(data.vectors.shape), [len(data.sample_ids), cfg.dim]
-    return Check(name="dim", passed=shape == want, detail=f"expected {want}, got {shape}")
+    return CheckResult(name="dim", passed=shape == want, detail=f"expected {want}, got {shape}")
 
 
-def _dtype(cfg: EmbeddingConfig, data: _Loaded) -> Check:
+def _dtype(cfg: EmbeddingConfig, data: _Loaded) -> CheckResult:
     got = data.vectors.dtype
-    return Check(name="dtype", passed=got == np.dtype(cfg.dtype),
+    return CheckResult(name="dtype", passed=got == np.dtype(cfg.dtype),
                  detail=f"expected {cfg.dtype}, got {got}")
 
 
-def _finite(cfg: EmbeddingConfig, data: _Loaded) -> Check:
+def _finite(cfg: EmbeddingConfig, data: _Loaded) -> CheckResult:
     bad = ~np.isfinite(data.vectors)
     if not bad.any():
-        return Check(name="finite", passed=True, detail="all values finite")
+        return CheckResult(name="finite", passed=True, detail="all values finite")
     row = int(np.flatnonzero(bad.any(axis=1))[0])
-    return Check(name="finite", passed=False, detail=f"{int(bad.sum())} non-finite values; "
+    return CheckResult(name="finite", passed=False, detail=f"{int(bad.sum())} non-finite values; "
                  f"first in {data.ids[row]!r} (row {row})")
 
 
@@ -187,15 +187,15 @@ def _reference_problem(cfg: EmbeddingConfig, data: _Loaded) -> str | None:
     return None
 
 
-def _reference(cfg: EmbeddingConfig, data: _Loaded) -> Check:
+def _reference(cfg: EmbeddingConfig, data: _Loaded) -> CheckResult:
     """The reference belongs to this sample: same identifiers, shape, finite values."""
     problem = _reference_problem(cfg, data)
     detail = (f"reference does not match the sample: {problem}; regenerate it and give it a "
               "new fingerprint" if problem else "reference matches the sample")
-    return Check(name="reference", passed=problem is None, detail=detail)
+    return CheckResult(name="reference", passed=problem is None, detail=detail)
 
 
-def _tolerance(cfg: EmbeddingConfig, data: _Loaded, checks: list[Check]) -> EmbeddingResult:
+def _tolerance(cfg: EmbeddingConfig, data: _Loaded, checks: list[CheckResult]) -> ApplicationResult:
     """Per identifier: max |diff| against atol + rtol*|ref|, and cosine against the floor."""
     got, ref = data.vectors.astype(np.float64), data.reference.astype(np.float64)
     diff = np.abs(got - ref)
@@ -210,7 +210,7 @@ def _tolerance(cfg: EmbeddingConfig, data: _Loaded, checks: list[Check]) -> Embe
     verdict = (f"{int(failing.sum())} of {len(data.ids)} identifiers outside the tolerance"
                if failing.any() else f"{len(data.ids)} identifiers within the tolerance")
     detail = f"{verdict}; worst {ident!r}: " + _worst(cfg, diff[worst].max(), cosine[worst])
-    check = Check(name="tolerance", passed=not failing.any(), detail=detail)
+    check = CheckResult(name="tolerance", passed=not failing.any(), detail=detail)
     return _result((*checks, check), worst_id=ident,
                    max_abs_diff=float(diff.max()), min_cosine=float(cosine.min()))
 

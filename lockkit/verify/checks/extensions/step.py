@@ -19,7 +19,7 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from lockkit.report.model import ExtensionCheck, ExtensionsResult, NativePackage
+from lockkit.report.extrecords import ExtensionCheck, ExtensionsResult, NativePackage
 from lockkit.verify import hang, probe
 from lockkit.verify.context import Run
 from lockkit.verify.steps import Step, StepFailed

@@ -21,9 +21,9 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from lockkit._internal import proc as _run
+from lockkit._internal import proc
 from lockkit.config.checks.resume import ResumeConfig
-from lockkit.report.model import ResumeResult
+from lockkit.report.records import ResumeResult
 from lockkit.verify import hang
 from lockkit.verify.checks.resume.verdict import RUNS, RunOutputError, compare, read_run
 from lockkit.verify.context import Run
@@ -75,7 +75,7 @@ def resume_step(run: Run, step: Step) -> None:
 
 
 def _one(run: Run, cfg: ResumeConfig, copy: Path, env: dict[str, str], name: str,
-         steps: int, resume: bool) -> _run.Result:
+         steps: int, resume: bool) -> proc.Result:
     """One run, in the clean copy, with its own output and checkpoint folders."""
     out, checkpoint = copy.parent / f"out-{name}", copy.parent / f"checkpoint-{name}"
     out.mkdir()
@@ -85,14 +85,14 @@ def _one(run: Run, cfg: ResumeConfig, copy: Path, env: dict[str, str], name: str
                     checkpoint=str(checkpoint), resume=resume, device=run.opts.device)
     if run.pycache is not None:  # the shared venv's bytecode (rebuild.venv_step)
         env = {**env, "PYTHONPYCACHEPREFIX": str(run.pycache)}
-    result = _run.call(argv, timeout=cfg.timeout, env=env, cwd=copy,
+    result = proc.call(argv, timeout=cfg.timeout, env=env, cwd=copy,
                        record=run.recorder("resume"), stacks_on_timeout=True)
     run.attachments[f"resume-{name}.log"] = (result.stdout + result.stderr)[-20000:]
     run.note_hang("resume", result, copy)
     return result
 
 
-def check_exit(name: str, result: _run.Result, n: int, m: int, root: Path) -> None:
+def check_exit(name: str, result: proc.Result, n: int, m: int, root: Path) -> None:
     """A run that failed or hung ends the step with one line naming the run; a hang also
     names its layer and the project's innermost frame (``lockkit.verify.hang``)."""
     role = {"A": f"{n + m} steps uninterrupted", "B": f"{n} steps, then its checkpoint",
@@ -101,6 +101,6 @@ def check_exit(name: str, result: _run.Result, n: int, m: int, root: Path) -> No
     if result.timed_out:
         report = hang.explain(result.stderr, root)
         where = f": {report.summary}" if report else ""
-        raise StepFailed(f"run {name} ({role}) {_run.outcome(result)}{where}")
+        raise StepFailed(f"run {name} ({role}) {proc.outcome(result)}{where}")
     if not result.ok:
-        raise StepFailed(f"run {name} ({role}) {_run.outcome(result)}")
+        raise StepFailed(f"run {name} ({role}) {proc.outcome(result)}")
