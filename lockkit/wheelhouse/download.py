@@ -10,12 +10,12 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import FIRST_EXCEPTION, Future, wait
 from typing import TYPE_CHECKING
 
 from lockkit._internal.redact import redact
 from lockkit.errors import FetchError, HashMismatch
-from lockkit.wheelhouse.fetch import Fetcher, Got
+from lockkit.wheelhouse.fetch import Fetcher, Got, Stopped
 
 if TYPE_CHECKING:
     from lockkit.wheelhouse.build import Item
@@ -76,12 +76,16 @@ def _fetch_all(fetcher: Fetcher, one: Callable[[Item], Got], items: list[Item],
     for item in items:
         futures.append(Future())
         todo.put((item, futures[-1]))
-    workers = [threading.Thread(target=_worker, args=(todo, one, fetcher), daemon=True,
-                                name=f"lockkit-fetch-{i}") for i in range(max(1, jobs))]
+    failed = threading.Event()  # a file failed: no worker starts another
+    workers = [threading.Thread(target=_worker, args=(todo, one, fetcher, failed),
+                                daemon=True, name=f"lockkit-fetch-{i}")
+               for i in range(max(1, jobs))]
     try:  # a Ctrl-C while the workers start stops the ones started, too
         for worker in workers:
             todo.put(None)
             worker.start()
+        wait(futures, return_when=FIRST_EXCEPTION)
+        _raise_first_failure(futures)
         return [f.result() for f in futures]
     except BaseException:
         fetcher.stop()
@@ -94,14 +98,30 @@ def _fetch_all(fetcher: Fetcher, one: Callable[[Item], Got], items: list[Item],
         raise
 
 
+def _raise_first_failure(futures: list[Future[Got]]) -> None:
+    """The failure of the first file, in the plan's order, that failed on its own (not
+    one stopped because another failed), else of any; nothing when none failed."""
+    failures = [exc for f in futures if f.done() and not f.cancelled()
+                and (exc := f.exception()) is not None]
+    if failures:
+        raise next((e for e in failures if not isinstance(e, Stopped)), failures[0])
+
+
 def _worker(todo: queue.SimpleQueue[tuple[Item, Future[Got]] | None],
-            one: Callable[[Item], Got], fetcher: Fetcher) -> None:
+            one: Callable[[Item], Got], fetcher: Fetcher, failed: threading.Event) -> None:
+    """Fetch jobs until the end mark; after a failure (this worker's or another's) the
+    jobs left are cancelled, not started: a file failed is the build failed, and a
+    worker that took the next job would connect again (one more try at a silent host)."""
     while (job := todo.get()) is not None:
         item, future = job
-        if fetcher.stopped.is_set() or not future.set_running_or_notify_cancel():
+        if fetcher.stopped.is_set() or failed.is_set():
+            future.cancel()
+            continue
+        if not future.set_running_or_notify_cancel():
             continue
         try:
             future.set_result(one(item))
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            failed.set()
             future.set_exception(exc)
 
