@@ -138,7 +138,7 @@ class Run:
             env = {**(env if env is not None else proc.isolated_env()),
                    "PYTHONPYCACHEPREFIX": str(self.pycache)}
         tmp = self.work / "tmp"
-        tmp.mkdir(exist_ok=True)
+        tmp.mkdir(parents=True, exist_ok=True)
         env = {**(env if env is not None else os.environ), "TMPDIR": str(tmp)}
         return proc.call(argv, timeout=timeout, env=env, cwd=cwd, record=self.recorder(step),
                          stacks_on_timeout=stacks_on_timeout)
