@@ -54,7 +54,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -84,33 +84,11 @@ from lockkit.wheelhouse.ownwheel import (
     source_tree,
     tree_digest,
 )
-from lockkit.wheelhouse.toolpins import FOLDER, kept_pins, requirements_text
+from lockkit.wheelhouse.toolpins import FOLDER, Tool, Toolset, kept_pins, requirements_text
 from lockkit.wheelhouse.trust import file_name_problem, inside
 
-__all__ = ["Tool", "Toolset", "own_wheel", "place", "prepare", "runtime_requirements",
+__all__ = ["own_wheel", "place", "prepare", "runtime_requirements",
            "skip_reason"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Tool:
-    """One wheel for ``tools/``, verified and waiting in the cache."""
-
-    package: str
-    version: str
-    filename: str
-    sha256: str
-    path: Path    # the checked file in the cache
-    source: str   # the official URL, or how lockkit's own wheel was made
-
-
-@dataclass(frozen=True, kw_only=True)
-class Toolset:
-    """Every tool for one platform, lockkit's own wheel first."""
-
-    platform: str
-    python: str
-    tools: tuple[Tool, ...]
-    key: str  # the resolution key (see the module), written in tools/requirements.txt
 
 
 def skip_reason(python: str) -> str | None:
