@@ -4,7 +4,7 @@ and its runtime dependencies, so the offline machine can run ``lockkit verify``:
     python -m venv v && v/bin/pip install --no-index --find-links <wheelhouse>/tools lockkit
 
 **The dependencies** are the installed lockkit's ``Requires-Dist``, resolved the way
-``compile`` resolves a lock (``lockkit.compile.resolve``: uv for the *target*'s
+``compile`` resolves a lock (``lockkit.index.resolve``: uv for the *target*'s
 ``--python-platform`` and Python version, ``--generate-hashes``), against the project's
 default index (``index-url``, mirrors honoured, ``exclude-newer`` too) and never a PyTorch
 index: lockkit needs no torch-family package. Without ``exclude-newer`` the tools follow
@@ -68,9 +68,9 @@ from lockkit import __version__
 from lockkit._internal.fs import sha256_file
 from lockkit.cache.memo import code_digest
 from lockkit.cache.store import Cache, copy_hashing
-from lockkit.compile.resolve import ResolveOptions, resolve
 from lockkit.config.project import Project
 from lockkit.errors import BuildError, FetchError, LockkitError
+from lockkit.index.resolve import ResolveOptions, resolve
 from lockkit.index.urls import Indexes, Mirrors
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
