@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from lockkit._internal import outfile
-from lockkit._internal.fs import interrupt_held, temp_dir
+from lockkit._internal.endings import interrupt_held
+from lockkit._internal.fs import temp_dir
 from lockkit._internal.outdir import check, swap, sweep_stale
 from lockkit._internal.outfile import Target
 from lockkit.errors import ArchiveError, LockkitError, TrustError, UsageError

@@ -33,7 +33,8 @@ from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from lockkit._internal import outdir, proc
-from lockkit._internal.fs import ignored_folder, interrupt_held, sha256_file, temp_dir
+from lockkit._internal.endings import interrupt_held
+from lockkit._internal.fs import ignored_folder, sha256_file, temp_dir
 from lockkit._internal.redact import redact
 from lockkit.cache.store import Cache, copy_file
 from lockkit.config.project import Project
