@@ -2,7 +2,7 @@
 
 A loopback index (``_harness.FastIndex``) serves a synthetic project: torch on every
 shipped platform's PyTorch index (mirrored) and N tiny real wheels on the default index.
-The baseline is ``lockkit.compile.resolve.uv_command``'s argv and ``uv_environment``'s indexes,
+The baseline is ``lockkit.index.resolve.uv_command``'s argv and ``uv_environment``'s indexes,
 the PyTorch index given directly where lockkit puts its routing index. Paired with
 their baselines in this run:
   - a first compile (`lockkit compile --platform linux-cpu`, no lock yet) <= 1.3x bare
@@ -51,10 +51,10 @@ class UvCall:
 
 
 def uv_calls(project: Path, out: Path, env: dict[str, str]) -> dict[str, UvCall]:
-    """The uv argv lockkit runs for each platform of *project* (lockkit.compile.resolve)."""
+    """The uv argv lockkit runs for each platform of *project* (lockkit.index.resolve)."""
     from lockkit._internal.uv import uv_bin
-    from lockkit.compile.resolve import uv_command, uv_environment
     from lockkit.config.project import load_project
+    from lockkit.index.resolve import uv_command, uv_environment
     from lockkit.index.urls import Indexes
     from lockkit.platforms.definitions import load_platforms
 

@@ -13,6 +13,10 @@ The first such signal ends the run; a second one (SIGHUP then SIGTERM, a second
 ``docker stop``) is swallowed, so that it cannot cut the cleanup of the first in two. A
 signal the process inherited as ignored (``nohup``) stays ignored, and Python runs signal
 handlers in the main thread only: elsewhere nothing changes.
+
+A step that must not be cut in two (making a temp folder or a child process, and arranging
+for its removal) holds all three endings (:class:`interrupt_held`) and raises the one that
+came once it can clean up.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["Terminated", "raise_for", "raising", "raising_now"]
+__all__ = ["Terminated", "interrupt_held", "raise_for", "raising", "raising_now"]
 
 _NAMES = ("SIGTERM", "SIGHUP")  # SIGHUP: POSIX only
 
@@ -88,3 +92,33 @@ def raising() -> Iterator[None]:
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)  # type: ignore[arg-type]
+
+
+class interrupt_held:  # noqa: N801 - used as a context manager, named as one
+    """Ctrl-C (and SIGTERM and SIGHUP, which end a run the same way) held over a step that
+    must not be cut in two: between making something (a child process, a temp folder) and
+    arranging for it to be removed.
+    An interrupt that arrives meanwhile is only noted; :meth:`reraise` raises it once the
+    caller can clean up. Python runs signal handlers in the main thread only, so elsewhere
+    (and for a signal that does not raise there now) nothing changes."""
+
+    def __init__(self) -> None:
+        self.caught: int | None = None
+        self._old: dict[int, object] = {}
+
+    def __enter__(self) -> interrupt_held:
+        for sig in raising_now():
+            self._old[sig] = signal.signal(sig, self._note)
+        return self
+
+    def _note(self, signum: int, frame: object) -> None:
+        if self.caught is None:
+            self.caught = signum
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+
+    def reraise(self) -> None:
+        if self.caught is not None:
+            raise_for(self.caught)

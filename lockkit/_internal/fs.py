@@ -9,9 +9,10 @@ import tempfile
 import threading
 from pathlib import Path
 
+from lockkit._internal.endings import interrupt_held
 from lockkit.errors import ConfigError, WriteError
 
-__all__ = ["dir_mode", "file_mode", "ignored_folder", "interrupt_held", "sha256_file", "temp_dir",
+__all__ = ["dir_mode", "file_mode", "ignored_folder", "sha256_file", "temp_dir",
            "temp_file", "temp_folder", "temp_private", "umask", "write_atomic"]
 
 _UMASK_LOCK = threading.Lock()
@@ -127,44 +128,6 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-class interrupt_held:  # noqa: N801 - used as a context manager, named as one
-    """Ctrl-C (and SIGTERM and SIGHUP, which end a run the same way:
-    :mod:`lockkit._internal.endings`) held over a step that must not be cut in two: between
-    making something (a child process, a temp folder) and arranging for it to be removed.
-    An interrupt that arrives meanwhile is only noted; :meth:`reraise` raises it once the
-    caller can clean up. Python runs signal handlers in the main thread only, so elsewhere
-    (and for a signal that does not raise there now) nothing changes."""
-
-    def __init__(self) -> None:
-        self.caught: int | None = None
-        self._old: dict[int, object] = {}
-
-    def __enter__(self) -> interrupt_held:
-        import signal
-
-        from lockkit._internal.endings import raising_now
-
-        for sig in raising_now():
-            self._old[sig] = signal.signal(sig, self._note)
-        return self
-
-    def _note(self, signum: int, frame: object) -> None:
-        if self.caught is None:
-            self.caught = signum
-
-    def __exit__(self, *exc: object) -> None:
-        import signal
-
-        for sig, handler in self._old.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
-
-    def reraise(self) -> None:
-        if self.caught is not None:
-            from lockkit._internal.endings import raise_for
-
-            raise_for(self.caught)
 
 
 def temp_folder(prefix: str) -> tempfile.TemporaryDirectory[str]:

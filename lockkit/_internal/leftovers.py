@@ -181,7 +181,7 @@ def _temp_root() -> str:
     between the two would leave that file behind, so the probe runs with interrupts held
     (this is the first temp call of every command: :func:`lockkit._internal.fs.temp_folder`
     and ``temp_private`` sweep first)."""
-    from lockkit._internal.fs import interrupt_held
+    from lockkit._internal.endings import interrupt_held
 
     with interrupt_held() as held:
         root = tempfile.gettempdir()

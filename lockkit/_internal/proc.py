@@ -32,7 +32,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockkit._internal.fs import interrupt_held
+from lockkit._internal.endings import interrupt_held
 from lockkit._internal.redact import redact
 from lockkit.errors import CommandError
 

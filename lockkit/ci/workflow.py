@@ -64,7 +64,7 @@ from lockkit.platforms.definitions import Platform
 if TYPE_CHECKING:
     from lockkit._internal.outfile import Target
     from lockkit.config.project import Project
-    from lockkit.wheelhouse.tools import Tool
+    from lockkit.wheelhouse.toolpins import Tool
 
 __all__ = ["ACTIONS", "DEFAULT_OUTPUT", "HEADER", "OWN_WHEEL_DIR", "default_runner",
            "github_workflow", "locate_project", "own_lockkit", "pin_files", "recognise",

@@ -206,6 +206,7 @@ def _sbom(args: argparse.Namespace) -> int:
 
 def _unpack(args: argparse.Namespace) -> int:
     from lockkit.wheelhouse import archive
+    from lockkit.wheelhouse.manifest import Manifest
     from lockkit.wheelhouse.offline import install_hint
 
     project_dir = _unpack_project(args.project, args.lock)
@@ -227,7 +228,7 @@ def _unpack(args: argparse.Namespace) -> int:
                              project_dir=project_dir, sha256=args.sha256,
                              flag="--out" if args.out else None, on_bytes=advance)
     ui.say(f"unpacked {args.archive} -> {shown_path(out)}")
-    ui.say(_covered(args.lock, args.sha256, archive.read_manifest(out)["platform"]))
+    ui.say(_covered(args.lock, args.sha256, Manifest.read(out).data["platform"]))
     ui.say(install_hint(out, tools_checked=args.sha256 is not None))
     return 0
 
@@ -262,12 +263,13 @@ def _pick(folder: Path, project_dir: Path | None) -> Path:
     from lockkit.platforms.definitions import load_platforms
     from lockkit.platforms.host import choose
     from lockkit.wheelhouse import archive
+    from lockkit.wheelhouse.manifest import Manifest
 
     known = load_platforms(project_dir)
     tars: dict[str, Path] = {}
     for path in sorted(folder.glob("*.wheelhouse.tar")):
         try:
-            platform = archive.archive_platform(path, archive.read_manifest(path), known)
+            platform = archive.archive_platform(path, Manifest.read(path), known)
         except ArchiveError:
             platform = path.name.removesuffix(".wheelhouse.tar")
         if platform in tars:

@@ -1,6 +1,6 @@
 """``lockkit compile``: constraints and a platform in, one lock out, per platform, with
-``--check`` and the "same inputs, same lock" memo (:mod:`~lockkit.compile.compiler`); the uv
-call behind the routing index (:mod:`~lockkit.compile.resolve`); ``--locked``, a fresh
+``--check`` and the "same inputs, same lock" memo (:mod:`~lockkit.compile.compiler`), through
+the uv call behind the routing index (:mod:`lockkit.index.resolve`); ``--locked``, a fresh
 resolution compared with the committed lock, writing nothing (:mod:`~lockkit.compile.locked`);
 the warnings about inputs that slip past the lock (:mod:`~lockkit.compile.slips`).
 

@@ -30,13 +30,13 @@ from lockkit._internal.uv import uv_bin, uv_version
 from lockkit.cache.layout import default_cache_dir
 from lockkit.cache.memo import MemoStore
 from lockkit.compile.locked import differences
-from lockkit.compile.resolve import Resolution, ResolveOptions, no_such_torch, resolve
 from lockkit.compile.slips import asked_names, input_warnings
 from lockkit.config.inputs import normalized_inputs, resolver_inputs
 from lockkit.config.project import Project
 from lockkit.errors import ConfigError, LockkitError, ResolutionError
 from lockkit.index.http import TIMEOUT
 from lockkit.index.pages import Http
+from lockkit.index.resolve import Resolution, ResolveOptions, no_such_torch, resolve
 from lockkit.index.urls import Indexes
 from lockkit.lock.freshness import (
     LOCK_FORMAT,

@@ -5,7 +5,8 @@ by (:mod:`~lockkit.index.http`) and its one retry rule, the client's transport
 (:mod:`~lockkit.index.transport`), the PyTorch index pages compile fetches and PEP 503 link
 parsing (:mod:`~lockkit.index.pages`), and the loopback routing index that gives uv a
 platform's torch-family names from its PyTorch index only (:mod:`~lockkit.index.routing`,
-served by :mod:`~lockkit.index.loopback`).
+served by :mod:`~lockkit.index.loopback`), and uv's resolution through it, for compile's
+locks and wheelhouse's ``tools/`` alike (:mod:`~lockkit.index.resolve`).
 
 May import: lockkit.errors, lockkit._internal, lockkit.platforms
 """

@@ -27,7 +27,7 @@ The index is private to its compile. Any local account can connect to 127.0.0.1 
 the port in ``/proc/net/tcp``, so the index answers only under a random path prefix of
 256 bits made for this compile (``http://127.0.0.1:<port>/<prefix>/simple``); every other
 request gets the same bare 404. uv learns that URL from its environment
-(``lockkit.compile.resolve.uv_environment``), which only its own user can read, never from its
+(``lockkit.index.resolve.uv_environment``), which only its own user can read, never from its
 command line, which ``ps`` shows to everyone.
 
 Its pages carry no credentials either: a mirror's ``user:token@`` is stripped from every

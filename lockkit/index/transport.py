@@ -13,8 +13,9 @@ downloads alike, gets the same rule:
 - a 5xx answer to a GET or HEAD is retried; after the last attempt it is returned, for the
   caller to say;
 - the attempts are ``Policy.pause`` seconds apart (0.5, 1, 2... s), said at ``-v``; a pause
-  ends at once when the request's :data:`~lockkit.index.http.STOP` event is set (Ctrl-C,
-  a failed build), and no attempt follows.
+  ends at once when the request's stop event (the extension named
+  :data:`~lockkit.index.http.STOP`, given as *stop*) is set (Ctrl-C, a failed build), and
+  no attempt follows.
 
 What the transport sees ends with the headers: a body cut short after them is its
 reader's to fetch again (:class:`~lockkit.wheelhouse.fetch.Fetcher`).
@@ -34,32 +35,43 @@ import logging
 import threading
 import time
 import urllib.request
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import httpx
 
 from lockkit._internal.log import VERBOSE
-from lockkit.index.http import STOP
 
 if TYPE_CHECKING:
     import ssl
 
-    from lockkit.index.http import Policy
-
-__all__ = ["SAFE", "Retrying", "proxy_for"]
+__all__ = ["SAFE", "Retrying", "RetryRule", "proxy_for"]
 
 _log = logging.getLogger(__name__)
 
 SAFE = frozenset({"GET", "HEAD"})  # sent again after any failure, and after a 5xx
 
 
+class RetryRule(Protocol):
+    """What the transport asks of a policy (:class:`lockkit.index.http.Policy` is the one)."""
+
+    @property
+    def attempts(self) -> int: ...
+
+    def pause(self, attempt: int) -> float: ...
+
+    def retries(self, exc: BaseException) -> bool: ...
+
+    def why(self, exc: BaseException, url: str) -> str: ...
+
+
 class Retrying(httpx.BaseTransport):
     """Sends each request as *policy* says (see the module's docstring) through an
-    ``httpx.HTTPTransport`` per proxy, made with *verify* and *limits* on first use."""
+    ``httpx.HTTPTransport`` per proxy, made with *verify* and *limits* on first use; the
+    request extension *stop* holds the event that ends the pauses."""
 
-    def __init__(self, policy: Policy, *, verify: ssl.SSLContext,
-                 limits: httpx.Limits) -> None:
-        self.policy = policy
+    def __init__(self, policy: RetryRule, *, verify: ssl.SSLContext,
+                 limits: httpx.Limits, stop: str) -> None:
+        self.policy, self._stop = policy, stop
         self._verify, self._limits = verify, limits
         self._proxies = urllib.request.getproxies()
         self._routes: dict[str | None, httpx.HTTPTransport] = {}
@@ -67,7 +79,7 @@ class Retrying(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         inner = self._route(request.url)
-        stop = request.extensions.get(STOP)
+        stop = request.extensions.get(self._stop)
         for attempt in range(self.policy.attempts):
             last = attempt + 1 == self.policy.attempts
             start = time.perf_counter()

@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockkit import __version__
-from lockkit._internal.fs import interrupt_held, sha256_file, temp_private
+from lockkit._internal.endings import interrupt_held
+from lockkit._internal.fs import sha256_file, temp_private
 from lockkit.lock import freshness
 from lockkit.report.model import Dossier
 from lockkit.report.records import Variant

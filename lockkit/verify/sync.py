@@ -41,7 +41,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockkit._internal.fs import interrupt_held, temp_private
+from lockkit._internal.endings import interrupt_held
+from lockkit._internal.fs import temp_private
 from lockkit._internal.leftovers import hold, owner_mark, owner_tag
 from lockkit._internal.outdir import MARKER, check, mark, swap, sweep_stale
 from lockkit.errors import ConfigError, UsageError

@@ -16,5 +16,5 @@ itself for the offline machine (:mod:`~lockkit.wheelhouse.tools`): its own wheel
 (:mod:`~lockkit.wheelhouse.offline`).
 
 May import: lockkit.errors, lockkit._internal, lockkit.platforms, lockkit.config,
-lockkit.index, lockkit.lock, lockkit.cache, lockkit.compile
+lockkit.index, lockkit.lock, lockkit.cache
 """

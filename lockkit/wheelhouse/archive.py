@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from lockkit._internal import outfile
-from lockkit._internal.fs import interrupt_held, temp_dir
+from lockkit._internal.endings import interrupt_held
+from lockkit._internal.fs import temp_dir
 from lockkit._internal.outdir import check, swap, sweep_stale
 from lockkit._internal.outfile import Target
 from lockkit.errors import ArchiveError, LockkitError, TrustError, UsageError
@@ -45,30 +46,22 @@ from lockkit.wheelhouse.implied import check_wheelhouse, platform_problems
 from lockkit.wheelhouse.manifest import (
     MANIFEST,
     SUMS,
-    folder_manifest,
+    Manifest,
     folders_above,
-    listed,
+    open_tar,
+    read_head,
     sums,
-    top_folder,
 )
-from lockkit.wheelhouse.members import extract, open_tar, read_meta
+from lockkit.wheelhouse.members import extract
 from lockkit.wheelhouse.trust import Selected, committed
 
-__all__ = ["ARCHIVE", "archive_platform", "named_lock", "pack", "packed", "read_manifest",
-           "recognise", "sidecar", "sidecar_target", "unpack"]
+__all__ = ["ARCHIVE", "archive_platform", "named_lock", "pack", "packed", "recognise",
+           "sidecar", "sidecar_target", "unpack"]
 
 _LOCK_NAME = re.compile(r"pylock\.[A-Za-z0-9][A-Za-z0-9._-]*\.toml")
 _SIDECAR = re.compile(r"[0-9a-f]{64}  [^\n]+\n")
 _HEX = re.compile(r"[0-9a-fA-F]{64}")
 ARCHIVE, SIDECAR = "a wheelhouse archive", "an archive's sha256 that lockkit wrote"
-
-
-def read_manifest(path: Path) -> dict[str, Any]:
-    """The validated manifest of a wheelhouse folder or of a packed archive."""
-    if path.is_dir():
-        return folder_manifest(path)[0]
-    with open_tar(path) as tar:
-        return read_meta(tar, path)[0]
 
 
 # -- pack ---------------------------------------------------------------------------------------
@@ -95,18 +88,18 @@ def packed(folder: Path, out: Path | Target, *, lock: Lock | None = None,
     target = out if isinstance(out, Target) else outfile.check(
         out, what=ARCHIVE, recognise=recognise, inputs=outfile.Inputs(
             folders=[(folder, "the folder being packed")]))
-    manifest, manifest_bytes = folder_manifest(folder)
-    entries = listed(manifest)
+    manifest = Manifest.of_folder(folder)
+    entries = manifest.entries
     _check_folder(folder, entries)
     if lock is not None:
         check_wheelhouse(folder, lock, committed(lock, project_dir))
-    top = top_folder(manifest, folder / MANIFEST)
+    top = manifest.top_folder
     side = sidecar_target(target, force=force)
     with outfile.stream(target) as raw:
         fh = _HashingWriter(raw)
         with tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar:
             tar.addfile(_info(top, 0, tarfile.DIRTYPE))
-            _add_bytes(tar, f"{top}/{MANIFEST}", manifest_bytes)
+            _add_bytes(tar, f"{top}/{MANIFEST}", manifest.raw)
             _add_bytes(tar, f"{top}/{SUMS}", sums(entries))
             made: set[str] = set()
             for path in sorted(entries):
@@ -139,7 +132,8 @@ def sidecar_target(archive: Target, *, force: bool = False) -> Target | None:
 
 def recognise(path: Path) -> bool:
     """An archive lockkit packed: a tar whose first members are a wheelhouse's top folder,
-    its manifest.json and SHA256SUMS, which agree (:func:`lockkit.wheelhouse.members.read_meta`)."""
+    its manifest.json and SHA256SUMS, which agree
+    (:func:`lockkit.wheelhouse.manifest.read_head`)."""
     from lockkit._internal.private import open_regular
 
     opened = open_regular(path)
@@ -148,7 +142,7 @@ def recognise(path: Path) -> bool:
     with os.fdopen(opened[0], "rb") as fh:
         try:
             with tarfile.open(fileobj=fh, mode="r:") as tar:
-                read_meta(tar, path)
+                read_head(tar, path)
         except (LockkitError, tarfile.TarError, OSError, ValueError):
             return False
     return True
@@ -183,7 +177,7 @@ class _HashingWriter(io.RawIOBase):
 
 def named_lock(folder: Path, project_dir: Path) -> Path:
     """The lock *folder*'s manifest names, in *project_dir*'s ``locks/``."""
-    name = folder_manifest(folder)[0].get("lock")
+    name = Manifest.of_folder(folder).data.get("lock")
     if not isinstance(name, str) or not _LOCK_NAME.fullmatch(name):
         raise ArchiveError(f"{folder / MANIFEST}: bad or missing 'lock' {name!r}",
                            hint="rebuild the folder with 'lockkit wheelhouse build'")
@@ -287,7 +281,7 @@ def unpack(archive: Path, out: Path, *, lock: Lock | None = None,
             _check_sha256(archive, fh, sha256)
         known = load_catalog(project_dir).platforms
         with open_tar(archive, fh) as tar:
-            platform = archive_platform(archive, read_meta(tar, archive)[0], known)
+            platform = archive_platform(archive, read_head(tar, archive).manifest, known)
         selected = None if lock is None else _for_platform(archive, platform, lock, project_dir)
         out = check(out, kind="wheelhouse", platform=platform, flag=flag)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -324,12 +318,11 @@ def _check_sha256(archive: Path, fh: IO[bytes], expected: str) -> None:
                          "(--sha256): not the archive the sender packed")
 
 
-def archive_platform(archive: Path, manifest: dict[str, Any],
-                     known: dict[str, Platform]) -> str:
+def archive_platform(archive: Path, manifest: Manifest, known: dict[str, Platform]) -> str:
     """The archive's platform: its manifest's. A file name ``<name>.wheelhouse.tar`` that
     names another known platform is a claim the archive does not keep: refused, naming
     both (an aarch64 wheelhouse renamed ``linux-cpu.wheelhouse.tar``)."""
-    platform = top_folder(manifest, archive / MANIFEST).removesuffix("-wheelhouse")
+    platform = manifest.top_folder.removesuffix("-wheelhouse")
     named = archive.name.removesuffix(".wheelhouse.tar")
     if named != archive.name and named in known and not _same(named, platform, known):
         raise TrustError(f"{archive}: its file name says platform {named!r}, its manifest "

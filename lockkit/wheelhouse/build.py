@@ -33,7 +33,8 @@ from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from lockkit._internal import outdir, proc
-from lockkit._internal.fs import ignored_folder, interrupt_held, sha256_file, temp_dir
+from lockkit._internal.endings import interrupt_held
+from lockkit._internal.fs import ignored_folder, sha256_file, temp_dir
 from lockkit._internal.redact import redact
 from lockkit.cache.store import Cache, copy_file
 from lockkit.config.project import Project
@@ -43,27 +44,15 @@ from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.targets import NothingInstallable, select
 from lockkit.wheelhouse.download import fetch_items
-from lockkit.wheelhouse.fetch import Fetcher, Got, PageRef, Want
+from lockkit.wheelhouse.fetch import Fetcher, Got, Item, PageRef, Want
 from lockkit.wheelhouse.meta import FileRecord, write_meta
 from lockkit.wheelhouse.trust import FileKind, file_name_problem, inside
 from lockkit.wheelhouse.wheelzip import normalize_wheel, source_epoch
 
 if TYPE_CHECKING:
-    from lockkit.wheelhouse.tools import Toolset
+    from lockkit.wheelhouse.toolpins import Toolset
 
-__all__ = ["BuildResult", "Item", "build", "plan", "read_lock"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Item:
-    """One file the platform needs, as the lock names it."""
-
-    package: str
-    version: str
-    kind: FileKind
-    want: Want
-    entry: dict[str, Any]  # the package's table in the source lock
-    official_skipped: bool = False  # a mirror covers the file; the lock's URL is not tried
+__all__ = ["BuildResult", "build", "plan", "read_lock"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,14 +11,10 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, wait
-from typing import TYPE_CHECKING
 
 from lockkit._internal.redact import redact
 from lockkit.errors import FetchError, HashMismatch
-from lockkit.wheelhouse.fetch import Fetcher, Got, Stopped
-
-if TYPE_CHECKING:
-    from lockkit.wheelhouse.build import Item
+from lockkit.wheelhouse.fetch import Fetcher, Got, Item, Stopped
 
 __all__ = ["fetch_items"]
 

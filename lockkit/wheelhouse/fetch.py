@@ -22,7 +22,7 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import redact
@@ -33,7 +33,10 @@ from lockkit.index.http import CONNECT_TIMEOUT, MAX_PAGE, STOP, Client, Policy, 
 from lockkit.index.urls import origin
 from lockkit.wheelhouse.sink import Sink, batches
 
-__all__ = ["Fetcher", "Got", "PageRef", "Stopped", "Want", "http_client"]
+if TYPE_CHECKING:
+    from lockkit.wheelhouse.trust import FileKind
+
+__all__ = ["Fetcher", "Got", "Item", "PageRef", "Stopped", "Want", "http_client"]
 
 _log = logging.getLogger(__name__)
 _IDENTITY = {"Accept-Encoding": "identity"}  # the file's own bytes, as pip asks
@@ -65,6 +68,19 @@ class Want:
     size: int | None
     urls: tuple[str | PageRef, ...]  # effective URLs or pages, best first (may carry credentials)
     source: str            # the lock's URL, credential-free: what reports show
+
+
+@dataclass(frozen=True, kw_only=True)
+class Item:
+    """One file the platform needs, as the lock names it: what ``wheelhouse build`` plans
+    and the download loop (:mod:`lockkit.wheelhouse.download`) fetches."""
+
+    package: str
+    version: str
+    kind: FileKind
+    want: Want
+    entry: dict[str, Any]  # the package's table in the source lock
+    official_skipped: bool = False  # a mirror covers the file; the lock's URL is not tried
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -29,7 +29,7 @@ from lockkit._internal.parse import parse_toml
 from lockkit.errors import ConfigError, TrustError
 from lockkit.lock.model import Lock, named_platform
 from lockkit.platforms.definitions import Platform
-from lockkit.wheelhouse.manifest import MANIFEST, SUMS, folder_manifest, listed, sums
+from lockkit.wheelhouse.manifest import MANIFEST, SUMS, Manifest, sums
 from lockkit.wheelhouse.trust import Checked, Selected, check_folder
 
 __all__ = ["check_wheelhouse", "platform_problems"]
@@ -42,7 +42,8 @@ def check_wheelhouse(folder: Path, lock: Lock, selected: list[Selected]) -> list
     """*folder* is the wheelhouse ``lockkit wheelhouse build`` writes from *lock* (whose
     *selected* files are hashed, :func:`lockkit.wheelhouse.trust.check_folder`), or a
     :class:`TrustError` naming every file that is not. Returns the checked wheels."""
-    manifest = folder_manifest(folder)[0]
+    read = Manifest.of_folder(folder)
+    manifest = read.data
     sha, platform = lock.sha256, lock.meta.platform
     if manifest.get("lock_sha256") != sha or manifest.get("platform") != platform:
         raise TrustError(f"{folder}: not built from {lock.path} (its manifest names sha256 "
@@ -50,7 +51,7 @@ def check_wheelhouse(folder: Path, lock: Lock, selected: list[Selected]) -> list
                          f"{manifest.get('platform')!r}; the lock is {sha[:12]} for "
                          f"{platform!r})")
     checked = check_folder(folder, selected, manifest)
-    files = listed(manifest)
+    files = read.entries
     tools = {p: e for p, e in files.items() if p.startswith("tools/")}
     problems = _entry_problems(checked, files)
     texts = _derived(lock, manifest, checked, files, tools=bool(tools))

@@ -147,9 +147,9 @@ def refresh(folder: Path, lock: Lock, out: Target | None = None) -> Path:
     Written into the folder, the SBOM is also (re)listed in ``manifest.json``, so the folder
     still packs and verifies. A lock other than the folder's (its sha256 differs from the
     manifest's ``lock_sha256``) is refused: the SBOM would describe a different build."""
-    from lockkit.wheelhouse.archive import read_manifest
+    from lockkit.wheelhouse.manifest import Manifest
 
-    manifest = read_manifest(folder)
+    manifest = Manifest.read(folder).data
     if manifest.get("lock_sha256") != lock.sha256:
         raise ConfigError(f"{lock.path}: not the lock {folder} was built from (sha256 "
                           f"{lock.sha256[:12]}, the manifest says "

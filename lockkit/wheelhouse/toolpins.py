@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -23,14 +24,33 @@ from lockkit._internal.parse import parse_json
 from lockkit._internal.private import read_regular
 from lockkit.wheelhouse.trust import file_name_problem
 
-if TYPE_CHECKING:
-    from lockkit.wheelhouse.tools import Toolset
-
-__all__ = ["FOLDER", "kept_pins", "requirements_text"]
+__all__ = ["FOLDER", "Tool", "Toolset", "kept_pins", "requirements_text"]
 
 FOLDER = "tools"
 _PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+) --hash=sha256:([0-9a-f]{64})")
 _KEY_LINE = "# resolution: "
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool:
+    """One wheel for ``tools/``, verified and waiting in the cache."""
+
+    package: str
+    version: str
+    filename: str
+    sha256: str
+    path: Path    # the checked file in the cache
+    source: str   # the official URL, or how lockkit's own wheel was made
+
+
+@dataclass(frozen=True, kw_only=True)
+class Toolset:
+    """Every tool for one platform, lockkit's own wheel first."""
+
+    platform: str
+    python: str
+    tools: tuple[Tool, ...]
+    key: str  # the resolution key (lockkit.wheelhouse.tools), written in tools/requirements.txt
 
 
 def kept_pins(folder: Path, key: str,

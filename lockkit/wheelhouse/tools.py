@@ -4,7 +4,7 @@ and its runtime dependencies, so the offline machine can run ``lockkit verify``:
     python -m venv v && v/bin/pip install --no-index --find-links <wheelhouse>/tools lockkit
 
 **The dependencies** are the installed lockkit's ``Requires-Dist``, resolved the way
-``compile`` resolves a lock (``lockkit.compile.resolve``: uv for the *target*'s
+``compile`` resolves a lock (``lockkit.index.resolve``: uv for the *target*'s
 ``--python-platform`` and Python version, ``--generate-hashes``), against the project's
 default index (``index-url``, mirrors honoured, ``exclude-newer`` too) and never a PyTorch
 index: lockkit needs no torch-family package. Without ``exclude-newer`` the tools follow
@@ -54,7 +54,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +68,9 @@ from lockkit import __version__
 from lockkit._internal.fs import sha256_file
 from lockkit.cache.memo import code_digest
 from lockkit.cache.store import Cache, copy_hashing
-from lockkit.compile.resolve import ResolveOptions, resolve
 from lockkit.config.project import Project
 from lockkit.errors import BuildError, FetchError, LockkitError
+from lockkit.index.resolve import ResolveOptions, resolve
 from lockkit.index.urls import Indexes, Mirrors
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
@@ -84,33 +84,11 @@ from lockkit.wheelhouse.ownwheel import (
     source_tree,
     tree_digest,
 )
-from lockkit.wheelhouse.toolpins import FOLDER, kept_pins, requirements_text
+from lockkit.wheelhouse.toolpins import FOLDER, Tool, Toolset, kept_pins, requirements_text
 from lockkit.wheelhouse.trust import file_name_problem, inside
 
-__all__ = ["Tool", "Toolset", "own_wheel", "place", "prepare", "runtime_requirements",
+__all__ = ["own_wheel", "place", "prepare", "runtime_requirements",
            "skip_reason"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Tool:
-    """One wheel for ``tools/``, verified and waiting in the cache."""
-
-    package: str
-    version: str
-    filename: str
-    sha256: str
-    path: Path    # the checked file in the cache
-    source: str   # the official URL, or how lockkit's own wheel was made
-
-
-@dataclass(frozen=True, kw_only=True)
-class Toolset:
-    """Every tool for one platform, lockkit's own wheel first."""
-
-    platform: str
-    python: str
-    tools: tuple[Tool, ...]
-    key: str  # the resolution key (see the module), written in tools/requirements.txt
 
 
 def skip_reason(python: str) -> str | None:

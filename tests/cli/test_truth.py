@@ -234,7 +234,7 @@ def test_compile_timeout_meets_its_bound_against_a_silent_default_index(tmp_path
     of at most 2, 4 and 8 s: a default index that never answers fails within
     4 x --timeout + 14 s, the bound --help and the docs state (they once said about
     4 x --timeout: --timeout 3 took 18 s)."""
-    from lockkit.compile.resolve import UV_RETRIES, silent_bound
+    from lockkit.index.resolve import UV_RETRIES, silent_bound
     from tests.support.project import lockkit
     from tests.support.silent_server import Silent
 

@@ -512,7 +512,7 @@ def test_the_gate_imports_no_resolver_nor_lock_writer(project):
     imported = {name.split(".")[0] for name in modules}
     assert "lockkit" in imported
     assert not imported & {"httpx", "rich", "tomli_w", "numpy"}, imported
-    assert not modules & {"lockkit.compile.resolve", "lockkit.index.routing",
+    assert not modules & {"lockkit.index.resolve", "lockkit.index.routing",
                           "lockkit.index.pages"}, modules
 
 

@@ -176,7 +176,7 @@ sys.exit(2)
 def _resolve_with(tmp_path: Path, mode: str, fetch) -> tuple[BaseException, float]:
     import sys
 
-    from lockkit.compile.resolve import resolve
+    from lockkit.index.resolve import resolve
     from lockkit.index.urls import Indexes
 
     uv = tmp_path / "uv"

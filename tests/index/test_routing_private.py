@@ -1,5 +1,5 @@
 """The routing index is private to its compile (lockkit.index.routing,
-lockkit.compile.resolve, lockkit.index.auth).
+lockkit.index.resolve, lockkit.index.auth).
 
 Another local account can connect to 127.0.0.1 and find the port in /proc/net/tcp. These
 tests make such an account (``useradd``, removed after) and probe a serving routing index
@@ -28,10 +28,10 @@ import pytest
 
 from lockkit._internal.compat import tomllib
 from lockkit._internal.uv import uv_bin
-from lockkit.compile.resolve import resolve
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.index.auth import Credentials, uv_netrc
 from lockkit.index.pages import Http
+from lockkit.index.resolve import resolve
 from lockkit.index.routing import RoutingIndex
 from lockkit.index.urls import Indexes, Mirrors
 from lockkit.platforms.definitions import load_platforms

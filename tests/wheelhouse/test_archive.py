@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from lockkit.errors import ArchiveError, ConfigError
-from lockkit.wheelhouse.archive import pack, read_manifest, unpack
+from lockkit.wheelhouse.archive import pack, unpack
+from lockkit.wheelhouse.manifest import Manifest
 from lockkit.wheelhouse.offline import install_hint
 from tests.support.archive import FILES, make_folder, manifest_bytes, sha
 
@@ -87,7 +88,7 @@ def test_pack_layout(tmp_path: Path) -> None:
                                             f"{TOP}simple/demo")) for i in infos)
         sums = tar.extractfile(f"{TOP}SHA256SUMS").read()
     assert sums == sums_bytes(FILES)
-    assert read_manifest(archive) == json.loads(manifest_bytes(FILES))
+    assert Manifest.read(archive).data == json.loads(manifest_bytes(FILES))
 
 
 def test_round_trip(tmp_path: Path) -> None:

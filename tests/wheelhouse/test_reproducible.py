@@ -21,7 +21,7 @@ from lockkit.config.project import load_project
 from lockkit.platforms.definitions import load_platforms
 from lockkit.wheelhouse import archive
 from lockkit.wheelhouse import build as wheelhouse
-from lockkit.wheelhouse.fetch import Want
+from lockkit.wheelhouse.fetch import Item, Want
 from lockkit.wheelhouse.wheelzip import MIN_EPOCH, normalize_wheel, source_epoch
 from tests.support.pytorch_index import R2
 from tests.support.wheelhouse import build_cli, compiled, wheel_requests
@@ -156,11 +156,11 @@ def test_same_lock_packs_to_identical_bytes_from_any_source(project, indexes, tm
         assert where not in meta_text(one / "wh")
 
 
-def _item(sdist: Path, name: str, entry: dict | None = None) -> wheelhouse.Item:
+def _item(sdist: Path, name: str, entry: dict | None = None) -> Item:
     want = Want(filename=sdist.name, sha256=sha256(sdist), size=sdist.stat().st_size, urls=(),
                 source=f"http://127.0.0.1/{sdist.name}")
-    return wheelhouse.Item(package=name, version="1.0", kind="sdist", want=want,
-                           entry=entry or {})
+    return Item(package=name, version="1.0", kind="sdist", want=want,
+                entry=entry or {})
 
 
 def _build_twice(tmp_path: Path, sdist: Path, name: str, version: str = "1.0") -> list[Path]:
