@@ -9,3 +9,28 @@ validation and its hint; the step that runs the check and its verdict live in
 ``lockkit.verify.checks.<check>``, which imports the dataclass from here (config sits
 below verify, never the other way round).
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # each check's module is imported when a [verify] table is read
+    from lockkit.config.checks.application import ApplicationConfig
+    from lockkit.config.checks.embedding import EmbeddingConfig
+    from lockkit.config.checks.extensions import ExtensionsConfig
+    from lockkit.config.checks.resume import ResumeConfig
+
+__all__ = ["VerifyConfig"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyConfig:
+    """The ``[verify]`` table, every check's table validated when the project loads; None:
+    the project declares no such check."""
+
+    application: ApplicationConfig | None = None  # [verify.application]
+    application_waiver: str | None = None  # [verify] application = "none": its reason
+    embedding: EmbeddingConfig | None = None  # [verify.embedding]
+    extensions: ExtensionsConfig | None = None  # [verify.extensions]
+    resume: ResumeConfig | None = None  # [verify.resume]
