@@ -21,7 +21,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from lockkit._internal.keys import KeyReader
 from lockkit._internal.redact import redact
-from lockkit.config.checks import VerifyConfig
+from lockkit.config.checks import VERIFY_KEYS, VerifyConfig, table_checks
 from lockkit.config.inputs import is_pyproject, load_toml
 from lockkit.config.keys import CiConfig, Runner, lockkit_requirement, runner_labels
 from lockkit.errors import ConfigError, UsageError
@@ -33,8 +33,7 @@ _LISTS = ("requirements", "platforms", "allow-sdist", "extras", "groups")  # lis
 # the lists that also take one string, and may not be empty: what each names
 _ONE_OR_MORE = {"requirements": "requirement file or pyproject.toml", "platforms": "platform"}
 _INDEX_URL_EXPECTED = "expected an http(s):// URL or a ${VAR} holding one"
-_TABLES = {"verify": ("[verify]", {"embedding", "extensions", "resume", "application",
-                                     "reason"}),
+_TABLES = {"verify": ("[verify]", VERIFY_KEYS),
            "ci": ("[ci]", {"runners", "lockkit"})}
 _KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer", "max-page-size"}
 _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
@@ -221,27 +220,11 @@ def _verify(c: KeyReader, root: Path, data: dict[str, Any]) -> VerifyConfig:
     found: dict[str, Any] = {}
     if not table:  # compile and its gate never read one: its modules stay unimported
         return VerifyConfig()
-    from lockkit.config.checks.application import APPLICATION_HINT, application_problems
-    from lockkit.config.checks.embedding import EMBEDDING_HINT, embedding_problems
-    from lockkit.config.checks.extensions import EXTENSIONS_HINT, extensions_problems
-    from lockkit.config.checks.resume import RESUME_HINT, resume_problems
-
-    if "extensions" in table:
-        found["extensions"], problems = extensions_problems(table["extensions"])
+    for check in table_checks():
+        values, problems = check.read(root, table)
+        found.update(values)
         for problem in problems:
-            c.fail("", problem, hint=EXTENSIONS_HINT)
-    if "resume" in table:
-        found["resume"], problems = resume_problems(table["resume"])
-        for problem in problems:
-            c.fail("", problem, hint=RESUME_HINT)
-    application, waiver, problems = application_problems(root, table)
-    for problem in problems:
-        c.fail("", problem, hint=APPLICATION_HINT)
-    found.update(application=application, application_waiver=waiver)
-    if "embedding" in table:
-        found["embedding"], problems = embedding_problems(root, table["embedding"])
-        for problem in problems:
-            c.fail("", problem, hint=EMBEDDING_HINT)
+            c.fail("", problem, hint=check.hint)
     return VerifyConfig(**found)
 
 
