@@ -31,10 +31,10 @@ def handle(args: argparse.Namespace) -> int:
                            inputs=output_inputs(project))
     catalog = load_catalog(project.root)
     selected = catalog.select(args.platform, args.all, project.platforms, project.config_file)
-    runners = ci.validate_runners(project.runners, [*catalog.platforms, *catalog.broken],
+    runners = ci.validate_runners(project.ci.runners, [*catalog.platforms, *catalog.broken],
                                   where=f"{project.config_file}: [ci.runners]")
-    lockkit = (ci.pin_files(project.ci_lockkit, repo, f"{project.config_file}: [ci] lockkit")
-               if project.ci_lockkit else None)
+    lockkit = (ci.pin_files(project.ci.lockkit, repo, f"{project.config_file}: [ci] lockkit")
+               if project.ci.lockkit else None)
     kept, left = ci.split_by_lock(selected, repo, rel)
     for name, why in left:
         ui.say(f"left out {name}: {why}")

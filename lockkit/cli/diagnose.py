@@ -32,8 +32,8 @@ def handle(args: argparse.Namespace) -> int:
     dossier = diagnose(python, args.expect, source=source, timeout=args.probe_timeout,
                        command_line=tuple(["lockkit", *sys.argv[1:]]))
     if args.json:
-        sys.stdout.write(json_format.dumps(absolute(dossier) if args.absolute_paths
-                                           else dossier))
+        sys.stdout.write(json_format.render(absolute(dossier) if args.absolute_paths
+                                            else dossier))
     else:
         terminal.steps_table(dossier)
         terminal.diagnose_facts(dossier)

@@ -149,7 +149,7 @@ def _report(outcome: Outcome, folder: Path, args: argparse.Namespace) -> int:
     if args.junit:
         write_junit(dossier, args.junit)
     if args.json:
-        sys.stdout.write(json_format.dumps(dossier))
+        sys.stdout.write(json_format.render(dossier))
     elif args.junit is not None and args.junit.to_stdout:
         with contextlib.redirect_stdout(sys.stderr):  # the report took stdout's place
             terminal.steps_table(dossier)

@@ -6,11 +6,11 @@ CI workflow installs lockkit from. The key-path reader that reads them, as every
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Literal
 
-__all__ = ["LockkitRequirement", "Runner", "lockkit_requirement", "runner_labels"]
+__all__ = ["CiConfig", "LockkitRequirement", "Runner", "lockkit_requirement", "runner_labels"]
 
 Runner = str | list[str]  # one runner label, or labels a runner must all carry
 
@@ -114,3 +114,11 @@ def _path_problem(path: str) -> str | None:
     except (InvalidWheelFilename, InvalidSdistFilename) as err:
         return f"not a wheel or sdist file name ({err})"
     return None if project == "lockkit" else "names another project than lockkit"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CiConfig:
+    """The ``[ci]`` table, validated when the project loads."""
+
+    runners: dict[str, Runner] = field(default_factory=dict)  # [ci.runners]; names: ci/
+    lockkit: LockkitRequirement | None = None  # [ci] lockkit; None: the ci stage's default

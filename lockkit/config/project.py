@@ -15,22 +15,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from lockkit._internal.keys import KeyReader
 from lockkit._internal.redact import redact
+from lockkit.config.checks import VERIFY_KEYS, VerifyConfig, table_checks
 from lockkit.config.inputs import is_pyproject, load_toml
-from lockkit.config.keys import LockkitRequirement, Runner, lockkit_requirement, runner_labels
+from lockkit.config.keys import CiConfig, Runner, lockkit_requirement, runner_labels
 from lockkit.errors import ConfigError, UsageError
 from lockkit.index.urls import expand, is_index_url
-
-if TYPE_CHECKING:  # the [verify.*] readers are imported when a [verify] table is read
-    from lockkit.config.checks.application import ApplicationConfig
-    from lockkit.config.checks.embedding import EmbeddingConfig
-    from lockkit.config.checks.extensions import ExtensionsConfig
-    from lockkit.config.checks.resume import ResumeConfig
 
 __all__ = ["Project", "find_project", "load_project", "project_root"]
 
@@ -38,8 +33,7 @@ _LISTS = ("requirements", "platforms", "allow-sdist", "extras", "groups")  # lis
 # the lists that also take one string, and may not be empty: what each names
 _ONE_OR_MORE = {"requirements": "requirement file or pyproject.toml", "platforms": "platform"}
 _INDEX_URL_EXPECTED = "expected an http(s):// URL or a ${VAR} holding one"
-_TABLES = {"verify": ("[verify]", {"embedding", "extensions", "resume", "application",
-                                     "reason"}),
+_TABLES = {"verify": ("[verify]", VERIFY_KEYS),
            "ci": ("[ci]", {"runners", "lockkit"})}
 _KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer", "max-page-size"}
 _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
@@ -64,15 +58,8 @@ class Project:
     exclude_newer: str | None = None  # resolve as of this RFC 3339 date/timestamp
     extras: tuple[str, ...] = ()  # from the pyproject.toml inputs' optional-dependencies
     groups: tuple[str, ...] = ()  # from their [dependency-groups] (PEP 735)
-    verify: dict[str, Any] = field(default_factory=dict)  # the [verify] table as written
-    ci: dict[str, Any] = field(default_factory=dict)  # the [ci] table as written
-    embedding: EmbeddingConfig | None = None  # [verify.embedding], validated at load
-    application: ApplicationConfig | None = None  # [verify.application], validated at load
-    application_waiver: str | None = None  # [verify] application = "none": its reason
-    resume: ResumeConfig | None = None  # [verify.resume], validated at load
-    runners: dict[str, Runner] = field(default_factory=dict)  # [ci.runners]; names: ci.py
-    extensions: ExtensionsConfig | None = None  # [verify.extensions], validated at load
-    ci_lockkit: LockkitRequirement | None = None  # [ci] lockkit; None: ci.py's default
+    verify: VerifyConfig = field(default_factory=VerifyConfig)  # [verify], validated at load
+    ci: CiConfig = field(default_factory=CiConfig)  # [ci], validated at load
     max_page_size: int = 64  # MiB: the largest index page read (lockkit.index.http.read_page)
 
     @property
@@ -214,7 +201,7 @@ def _from_file(root: Path, path: Path | None, data: Any) -> dict[str, Any]:
     if "max-page-size" in data:
         options["max_page_size"] = c.number("max-page-size", data["max-page-size"], 1,
                                             integer=True, expected=_PAGE_SIZE)
-    options.update(_verify(c, root, data), **_ci(c, data))
+    options.update(verify=_verify(c, root, data), ci=_ci(c, data))
     c.raise_if_any()
     return options
 
@@ -226,39 +213,22 @@ def _check_selects(c: KeyReader, options: dict[str, Any]) -> None:
                hint='add "pyproject.toml" to requirements')
 
 
-def _verify(c: KeyReader, root: Path, data: dict[str, Any]) -> dict[str, Any]:
+def _verify(c: KeyReader, root: Path, data: dict[str, Any]) -> VerifyConfig:
     name, known = _TABLES["verify"]
     table = c.table(data, "verify", name)
     c.at("verify").unknown(table, known)
     found: dict[str, Any] = {}
     if not table:  # compile and its gate never read one: its modules stay unimported
-        return {"verify": table}
-    from lockkit.config.checks.application import APPLICATION_HINT, application_problems
-    from lockkit.config.checks.embedding import EMBEDDING_HINT, embedding_problems
-    from lockkit.config.checks.extensions import EXTENSIONS_HINT, extensions_problems
-    from lockkit.config.checks.resume import RESUME_HINT, resume_problems
-
-    if "extensions" in table:
-        found["extensions"], problems = extensions_problems(table["extensions"])
+        return VerifyConfig()
+    for check in table_checks():
+        values, problems = check.read(root, table)
+        found.update(values)
         for problem in problems:
-            c.fail("", problem, hint=EXTENSIONS_HINT)
-    if "resume" in table:
-        found["resume"], problems = resume_problems(table["resume"])
-        for problem in problems:
-            c.fail("", problem, hint=RESUME_HINT)
-    application, waiver, problems = application_problems(root, table)
-    for problem in problems:
-        c.fail("", problem, hint=APPLICATION_HINT)
-    found.update(application=application, application_waiver=waiver)
-    if "embedding" not in table:
-        return {"verify": table, **found}
-    embedding, problems = embedding_problems(root, table["embedding"])
-    for problem in problems:
-        c.fail("", problem, hint=EMBEDDING_HINT)
-    return {"verify": table, "embedding": embedding, **found}
+            c.fail("", problem, hint=check.hint)
+    return VerifyConfig(**found)
 
 
-def _ci(c: KeyReader, data: dict[str, Any]) -> dict[str, Any]:
+def _ci(c: KeyReader, data: dict[str, Any]) -> CiConfig:
     name, known = _TABLES["ci"]
     table = c.table(data, "ci", name)
     c.at("ci").unknown(table, known)
@@ -276,7 +246,7 @@ def _ci(c: KeyReader, data: dict[str, Any]) -> dict[str, Any]:
     for problem in problems:
         c.fail("", problem, hint="e.g. lockkit = \"lockkit==1.2.3\" or a wheel committed to "
                                  "the repository")
-    return {"ci": table, "runners": found, "ci_lockkit": requirement}
+    return CiConfig(runners=found, lockkit=requirement)
 
 
 def _mirror_table(c: KeyReader, table: Any) -> dict[str, str]:

@@ -3,9 +3,10 @@
 (:mod:`~lockkit.report.model`, :mod:`~lockkit.report.records`,
 :mod:`~lockkit.report.extrecords`), ``dossier.json`` (:mod:`~lockkit.report.json`),
 ``dossier.md`` (:mod:`~lockkit.report.markdown`), JUnit XML (:mod:`~lockkit.report.junit`),
-the tables a command prints (:mod:`~lockkit.report.terminal`), and ``lockkit diff``: which
-layer a difference comes from (:mod:`~lockkit.report.diff`). :func:`write_folder` writes a
-run's report folder. Paths in what is written are relative to the run's named roots
+each file format's module with one ``render(dossier) -> str``, the tables a command prints
+(:mod:`~lockkit.report.terminal`), and ``lockkit diff``: which layer a difference comes
+from (:mod:`~lockkit.report.diff`). :func:`write_folder` writes a run's report folder.
+Paths in what is written are relative to the run's named roots
 (:mod:`~lockkit.report.roots`). Nothing here runs a check.
 
 May import: lockkit.errors, lockkit._internal, lockkit.lock
@@ -35,4 +36,4 @@ def write_folder(folder: Path, dossier: Dossier, attachments: Mapping[str, str])
     for name, text in attachments.items():
         write_atomic(folder / name, redact(relative_text(text, dossier.roots)))
     write_atomic(folder / "dossier.md", markdown.render(dossier))
-    write_atomic(folder / "dossier.json", json_format.dumps(dossier))
+    write_atomic(folder / "dossier.json", json_format.render(dossier))

@@ -8,7 +8,7 @@ from typing import Any
 from lockkit._internal.redact import redact
 from lockkit.report.model import Dossier
 
-__all__ = ["dumps", "scrub"]
+__all__ = ["render", "scrub"]
 
 
 def scrub(value: Any) -> Any:
@@ -22,5 +22,6 @@ def scrub(value: Any) -> Any:
     return value
 
 
-def dumps(dossier: Dossier) -> str:
+def render(dossier: Dossier) -> str:
+    """``dossier.json``'s text."""
     return json.dumps(scrub(dossier.to_dict()), indent=2, sort_keys=False) + "\n"

@@ -30,12 +30,12 @@ from lockkit.report.records import STATUSES
 if TYPE_CHECKING:
     from lockkit._internal.outfile import Target
 
-__all__ = ["WHAT", "recognise", "to_junit", "write_junit"]
+__all__ = ["WHAT", "recognise", "render", "write_junit"]
 
 # XML 1.0 allows tab, LF, CR and everything from U+0020 except surrogates, FFFE, FFFF.
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 WHAT = "a JUnit report lockkit wrote"  # what --junit is replaced only over
-_OURS = re.compile(rb'^<testsuites name="lockkit ', re.MULTILINE)  # to_junit's root element
+_OURS = re.compile(rb'^<testsuites name="lockkit ', re.MULTILINE)  # render's root element
 _VERSION = b'<property name="lockkit_version" '  # one of _PROPERTIES, always set
 _PROPERTIES = ("kind", "platform", "python", "result", "first_error", "lockkit_version",
                "started", "lock_sha256")
@@ -74,7 +74,15 @@ def _testcase(parent: ET.Element, step: dict[str, Any], classname: str) -> None:
         ET.SubElement(case, "skipped", message=_text(f"not run: {reason}" if reason else "not run"))
 
 
-def to_junit(dossier: Dossier | Mapping[str, Any]) -> ET.Element:
+def render(dossier: Dossier | Mapping[str, Any]) -> str:
+    """The JUnit XML text (UTF-8 declared) of one dossier (or its JSON document)."""
+    root = _element(dossier)
+    ET.indent(root)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
+            + "\n")
+
+
+def _element(dossier: Dossier | Mapping[str, Any]) -> ET.Element:
     """The ``<testsuites>`` element for one dossier (or its JSON document)."""
     doc = dossier.to_dict() if isinstance(dossier, Dossier) else dossier
     steps = _check(doc.get("steps") or [])
@@ -108,12 +116,10 @@ def write_junit(dossier: Dossier | Mapping[str, Any], path: Path | Target) -> No
     :class:`~lockkit._internal.outfile.Target` was checked by the caller)."""
     from lockkit._internal import outfile
 
-    root = to_junit(dossier)
-    ET.indent(root)
+    text = render(dossier)
     target = path if isinstance(path, outfile.Target) else outfile.check(
         path, what=WHAT, recognise=recognise)
-    outfile.write(target, '<?xml version="1.0" encoding="UTF-8"?>\n'
-                  + ET.tostring(root, encoding="unicode") + "\n")
+    outfile.write(target, text)
 
 
 def recognise(path: Path) -> bool:

@@ -17,8 +17,9 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def render(d: Dossier) -> str:
-    d = relative(d, d.roots)
+def render(dossier: Dossier) -> str:
+    """``dossier.md``'s text."""
+    d = relative(dossier, dossier.roots)
     lines = _verdict(d) + _facts(d) + _steps(d) + _commands(d) + _inventory(d) + _system(d)
     lines += _gpu_chain(d) + _toolchain(d) + _extensions(d)
     lines += _fingerprints(d) + _application(d) + _resume(d) + _stacks(d)

@@ -61,6 +61,7 @@ from lockkit.cache.store import Cache
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.report.records import Inventory
 from lockkit.verify import importenv, probe, rebuild
+from lockkit.verify.checks import CHECKS
 from lockkit.verify.context import Run
 from lockkit.verify.interpreter import given_interpreter, lock_python
 from lockkit.verify.ownership import (
@@ -82,7 +83,7 @@ LABEL = "existing environment (not rebuilt)"
 PLAN: list[tuple[str, tuple[str, ...]]] = [
     ("host", ()), ("pip-check", ("host",)), ("inventory", ("host",)),
     ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
-    ("extensions", ("system",)), ("application", ("gpu",)), ("resume", ("gpu",)),
+    *((check.key, check.after) for check in CHECKS),
 ]
 _SHOWN = 20  # altered files named in the dossier; the count says how many more
 

@@ -36,6 +36,7 @@ import datetime as _dt
 import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from lockkit import __version__
@@ -46,9 +47,7 @@ from lockkit.report.model import Dossier
 from lockkit.report.records import Variant
 from lockkit.report.roots import named_roots
 from lockkit.verify import chain, existing, install, probe, rebuild
-from lockkit.verify.checks.application.step import app_step
-from lockkit.verify.checks.extensions.step import extensions_step
-from lockkit.verify.checks.resume.step import resume_step
+from lockkit.verify.checks import CHECKS
 from lockkit.verify.context import UV_CACHE, Options, Run
 from lockkit.verify.steps import Step, Steps, StepSkipped, overall
 from lockkit.verify.workspace import git_state
@@ -58,7 +57,7 @@ __all__ = ["Outcome", "PLAN", "execute", "make_dossier", "new_run", "step_bodies
 PLAN: list[tuple[str, tuple[str, ...]]] = [
     ("host", ()), ("venv", ("host",)), ("install", ("venv",)), ("pip-check", ("install",)),
     ("inventory", ("install",)), ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
-    ("extensions", ("system",)), ("application", ("gpu",)), ("resume", ("gpu",)),
+    *((check.key, check.after) for check in CHECKS),
 ]
 NO_TORCH = "the platform has no torch ([torch] absent or empty) and its lock names none"
 ISOLATION = ("installer calls ran with --no-config/--isolated and without PIP_*/UV_* "
@@ -94,8 +93,9 @@ def verify(opts: Options) -> Outcome:
             run.release()
         kept = opts.keep_venv and run is not None and run.venv is not None  # not --existing
         if kept:
-            shutil.rmtree(work / "app", ignore_errors=True)
-            shutil.rmtree(work / "resume", ignore_errors=True)
+            for check in CHECKS:
+                if check.scratch:
+                    shutil.rmtree(work / check.scratch, ignore_errors=True)
             shutil.rmtree(work / UV_CACHE, ignore_errors=True)
         else:
             shutil.rmtree(work, ignore_errors=True)
@@ -164,9 +164,7 @@ def step_bodies(run: Run) -> dict[str, Callable[[Step], None]]:
         "install": lambda s: install.install_step(run, s),
         "pip-check": lambda s: rebuild.check_step(run, s),
         "inventory": lambda s: rebuild.inventory_step(run, s), "system": system, "gpu": gpu,
-        "extensions": lambda s: extensions_step(run, s),
-        "application": lambda s: app_step(run, s),
-        "resume": lambda s: resume_step(run, s),
+        **{check.key: partial(check.step, run) for check in CHECKS},
     }
 
 

@@ -21,7 +21,8 @@ from lockkit.ci import workflow as ci
 from lockkit.config.keys import LockkitRequirement, lockkit_requirement
 from lockkit.errors import ConfigError
 from lockkit.platforms.definitions import load_platforms
-from lockkit.report.junit import to_junit, write_junit
+from lockkit.report import junit
+from lockkit.report.junit import write_junit
 from tests.support.index_server import IndexServer, build_wheel
 
 WANT = ["linux-cpu", "linux-cu126", "linux-rocm6", "macos-arm64", "windows-cpu", "windows-cu126"]
@@ -585,12 +586,12 @@ def test_junit_is_well_formed_for_the_common_schema(tmp_path):
 def test_junit_for_diagnose_and_bad_status():
     doc: dict[str, Any] = {"kind": "diagnose", "python": "venv/bin/python", "result": "passed",
            "steps": [{"name": "system", "status": "passed", "duration_s": 1.5}]}
-    suite = to_junit(doc)[0]
+    suite = ET.fromstring(junit.render(doc))[0]
     assert suite.get("name") == "lockkit diagnose venv/bin/python"
     assert suite[-1].get("classname") == "lockkit.diagnose"
     doc["steps"][0]["status"] = "exploded"
     with pytest.raises(ValueError, match=r"steps\[0\].status: 'exploded'"):
-        to_junit(doc)
+        junit.render(doc)
 
 
 def test_cli_writes_the_workflow_and_junit_flag_exists(tmp_path, monkeypatch):

@@ -308,7 +308,7 @@ def test_defaults_come_from_the_project_dataclass(tmp_path):
     project = load_project(tmp_path)
     assert (project.config_file, project.requirements, project.platforms) == (
         None, ("requirements.in",), ("linux-cpu",))
-    assert (project.python, project.embedding, project.runners) == (None, None, {})
+    assert (project.python, project.verify.embedding, project.ci.runners) == (None, None, {})
 
 
 def test_every_problem_of_the_file_is_reported_in_one_line_with_its_key(tmp_path, capsys):
@@ -352,10 +352,11 @@ def test_a_bad_verify_embedding_fails_verify_before_any_work(tmp_path, capsys, t
 
 def test_the_example_embedding_table_is_validated_at_load():
     project = load_project(EXAMPLE)
-    assert project.embedding is not None
-    assert project.embedding == load_embedding_config(EXAMPLE, project.verify)
-    assert project.embedding.dtype == "float32" and "{out}" in " ".join(
-        project.embedding.command)
+    table = tomllib.loads((EXAMPLE / "lockkit.toml").read_text(encoding="utf-8"))["verify"]
+    assert project.verify.embedding is not None
+    assert project.verify.embedding == load_embedding_config(EXAMPLE, table)
+    assert project.verify.embedding.dtype == "float32" and "{out}" in " ".join(
+        project.verify.embedding.command)
 
 
 def test_an_embedding_table_outside_the_project_is_refused_at_load(tmp_path):
@@ -382,7 +383,7 @@ def test_ci_runners_are_type_checked_at_load_for_every_command(tmp_path, capsys,
 
 def test_ci_runners_labels_are_read_stripped(tmp_path):
     _write_config(tmp_path, '[ci.runners]\nlinux-cpu = " big "\nlinux-cu126 = ["a", " b"]\n')
-    assert load_project(tmp_path).runners == {"linux-cpu": "big", "linux-cu126": ["a", "b"]}
+    assert load_project(tmp_path).ci.runners == {"linux-cpu": "big", "linux-cu126": ["a", "b"]}
 
 
 @pytest.mark.parametrize("pyproject", ['[tool]\nlockkit = 3\n', '[tool.lockkit]\npython = 3.1\n'])

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -14,8 +16,7 @@ import uv
 from lockkit._internal.proc import isolated_env
 from lockkit.cli import main
 from lockkit.report import json as json_format
-from lockkit.report import markdown, write_folder
-from lockkit.report.junit import to_junit
+from lockkit.report import junit, markdown, write_folder
 from lockkit.report.model import SCHEMA_VERSION, Dossier
 from lockkit.report.records import CommandRecord, Fingerprint, SchemaError, StepResult
 from lockkit.verify.diagnose import diagnose
@@ -46,7 +47,7 @@ def _verify_dossier(**changes) -> Dossier:
 
 def test_round_trip_is_lossless():
     d = _verify_dossier()
-    again = Dossier.from_dict(json.loads(json_format.dumps(d)))
+    again = Dossier.from_dict(json.loads(json_format.render(d)))
     assert again == d and again.to_dict() == d.to_dict()
     assert again.commands[0].timed_out and again.commands[0].returncode is None
     assert [f.passed for f in again.fingerprints] == [False, False]
@@ -106,7 +107,7 @@ def test_diff_refuses_a_newer_dossier_naming_the_file(tmp_path, capsys):
 
 def test_diff_compares_fingerprint_fields(tmp_path, capsys):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    a.write_text(json_format.dumps(_verify_dossier()))
+    a.write_text(json_format.render(_verify_dossier()))
     other = _verify_dossier().to_dict()
     other["fingerprints"]["files"][0]["sha256"] = SHA_A
     b.write_text(json.dumps(other))
@@ -125,7 +126,7 @@ def test_renderers_redact_credentials_and_write_whole_files(tmp_path):
     assert all("s3cret" not in t for t in texts.values())
     assert "**Result: failed**" in texts["dossier.md"]
     assert "✘ model.npz: sha256 " + SHA_B in markdown.render(d)
-    suite = to_junit(d)[0]
+    suite = ET.fromstring(junit.render(d))[0]
     assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
 
 
@@ -157,7 +158,7 @@ def test_issue_14_fields_round_trip_and_render():
             "kind": "command", "command": ["{python}", "app.py"], "returncode": 0,
             "worst_id": "out/m.json $.loss", "max_abs_diff": 1e-7,
             "checks": [{"name": "command", "passed": True, "detail": "exited 0"}]}})
-    doc = json.loads(json_format.dumps(d))
+    doc = json.loads(json_format.render(d))
     again = Dossier.from_dict(doc)
     assert again == d and again.to_dict() == doc and doc["schema_version"] == SCHEMA_VERSION
     assert doc["steps"][1]["waived"] is True and "waived" not in doc["steps"][0]
@@ -267,3 +268,13 @@ def test_system_and_gpu_reports_from_one_process(tmp_path):
     system, gpu = run_chain(python, ["--expect", "cpu", "--device", "cpu"], 30)
     assert gpu is not None and gpu.data["probe"] == "gpu"
     assert gpu_status(gpu.data)[0] == "failed"  # the mini torch cannot multiply: judged
+
+
+@pytest.mark.parametrize("module", [json_format, markdown, junit], ids=lambda m: m.__name__)
+def test_each_file_format_renders_a_dossier_to_text_through_render(module):
+    """One entry per format: ``render(dossier) -> str``, so the report folder and the
+    commands call each the same way."""
+    d = _verify_dossier()
+    text = module.render(d)
+    assert isinstance(text, str) and text.endswith("\n") and d.platform in text
+    assert list(inspect.signature(module.render).parameters) == ["dossier"]

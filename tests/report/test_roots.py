@@ -9,8 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from lockkit.report import json as json_format
-from lockkit.report import markdown, write_folder
-from lockkit.report.junit import to_junit
+from lockkit.report import junit, markdown, write_folder
 from lockkit.report.model import Dossier
 from lockkit.report.records import SchemaError
 from lockkit.report.roots import absolute, named_roots, relative_text
@@ -69,7 +68,7 @@ def _dossier(**changes) -> Dossier:
 
 def test_the_json_document_lists_the_roots_once_at_the_top():
     d = _dossier(roots=ROOTS)
-    text = json_format.dumps(d)
+    text = json_format.render(d)
     doc = json.loads(text)
     assert list(doc)[:3] == ["schema_version", "kind", "roots"] and doc["roots"] == ROOTS
     assert doc["lock"] == "<project>/locks/pylock.linux-cpu.toml"
@@ -103,13 +102,13 @@ def test_absolute_restores_todays_form():
 
 def test_junit_carries_the_relative_messages_and_the_roots(tmp_path):
     props = {p.get("name"): p.get("value")
-             for p in to_junit(_dossier(roots=ROOTS)).iter("property")}
+             for p in ET.fromstring(junit.render(_dossier(roots=ROOTS))).iter("property")}
     assert props["first_error"] == "system: <venv>/bin/python exited 1"
     assert {k: v for k, v in props.items() if k.startswith("root.")} == {
         f"root.{name}": path for name, path in ROOTS.items()}
-    failure = to_junit(_dossier(roots=ROOTS)).find(".//failure")
+    failure = ET.fromstring(junit.render(_dossier(roots=ROOTS))).find(".//failure")
     assert failure is not None and failure.get("message") == "<venv>/bin/python exited 1"
-    absolute_form = ET.tostring(to_junit(_dossier()))
+    absolute_form = junit.render(_dossier()).encode()
     assert b"/srv/cache/verify/venvs/linux-cpu/bin/python" in absolute_form
     assert b"root." not in absolute_form and b"&lt;venv&gt;" not in absolute_form
 

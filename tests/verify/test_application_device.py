@@ -121,7 +121,7 @@ def test_an_unknown_placeholder_is_one_line_naming_the_key(tmp_path, capsys, tab
 def test_the_embedding_table_accepts_device_and_names_a_misspelt_one(tmp_path):
     shutil.copytree(EXAMPLE, tmp_path / "ex", ignore=shutil.ignore_patterns("locks"))
     toml = tmp_path / "ex" / "lockkit.toml"
-    assert load_project(tmp_path / "ex").embedding is not None  # the example uses {device}
+    assert load_project(tmp_path / "ex").verify.embedding is not None  # the example uses {device}
     toml.write_text(toml.read_text().replace('"--device", "{device}"]\n', '"{dev}"]\n', 1))
     with pytest.raises(ConfigError, match=r"verify\.embedding\.command: unknown placeholder "
                                           r"\{dev\}: use \{python\}, \{out\} and \{device\}"):

@@ -33,8 +33,7 @@ def example_table() -> dict:
 
 
 def example_config() -> EmbeddingConfig:
-    project = load_project(EXAMPLE)
-    cfg = load_embedding_config(project.root, project.verify)
+    cfg = load_project(EXAMPLE).verify.embedding
     assert cfg is not None
     return cfg
 

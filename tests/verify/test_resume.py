@@ -250,8 +250,9 @@ def test_a_bad_resume_table_fails_verify_before_any_work(tmp_path, capsys):
 
 def test_the_example_declares_an_exact_resume_check():
     project = load_project(Path(__file__).resolve().parents[2] / "examples" / "embeddings")
-    assert project.resume is not None and (project.resume.atol, project.resume.rtol) == (0, 0)
-    assert project.resume.steps == 5 and project.resume.resume_steps == 5
+    resume = project.verify.resume
+    assert resume is not None and (resume.atol, resume.rtol) == (0, 0)
+    assert resume.steps == 5 and resume.resume_steps == 5
 
 
 # --- end to end: the example's real train.py with the real CPU torch ---------------------

@@ -163,6 +163,6 @@ def test_on_a_cpu_platform_the_device_is_cpu_and_there_is_no_device_generator(cu
 
 def test_the_example_passes_the_device_to_both_of_its_commands():
     project = load_project(EXAMPLE)
-    assert project.resume is not None and project.embedding is not None
-    for argv in (project.resume.command, project.embedding.command):
+    assert project.verify.resume is not None and project.verify.embedding is not None
+    for argv in (project.verify.resume.command, project.verify.embedding.command):
         assert argv[argv.index("--device") + 1] == "{device}"

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from lockkit._internal.keys import KeyReader
+from lockkit.config.checks import Check
 from lockkit.config.checks.rules import DEVICE_USE, command, fingerprints, relative_path
 
-__all__ = ["APPLICATION_HINT", "ApplicationConfig", "Comparison", "application_problems"]
+__all__ = ["APPLICATION_HINT", "CHECK", "ApplicationConfig", "Comparison", "application_problems"]
 
 APPLICATION_HINT = "see docs/howto/checks.md, 'The application check', for a complete table"
 
@@ -169,3 +170,12 @@ def _compare(r: KeyReader, root: Path, value: Any) -> tuple[Comparison, ...] | N
         if len(r.errors) == before:
             found.append(Comparison(**item))
     return tuple(found)
+
+
+def _read_check(root: Path, verify: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Read always: the waiver and its reason are [verify]'s own keys."""
+    config, waiver, problems = application_problems(root, verify)
+    return {"application": config, "application_waiver": waiver}, problems
+
+
+CHECK = Check(key="application", read=_read_check, hint=APPLICATION_HINT)

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from lockkit._internal.keys import KeyReader
+from lockkit.config.checks import Check
 from lockkit.config.checks.rules import DEVICE_USE, command, fingerprints, relative_path
 from lockkit.errors import ConfigError
 
-__all__ = ["EMBEDDING_HINT", "EmbeddingConfig", "embedding_problems", "load_embedding_config"]
+__all__ = ["CHECK", "EMBEDDING_HINT", "EmbeddingConfig", "embedding_problems",
+           "load_embedding_config"]
 
 EMBEDDING_HINT = "see examples/embeddings/lockkit.toml for a complete table"
 
@@ -134,3 +136,13 @@ def load_embedding_config(project_root: Path, verify: Any, *,
     if "embedding" not in verify:
         return None
     return EmbeddingConfig.from_table(project_root, verify["embedding"], source=source)
+
+
+def _read_check(root: Path, verify: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    if "embedding" not in verify:
+        return {}, []
+    config, problems = embedding_problems(root, verify["embedding"])
+    return {"embedding": config}, problems
+
+
+CHECK = Check(key="embedding", read=_read_check, hint=EMBEDDING_HINT)

@@ -24,11 +24,13 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lockkit._internal.keys import KeyReader
+from lockkit.config.checks import Check
 
-__all__ = ["EXTENSIONS_HINT", "ExtensionSpec", "ExtensionsConfig", "extensions_problems"]
+__all__ = ["CHECK", "EXTENSIONS_HINT", "ExtensionSpec", "ExtensionsConfig", "extensions_problems"]
 
 EXTENSIONS_HINT = ('e.g. [verify.extensions] modules = [{ module = "torchvision.ops", '
                    'smoke = "..." }]; see docs/howto/checks.md, "Compiled extensions"')
@@ -101,3 +103,13 @@ def extensions_problems(table: Any) -> tuple[ExtensionsConfig | None, list[str]]
     if r.errors:
         return None, r.errors
     return ExtensionsConfig(modules=tuple(specs), timeout=float(timeout)), []
+
+
+def _read_check(root: Path, verify: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    if "extensions" not in verify:
+        return {}, []
+    config, problems = extensions_problems(verify["extensions"])
+    return {"extensions": config}, problems
+
+
+CHECK = Check(key="extensions", read=_read_check, hint=EXTENSIONS_HINT)

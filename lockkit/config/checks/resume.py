@@ -10,12 +10,14 @@ judges it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lockkit._internal.keys import KeyReader
+from lockkit.config.checks import Check
 from lockkit.config.checks.rules import DEVICE_USE, command
 
-__all__ = ["PLACEHOLDERS", "RESUME_HINT", "ResumeConfig", "resume_problems"]
+__all__ = ["CHECK", "PLACEHOLDERS", "RESUME_HINT", "ResumeConfig", "resume_problems"]
 
 RESUME_HINT = ("see examples/embeddings/lockkit.toml and docs/howto/checks.md, "
                "\"Checking a training resume\", for a complete table")
@@ -91,3 +93,13 @@ def resume_problems(table: Any) -> tuple[ResumeConfig | None, list[str]]:
     if r.errors:
         return None, r.errors
     return ResumeConfig(**{k: v for k, v in values.items() if v is not None}), []
+
+
+def _read_check(root: Path, verify: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    if "resume" not in verify:
+        return {}, []
+    config, problems = resume_problems(verify["resume"])
+    return {"resume": config}, problems
+
+
+CHECK = Check(key="resume", read=_read_check, hint=RESUME_HINT)

@@ -30,13 +30,13 @@ NO_CHECK = ("no application check in lockkit.toml: declare [verify.application] 
 
 
 def app_step(run: Run, step: Step) -> None:
-    project = run.opts.project  # every table validated when the project loaded
-    if project.application is not None:
-        _command_check(run, step, project.application)
-    elif project.embedding is not None:
-        _embedding_check(run, step, project.embedding)
-    elif project.application_waiver:
-        raise StepSkipped(f'application = "none": {project.application_waiver}', waived=True)
+    checks = run.opts.project.verify  # every table validated when the project loaded
+    if checks.application is not None:
+        _command_check(run, step, checks.application)
+    elif checks.embedding is not None:
+        _embedding_check(run, step, checks.embedding)
+    elif checks.application_waiver:
+        raise StepSkipped(f'application = "none": {checks.application_waiver}', waived=True)
     else:
         raise StepSkipped(NO_CHECK)
 

@@ -65,7 +65,7 @@ def extensions_step(run: Run, step: Step) -> None:
     opts = run.opts
     native = native_packages(run.wheelhouse, run.expected)
     step.detail["native packages"] = len(native)
-    cfg = opts.project.extensions
+    cfg = opts.project.verify.extensions
     if cfg is None:
         run.found.extensions = ExtensionsResult(native=native)
         step.detail["declared"] = "none ([verify.extensions] absent)"

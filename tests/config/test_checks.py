@@ -1,0 +1,72 @@
+"""The project checks' one interface: each ``[verify.<key>]`` reader in
+``lockkit.config.checks`` and, on the verify side, its step and record, joined by the key."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
+import pytest
+
+from lockkit.config.checks import CHECKS, VERIFY_KEYS, VerifyConfig, table_checks
+from lockkit.config.project import load_project
+from lockkit.errors import ConfigError
+from lockkit.report.model import Dossier
+from lockkit.verify import existing, run
+from lockkit.verify.checks import CHECKS as STEPS
+from lockkit.verify.findings import Findings
+
+
+def test_each_check_module_reads_its_own_key():
+    checks = table_checks()
+    assert [c.key for c in checks] == list(CHECKS)
+    assert set(VerifyConfig.__dataclass_fields__) >= set(CHECKS)
+    assert VERIFY_KEYS == {*CHECKS, "reason"}
+
+
+def test_every_step_check_has_a_table_reader_a_findings_field_and_a_dossier_field():
+    """A check added to verify's list without its reader, its findings field or its
+    dossier field (or with another record there) fails here, not in a user's run."""
+    dossier, findings = typing.get_type_hints(Dossier), typing.get_type_hints(Findings)
+    for step in STEPS:
+        assert step.key in CHECKS, step.key
+        assert dossier[step.key] == step.record | None, step.key
+        assert findings[step.key] == step.record | None, step.key
+
+
+@pytest.mark.parametrize("plan", [run.PLAN, existing.PLAN], ids=["rebuild", "existing"])
+def test_both_plans_end_with_the_checks_in_their_order(plan):
+    assert plan[-len(STEPS):] == [(s.key, s.after) for s in STEPS]
+
+
+def test_a_project_without_verify_table_imports_no_check_module(tmp_path):
+    (tmp_path / "lockkit.toml").write_text('platforms = ["linux-cpu"]\n')
+    code = ("import sys; from pathlib import Path; from lockkit.config.project import "
+            f"load_project; load_project(Path({str(tmp_path)!r})); "
+            "print(sorted(m for m in sys.modules if m.startswith('lockkit.config.checks.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_every_check_table_problem_is_reported_in_one_error_in_the_checks_order(tmp_path):
+    (tmp_path / "lockkit.toml").write_text(
+        '[verify]\nbogus = 1\n[verify.extensions]\nmodules = []\n'
+        '[verify.resume]\nsteps = 0\n[verify.embedding]\ndim = 0\n')
+    with pytest.raises(ConfigError) as caught:
+        load_project(tmp_path)
+    text = str(caught.value)
+    order = [text.index(s) for s in ("unknown key 'verify.bogus'", "verify.extensions.modules",
+                                     "verify.resume", "verify.embedding")]
+    assert order == sorted(order)  # unknown keys first, then each check's, in CHECKS order
+    hint = caught.value.hint or ""
+    assert all(c.hint in hint for c in table_checks() if c.key != "application")
+
+
+def test_the_example_fills_the_verify_config():
+    example = Path(__file__).resolve().parents[2] / "examples" / "embeddings"
+    verify = load_project(example).verify
+    assert verify.embedding is not None and verify.resume is not None
+    assert verify.application is None and verify.application_waiver is None
