@@ -4,50 +4,34 @@ waiver (:mod:`~lockkit.config.checks.application`), ``[verify.embedding]``
 (:mod:`~lockkit.config.checks.embedding`), ``[verify.extensions]``
 (:mod:`~lockkit.config.checks.extensions`) and ``[verify.resume]``
 (:mod:`~lockkit.config.checks.resume`), with the rules their tables share
-(:mod:`~lockkit.config.checks.rules`). Each module holds its table's frozen dataclass, its
-validation, its hint, and its :class:`Check` (``CHECK``: the key, the reader, the hint),
-named in :data:`CHECKS`; ``load_project`` runs every check's reader into one
-:class:`VerifyConfig`. The step that runs each check and its verdict live in
-``lockkit.verify.checks.<check>``, which imports the dataclass from here (config sits
-below verify, never the other way round) and lists the steps under the same keys.
+(:mod:`~lockkit.config.checks.rules`). Each module holds its table's frozen dataclass,
+its validation, its hint, and its :class:`~lockkit.config.checks.rules.Check`
+(``CHECK``: the key, the reader, the hint), named in :data:`CHECKS`; ``load_project``
+runs every check's reader into one :class:`VerifyConfig`. The step that runs each check
+and its verdict live in ``lockkit.verify.checks.<check>``, which imports the dataclass
+from here (config sits below verify, never the other way round) and lists the steps
+under the same keys.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # each check's module is imported when a [verify] table is read
     from lockkit.config.checks.application import ApplicationConfig
     from lockkit.config.checks.embedding import EmbeddingConfig
     from lockkit.config.checks.extensions import ExtensionsConfig
     from lockkit.config.checks.resume import ResumeConfig
+    from lockkit.config.checks.rules import Check
 
-__all__ = ["CHECKS", "VERIFY_KEYS", "Check", "VerifyConfig", "table_checks"]
+__all__ = ["CHECKS", "VERIFY_KEYS", "VerifyConfig", "table_checks"]
 
 # each check's module (lockkit.config.checks.<key>, whose CHECK reads it), in the order the
 # problems of its table are reported
 CHECKS = ("extensions", "resume", "application", "embedding")
 VERIFY_KEYS = frozenset({*CHECKS, "reason"})  # [verify]'s keys; reason: application = "none"'s
-# a reader: (the project's root, the [verify] table) -> the VerifyConfig fields it fills,
-# and every problem (key paths, for the caller to prefix with the file)
-Reader = Callable[[Path, "dict[str, Any]"], "tuple[dict[str, Any], list[str]]"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Check:
-    """One project check's config side: its ``[verify]`` key, its table's reader and the
-    hint each of its problems carries. Its step and its record are verify's
-    (``lockkit.verify.checks``, which names the same key)."""
-
-    key: str  # "resume": the [verify.resume] table, and the step that runs it
-    read: Reader
-    hint: str
-
-
 def table_checks() -> list[Check]:
     """Every check's reader, its module imported now: a ``[verify]`` table is being read
     (compile, which never reads one, imports none of them)."""

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lockkit._internal.keys import KeyReader
-from lockkit.config.checks import Check
-from lockkit.config.checks.rules import DEVICE_USE, command, fingerprints, relative_path
+from lockkit.config.checks.rules import DEVICE_USE, Check, command, fingerprints, relative_path
 
 __all__ = ["APPLICATION_HINT", "CHECK", "ApplicationConfig", "Comparison", "application_problems"]
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from lockkit._internal.keys import KeyReader
-from lockkit.config.checks import Check
+from lockkit.config.checks.rules import Check
 
 __all__ = ["CHECK", "EXTENSIONS_HINT", "ExtensionSpec", "ExtensionsConfig", "extensions_problems"]
 

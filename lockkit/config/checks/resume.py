@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lockkit._internal.keys import KeyReader
-from lockkit.config.checks import Check
-from lockkit.config.checks.rules import DEVICE_USE, command
+from lockkit.config.checks.rules import DEVICE_USE, Check, command
 
 __all__ = ["CHECK", "PLACEHOLDERS", "RESUME_HINT", "ResumeConfig", "resume_problems"]
 

@@ -10,12 +10,30 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from lockkit._internal.keys import KeyReader
 
-__all__ = ["DEVICE_USE", "command", "fingerprints", "relative_path"]
+__all__ = ["DEVICE_USE", "Check", "Reader", "command", "fingerprints", "relative_path"]
+
+# a reader: (the project's root, the [verify] table) -> the VerifyConfig fields it fills,
+# and every problem (key paths, for the caller to prefix with the file)
+Reader = Callable[[Path, "dict[str, Any]"], "tuple[dict[str, Any], list[str]]"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    """One project check's config side: its ``[verify]`` key, its table's reader and the
+    hint each of its problems carries. Its step and its record are verify's
+    (``lockkit.verify.checks``, which names the same key)."""
+
+    key: str  # "resume": the [verify.resume] table, and the step that runs it
+    read: Reader
+    hint: str
+
 
 # Where the commands run: {device} is the platform's torch device (``cpu``, ``cuda:0`` on a
 # CUDA or ROCm platform, ``xpu:0``, ``mps``), filled in by verify (``Options.device``).
