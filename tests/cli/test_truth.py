@@ -236,15 +236,11 @@ def test_compile_timeout_meets_its_bound_against_a_silent_default_index(tmp_path
     4 x --timeout: --timeout 3 took 18 s)."""
     from lockkit.index.resolve import UV_RETRIES, silent_bound
     from tests.support.project import lockkit
-    from tests.support.silent_server import Silent
+    from tests.support.silent_server import Silent, silent_index_project
 
     assert UV_RETRIES == 3 and silent_bound(3) == 26
     with Silent() as silent:
-        root = tmp_path / "proj"
-        root.mkdir()
-        (root / "requirements.in").write_text("filelock\n")
-        (root / "lockkit.toml").write_text(
-            f'index-url = "{silent.url}/simple"\nplatforms = ["macos-arm64"]\n')
+        root = silent_index_project(tmp_path / "proj", silent.url)
         start = time.monotonic()
         run = lockkit("compile", "--project", str(root), "--timeout", "1")
         took = time.monotonic() - start

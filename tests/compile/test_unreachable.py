@@ -22,7 +22,7 @@ from lockkit.cli import main
 from lockkit.errors import IndexError_
 from lockkit.platforms.definitions import load_platforms
 from tests.support.project import OFFICIAL
-from tests.support.silent_server import Silent, dead_port
+from tests.support.silent_server import Silent, dead_port, silent_index_project
 
 UNRESOLVABLE = "http://nonexistent.invalid/whl"
 
@@ -133,11 +133,7 @@ def test_the_timeout_bounds_uvs_own_requests(tmp_path, indexes, capsys):
     """--timeout reaches uv (its read timeout): a default index that never answers fails a
     platform without a PyTorch index in uv's few retries of 1 s, not of its own 30 s."""
     with Silent() as silent:
-        root = tmp_path / "proj"
-        root.mkdir()
-        (root / "requirements.in").write_text("filelock\n")
-        (root / "lockkit.toml").write_text(
-            f'index-url = "{silent.url}/simple"\nplatforms = ["macos-arm64"]\n')
+        root = silent_index_project(tmp_path / "proj", silent.url)
         start = time.monotonic()
         assert main(["compile", "--project", str(root), "--timeout", "1"]) == 1
         took = time.monotonic() - start

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import socket
 import threading
+from pathlib import Path
 
-__all__ = ["Silent", "dead_port"]
+__all__ = ["Silent", "dead_port", "silent_index_project"]
 
 
 class Silent:
@@ -53,3 +54,13 @@ def dead_port() -> int:
     """A loopback port nobody listens on (bound, then released: a connection is refused)."""
     with socket.create_server(("127.0.0.1", 0)) as sock:
         return int(sock.getsockname()[1])
+
+
+def silent_index_project(root: Path, url: str) -> Path:
+    """A project at *root* locking filelock for macos-arm64 (a platform whose torch index
+    plays no part) from the default index *url* (a :class:`Silent` one)."""
+    root.mkdir()
+    (root / "requirements.in").write_text("filelock\n")
+    (root / "lockkit.toml").write_text(
+        f'index-url = "{url}/simple"\nplatforms = ["macos-arm64"]\n')
+    return root
