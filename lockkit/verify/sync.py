@@ -37,6 +37,7 @@ import os
 import secrets
 import shutil
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,11 +219,23 @@ def sync(opts: SyncOptions) -> Synced:
             swap(build, final)
             swapped = True
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        _remove(work)
         if build is not None and not swapped:
-            shutil.rmtree(build, ignore_errors=True)
+            _remove(build)
     return Synced(venv=final, dossier=dossier, attachments=dict(run.attachments),
                   swapped=swapped, verified=opts.verify and swapped)
+
+
+def _remove(folder: Path) -> None:
+    """Remove *folder*, again after a moment if something was still landing in it: a
+    command killed by a signal is reaped before this runs, but a process of its group
+    that was mid-write when SIGKILL came finishes that write first (a sync ended by
+    SIGTERM once left its work folder behind)."""
+    for pause in (0.0, 0.05, 0.2):
+        time.sleep(pause)
+        shutil.rmtree(folder, ignore_errors=True)
+        if not os.path.lexists(folder):
+            return
 
 
 def _beside(final: Path, infix: str) -> Path:
