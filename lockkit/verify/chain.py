@@ -26,7 +26,7 @@ from lockkit.lock.lockfile import cuda_majors
 from lockkit.platforms.arch import host_os
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.host import driver_minimum
-from lockkit.report.records import SystemFacts
+from lockkit.report.facts import SystemFacts
 from lockkit.verify import probe
 from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, StepFailed

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, Literal, cast
 
+from lockkit.report.shapes import HangDoc
+
 __all__ = ["Frame", "HangReport", "Phase", "explain", "parse"]
 
 _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)(?: \[[^\]]*\])? \(most recent call "
@@ -81,7 +83,7 @@ class HangReport:
         where = f" at {self.frame}" if self.frame else ""
         return f"stalled in {self.phase}{where}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> HangDoc:
         return {"phase": self.phase, "frame": self.frame, "detail": self.detail,
                 "stacks": self.stacks}
 

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import redact
-from lockkit.report.records import Status, StepResult
+from lockkit.report.records import StepResult
+from lockkit.report.shapes import Status
 
 if TYPE_CHECKING:
     from lockkit.report.model import Result
