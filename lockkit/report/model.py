@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from lockkit.report import shapes
 from lockkit.report.extrecords import ExtensionsResult
@@ -41,15 +41,11 @@ from lockkit.report.records import (
     required,
 )
 from lockkit.report.roots import relative
-from lockkit.report.shapes import Json
+from lockkit.report.shapes import RESULTS, Json, Result
 
-__all__ = ["SCHEMA_VERSION", "Dossier", "RESULTS", "Result"]
+__all__ = ["SCHEMA_VERSION", "Dossier"]
 
 SCHEMA_VERSION = 2
-# "passed-existing": every step of a ``verify --existing`` passed; an environment checked
-# as it was, never to be read as a rebuild's "passed"
-Result = Literal["passed", "failed", "incomplete", "passed-existing"]
-RESULTS: tuple[Result, ...] = get_args(Result)
 
 
 def _opt(cls: Any, value: Any) -> Any:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from lockkit.report import shapes
-from lockkit.report.shapes import STATUSES, ApplicationKind, Json, Status
+from lockkit.report.shapes import STATUSES, ApplicationKind, Status
 
 __all__ = ["ApplicationResult", "CheckResult", "CommandRecord", "Fingerprint", "GitState",
            "Inventory", "PackageRow", "ResumeResult", "SchemaError", "StepResult", "Variant",
@@ -65,7 +65,7 @@ class StepResult:
     error: str | None = None
     reason: str | None = None
     waived: bool = False  # skipped as the config declared, with the reason: not incomplete
-    detail: Mapping[str, Json] = field(default_factory=dict)
+    detail: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -14,18 +14,25 @@ from __future__ import annotations
 from typing import Any, Literal, TypeAlias, TypedDict, get_args
 
 __all__ = ["ApplicationDoc", "ApplicationKind", "CheckDoc", "ChecksDoc", "CommandDoc",
-           "DossierDoc", "ExtensionCheckDoc", "ExtensionStatus", "ExtensionsDoc",
-           "FingerprintDoc", "FingerprintsDoc", "Foreign", "GitDoc", "HangDoc", "InventoryDoc",
-           "Json", "NativePackageDoc", "PackageDoc", "ResumeDoc", "STATUSES", "Status", "StepDoc",
-           "VariantDoc"]
+           "DossierDoc", "ExtensionCheckDoc", "ExtensionStatus", "ExtensionsDoc", "FingerprintDoc",
+           "FingerprintsDoc", "Foreign", "GitDoc", "HangDoc", "HangPhase", "InventoryDoc", "Json",
+           "NativePackageDoc", "PackageDoc", "RESULTS", "Result", "ResumeDoc", "STATUSES",
+           "Status", "StepDoc", "VariantDoc"]
 
 Status = Literal["passed", "failed", "skipped", "not-run"]  # a step's
 STATUSES: tuple[Status, ...] = get_args(Status)
 ExtensionStatus = Literal["passed", "failed", "not-run"]  # not-run: the probe ended first
+# "passed-existing": every step of a ``verify --existing`` passed; an environment checked
+# as it was, never to be read as a rebuild's "passed"
+Result = Literal["passed", "failed", "incomplete", "passed-existing"]  # a run's
+RESULTS: tuple[Result, ...] = get_args(Result)
+# where a command that passed its timeout stalled (lockkit.verify.hang)
+HangPhase = Literal["data loading", "host-device transfer", "torch operation",
+                    "the project's code", "unknown"]
 # embedding: [verify.embedding]; command: [verify.application]'s command and its files
 ApplicationKind = Literal["embedding", "command"]
 
-# A value lockkit puts into a document from its own facts (a step's detail, a diff's cell).
+# A value lockkit puts into a document from its own facts (a diff's cell, a run's options).
 Json: TypeAlias = str | int | float | bool | None | list["Json"] | dict[str, "Json"]
 # Foreign JSON: a probe's report or a table as the project wrote it, passed on as it came.
 Foreign = dict[str, Any]
@@ -47,7 +54,7 @@ class _StepDoc(TypedDict):
     needs: list[str]
     error: str | None
     reason: str | None
-    detail: dict[str, Json]
+    detail: dict[str, object]  # the step's facts, JSON values
 
 
 class StepDoc(_StepDoc, total=False):
@@ -173,7 +180,7 @@ class ExtensionsDoc(TypedDict):
 
 
 class _HangDoc(TypedDict):
-    phase: str
+    phase: HangPhase
     frame: str | None
     detail: str
     stacks: str
@@ -218,7 +225,7 @@ class DossierDoc(TypedDict, total=False):
     variant: VariantDoc | None
     python: str | None
     environment: str | None  # only for verify --existing
-    result: str
+    result: Result
     first_error: str | None
     warnings: list[str]
     hang: HangDoc  # only when a command stalled
