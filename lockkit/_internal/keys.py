@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -79,7 +79,7 @@ class KeyReader:
         if hint and hint not in self.hints:
             self.hints.append(hint)
 
-    def unknown(self, table: dict[str, Any], known: Iterable[str]) -> None:
+    def unknown(self, table: Mapping[str, Any], known: Iterable[str]) -> None:
         """Each key of *table* not in *known*, with the closest known one suggested."""
         known = sorted(known)
         for key in sorted(set(table) - set(known)):
@@ -90,7 +90,7 @@ class KeyReader:
                 self.fail(key, self.unknown_says.removeprefix("path: ")
                           + did_you_mean(key, known))
 
-    def require(self, table: dict[str, Any], keys: Iterable[str],
+    def require(self, table: Mapping[str, Any], keys: Iterable[str],
                 why: str | None = "required") -> None:
         """Each of *keys* absent from *table*: ``key: missing (<why>)``."""
         for key in keys:
@@ -107,8 +107,9 @@ class KeyReader:
         self.fail(key, f"expected {name}, got {value!r}")
         return None
 
-    def table(self, data: dict[str, Any], key: str, name: str = "") -> dict[str, Any]:
-        """``data[key]`` as a table: empty when absent, or when not a table (recorded)."""
+    def table(self, data: Mapping[str, Any], key: str, name: str = "") -> dict[str, Any]:
+        """``data[key]`` as a table: empty when absent, or when not a table (recorded); the
+        table as parsed, foreign until read through this reader."""
         found = self.typed(key, data.get(key), dict, f"a table ({name})" if name else "a table")
         return found if found is not None else {}
 

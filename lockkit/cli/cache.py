@@ -12,7 +12,7 @@ import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from lockkit._internal import ui
 from lockkit._internal.ui import human_size
@@ -159,8 +159,43 @@ def _prune(args: argparse.Namespace) -> int:
     return 0
 
 
-def _prune_doc(root: Path, result: Pruned, blobs: int, uv: bool) -> dict[str, Any]:
-    removed = [{"path": e.path.relative_to(root).as_posix(), "size": e.size,
+class _Removed(TypedDict):
+    path: str
+    size: int
+    kind: Literal["blob", "partial", "folder"]
+    sha256: str | None
+
+
+class _Part(TypedDict):
+    files: int
+    bytes: int
+    freed_bytes: int
+
+
+class _Skipped(TypedDict):
+    path: str
+    files: int
+    bytes: int
+    why: str
+
+
+class _PruneDoc(TypedDict):
+    """``lockkit cache prune --json``."""
+
+    cache_dir: str
+    dry_run: bool
+    removed: list[_Removed]
+    files: int
+    bytes: int
+    freed_bytes: int
+    parts: dict[str, _Part]
+    kept: int
+    uv: Literal["would run", "ran"] | None
+    skipped: list[_Skipped]
+
+
+def _prune_doc(root: Path, result: Pruned, blobs: int, uv: bool) -> _PruneDoc:
+    removed: list[_Removed] = [{"path": e.path.relative_to(root).as_posix(), "size": e.size,
                 "kind": "blob" if e.sha256 else "partial", "sha256": e.sha256}
                for e in result.removed]
     removed += [{"path": f"{p.name}/", "size": p.size, "kind": "folder", "sha256": None}

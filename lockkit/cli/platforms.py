@@ -13,7 +13,7 @@ from lockkit.cli.common import project_root
 
 if TYPE_CHECKING:
     import argparse
-    from typing import Any
+    from collections.abc import Mapping
 
     from lockkit.platforms.definitions import Platform
 
@@ -54,7 +54,7 @@ def _torch_from(p: Platform) -> str:
     return p.torch_index or ("(default index)" if p.has_torch else "(no torch)")
 
 
-def _host(platforms: dict[str, Any], as_json: bool) -> None:
+def _host(platforms: Mapping[str, Platform], as_json: bool) -> None:
     from lockkit.platforms import host
 
     fits, out = host.rank(platforms.values(), host.detect())

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
+    from lockkit.report.records import Variant
     from lockkit.verify.run import Outcome
 
 __all__ = ["handle"]
@@ -112,16 +113,18 @@ def _existing(args: argparse.Namespace) -> Path | None:
     return given.absolute()  # not resolved: a venv's python links out of the venv
 
 
-def _variant(args: argparse.Namespace) -> dict[str, Any] | None:
+def _variant(args: argparse.Namespace) -> Variant | None:
     """``--variant``, ``--reason`` and ``--changes`` as the dossier records them."""
+    from lockkit.report.records import Variant
+
     if bool(args.variant) != bool(args.reason) or (args.changes and not args.variant):
         raise UsageError("--variant, --reason and --changes go together: name the variant, "
                          "say why, and list the layers it changes")
     if args.variant and not args.changes:
         raise UsageError("--variant needs --changes LAYER: the layers this variant is meant "
                          "to change (code, data, packages, system, result)")
-    return ({"name": args.variant, "reason": args.reason,
-             "changes": sorted(set(args.changes))} if args.variant else None)
+    return (Variant(name=args.variant, reason=args.reason,
+                    changes=tuple(sorted(set(args.changes)))) if args.variant else None)
 
 
 def _step_progress(platform: str, advance: ui.Advance) -> Callable[[str, int, int], None]:

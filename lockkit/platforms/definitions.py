@@ -15,7 +15,7 @@ import hashlib
 import json
 import re
 import urllib.parse
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -84,7 +84,7 @@ class Platform:
     # Set on a family name (``linux-rocm6``): the platform it stands for today.
     alias_of: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """What decides a lock (the fingerprint's input): not where the file was, not the
         documentation keys, so adding ``releases`` or an alias leaves existing locks fresh."""
         data = asdict(self)
@@ -94,7 +94,7 @@ class Platform:
         data["torch_file_hosts"] = list(self.torch_file_hosts)
         return data
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         """What ``lockkit platforms --json`` prints: a CI matrix entry."""
         return {"name": self.name, "os": self.os, "arch": self.arch, "python": self.python,
                 "python_platform": self.python_platform,
@@ -196,7 +196,7 @@ def parse_platform(path: Path) -> Platform | _Alias:
     )
 
 
-def _torch(r: KeyReader, torch: dict[str, Any]
+def _torch(r: KeyReader, torch: Mapping[str, Any]
            ) -> tuple[str | None, tuple[str, ...], tuple[str, ...], str]:
     """``[torch]``: the index, the packages it serves, the other hosts it links files on,
     and the releases it serves; *r* reads at ``torch``."""
@@ -247,7 +247,7 @@ def _check_name(r: KeyReader, name: str) -> None:
                         "letters, digits, '-' and '_', no dot), e.g. linux-rocm64")
 
 
-def _parse_alias(r: KeyReader, data: dict[str, Any], path: Path) -> _Alias:
+def _parse_alias(r: KeyReader, data: Mapping[str, Any], path: Path) -> _Alias:
     _check_name(r, path.stem)
     r.unknown(data, _ALIAS_TOP)
     target = r.typed("alias-of", data["alias-of"], str)

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, get_args
 
 from packaging.utils import canonicalize_name
 
@@ -31,10 +32,14 @@ from lockkit.errors import ConfigError, DiffError
 from lockkit.lock.model import LockMeta
 from lockkit.report.model import Dossier
 from lockkit.report.records import GitState, SchemaError, Variant
+from lockkit.report.shapes import Json
 
-__all__ = ["LAYERS", "Difference", "Side", "compare", "load_side"]
+__all__ = ["LAYERS", "Difference", "DifferenceDoc", "Facts", "Layer", "Side", "compare",
+           "load_side"]
 
-LAYERS = ("code", "data", "packages", "system", "result")
+Layer = Literal["code", "data", "packages", "system", "result"]
+LAYERS: tuple[Layer, ...] = get_args(Layer)
+Facts = dict[str, Json]  # a layer: flat key -> a stable fact (a number, a string, None)
 _INPUTS = "lock.inputs."  # a code-layer key per input file of a lock
 
 
@@ -42,24 +47,44 @@ _INPUTS = "lock.inputs."  # a code-layer key per input file of a lock
 class Side:
     path: Path
     kind: Literal["dossier", "lock", "manifest"]
-    layers: dict[str, dict[str, Any]]  # layer -> flat key -> value
-    info: dict[str, Any]  # shown, never compared
+    layers: dict[Layer, Facts]
+    info: Facts  # shown, never compared
     variant: Variant | None = None
     inputs: dict[str, list[str]] = field(default_factory=dict)  # a lock's, per input file
 
 
+class DifferenceDoc(TypedDict):
+    layer: Layer
+    key: str
+    a: Json
+    b: Json
+    declared: bool
+    said: list[str]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Difference:
-    layer: str
+    layer: Layer
     key: str
-    a: Any
-    b: Any
+    a: Json
+    b: Json
     declared: bool = False
     said: tuple[str, ...] = ()  # an input file's requirements that changed, in words
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> DifferenceDoc:
         return {"layer": self.layer, "key": self.key, "a": self.a, "b": self.b,
                 "declared": self.declared, "said": list(self.said)}
+
+
+@dataclass(frozen=True)
+class _Row:
+    """A package as each side names it: a dossier's installed row, a lock's or a
+    manifest's entry (a manifest names no index)."""
+
+    name: str
+    version: str | None
+    sha256: tuple[str, ...]
+    index: str | None = None
 
 
 def load_side(path: Path) -> Side:
@@ -100,7 +125,7 @@ def load_side(path: Path) -> Side:
                     "(no 'steps' or 'files')")
 
 
-def compare(a: Side, b: Side) -> tuple[list[str], list[Difference]]:
+def compare(a: Side, b: Side) -> tuple[list[Layer], list[Difference]]:
     """The layers both sides have, and every difference in them, in layer order."""
     declared: set[str] = set()
     for side in (a, b):
@@ -131,25 +156,27 @@ def _input_said(key: str, a: Side, b: Side) -> tuple[str, ...]:
 
 # --- dossiers ---------------------------------------------------------------------------
 
-def _from_dossier(path: Path, doc: dict[str, Any]) -> Side:
+def _from_dossier(path: Path, doc: Mapping[str, Any]) -> Side:
     try:
         d = Dossier.from_dict(doc)
     except SchemaError as exc:
         raise DiffError(f"{path}: not a dossier lockkit can read: {exc}") from None
-    layers = {"code": _code(d), "data": _data(d), "system": _system(d), "result": _result(d)}
+    layers: dict[Layer, Facts] = {"code": _code(d), "data": _data(d), "system": _system(d),
+                                  "result": _result(d)}
     if d.packages is not None:
-        layers["packages"] = _packages([p.to_dict() for p in d.packages])
+        layers["packages"] = _packages(_Row(p.name, p.version, p.sha256, p.index)
+                                       for p in d.packages)
     app = d.application
-    info = {"platform": d.platform, "started": d.started,
+    info: Facts = {"platform": d.platform, "started": d.started,
             "max_abs_diff": app.max_abs_diff if app else None,
             "min_cosine": app.min_cosine if app else None,
             "worst_id": app.worst_id if app else None}
     return Side(path=path, kind="dossier", layers=layers, info=info, variant=d.variant)
 
 
-def _code(d: Dossier) -> dict[str, Any]:
+def _code(d: Dossier) -> Facts:
     code = d.code or GitState(git=False)
-    out: dict[str, Any] = {"git.revision": code.revision, "git.dirty": code.dirty}
+    out: Facts = {"git.revision": code.revision, "git.dirty": code.dirty}
     for key, value in d.options.items():
         out[f"option.{key}"] = value
     for key, value in (d.embedding_config or {}).items():
@@ -158,28 +185,28 @@ def _code(d: Dossier) -> dict[str, Any]:
     return out
 
 
-def _data(d: Dossier) -> dict[str, Any]:
+def _data(d: Dossier) -> Facts:
     return {f.path: f.actual or "missing" for f in d.fingerprints or ()}
 
 
-def _packages(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _packages(rows: Iterable[_Row]) -> Facts:
+    out: Facts = {}
     for row in rows:
-        name = canonicalize_name(row["name"])
-        out[f"{name}.version"] = row.get("version")
-        if row.get("index") is not None:
-            out[f"{name}.index"] = row["index"]
-        if row.get("sha256"):
-            out[f"{name}.sha256"] = ",".join(sorted(row["sha256"]))
+        name = canonicalize_name(row.name)
+        out[f"{name}.version"] = row.version
+        if row.index is not None:
+            out[f"{name}.index"] = row.index
+        if row.sha256:
+            out[f"{name}.sha256"] = ",".join(sorted(row.sha256))
     return out
 
 
-def _system(d: Dossier) -> dict[str, Any]:
+def _system(d: Dossier) -> Facts:
     if d.system is None:
         return {}
     system, torch = d.system, d.system.torch
     os_, driver = system.section("os"), system.section("driver")
-    out: dict[str, Any] = {
+    out: Facts = {
         "os": os_.get("system"), "distro": os_.get("distro"), "kernel": os_.get("kernel"),
         "arch": system.raw.get("arch"),
         "libc": json.dumps(system.raw.get("libc"), sort_keys=True),
@@ -203,8 +230,8 @@ def _version_of(driver: Any) -> Any:
     return driver.get("version") if isinstance(driver, dict) else driver
 
 
-def _result(d: Dossier) -> dict[str, Any]:
-    out: dict[str, Any] = {"result": d.result}
+def _result(d: Dossier) -> Facts:
+    out: Facts = {"result": d.result}
     for step in d.steps:
         out[f"step.{step.name}"] = step.status
     for name, check in ((d.gpu or {}).get("checks") or {}).items():
@@ -217,7 +244,7 @@ def _result(d: Dossier) -> dict[str, Any]:
 
 # --- locks and manifests ----------------------------------------------------------------
 
-def _from_lock(path: Path, lock: dict[str, Any]) -> Side:
+def _from_lock(path: Path, lock: Mapping[str, Any]) -> Side:
     if "packages" not in lock or "lock-version" not in lock:
         raise DiffError(f"{path}: not a PEP 751 lock (no lock-version/packages)")
     if not isinstance(lock["packages"], list):
@@ -226,9 +253,9 @@ def _from_lock(path: Path, lock: dict[str, Any]) -> Side:
     for i, pkg in enumerate(lock["packages"]):
         try:
             files = pkg.get("wheels", []) + ([pkg["sdist"]] if "sdist" in pkg else [])
-            rows.append({"name": pkg["name"], "version": pkg.get("version"),
-                         "index": pkg.get("index"),
-                         "sha256": [f.get("hashes", {}).get("sha256", "") for f in files]})
+            rows.append(_Row(_text(pkg["name"]), version=pkg.get("version"),
+                             index=pkg.get("index"),
+                             sha256=tuple(f.get("hashes", {}).get("sha256", "") for f in files)))
         except (AttributeError, KeyError, TypeError):
             raise DiffError(f"{path}: packages[{i}]: not a PEP 751 package table (a name, "
                             f"wheels and sdist as tables)") from None
@@ -236,7 +263,7 @@ def _from_lock(path: Path, lock: dict[str, Any]) -> Side:
         meta = LockMeta.of(lock, path)
     except ConfigError as exc:
         raise DiffError(str(exc)) from None
-    code = {f"lock.{k}": v for k, v in meta.identity().items()}
+    code: Facts = {f"lock.{k}": v for k, v in meta.identity().items()}
     inputs = _lock_inputs(meta)
     code.update({f"{_INPUTS}{label}": _shown(reqs) for label, reqs in inputs.items()})
     return Side(path=path, kind="lock", layers={"code": code, "packages": _packages(rows)},
@@ -261,14 +288,21 @@ def _shown(reqs: list[str]) -> str:
     return f"{len(reqs)} requirement(s), sha256 {digest}"
 
 
-def _from_manifest(path: Path, manifest: dict[str, Any]) -> Side:
+def _text(value: object) -> str:
+    """A package name from the file as read: a string, or the TypeError its reader names."""
+    if not isinstance(value, str):
+        raise TypeError(f"not a string: {value!r}")
+    return value
+
+
+def _from_manifest(path: Path, manifest: Mapping[str, Any]) -> Side:
     try:
-        rows = [{"name": f["package"], "version": f.get("version"), "sha256": [f["sha256"]]}
+        rows = [_Row(_text(f["package"]), version=f.get("version"), sha256=(f["sha256"],))
                 for f in manifest.get("files", []) if f.get("kind") == "wheel"]
     except (AttributeError, KeyError, TypeError):
         raise DiffError(f"{path}: files: not a list of file entries (package, sha256, "
                         f"kind)") from None
-    code = {"manifest.platform": manifest.get("platform"),
+    code: Facts = {"manifest.platform": manifest.get("platform"),
             "manifest.lock_sha256": manifest.get("lock_sha256")}
     return Side(path=path, kind="manifest", layers={"code": code, "packages": _packages(rows)},
                 info={"platform": manifest.get("platform")})

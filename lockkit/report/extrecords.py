@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, cast
 
-__all__ = ["ExtensionCheck", "ExtensionStatus", "ExtensionsResult", "NativePackage"]
+from lockkit.report import shapes
+from lockkit.report.shapes import ExtensionStatus
 
-
-ExtensionStatus = Literal["passed", "failed", "not-run"]
+__all__ = ["ExtensionCheck", "ExtensionsResult", "NativePackage"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,7 +34,7 @@ class ExtensionCheck:
     def passed(self) -> bool:
         return self.status == "passed"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> shapes.ExtensionCheckDoc:
         return {"module": self.module, "status": self.status, "device": self.device,
                 "stage": self.stage, "error": self.error, "file": self.file,
                 "compiled": self.compiled, "value": self.value, "seconds": self.seconds}
@@ -60,7 +60,7 @@ class NativePackage:
     libraries: int  # .so / .pyd / .dylib files inside
     examples: tuple[str, ...] = ()  # the first few of them
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> shapes.NativePackageDoc:
         return {"name": self.name, "version": self.version, "wheel": self.wheel,
                 "tags": self.tags, "libraries": self.libraries, "examples": list(self.examples)}
 
@@ -79,8 +79,8 @@ class ExtensionsResult:
     checks: tuple[ExtensionCheck, ...] = ()
     native: tuple[NativePackage, ...] = ()
     device: str | None = None
-    config: Mapping[str, Any] | None = None
-    hang: Mapping[str, Any] | None = None  # lockkit.verify.hang's report when the probe timed out
+    config: Mapping[str, Any] | None = None  # foreign: the table as the project wrote it
+    hang: shapes.HangDoc | None = None  # lockkit.verify.hang: where the probe stalled
 
     @property
     def passed(self) -> bool:
@@ -91,12 +91,12 @@ class ExtensionsResult:
         failed = next((c for c in self.checks if not c.passed), None)
         return (failed.error or f"{failed.module}: {failed.status}") if failed else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> shapes.ExtensionsDoc:
         return {"passed": self.passed, "first_error": self.first_error, "device": self.device,
                 "config": dict(self.config) if self.config is not None else None,
                 "checks": [c.to_dict() for c in self.checks],
                 "native_packages": [n.to_dict() for n in self.native],
-                "hang": dict(self.hang) if self.hang is not None else None}
+                "hang": shapes.HangDoc(**self.hang) if self.hang is not None else None}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ExtensionsResult:

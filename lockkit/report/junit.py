@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from lockkit._internal.redact import redact
 from lockkit.report.model import Dossier
-from lockkit.report.records import STATUSES
+from lockkit.report.shapes import STATUSES
 
 if TYPE_CHECKING:
     from lockkit._internal.outfile import Target
@@ -50,7 +50,7 @@ def _seconds(value: Any) -> str:
     return f"{float(value or 0.0):.3f}"
 
 
-def _check(given: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def _check(given: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The steps as a list; every unknown status is named by its index."""
     steps = list(given)
     bad = [f"steps[{i}].status: {s.get('status')!r} is not one of {', '.join(STATUSES)}"
@@ -60,7 +60,7 @@ def _check(given: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return steps
 
 
-def _testcase(parent: ET.Element, step: dict[str, Any], classname: str) -> None:
+def _testcase(parent: ET.Element, step: Mapping[str, Any], classname: str) -> None:
     case = ET.SubElement(parent, "testcase", classname=classname, name=_text(step["name"]),
                          time=_seconds(step.get("duration_s")))
     status = step["status"]
@@ -84,7 +84,7 @@ def render(dossier: Dossier | Mapping[str, Any]) -> str:
 
 def _element(dossier: Dossier | Mapping[str, Any]) -> ET.Element:
     """The ``<testsuites>`` element for one dossier (or its JSON document)."""
-    doc = dossier.to_dict() if isinstance(dossier, Dossier) else dossier
+    doc: Mapping[str, Any] = dossier.to_dict() if isinstance(dossier, Dossier) else dossier
     steps = _check(doc.get("steps") or [])
     kind = _text(doc.get("kind") or "verify")
     platform = doc.get("platform")

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
+from lockkit.report import shapes
 from lockkit.report.extrecords import ExtensionsResult
+from lockkit.report.facts import SystemFacts
 from lockkit.report.records import (
     ApplicationResult,
     CommandRecord,
@@ -35,19 +37,15 @@ from lockkit.report.records import (
     ResumeResult,
     SchemaError,
     StepResult,
-    SystemFacts,
     Variant,
     required,
 )
 from lockkit.report.roots import relative
+from lockkit.report.shapes import RESULTS, Json, Result
 
-__all__ = ["SCHEMA_VERSION", "Dossier", "RESULTS", "Result"]
+__all__ = ["SCHEMA_VERSION", "Dossier"]
 
 SCHEMA_VERSION = 2
-# "passed-existing": every step of a ``verify --existing`` passed; an environment checked
-# as it was, never to be read as a rebuild's "passed"
-Result = Literal["passed", "failed", "incomplete", "passed-existing"]
-RESULTS: tuple[Result, ...] = get_args(Result)
 
 
 def _opt(cls: Any, value: Any) -> Any:
@@ -83,7 +81,7 @@ class Dossier:
     installer: str | None = None
     isolation: str | None = None
     wheelhouse: str | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Json] = field(default_factory=dict)
     variant: Variant | None = None
     packages: tuple[PackageRow, ...] | None = None
     commands: tuple[CommandRecord, ...] = ()
@@ -101,7 +99,7 @@ class Dossier:
     resume: ResumeResult | None = None  # the training-resume check ([verify.resume])
     # where a command that passed its timeout stalled (lockkit.verify.hang): step, phase, frame,
     # detail and the stacks every process of its group printed
-    hang: Mapping[str, Any] | None = None
+    hang: shapes.HangDoc | None = None
     # name -> absolute folder (project, venv, wheelhouse, cache, tmp): the JSON document and
     # dossier.md write the paths under them as <name>/... (lockkit.report.roots); {}: as they are
     roots: Mapping[str, str] = field(default_factory=dict)
@@ -132,60 +130,65 @@ class Dossier:
         """The steps the project's config waived, each with its reason."""
         return [s for s in self.steps if s.waived]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> shapes.DossierDoc:
         """The JSON document: schema 1's keys, in its order, plus schema 2's additions; its
         paths relative to the roots, listed after ``kind``, when there are roots."""
-        doc = relative(self._document(), self.roots)
+        doc: shapes.DossierDoc = relative(self._document(), self.roots)
         if not self.roots:
             return doc
-        head = {"schema_version": doc.pop("schema_version"), "kind": doc.pop("kind"),
-                "roots": dict(self.roots)}
+        head: shapes.DossierDoc = {"schema_version": doc.pop("schema_version"),
+                                   "kind": doc.pop("kind"), "roots": dict(self.roots)}
         return {**head, **doc}
 
-    def _document(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {
+    def _document(self) -> shapes.DossierDoc:
+        doc: shapes.DossierDoc = {
             "schema_version": self.schema_version, "kind": self.kind,
             "lockkit_version": self.lockkit_version, "started": self.started,
             "command_line": list(self.command_line)}
         if self.kind == "verify":
-            doc.update(platform=self.platform, lock=self.lock, lock_sha256=self.lock_sha256,
-                       interpreter=self.interpreter, installer=self.installer,
-                       isolation=self.isolation, wheelhouse=self.wheelhouse,
-                       options=dict(self.options),
-                       variant=self.variant.to_dict() if self.variant else None)
+            doc.update({"platform": self.platform, "lock": self.lock,
+                        "lock_sha256": self.lock_sha256, "interpreter": self.interpreter,
+                        "installer": self.installer, "isolation": self.isolation,
+                        "wheelhouse": self.wheelhouse, "options": dict(self.options),
+                        "variant": self.variant.to_dict() if self.variant else None})
         else:
             doc["python"] = self.python
         if self.environment is not None:  # only then: a rebuild's document is unchanged
             doc["environment"] = self.environment
-        doc.update(result=self.result, first_error=self.first_error,
-                   warnings=list(self.warnings))
+        doc.update({"result": self.result, "first_error": self.first_error,
+                    "warnings": list(self.warnings)})
         if self.hang is not None:  # only then: documents of runs that did not hang unchanged
-            doc["hang"] = dict(self.hang)
+            doc["hang"] = shapes.HangDoc(**self.hang)
         if self.kind == "verify":
             doc["packages"] = ([p.to_dict() for p in self.packages]
                                if self.packages is not None else None)
-        doc.update(steps=[s.to_dict() for s in self.steps],
-                   commands=[c.to_dict() for c in self.commands])
+        doc.update({"steps": [s.to_dict() for s in self.steps],
+                    "commands": [c.to_dict() for c in self.commands]})
         if self.kind == "verify":
             doc["inventory"] = self.inventory.to_dict() if self.inventory else None
         doc["system"] = dict(self.system.raw) if self.system else None
-        checks: dict[str, Any] = {"gpu": dict(self.gpu) if self.gpu is not None else None}
+        checks: shapes.ChecksDoc = {"gpu": dict(self.gpu) if self.gpu is not None else None}
         if self.kind == "verify":
             checks["application"] = self.application.to_dict() if self.application else None
             checks["extensions"] = self.extensions.to_dict() if self.extensions else None
             checks["resume"] = self.resume.to_dict() if self.resume else None
         doc["checks"] = checks
         if self.kind == "verify":
-            doc["fingerprints"] = {
-                "code": (self.code or GitState(git=False)).to_dict(),
-                "files": ([f.to_dict() for f in self.fingerprints]
-                          if self.fingerprints is not None else None)}
-            doc["embedding_config"] = (dict(self.embedding_config)
-                                       if self.embedding_config is not None else None)
-            if self.application_config is not None:
-                doc["application_config"] = dict(self.application_config)
-            doc["environment_passed_to_probes"] = list(self.environment_passed_to_probes)
+            self._verify_tail(doc)
         return doc
+
+    def _verify_tail(self, doc: shapes.DossierDoc) -> None:
+        """A verify document's last keys: the fingerprints, the tables as declared, the
+        variables the probes were given."""
+        doc["fingerprints"] = {
+            "code": (self.code or GitState(git=False)).to_dict(),
+            "files": ([f.to_dict() for f in self.fingerprints]
+                      if self.fingerprints is not None else None)}
+        doc["embedding_config"] = (dict(self.embedding_config)
+                                   if self.embedding_config is not None else None)
+        if self.application_config is not None:
+            doc["application_config"] = dict(self.application_config)
+        doc["environment_passed_to_probes"] = list(self.environment_passed_to_probes)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Dossier:

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-__all__ = ["ApplicationResult", "CheckResult", "CommandRecord", "Fingerprint", "GitState",
-           "Inventory", "PackageRow", "ResumeResult", "STATUSES", "SchemaError", "StepResult",
-           "Status", "SystemFacts", "TorchFacts", "Variant", "required"]
+from lockkit.report import shapes
+from lockkit.report.shapes import STATUSES, ApplicationKind, Status
 
-Status = Literal["passed", "failed", "skipped", "not-run"]  # a step's
-STATUSES: tuple[Status, ...] = get_args(Status)
+__all__ = ["ApplicationResult", "CheckResult", "CommandRecord", "Fingerprint", "GitState",
+           "Inventory", "PackageRow", "ResumeResult", "SchemaError", "StepResult", "Variant",
+           "required"]
+
+
+_APPLICATION_KINDS: tuple[ApplicationKind, ...] = get_args(ApplicationKind)
 
 
 class SchemaError(ValueError):
@@ -40,7 +43,7 @@ class CommandRecord:
     cwd: str | None = None
     timed_out: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> shapes.CommandDoc:
         return {"step": self.step, "argv": list(self.argv), "cwd": self.cwd,
                 "returncode": self.returncode, "timed_out": self.timed_out,
                 "duration_s": self.duration_s}
@@ -62,7 +65,7 @@ class StepResult:
     error: str | None = None
     reason: str | None = None
     waived: bool = False  # skipped as the config declared, with the reason: not incomplete
-    detail: Mapping[str, Any] = field(default_factory=dict)
+    detail: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -81,10 +84,11 @@ class StepResult:
         """The status as tables print it: a waiver says so."""
         return "skipped (waived)" if self.waived else self.status
 
-    def to_dict(self) -> dict[str, Any]:
-        doc = {"name": self.name, "status": self.status, "duration_s": self.duration_s,
-               "needs": list(self.needs), "error": self.error, "reason": self.reason,
-               "detail": dict(self.detail)}
+    def to_dict(self) -> shapes.StepDoc:
+        doc: shapes.StepDoc = {
+            "name": self.name, "status": self.status, "duration_s": self.duration_s,
+            "needs": list(self.needs), "error": self.error, "reason": self.reason,
+            "detail": dict(self.detail)}
         if self.waived:  # only when true: documents of runs without a waiver are unchanged
             doc["waived"] = True
         return doc
@@ -107,7 +111,7 @@ class CheckResult:
     passed: bool
     detail: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> shapes.CheckDoc:
         return {"name": self.name, "passed": self.passed, "detail": self.detail}
 
     @classmethod
@@ -144,9 +148,10 @@ class Fingerprint:
         return (f"{self.path}: sha256 {self.actual}, expected {self.expected}: restore the "
                 "file, or regenerate the reference and record the new fingerprint")
 
-    def to_dict(self) -> dict[str, Any]:
-        doc = {"name": self.name, "passed": self.passed, "detail": self.detail,
-               "path": self.path, "expected": self.expected, "sha256": self.actual}
+    def to_dict(self) -> shapes.FingerprintDoc:
+        doc: shapes.FingerprintDoc = {
+            "name": self.name, "passed": self.passed, "detail": self.detail,
+            "path": self.path, "expected": self.expected, "sha256": self.actual}
         if self.uncommitted:
             doc["uncommitted"] = True
         return doc
@@ -175,7 +180,7 @@ class ApplicationResult:
     ``command`` ([verify.application]: the command line, its exit code, and ``worst_id``
     the compared file and JSON path of the largest difference)."""
 
-    kind: str
+    kind: ApplicationKind
     checks: tuple[CheckResult, ...]
     worst_id: str | None = None
     max_abs_diff: float | None = None
@@ -192,18 +197,22 @@ class ApplicationResult:
         failed = next((c for c in self.checks if not c.passed), None)
         return f"{failed.name}: {failed.detail}" if failed else None
 
-    def to_dict(self) -> dict[str, Any]:
-        doc = {"kind": self.kind, "passed": self.passed, "first_error": self.first_error,
-               "worst_id": self.worst_id, "max_abs_diff": self.max_abs_diff,
-               "min_cosine": self.min_cosine, "checks": [c.to_dict() for c in self.checks]}
+    def to_dict(self) -> shapes.ApplicationDoc:
+        doc: shapes.ApplicationDoc = {
+            "kind": self.kind, "passed": self.passed, "first_error": self.first_error,
+            "worst_id": self.worst_id, "max_abs_diff": self.max_abs_diff,
+            "min_cosine": self.min_cosine, "checks": [c.to_dict() for c in self.checks]}
         if self.kind == "command":
-            doc.update(command=list(self.command or ()), returncode=self.returncode)
+            doc["command"], doc["returncode"] = list(self.command or ()), self.returncode
         return doc
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ApplicationResult:
-        command = d.get("command")
-        return cls(kind=str(d.get("kind", "embedding")),
+        command, kind = d.get("command"), d.get("kind", "embedding")
+        if kind not in _APPLICATION_KINDS:
+            raise SchemaError(f"checks.application.kind: {kind!r} is not one of "
+                              f"{', '.join(_APPLICATION_KINDS)}")
+        return cls(kind=kind,
                    checks=tuple(CheckResult.from_dict(c) for c in d.get("checks") or ()),
                    worst_id=d.get("worst_id"), max_abs_diff=d.get("max_abs_diff"),
                    min_cosine=d.get("min_cosine"),
@@ -227,7 +236,7 @@ class ResumeResult:
     reason: str | None = None
     command: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> shapes.ResumeDoc:
         return {"passed": self.passed, "first_error": self.first_error,
                 "steps": self.steps, "resume_steps": self.resume_steps,
                 "diverging_step": self.diverging_step, "max_loss_diff": self.max_loss_diff,
@@ -282,11 +291,13 @@ class Inventory:
                          self.shadowed)
                 + (_first("files no RECORD lists", self.unowned) if extras else []))
 
-    def to_dict(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"expected": self.expected, "installed": self.installed,
-                               "missing": list(self.missing), "extra": list(self.extra),
-                               "mismatched": list(self.mismatched), "seed": list(self.seed)}
-        doc.update((k, list(getattr(self, k))) for k in _EXISTING_KEYS if getattr(self, k))
+    def to_dict(self) -> shapes.InventoryDoc:
+        doc: shapes.InventoryDoc = {"expected": self.expected, "installed": self.installed,
+                             "missing": list(self.missing), "extra": list(self.extra),
+                             "mismatched": list(self.mismatched), "seed": list(self.seed)}
+        for key in _EXISTING_KEYS:
+            if getattr(self, key):
+                doc[key] = list(getattr(self, key))
         if self.import_variables:  # these keys only when set: a rebuild's reads as before
             doc["import_variables"] = dict(self.import_variables)
         return doc
@@ -299,6 +310,8 @@ class Inventory:
                                                          "seed", *_EXISTING_KEYS)})
 
 
+_EXISTING_KEYS: tuple[Literal["altered", "unowned_code", "unowned", "record_from_wheel",
+                              "record_on_its_word", "import_paths", "shadowed"], ...]
 _EXISTING_KEYS = ("altered", "unowned_code", "unowned", "record_from_wheel",
                   "record_on_its_word", "import_paths", "shadowed")
 
@@ -317,7 +330,7 @@ class PackageRow:
     index: str | None = None
     sha256: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> shapes.PackageDoc:
         return {"name": self.name, "version": self.version, "index": self.index,
                 "sha256": list(self.sha256)}
 
@@ -333,7 +346,7 @@ class GitState:
     revision: str | None = None
     dirty: bool | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> shapes.GitDoc:
         if not self.git:
             return {"git": False}
         return {"git": True, "revision": self.revision, "dirty": self.dirty}
@@ -352,7 +365,7 @@ class Variant:
     reason: str
     changes: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> shapes.VariantDoc:
         return {"name": self.name, "reason": self.reason, "changes": list(self.changes)}
 
     @classmethod
@@ -361,40 +374,3 @@ class Variant:
             return None
         return cls(name=str(d.get("name")), reason=str(d.get("reason")),
                    changes=tuple(d.get("changes") or ()))
-
-
-@dataclass(frozen=True, kw_only=True)
-class TorchFacts:
-    """What ``import torch`` said inside the target interpreter."""
-
-    version: str | None = None
-    cuda: str | None = None
-    hip: str | None = None
-    build: str | None = None
-    cudnn: Any = None
-    miopen: Any = None
-    device_count: int | None = None
-    devices: tuple[Mapping[str, Any], ...] = ()
-    error: str | None = None
-
-    @classmethod
-    def from_probe(cls, d: Any) -> TorchFacts:
-        if not isinstance(d, Mapping):
-            return cls(error="no torch facts")
-        return cls(**{f.name: d.get(f.name) for f in fields(cls) if f.name != "devices"},
-                   devices=tuple(x for x in d.get("devices") or () if isinstance(x, Mapping)))
-
-
-@dataclass(frozen=True, kw_only=True)
-class SystemFacts:
-    """The system probe's report (``lockkit/probes/system_probe.py`` owns its shape)."""
-
-    raw: Mapping[str, Any]
-
-    @property
-    def torch(self) -> TorchFacts:
-        return TorchFacts.from_probe(self.raw.get("torch"))
-
-    def section(self, key: str) -> Mapping[str, Any]:
-        value = self.raw.get(key)
-        return value if isinstance(value, Mapping) else {}

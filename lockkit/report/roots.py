@@ -21,10 +21,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from lockkit.report.model import Dossier
+from typing import Any, Protocol, TypeVar
 
 __all__ = ["ROOT_NAMES", "absolute", "named_roots", "relative", "relative_text"]
 
@@ -32,6 +29,17 @@ __all__ = ["ROOT_NAMES", "absolute", "named_roots", "relative", "relative_text"]
 ROOT_NAMES = ("project", "venv", "wheelhouse", "cache", "tmp")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]*")
 _BEFORE, _AFTER = r"(?<![\w.~/\\-])", r"(?![\w-]|\.[\w-])"  # a whole path component
+
+
+class _Rooted(Protocol):
+    """A document that lists its roots (a :class:`~lockkit.report.model.Dossier`): named by
+    its shape so that this module, which the model uses, does not import the model."""
+
+    @property
+    def roots(self) -> Mapping[str, str]: ...
+
+
+_D = TypeVar("_D", bound=_Rooted)
 
 
 def named_roots(**paths: Path | str | None) -> dict[str, str]:
@@ -96,7 +104,7 @@ def _walk(value: Any, fix: Any) -> Any:
     return value
 
 
-def absolute(dossier: Dossier) -> Dossier:
+def absolute(dossier: _D) -> _D:
     """*dossier* in the absolute form (``--absolute-paths``): each ``<name>`` written back
     as its root's path, and no roots listed."""
     if not dossier.roots:

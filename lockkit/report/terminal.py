@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lockkit._internal import ui
 from lockkit._internal.redact import redact
 from lockkit.report.model import Dossier
+
+if TYPE_CHECKING:
+    from lockkit.report.diff import Difference, Side
 
 __all__ = ["diagnose_facts", "diff_json", "diff_text", "steps_table", "warnings"]
 
@@ -50,8 +53,8 @@ def _cell(value: Any) -> str:
     return text if len(text) <= 70 else text[:67] + "..."
 
 
-def diff_text(layers: Sequence[str], differing: Sequence[str], found: Sequence[Any],
-              sides: Sequence[Any]) -> None:
+def diff_text(layers: Sequence[str], differing: Sequence[str], found: Sequence[Difference],
+              sides: Sequence[Side]) -> None:
     """``lockkit diff``'s answer: which layers differ, a table per layer, the variants."""
     if not found:
         print(f"no differences (layers compared: {', '.join(layers)})")
@@ -76,8 +79,8 @@ def diff_text(layers: Sequence[str], differing: Sequence[str], found: Sequence[A
             for label, side in zip(("A", "B"), sides, strict=True)))
 
 
-def diff_json(layers: Sequence[str], differing: Sequence[str], found: Sequence[Any],
-              sides: Sequence[Any]) -> None:
+def diff_json(layers: Sequence[str], differing: Sequence[str], found: Sequence[Difference],
+              sides: Sequence[Side]) -> None:
     a, b = sides
     print(json.dumps({"a": str(a.path), "b": str(b.path), "kinds": [a.kind, b.kind],
                       "layers_compared": list(layers), "layers_differing": list(differing),

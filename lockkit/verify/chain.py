@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from packaging.version import InvalidVersion, Version
 
@@ -26,12 +26,13 @@ from lockkit.lock.lockfile import cuda_majors
 from lockkit.platforms.arch import host_os
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.host import driver_minimum
-from lockkit.report.records import SystemFacts
+from lockkit.report.facts import SystemFacts
+from lockkit.report.shapes import Foreign
 from lockkit.verify import probe
 from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, StepFailed
 
-__all__ = ["driver_check", "gpu_args", "gpu_step", "locked_backend", "system_step"]
+__all__ = ["DriverCheck", "driver_check", "gpu_args", "gpu_step", "locked_backend", "system_step"]
 
 _CU = re.compile(r"cu(\d+)(\d)")
 _ROCM = re.compile(r"rocm(\d+)\.(\d+)(?:\.[\w.]+)?")
@@ -105,8 +106,22 @@ def gpu_args(plat: Platform, locked: Mapping[str, str] | None = None) -> list[st
     return args
 
 
+class DriverCheck(TypedDict, total=False):
+    """The host's driver check, as the GPU report's ``checks.driver`` holds it: a status
+    always, the driver found, and for CUDA the build's minimum on this OS."""
+
+    driver: str | None
+    source: str | None
+    cuda: str | None
+    minimum: str | None
+    os: str
+    status: Literal["passed", "failed", "skipped"]
+    reason: str
+    error: str
+
+
 def driver_check(system: Mapping[str, Any], kind: str, os_: str,
-                 expected_cuda: str | None = None) -> dict[str, Any] | None:
+                 expected_cuda: str | None = None) -> DriverCheck | None:
     """The driver against the build's minimum, from the system probe's report; None on a
     platform without a GPU driver. Unknown is ``skipped`` (the device check then says
     whether the GPU is reachable); ROCm's is recorded, not judged (no table)."""
@@ -125,8 +140,8 @@ def driver_check(system: Mapping[str, Any], kind: str, os_: str,
     cuda = torch.get("cuda") if isinstance(torch.get("cuda"), str) else expected_cuda
     found = drivers.get("nvidia") or {}
     driver, minimum = found.get("version"), driver_minimum(cuda or "", os_)
-    result: dict[str, Any] = {"driver": driver, "source": found.get("source"), "cuda": cuda,
-                              "minimum": minimum, "os": os_}
+    result: DriverCheck = {"driver": driver, "source": found.get("source"), "cuda": cuda,
+                           "minimum": minimum, "os": os_}
     if not driver:
         return {**result, "status": "skipped",
                 "reason": f"NVIDIA driver unknown: {reasons.get('nvidia')}"}
@@ -168,8 +183,7 @@ def gpu_step(step: Step, python: Path, args: Sequence[str], found: Findings, *,
         raise StepFailed(error or "the GPU check failed")
 
 
-def _with_driver(data: dict[str, Any], system: SystemFacts | None,
-                 args: Sequence[str]) -> dict[str, Any]:
+def _with_driver(data: Foreign, system: SystemFacts | None, args: Sequence[str]) -> Foreign:
     """The GPU report *data* with the host's driver check among its checks, when the
     platform has a GPU driver to judge."""
     driver = driver_check(system.raw if system else {}, _arg(args, "--expect") or "",

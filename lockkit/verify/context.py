@@ -15,7 +15,7 @@ from lockkit.config.project import Project
 from lockkit.errors import LockkitError
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
-from lockkit.report.records import CommandRecord
+from lockkit.report.records import CommandRecord, Variant
 from lockkit.verify import hang
 from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, StepFailed, Steps
@@ -50,7 +50,7 @@ class Options:
     keep_venv: bool = False
     probe_timeout: float = 300.0
     command_line: tuple[str, ...] = ()
-    variant: dict[str, Any] | None = None  # {"name", "reason", "changes": [layers]}
+    variant: Variant | None = None  # verify --variant: the layers the run means to change
     # builds a wheelhouse (the folder given) from the lock's URLs
     fetch: Callable[[Path, Lock], Path] | None = None
     on_step: Callable[[Step], None] | None = None

@@ -13,8 +13,9 @@ from lockkit import __version__
 from lockkit._internal import proc
 from lockkit._internal.redact import redact
 from lockkit.errors import UsageError
+from lockkit.report.facts import SystemFacts
 from lockkit.report.model import Dossier
-from lockkit.report.records import CommandRecord, SystemFacts
+from lockkit.report.records import CommandRecord
 from lockkit.report.roots import named_roots
 from lockkit.verify import chain, probe
 from lockkit.verify.findings import Findings

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockkit.report.extrecords import ExtensionsResult
+from lockkit.report.facts import SystemFacts
 from lockkit.report.records import (
     ApplicationResult,
     Fingerprint,
@@ -23,8 +24,8 @@ from lockkit.report.records import (
     Inventory,
     PackageRow,
     ResumeResult,
-    SystemFacts,
 )
+from lockkit.report.shapes import HangDoc
 from lockkit.verify.probe import ProbeResult
 
 __all__ = ["Findings"]
@@ -61,4 +62,4 @@ class Findings:
     resume: ResumeResult | None = None
     # the first command of the run that passed its timeout: its step and where it
     # stalled (lockkit.verify.hang)
-    hang: Mapping[str, Any] | None = None
+    hang: HangDoc | None = None

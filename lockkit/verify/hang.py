@@ -26,9 +26,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any, Literal, cast
+from typing import Any, cast
 
-__all__ = ["Frame", "HangReport", "Phase", "explain", "parse"]
+from lockkit.report.shapes import HangDoc, HangPhase
+
+__all__ = ["Frame", "HangReport", "explain", "parse"]
 
 _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)(?: \[[^\]]*\])? \(most recent call "
                      r"first\):\s*$")
@@ -63,15 +65,11 @@ class _Thread:
     frames: tuple[Frame, ...]  # innermost first, as faulthandler prints them
 
 
-Phase = Literal["data loading", "host-device transfer", "torch operation",
-                "the project's code", "unknown"]
-
-
 @dataclass(frozen=True, kw_only=True)
 class HangReport:
     """Where a timed-out command stalled."""
 
-    phase: Phase
+    phase: HangPhase
     frame: str | None  # the project's innermost frame, "file:line in function"
     detail: str  # what the phase was read from
     stacks: str
@@ -81,14 +79,14 @@ class HangReport:
         where = f" at {self.frame}" if self.frame else ""
         return f"stalled in {self.phase}{where}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> HangDoc:
         return {"phase": self.phase, "frame": self.frame, "detail": self.detail,
                 "stacks": self.stacks}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> HangReport:
         # as the dossier wrote it, unchecked (as before the type)
-        return cls(phase=cast(Phase, str(d.get("phase", "unknown"))), frame=d.get("frame"),
+        return cls(phase=cast(HangPhase, str(d.get("phase", "unknown"))), frame=d.get("frame"),
                    detail=str(d.get("detail", "")), stacks=str(d.get("stacks", "")))
 
 

@@ -21,7 +21,6 @@ import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from lockkit._internal import proc
 from lockkit._internal.parse import parse_json
@@ -32,6 +31,7 @@ from lockkit.cache.layout import make_root
 from lockkit.cache.memo import MemoStore
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.lock.model import Lock
+from lockkit.report.shapes import Foreign
 from lockkit.verify.context import Run
 from lockkit.verify.steps import Step, StepFailed
 from lockkit.wheelhouse import trust
@@ -218,11 +218,11 @@ def installer_error(result: proc.Result) -> str:
     return proc.last_error_line(result.stderr or result.stdout)
 
 
-def _check_wheelhouse(folder: Path, lock: Lock) -> dict[str, Any]:
+def _check_wheelhouse(folder: Path, lock: Lock) -> Foreign:
     """The manifest says the wheelhouse was built from this lock (a hint for honest
     mistakes, not a proof: the files are hashed against the lock afterwards)."""
     try:
-        manifest: dict[str, Any] = parse_json(
+        manifest: Foreign = parse_json(
             (folder / "manifest.json").read_text(encoding="utf-8"), folder)
     except (OSError, json.JSONDecodeError) as exc:
         raise StepFailed(f"{folder}/manifest.json: unreadable: {exc}") from None

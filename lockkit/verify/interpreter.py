@@ -13,7 +13,6 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from packaging.tags import Tag, compatible_tags, cpython_tags, platform_tags
 
@@ -21,6 +20,7 @@ from lockkit._internal import proc
 from lockkit._internal.parse import parse_json
 from lockkit._internal.uv import uv_bin
 from lockkit.errors import ConfigError, LockkitError
+from lockkit.report.shapes import Foreign
 from lockkit.verify.context import Run
 from lockkit.verify.steps import StepFailed
 
@@ -37,7 +37,7 @@ def lock_python(run: Run) -> str:
         raise StepFailed(str(exc)) from None
 
 
-def find_interpreter(run: Run, version: str) -> tuple[Path, dict[str, Any]]:
+def find_interpreter(run: Run, version: str) -> tuple[Path, Foreign]:
     """An interpreter of Python *version* (the lock's) and its facts, for verify and sync.
 
     ``--python``, which must be that version; else the one ``uv python find`` names (uv's
@@ -65,7 +65,7 @@ def find_interpreter(run: Run, version: str) -> tuple[Path, dict[str, Any]]:
 
 
 def given_interpreter(run: Run, given: Path, version: str, flag: str
-                      ) -> tuple[Path, dict[str, Any]]:
+                      ) -> tuple[Path, Foreign]:
     """*given* (by *flag*: ``--python``, ``verify --existing``) and its facts; it must be
     Python *version*, the lock's."""
     lock = run.opts.project.lock_path(run.opts.platform.name).name
@@ -96,7 +96,7 @@ _FACTS = ("import json, platform, sys, sysconfig; print(json.dumps({'version': "
           "'in_venv': sys.prefix != sys.base_prefix}))")
 
 
-def _interpreter_facts(run: Run, python: Path) -> dict[str, Any]:
+def _interpreter_facts(run: Run, python: Path) -> Foreign:
     # -B: -I ignores PYTHONPYCACHEPREFIX, and the site module imports a sitecustomize
     # even so: no bytecode of it may land in an environment verify --existing only reads
     result = run.call("host", [str(python), "-I", "-B", "-c", _FACTS], timeout=60,
@@ -104,7 +104,7 @@ def _interpreter_facts(run: Run, python: Path) -> dict[str, Any]:
     try:
         if result.ok:
             facts = parse_json(result.stdout, python)
-            if isinstance(facts, dict):
+            if isinstance(facts, dict) and isinstance(facts.get("version"), str):
                 return facts
     except json.JSONDecodeError:
         pass
@@ -113,7 +113,7 @@ def _interpreter_facts(run: Run, python: Path) -> dict[str, Any]:
     raise StepFailed(f"cannot run the interpreter {python}: {proc.outcome(result)}")
 
 
-def interpreter_tags(facts: dict[str, Any]) -> list[Tag]:
+def interpreter_tags(facts: Foreign) -> list[Tag]:
     """The tags of an interpreter on this machine (same OS and libc as lockkit's own)."""
     version = tuple(int(x) for x in facts["version"].split("."))
     plats = list(platform_tags())

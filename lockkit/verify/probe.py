@@ -17,18 +17,20 @@ is killed at the timeout, and a timeout is told apart from a signal.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from lockkit._internal import proc
 from lockkit._internal.parse import parse_json
+from lockkit.report.shapes import Foreign
 from lockkit.verify.probes.system_probe import DETERMINISM_VARS, TOOLCHAIN_VARS
 
-__all__ = ["PROBES_DIR", "GPU_CHECKS", "ProbeResult", "Status", "gpu_status", "probe_env",
-           "run_chain", "run_collect_env", "run_lines", "run_probe"]
+__all__ = ["PROBES_DIR", "GPU_CHECKS", "ProbeDoc", "ProbeResult", "Status", "gpu_status",
+           "probe_env", "run_chain", "run_collect_env", "run_lines", "run_probe"]
 
 PROBES_DIR = Path(__file__).resolve().parent / "probes"
 # The order the GPU step judges them in: gpu_probe.py's, with the host's driver check
@@ -49,21 +51,33 @@ ALLOWED_VARS = frozenset(_BASE_VARS + _DEVICE_VARS + DETERMINISM_VARS + TOOLCHAI
 _TAIL_LINES = 20
 
 
+class ProbeDoc(TypedDict):
+    status: Status
+    data: Foreign | None
+    error: str | None
+    duration: float
+    command: list[str]
+    returncode: int | None
+    stderr_tail: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProbeResult:
     """One probe run: ``passed`` means it ran and printed a JSON object, not that the
     system is right; the probe's own verdicts are in ``data`` (see :func:`gpu_status`)."""
 
     status: Status
-    data: dict[str, Any] | None
+    data: Foreign | None  # what the probe printed: foreign JSON, read through .get
     error: str | None
     duration: float
     command: list[str]
     returncode: int | None = None
     stderr_tail: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> ProbeDoc:
+        return {"status": self.status, "data": copy.deepcopy(self.data), "error": self.error,
+                "duration": self.duration, "command": list(self.command),
+                "returncode": self.returncode, "stderr_tail": self.stderr_tail}
 
 
 def probe_env(extra: Mapping[str, str] | None = None,
@@ -142,7 +156,7 @@ def run_chain(python: Path, gpu_args: Sequence[str] | None, timeout: float,
 
 
 def run_collect_env(python: Path, timeout: float,
-                    record: proc.Recorder | None = None) -> dict[str, Any]:
+                    record: proc.Recorder | None = None) -> Foreign:
     """torch's ``collect_env`` report on its own (``system_probe.py --collect-env``), for the
     system facts' ``collect_env``: ``{"info": ..., "seconds": ...}`` or ``{"error": ...}``."""
     result = run_probe(python, "system_probe.py", ["--collect-env"], timeout=timeout,
@@ -152,8 +166,8 @@ def run_collect_env(python: Path, timeout: float,
     return {k: v for k, v in result.data.items() if k != "probe"}
 
 
-def _with_collect_env(reports: Mapping[Any, dict[str, Any]],
-                      result: proc.Result) -> dict[str, Any] | None:
+def _with_collect_env(reports: Mapping[Any, Foreign],
+                      result: proc.Result) -> Foreign | None:
     """The system report with its ``collect_env`` back in place: with ``--then-gpu`` it ran
     beside the GPU checks and came last, as a line of its own."""
     system = reports.get("system")
@@ -167,7 +181,7 @@ def _with_collect_env(reports: Mapping[Any, dict[str, Any]],
     return {**system, "collect_env": info}
 
 
-def _objects(out: str) -> list[dict[str, Any]]:
+def _objects(out: str) -> list[Foreign]:
     """Every stdout line that is a JSON object (the probes print one each)."""
     found = []
     for line in out.splitlines():
@@ -223,7 +237,7 @@ def _result(command: list[str], returncode: int, out: bytes, err: bytes,
                        stderr_tail=_tail(err))
 
 
-def _parse(out: bytes) -> tuple[dict[str, Any] | None, str | None]:
+def _parse(out: bytes) -> tuple[Foreign | None, str | None]:
     """The last non-empty stdout line as a JSON object (probes print exactly one)."""
     lines = [ln for ln in out.decode("utf-8", "replace").splitlines() if ln.strip()]
     if not lines:
@@ -253,7 +267,7 @@ def _tail(err: bytes) -> str:
 
 def run_lines(python: Path, script: str, args: Sequence[str], timeout: float,
               record: proc.Recorder | None = None, pycache: Path | None = None
-              ) -> tuple[list[dict[str, Any]], str | None, str]:
+              ) -> tuple[list[Foreign], str | None, str]:
     """A probe that prints one JSON object per line as it goes (``gpu_probe.py
     --extensions``): every object it printed, why it ended early (None: it exited 0) and
     its stderr, so a hang or a crash keeps what came before it. It runs with

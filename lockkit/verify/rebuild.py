@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -189,7 +190,7 @@ def package_table(lock: Lock | None, installed: dict[str, str]) -> tuple[Package
     entries = lock.package_tables() if lock is not None else {}
     rows = []
     for name in sorted(installed):
-        entry: dict[str, Any] = entries.get(canonicalize_name(name), {})
+        entry: Mapping[str, Any] = entries.get(canonicalize_name(name), {})
         files = entry.get("wheels", []) + ([entry["sdist"]] if "sdist" in entry else [])
         rows.append(PackageRow(name=name, version=installed[name], index=entry.get("index"),
                                sha256=tuple(sorted(f.get("hashes", {}).get("sha256", "")

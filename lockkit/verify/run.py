@@ -44,7 +44,6 @@ from lockkit._internal.endings import interrupt_held
 from lockkit._internal.fs import sha256_file, temp_private
 from lockkit.lock import freshness
 from lockkit.report.model import Dossier
-from lockkit.report.records import Variant
 from lockkit.report.roots import named_roots
 from lockkit.verify import chain, existing, install, probe, rebuild
 from lockkit.verify.checks import CHECKS
@@ -191,7 +190,7 @@ def make_dossier(run: Run, started: _dt.datetime) -> Dossier:
                  **({"existing": str(opts.existing), "strict": opts.strict}
                     if opts.existing else {})},
         environment=existing.LABEL if opts.existing else None,
-        variant=Variant.from_dict(opts.variant),
+        variant=opts.variant,
         result=result, first_error=run.steps.first_error,
         steps=tuple(s.result() for s in run.steps), commands=tuple(run.commands),
         packages=found.packages, inventory=found.inventory, system=found.system,

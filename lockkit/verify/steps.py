@@ -14,14 +14,15 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import redact
-from lockkit.report.records import Status, StepResult
+from lockkit.report.records import StepResult
+from lockkit.report.shapes import Status
 
 if TYPE_CHECKING:
-    from lockkit.report.model import Result
+    from lockkit.report.shapes import Result
 
 __all__ = ["Step", "StepFailed", "StepSkipped", "Steps", "overall"]
 
@@ -50,7 +51,7 @@ class Step:
     error: str | None = None
     reason: str | None = None
     waived: bool = False
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: dict[str, object] = field(default_factory=dict)  # JSON values: the dossier shows them
 
     @property
     def settled(self) -> bool:

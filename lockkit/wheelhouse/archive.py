@@ -30,7 +30,7 @@ import os
 import re
 import shutil
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -46,6 +46,7 @@ from lockkit.wheelhouse.implied import check_wheelhouse, platform_problems
 from lockkit.wheelhouse.manifest import (
     MANIFEST,
     SUMS,
+    Entry,
     Manifest,
     folders_above,
     open_tar,
@@ -188,7 +189,7 @@ def named_lock(folder: Path, project_dir: Path) -> Path:
     return lock
 
 
-def _check_folder(folder: Path, entries: dict[str, dict[str, Any]]) -> None:
+def _check_folder(folder: Path, entries: Mapping[str, Entry]) -> None:
     """Every file listed and present with its size; nothing else but the two meta files."""
     errors, present = [], set()
     for root, dirs, files in os.walk(folder):
@@ -245,7 +246,7 @@ class _Hashing:
         return block
 
 
-def _add_file(tar: tarfile.TarFile, folder: Path, entry: dict[str, Any], top: str,
+def _add_file(tar: tarfile.TarFile, folder: Path, entry: Entry, top: str,
               on_bytes: Callable[[int], None]) -> None:
     path = entry["path"]
     with (folder / path).open("rb") as fh:

@@ -45,6 +45,7 @@ from lockkit.platforms.definitions import Platform
 from lockkit.platforms.targets import NothingInstallable, select
 from lockkit.wheelhouse.download import fetch_items
 from lockkit.wheelhouse.fetch import Fetcher, Got, Item, PageRef, Want
+from lockkit.wheelhouse.manifest import Entry
 from lockkit.wheelhouse.meta import FileRecord, write_meta
 from lockkit.wheelhouse.trust import FileKind, file_name_problem, inside
 from lockkit.wheelhouse.wheelzip import normalize_wheel, source_epoch
@@ -192,24 +193,25 @@ def _local(fetched: list[tuple[Item, Got]]) -> dict[str, tuple[int, int]]:
     return local
 
 
-def _place_tools(stage: Path, kit: Toolset, cache: Cache) -> list[dict[str, Any]]:
+def _place_tools(stage: Path, kit: Toolset, cache: Cache) -> list[Entry]:
     from lockkit.wheelhouse import tools
 
     return tools.place(stage, kit, cache)
 
 
 def _place(project: Project, stage: Path, item: Item, got: Got, cache: Cache) -> FileRecord:
-    base: dict[str, Any] = dict(package=item.package, version=item.version, origin=got.origin,
-                                source=redact(item.want.source))
+    built_from = None
     if item.kind == "wheel":  # the bytes placed hash to the lock's sha256 (Cache.place)
-        dest = inside(stage, item.want.filename)
-        cache.place(got.path, dest, item.want.sha256)
-        return FileRecord(path=item.want.filename, size=dest.stat().st_size,
-                          sha256=item.want.sha256, **base)
-    wheel = _build_sdist(project, item, got.path, stage)
-    return FileRecord(path=wheel.name, size=wheel.stat().st_size, sha256=sha256_file(wheel),
-                      built_from={"sdist": item.want.filename, "sha256": item.want.sha256},
-                      **base)
+        placed = inside(stage, item.want.filename)
+        cache.place(got.path, placed, item.want.sha256)
+        sha256 = item.want.sha256
+    else:
+        placed = _build_sdist(project, item, got.path, stage)
+        sha256 = sha256_file(placed)
+        built_from = {"sdist": item.want.filename, "sha256": item.want.sha256}
+    return FileRecord(path=placed.name, size=placed.stat().st_size, sha256=sha256,
+                      package=item.package, version=item.version, origin=got.origin,
+                      source=redact(item.want.source), built_from=built_from)
 
 
 def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path:

@@ -29,7 +29,7 @@ from lockkit._internal.parse import parse_toml
 from lockkit.errors import ConfigError, TrustError
 from lockkit.lock.model import Lock, named_platform
 from lockkit.platforms.definitions import Platform
-from lockkit.wheelhouse.manifest import MANIFEST, SUMS, Manifest, sums
+from lockkit.wheelhouse.manifest import MANIFEST, SUMS, Entry, Manifest, sums
 from lockkit.wheelhouse.trust import Checked, Selected, check_folder
 
 __all__ = ["check_wheelhouse", "platform_problems"]
@@ -50,8 +50,8 @@ def check_wheelhouse(folder: Path, lock: Lock, selected: list[Selected]) -> list
                          f"{str(manifest.get('lock_sha256'))[:12]} for "
                          f"{manifest.get('platform')!r}; the lock is {sha[:12]} for "
                          f"{platform!r})")
-    checked = check_folder(folder, selected, manifest)
     files = read.entries
+    checked = check_folder(folder, selected, files)
     tools = {p: e for p, e in files.items() if p.startswith("tools/")}
     problems = _entry_problems(checked, files)
     texts = _derived(lock, manifest, checked, files, tools=bool(tools))
@@ -81,7 +81,7 @@ def _bytes(path: Path) -> bytes | None:
     return path.read_bytes()
 
 
-def _entry_problems(checked: list[Checked], files: dict[str, dict[str, Any]]) -> list[str]:
+def _entry_problems(checked: list[Checked], files: Mapping[str, Entry]) -> list[str]:
     """Each checked wheel's manifest entry says what the lock says of it."""
     problems = []
     for c in checked:
@@ -94,21 +94,22 @@ def _entry_problems(checked: list[Checked], files: dict[str, dict[str, Any]]) ->
     return problems
 
 
-def _derived(lock: Lock, manifest: dict[str, Any], checked: list[Checked],
-             files: dict[str, dict[str, Any]], *, tools: bool) -> dict[str, str]:
+def _derived(lock: Lock, manifest: Mapping[str, Any], checked: list[Checked],
+             files: Mapping[str, Entry], *, tools: bool) -> dict[str, str]:
     """``pylock.toml``, ``requirements.txt`` and the ``simple/`` pages as ``build`` writes
     them for these wheels, from the committed lock's tables."""
     from lockkit.wheelhouse.meta import FileRecord, texts_of
 
     records = [FileRecord(path=c.path.name, size=c.path.stat().st_size, sha256=c.sha256,
                           package=c.package, version=c.version, origin="", source="",
-                          built_from=files.get(c.path.name, {}).get("built_from"))
+                          built_from=files[c.path.name].get("built_from")
+                          if c.path.name in files else None)
                for c in checked]
     return texts_of(lock, records, platform=str(lock.meta.platform),
                     lock_name=str(manifest.get("lock")), tools=tools)
 
 
-def _present_problems(folder: Path, files: dict[str, dict[str, Any]],
+def _present_problems(folder: Path, files: Mapping[str, Entry],
                       checked: set[str]) -> list[str]:
     """What is on disk and not in the manifest (a wheel anywhere in the folder, named as
     one), links and other non-files, and a ``SHA256SUMS`` that is not the manifest's."""
@@ -127,7 +128,7 @@ def _present_problems(folder: Path, files: dict[str, dict[str, Any]],
     return problems
 
 
-def _tools_problems(folder: Path, tools: dict[str, dict[str, Any]]) -> list[str]:
+def _tools_problems(folder: Path, tools: Mapping[str, Entry]) -> list[str]:
     """``tools/`` agrees with itself: wheels by their plain names and listed hashes, and a
     requirements.txt whose lines (its comments aside) pin exactly those wheels. This
     says nothing of where they came from: the lock does not cover them."""

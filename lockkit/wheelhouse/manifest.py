@@ -17,21 +17,56 @@ from __future__ import annotations
 import json
 import re
 import tarfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO, Any, Literal, TypedDict, get_args
 
 from lockkit._internal.parse import parse_json
 from lockkit.errors import ArchiveError
 
-__all__ = ["MANIFEST", "SUMS", "Head", "Manifest", "folders_above", "next_member", "open_tar",
-           "read_head", "sums", "unsafe_path"]
+__all__ = ["ENTRY_KINDS", "MANIFEST", "SUMS", "Entry", "EntryKind", "Head", "Manifest",
+           "ManifestDoc", "folders_above", "next_member", "open_tar", "read_head", "sums",
+           "unsafe_path"]
 
 MANIFEST = "manifest.json"
 SUMS = "SHA256SUMS"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _PLATFORM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _META_MAX = 64 << 20  # manifest.json and SHA256SUMS are read into memory
+
+# wheel: a locked package's; meta: a file derived from them (pylock.toml, simple/, the SBOM);
+# tool: lockkit and its dependencies under tools/, outside the lock
+EntryKind = Literal["wheel", "meta", "tool"]
+ENTRY_KINDS: tuple[EntryKind, ...] = get_args(EntryKind)
+
+
+class _Entry(TypedDict):
+    path: str
+    size: int
+    sha256: str
+
+
+class Entry(_Entry, total=False):
+    """One file of the folder. :meth:`Manifest.parse` checks every key's type, and a path,
+    size and sha256 each entry must have; a wheel's and a tool's entry name their package."""
+
+    kind: EntryKind
+    package: str
+    version: str
+    source: str  # the lock's URL, redacted; a tool's: where it came from
+    built_from: dict[str, str]  # a wheel built from the lock's sdist: its name and sha256
+
+
+class ManifestDoc(TypedDict):
+    """``manifest.json`` as :func:`lockkit.wheelhouse.meta.write_meta` writes it."""
+
+    schema_version: int
+    platform: str
+    lock: str
+    lock_sha256: str
+    lockkit_version: str
+    files: list[Entry]
 
 
 def unsafe_path(name: str) -> str | None:
@@ -58,7 +93,7 @@ class Manifest:
     """A validated ``manifest.json``: its document, the bytes it was parsed from, and where
     they were read (the path every error names)."""
 
-    data: dict[str, Any]
+    data: Mapping[str, Any]  # foreign until checked: only "files" and "platform" are
     raw: bytes
     where: Path
 
@@ -101,8 +136,8 @@ class Manifest:
             return read_head(tar, path).manifest
 
     @property
-    def entries(self) -> dict[str, dict[str, Any]]:
-        """The manifest's entries by path."""
+    def entries(self) -> dict[str, Entry]:
+        """The manifest's entries by path, as :meth:`parse` checked them."""
         return {f["path"]: f for f in self.data["files"]}
 
     @property
@@ -129,6 +164,18 @@ def _entry_errors(entry: Any, seen: set[str]) -> list[str]:
     if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
         errors.append(f"{path}: bad sha256 {sha!r}")
     seen.add(path)
+    return errors + _optional_errors(path, entry)
+
+
+def _optional_errors(path: str, entry: Mapping[str, Any]) -> list[str]:
+    """The keys an entry may have, each of its type: what readers compare or name."""
+    errors = [f"{path}: bad {key} {entry[key]!r}" for key in ("package", "version", "source")
+              if key in entry and not isinstance(entry[key], str)]
+    if "kind" in entry and entry["kind"] not in ENTRY_KINDS:
+        errors.append(f"{path}: kind {entry['kind']!r} is not one of {', '.join(ENTRY_KINDS)}")
+    built = entry.get("built_from", {})
+    if not isinstance(built, dict) or not all(isinstance(v, str) for v in built.values()):
+        errors.append(f"{path}: bad built_from {built!r}")
     return errors
 
 
@@ -138,7 +185,7 @@ def folders_above(paths: Any) -> set[str]:
             if p.as_posix() != "."}
 
 
-def sums(entries: dict[str, dict[str, Any]]) -> bytes:
+def sums(entries: Mapping[str, Entry]) -> bytes:
     """``SHA256SUMS`` of the listed *entries*, sorted by path (``sha256sum -c`` reads it)."""
     return "".join(f"{entries[p]['sha256']}  {p}\n" for p in sorted(entries)).encode()
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 import hashlib
 import os
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from lockkit.errors import ArchiveError
 from lockkit.wheelhouse.manifest import (
     MANIFEST,
     SUMS,
+    Entry,
     Manifest,
     folders_above,
     next_member,
@@ -71,7 +71,7 @@ def _inside(member: tarfile.TarInfo, prefix: str, archive: Path) -> str:
 
 
 def _check_member(member: tarfile.TarInfo, name: str, archive: Path,
-                  entries: dict[str, dict[str, Any]], done: set[str]) -> dict[str, Any]:
+                  entries: Mapping[str, Entry], done: set[str]) -> Entry:
     """The manifest entry for *member* (at *name* in the top folder), or an error saying
     why it may not be extracted."""
     why = unsafe_path(name)
@@ -89,7 +89,7 @@ def _check_member(member: tarfile.TarInfo, name: str, archive: Path,
 
 
 def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Path,
-                  entry: dict[str, Any], dest: Path, on_bytes: Callable[[int], None]) -> None:
+                  entry: Entry, dest: Path, on_bytes: Callable[[int], None]) -> None:
     """Copy the member to *dest* while hashing; a mismatch fails the whole unpack. The file
     gets the umask's mode (``open``), never the archive's."""
     src = tar.extractfile(member)

@@ -25,6 +25,7 @@ from lockkit.lock.lockfile import dumps
 from lockkit.lock.model import Lock, with_meta
 from lockkit.platforms.definitions import Platform
 from lockkit.wheelhouse import sbom
+from lockkit.wheelhouse.manifest import Entry, ManifestDoc
 from lockkit.wheelhouse.offline import requirements_header
 
 __all__ = ["FileRecord", "texts_of", "write_meta"]
@@ -45,8 +46,8 @@ class FileRecord:
 
 
 def write_meta(stage: Path, platform: Platform, lock: Lock,
-               entries: dict[str, dict[str, Any]], records: list[FileRecord],
-               extra: list[dict[str, Any]] | None = None) -> None:
+               entries: Mapping[str, Mapping[str, Any]], records: list[FileRecord],
+               extra: list[Entry] | None = None) -> None:
     """Write every file but the wheels into *stage*. *entries*: *lock*'s package tables by
     name; *extra*: the manifest entries of ``tools/``."""
     texts = texts_of(lock, records, platform=platform.name, lock_name=lock.path.name,
@@ -61,9 +62,9 @@ def write_meta(stage: Path, platform: Platform, lock: Lock,
     meta_files = sorted(p for p in stage.rglob("*") if p.is_file() and p.suffix != ".whl"
                         and p.relative_to(stage).as_posix() not in listed)
     files = [_wheel_json(r) for r in records] + list(extra or []) + [
-        {"path": p.relative_to(stage).as_posix(), "size": p.stat().st_size,
-         "sha256": sha256_file(p), "kind": "meta"} for p in meta_files]
-    manifest = {"schema_version": 1, "platform": platform.name,
+        Entry(path=p.relative_to(stage).as_posix(), size=p.stat().st_size,
+              sha256=sha256_file(p), kind="meta") for p in meta_files]
+    manifest: ManifestDoc = {"schema_version": 1, "platform": platform.name,
                 "lock": lock.path.name, "lock_sha256": lock.sha256,
                 "lockkit_version": __version__,
                 "files": sorted(files, key=lambda f: f["path"])}
@@ -83,7 +84,7 @@ def texts_of(lock: Lock, records: list[FileRecord], *, platform: str, lock_name:
             **_simple_tree(records)}
 
 
-def _tool_file(entry: dict[str, Any]) -> sbom.File:
+def _tool_file(entry: Entry) -> sbom.File:
     """A ``tools/`` manifest entry as the SBOM describes it."""
     source = entry.get("source") or ""  # lockkit's own wheel: "lockkit X, built from ..."
     return sbom.File(name=entry["package"], version=entry["version"], path=entry["path"],
@@ -92,9 +93,9 @@ def _tool_file(entry: dict[str, Any]) -> sbom.File:
                      kind="tool")
 
 
-def _wheel_json(r: FileRecord) -> dict[str, Any]:
-    entry: dict[str, Any] = {"path": r.path, "size": r.size, "sha256": r.sha256, "kind": "wheel",
-                             "package": r.package, "version": r.version, "source": r.source}
+def _wheel_json(r: FileRecord) -> Entry:
+    entry: Entry = {"path": r.path, "size": r.size, "sha256": r.sha256, "kind": "wheel",
+                    "package": r.package, "version": r.version, "source": r.source}
     if r.built_from:
         entry["built_from"] = r.built_from
     return entry
@@ -106,7 +107,7 @@ def _local_lock(lock: Lock, records: dict[str, FileRecord],
     entries = lock.package_tables()
     for name in sorted(records):
         rec, src = records[name], entries[name]
-        pkg: dict[str, Any] = {"name": name, "version": rec.version}
+        pkg: dict[str, object] = {"name": name, "version": rec.version}
         for key in ("requires-python", "dependencies"):
             if key in src:
                 pkg[key] = src[key]

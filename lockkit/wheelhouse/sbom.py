@@ -185,14 +185,15 @@ def recognise(path: Path) -> bool:
         isinstance(t, dict) and t.get("name") == "lockkit" for t in listed)
 
 
-def _relist(folder: Path, manifest: dict[str, Any], text: str) -> None:
-    """List the folder's SBOM in its manifest (as ``wheelhouse.build`` writes it)."""
+def _relist(folder: Path, manifest: Mapping[str, Any], text: str) -> None:
+    """List the folder's SBOM in its manifest (as ``wheelhouse.build`` writes it); the rest
+    of the manifest as it was read."""
     data = text.encode("utf-8")
     entry = {"path": FILENAME, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
              "kind": "meta"}
     files = [f for f in manifest["files"] if f.get("path") != FILENAME] + [entry]
-    manifest["files"] = sorted(files, key=lambda f: f["path"])
-    write_atomic(folder / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    relisted = {**manifest, "files": sorted(files, key=lambda f: f["path"])}
+    write_atomic(folder / "manifest.json", json.dumps(relisted, indent=2, sort_keys=True) + "\n")
 
 
 def render(files: Iterable[File], *, platform: str, lock: Mapping[str, Any],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ class Toolset:
 
 
 def kept_pins(folder: Path, key: str,
-              platform: str) -> list[tuple[str, str, dict[str, Any]]] | None:
+              platform: str) -> list[tuple[str, str, Mapping[str, Any]]] | None:
     """(package, version, manifest entry) of every pin of *folder*'s tools, or None.
 
     Read back as fresh data: both files regular, this user's and writable by nobody else
@@ -89,7 +90,7 @@ def kept_pins(folder: Path, key: str,
     return pins if pins and not by_sha else None
 
 
-def _kept_entry(entry: dict[str, Any], package: str, version: str) -> bool:
+def _kept_entry(entry: Mapping[str, Any], package: str, version: str) -> bool:
     """A manifest entry of a tool wheel, by the rules a fresh one follows."""
     path, source, size = entry.get("path"), entry.get("source"), entry.get("size")
     if not isinstance(path, str) or not isinstance(size, int) or \

@@ -76,6 +76,7 @@ from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.targets import NothingInstallable, select
 from lockkit.wheelhouse.fetch import Fetcher, Want
+from lockkit.wheelhouse.manifest import Entry
 from lockkit.wheelhouse.ownwheel import (
     build_from_source,
     distribution,
@@ -230,12 +231,12 @@ def own_wheel(cache: Cache, project: Project | None = None) -> Tool:
 
 # --- into the wheelhouse ------------------------------------------------------------------
 
-def place(stage: Path, toolset: Toolset, cache: Cache) -> list[dict[str, Any]]:
+def place(stage: Path, toolset: Toolset, cache: Cache) -> list[Entry]:
     """Put the tools in ``<stage>/tools/`` with a hash-pinned requirements.txt; return their
     manifest entries (kind "tool")."""
     folder = stage / FOLDER
     folder.mkdir()
-    entries = []
+    entries: list[Entry] = []
     for tool in sorted(toolset.tools, key=lambda t: t.package):
         dest = inside(folder, tool.filename)
         cache.place(tool.path, dest, tool.sha256)

@@ -13,9 +13,10 @@ traced.
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import (
@@ -31,6 +32,7 @@ from lockkit.errors import TrustError, UsageError
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform, load_catalog
 from lockkit.platforms.targets import NothingInstallable, select
+from lockkit.wheelhouse.manifest import Entry
 
 __all__ = ["Checked", "FileKind", "Selected", "check_folder", "committed", "file_name_problem",
            "inside", "requirements", "selection"]
@@ -122,14 +124,14 @@ def committed(lock: Lock, project_dir: Path | None = None) -> list[Selected]:
 
 
 def check_folder(folder: Path, selected: list[Selected],
-                 manifest: dict[str, Any] | None = None) -> list[Checked]:
+                 entries: Mapping[str, Entry] | None = None) -> list[Checked]:
     """Hash every wheel of *folder* the lock selects; the wheels must be exactly those.
 
-    All problems are collected into one error naming each file or package.
+    All problems are collected into one error naming each file or package; *entries*
+    (the folder's manifest, :attr:`~lockkit.wheelhouse.manifest.Manifest.entries`) trace
+    the wheels built from the lock's sdists.
     """
-    built: dict[str, dict[str, Any]] = {
-        str(f.get("path")): f for f in (manifest or {}).get("files", [])
-        if isinstance(f, dict) and isinstance(f.get("built_from"), dict)}
+    built = {path: entry for path, entry in (entries or {}).items() if "built_from" in entry}
     checked: list[Checked] = []
     problems: list[str] = []
     for want in sorted(selected, key=lambda s: s.package):
@@ -151,7 +153,7 @@ def _named(problems: list[str]) -> set[str]:
     return {p.split(":", 1)[0] for p in problems}
 
 
-def _check_one(folder: Path, want: Selected, built: dict[str, dict[str, Any]]) -> Checked:
+def _check_one(folder: Path, want: Selected, built: Mapping[str, Entry]) -> Checked:
     if want.kind == "sdist":
         return _check_built(folder, want, built)
     path = folder / want.filename
@@ -164,10 +166,10 @@ def _check_one(folder: Path, want: Selected, built: dict[str, dict[str, Any]]) -
     return Checked(package=want.package, version=want.version, path=path, sha256=digest)
 
 
-def _check_built(folder: Path, want: Selected, built: dict[str, dict[str, Any]]) -> Checked:
+def _check_built(folder: Path, want: Selected, built: Mapping[str, Entry]) -> Checked:
     """A wheel built from the lock's sdist: traced through the manifest (see the module)."""
     for rel, entry in built.items():
-        if entry["built_from"].get("sha256") != want.sha256 or "/" in str(rel):
+        if entry.get("built_from", {}).get("sha256") != want.sha256 or "/" in str(rel):
             continue
         path = folder / str(rel)
         try:

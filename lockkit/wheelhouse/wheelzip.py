@@ -24,6 +24,7 @@ import datetime as _dt
 import shutil
 import time
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ __all__ = ["MIN_EPOCH", "normalize_wheel", "source_epoch"]
 MIN_EPOCH = 315532800  # 1980-01-01 00:00:00 UTC: the earliest date a zip can hold
 
 
-def source_epoch(entry: dict[str, Any]) -> int:
+def source_epoch(entry: Mapping[str, Any]) -> int:
     """``SOURCE_DATE_EPOCH`` for a lock's package entry: its sdist's ``upload-time``
     (PEP 751) if the lock has one, else 1980-01-01 -- a date of the sdist, never of the
     build."""

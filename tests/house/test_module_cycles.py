@@ -16,9 +16,6 @@ ALLOWED: set[tuple[str, ...]] = {
     # project.py reads TOML with inputs.load_toml; inputs.py names Project in its types
     # (config/ is another helper's folder in this round).
     ("lockkit.config.inputs", "lockkit.config.project"),
-    # model.py writes paths with roots.relative; roots.py names Dossier in its types
-    # (report/ is another helper's folder in this round).
-    ("lockkit.report.model", "lockkit.report.roots"),
 }
 
 

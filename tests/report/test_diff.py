@@ -175,6 +175,10 @@ def test_unreadable_input_exits_2_naming_the_file(tmp_path, capsys, content, wor
     ("bad.toml", 'lock-version = "1.0"\npackages = []\ntool = {lockkit = 1}\n',
      "tool.lockkit: not a table"),
     ("bad.json", '{"files": [1], "lock_sha256": "x"}', "files: not a list of file entries"),
+    ("bad.toml", 'lock-version = "1.0"\n[[packages]]\nname = 5\n',
+     "packages[0]: not a PEP 751 package table"),
+    ("bad.json", '{"files": [{"kind": "wheel", "package": 5, "sha256": "x"}], '
+                 '"lock_sha256": "x"}', "files: not a list of file entries"),
 ])
 def test_a_lock_or_manifest_of_the_wrong_shape_exits_2_naming_the_key(tmp_path, capsys, name,
                                                                       content, words):

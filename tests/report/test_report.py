@@ -9,6 +9,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uv
@@ -65,7 +66,7 @@ def test_fingerprints_are_fields_not_prose():
 
 def test_schema_1_dossier_is_upgraded_on_load():
     """Schema 1 kept fingerprints only as sentences; they are read once, when loading."""
-    old = _verify_dossier().to_dict()
+    old: dict[str, Any] = dict(_verify_dossier().to_dict())
     old["schema_version"] = 1
     old["fingerprints"]["files"] = [
         {"name": "fingerprint model.npz", "passed": False,

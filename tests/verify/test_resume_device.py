@@ -139,6 +139,7 @@ def test_on_a_cuda_platform_the_training_runs_on_cuda0_and_restores_its_generato
     assert run.found.resume is not None and run.found.resume.passed
     assert step.detail["device"] == "cuda:0"
     argvs = step.detail["argv"]
+    assert isinstance(argvs, list)
     assert len(argvs) == 4 and all(a[a.index("--device") + 1] == "cuda:0" for a in argvs)
     draws = json.loads((run.work / "resume" / "out-C" / "end.json").read_text())["rng"]
     assert set(draws) == {"python", "numpy", "torch", "cuda"}

@@ -92,7 +92,7 @@ def _load(cfg: EmbeddingConfig, root: Path, out: Path) -> tuple[_Loaded | None, 
     if missing:
         return None, CheckResult(name="files", passed=False,
                                  detail="missing: " + ", ".join(missing))
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {}  # _Loaded's fields by name, each as its reader returns it
     for name, (label, path, reader) in files.items():
         try:
             values[name] = reader(path, cfg.key) if reader is _array else reader(path)
