@@ -250,7 +250,11 @@ def test_a_signal_just_as_unpack_makes_its_stage_leaves_no_stage(tmp_path, monke
 
     def made_then_signalled(parent: Path, prefix: str) -> Path:
         stage = made(parent, prefix)
-        os.kill(os.getpid(), sig)
+        # raise(3): this very thread takes it before the call returns. kill(2) to the
+        # process may be taken by another thread (pytest-xdist runs some), whose handler
+        # can run after unpack has already finished on a loaded machine (a flake seen on
+        # 2 busy cores: "DID NOT RAISE").
+        signal.raise_signal(sig)
         return stage
 
     monkeypatch.setattr(archive, "temp_dir", made_then_signalled)
