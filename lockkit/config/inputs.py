@@ -17,30 +17,21 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.utils import canonicalize_name
 
-from lockkit._internal.compat import tomllib
 from lockkit._internal.keys import KeyReader
-from lockkit._internal.parse import parse_toml
-from lockkit.config.inputfile import NOT_FOUND, OUTSIDE_HINT, is_inside, not_regular
+from lockkit.config.inputfile import (
+    NOT_FOUND,
+    OUTSIDE_HINT,
+    is_inside,
+    is_pyproject,
+    load_toml,
+    not_regular,
+)
 from lockkit.errors import ConfigError
 
 if TYPE_CHECKING:
     from lockkit.config.project import Project
 
-__all__ = ["is_pyproject", "load_toml", "normalized_inputs", "resolver_inputs"]
-
-
-def is_pyproject(entry: str) -> bool:
-    """A ``requirements`` entry read as a pyproject.toml, not as a requirement file."""
-    return entry.endswith("pyproject.toml")
-
-
-def load_toml(path: Path) -> dict[str, Any]:
-    try:
-        return parse_toml(path.read_text(encoding="utf-8"), path)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: not found") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+__all__ = ["normalized_inputs", "resolver_inputs"]
 
 
 def _label(project: Project, path: Path) -> str:

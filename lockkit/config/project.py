@@ -22,7 +22,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from lockkit._internal.keys import KeyReader
 from lockkit._internal.redact import redact
 from lockkit.config.checks import VERIFY_KEYS, VerifyConfig, table_checks
-from lockkit.config.inputs import is_pyproject, load_toml
+from lockkit.config.inputfile import is_pyproject, load_toml
 from lockkit.config.keys import CiConfig, Runner, lockkit_requirement, runner_labels
 from lockkit.errors import ConfigError, UsageError
 from lockkit.index.urls import expand, is_index_url
