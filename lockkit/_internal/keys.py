@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 from lockkit.errors import ConfigError
 
 __all__ = ["KeyReader", "Problems", "Unknown", "did_you_mean"]
@@ -178,7 +178,7 @@ class KeyReader:
         if not self.errors:
             return None
         prefix = f"{self.source}: " if self.source is not None else ""
-        return Problems(message=redact(prefix + "; ".join(self.errors)),
+        return Problems(message=masked(prefix + "; ".join(self.errors)),
                         hint="; ".join(self.hints) or hint)
 
     def raise_if_any(self, hint: str | None = None) -> None:

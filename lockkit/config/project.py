@@ -13,6 +13,7 @@ The project's inputs (requirement files, pyproject.toml dependencies) are read b
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,12 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from lockkit._internal.keys import KeyReader
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import NO_SECRETS, Secrets
 from lockkit.config.checks import VERIFY_KEYS, VerifyConfig, table_checks
 from lockkit.config.inputfile import is_pyproject, load_toml
 from lockkit.config.keys import CiConfig, Runner, lockkit_requirement, runner_labels
 from lockkit.errors import ConfigError, UsageError
-from lockkit.index.urls import expand, is_index_url
+from lockkit.index.urls import is_index_url, secrets_of
 
 __all__ = ["Project", "find_project", "load_project", "project_root"]
 
@@ -61,6 +62,9 @@ class Project:
     verify: VerifyConfig = field(default_factory=VerifyConfig)  # [verify], validated at load
     ci: CiConfig = field(default_factory=CiConfig)  # [ci], validated at load
     max_page_size: int = 64  # MiB: the largest index page read (lockkit.index.http.read_page)
+    # the ${VAR} values of index-url and the mirrors (file and flags), filled in at load:
+    # what this project's output conceals (lockkit._internal.redact)
+    secrets: Secrets = field(default=NO_SECRETS, repr=False, compare=False)
 
     @property
     def locks_dir(self) -> Path:
@@ -120,12 +124,12 @@ def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
     """
     root = project_root(root)
     path, data = _read_table(root)
-    _known_secrets(data, [index_url or "", *(mirrors or [])])
+    secrets = _known_secrets(data, [index_url or "", *(mirrors or [])])
     options = _from_file(root, path, data)
     options["mirrors"] = {**options.get("mirrors", {}), **_mirror_flags(mirrors or [])}
     if index_url is not None:
         if not is_index_url(index_url):
-            raise UsageError(f"--index-url {redact(index_url)!r}: {_INDEX_URL_EXPECTED}",
+            raise UsageError(f"--index-url {secrets.redact(index_url)!r}: {_INDEX_URL_EXPECTED}",
                              hint="e.g. --index-url https://pypi.internal/simple or "
                                   "--index-url '${INDEX_URL}'")
         options["index_url"] = index_url
@@ -139,7 +143,7 @@ def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
             raise UsageError(f"--max-page-size {max_page_size}: expected {_PAGE_SIZE}")
         options["max_page_size"] = max_page_size
     return Project(root=root, config_file=path, requires_python=_requires_python(root),
-                   **options)
+                   secrets=secrets, **options)
 
 
 def _requires_python(root: Path) -> SpecifierSet | None:
@@ -162,16 +166,15 @@ def _requires_python(root: Path) -> SpecifierSet | None:
                           "specifier such as '>=3.11'") from None
 
 
-def _known_secrets(data: Any, flags: list[str]) -> None:
-    """Fill in (and so make known to :func:`redact`) every ``${VAR}`` of the index URLs,
-    from the file and the flags, before anything can be said: a message printed before
-    the first request (a bad input line, a warning) never shows a value either."""
-    table: dict[str, Any] = data if isinstance(data, dict) else {}
+def _known_secrets(data: object, flags: list[str]) -> Secrets:
+    """The values of every ``${VAR}`` of the index URLs, from the file and the flags,
+    known before anything can be said: a message printed before the first request (a bad
+    input line, a warning) never shows a value either."""
+    table: Mapping[str, object] = data if isinstance(data, dict) else {}
     mirrors = table.get("mirrors")
     values = list(mirrors.values()) if isinstance(mirrors, dict) else []
-    for text in [table.get("index-url"), *values, *flags]:
-        if isinstance(text, str):
-            expand(text)
+    return secrets_of(t for t in [table.get("index-url"), *values, *flags]
+                      if isinstance(t, str))
 
 
 def _from_file(root: Path, path: Path | None, data: Any) -> dict[str, Any]:

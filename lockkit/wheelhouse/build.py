@@ -35,7 +35,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from lockkit._internal import outdir, proc
 from lockkit._internal.endings import interrupt_held
 from lockkit._internal.fs import ignored_folder, sha256_file, temp_dir
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 from lockkit.cache.store import Cache, copy_file
 from lockkit.config.project import Project
 from lockkit.errors import BuildError, ConfigError, HashMismatch
@@ -115,7 +115,7 @@ def _item(project: Project, name: str, version: str, dist: PackageWheel | Packag
     sha = (dist.hashes or {}).get("sha256")
     if not sha:
         raise BuildError(f"{name}: {filename} has no sha256 in the lock")
-    mirrors = Mirrors(project.mirrors)
+    mirrors = Mirrors(project.mirrors, project.secrets)
     sources: list[str | PageRef] = []
     if mirrors.covers(url):  # the mirror first ...
         sources.append(mirrors.effective(url))
@@ -200,7 +200,7 @@ def _place_tools(stage: Path, kit: Toolset, cache: Cache) -> list[dict[str, Any]
 
 def _place(project: Project, stage: Path, item: Item, got: Got, cache: Cache) -> FileRecord:
     base: dict[str, Any] = dict(package=item.package, version=item.version, origin=got.origin,
-                                source=redact(item.want.source))
+                                source=masked(item.want.source))
     if item.kind == "wheel":  # the bytes placed hash to the lock's sha256 (Cache.place)
         dest = inside(stage, item.want.filename)
         cache.place(got.path, dest, item.want.sha256)
@@ -218,7 +218,8 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
     extra = {"SOURCE_DATE_EPOCH": str(epoch), "PYTHONHASHSEED": "0"}
     if project.index_url:  # the build backend from the project's index, as tools/ does;
         # in uv's environment, never its argv: the URL may hold credentials (``ps``)
-        extra["UV_DEFAULT_INDEX"] = Mirrors(project.mirrors).effective(project.index_url)
+        mirrors = Mirrors(project.mirrors, project.secrets)
+        extra["UV_DEFAULT_INDEX"] = mirrors.effective(project.index_url)
     env = proc.isolated_env(extra)
     with tempfile.TemporaryDirectory(prefix="lockkit-sdist-") as tmp:
         src = inside(Path(tmp), item.want.filename)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from lockkit import __version__
 from lockkit._internal.fs import write_atomic
-from lockkit._internal.redact import redact, strip_credentials
+from lockkit._internal.redact import masked, strip_credentials
 from lockkit.errors import ConfigError
 from lockkit.lock.model import LockMeta
 
@@ -322,4 +322,4 @@ def _repository(index: str | None, torch_index: str | None) -> str | None:
 
 def _url(url: str) -> str:
     """The official URL fit to publish: no user info at all, no ``${VAR}`` value."""
-    return strip_credentials(redact(url))
+    return strip_credentials(masked(url))
