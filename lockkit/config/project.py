@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
@@ -30,7 +30,10 @@ from lockkit.index.urls import is_index_url, secrets_of
 
 __all__ = ["Project", "find_project", "load_project", "project_root"]
 
-_LISTS = ("requirements", "platforms", "allow-sdist", "extras", "groups")  # lists of strings
+# the lists of strings, each with its Project field
+_LISTS: dict[str, Literal["requirements", "platforms", "allow_sdist", "extras", "groups"]] = {
+    "requirements": "requirements", "platforms": "platforms", "allow-sdist": "allow_sdist",
+    "extras": "extras", "groups": "groups"}
 # the lists that also take one string, and may not be empty: what each names
 _ONE_OR_MORE = {"requirements": "requirement file or pyproject.toml", "platforms": "platform"}
 _INDEX_URL_EXPECTED = "expected an http(s):// URL or a ${VAR} holding one"
@@ -40,6 +43,24 @@ _KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer", "
 _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
 _RFC3339_HINT = "e.g. 2024-10-01 or 2024-10-01T00:00:00Z"
 _PAGE_SIZE = "a whole number of MiB, at least 1 (the largest index page read)"
+
+
+class _Options(TypedDict, total=False):
+    """The :class:`Project` fields the file and the flags set (the rest keep their
+    defaults)."""
+
+    requirements: tuple[str, ...]
+    platforms: tuple[str, ...]
+    allow_sdist: tuple[str, ...]
+    extras: tuple[str, ...]
+    groups: tuple[str, ...]
+    python: str | None
+    index_url: str | None
+    mirrors: dict[str, str]
+    exclude_newer: str | None
+    max_page_size: int
+    verify: VerifyConfig
+    ci: CiConfig
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,7 +95,7 @@ class Project:
         return self.locks_dir / f"pylock.{platform}.toml"
 
 
-def _read_table(root: Path) -> tuple[Path | None, Any]:
+def _read_table(root: Path) -> tuple[Path | None, object]:
     for name, sub in (("lockkit.toml", None), ("pyproject.toml", ("tool", "lockkit"))):
         path = root / name
         if not path.is_file():
@@ -177,50 +198,53 @@ def _known_secrets(data: object, flags: list[str]) -> Secrets:
                       if isinstance(t, str))
 
 
-def _from_file(root: Path, path: Path | None, data: Any) -> dict[str, Any]:
+def _from_file(root: Path, path: Path | None, table: object) -> _Options:
     """The file's options as :class:`Project` keywords; every problem raised together."""
     c = KeyReader(path)
-    if not isinstance(data, dict):  # [tool] lockkit = 3
-        c.fail("tool.lockkit", f"expected a table, got {data!r}")
+    if not isinstance(table, dict):  # [tool] lockkit = 3
+        c.fail("tool.lockkit", f"expected a table, got {table!r}")
         c.raise_if_any()
+    data: Mapping[str, object] = table if isinstance(table, dict) else {}
     c.unknown(data, _KEYS)
-    options: dict[str, Any] = {}
-    for key in _LISTS:
+    options = _Options()
+    for key, name in _LISTS.items():
         value = c.strings(key, data.get(key), one=key in _ONE_OR_MORE)
         if value is not None:
-            options[key.replace("-", "_")] = value
+            options[name] = value
     for key, what in _ONE_OR_MORE.items():
         if data.get(key) in ([], ""):
             c.fail(key, f"empty; name at least one {what}")
     _check_selects(c, options)
     options["python"] = c.string("python", data.get("python"), 'a version string such as '
                                  '"3.11"', _PYTHON)
-    options["index_url"] = c.string("index-url", data.get("index-url"), "a URL string")
-    if options["index_url"] is not None and not is_index_url(options["index_url"]):
-        c.fail("index-url", f"{_INDEX_URL_EXPECTED}, got {options['index_url']!r}")
+    index_url = options["index_url"] = c.string("index-url", data.get("index-url"),
+                                                "a URL string")
+    if index_url is not None and not is_index_url(index_url):
+        c.fail("index-url", f"{_INDEX_URL_EXPECTED}, got {index_url!r}")
     options["mirrors"] = _mirror_table(c, data.get("mirrors", {}))
     if "exclude-newer" in data:
         options["exclude_newer"] = _rfc3339(c, "exclude-newer", data["exclude-newer"])
     if "max-page-size" in data:
         options["max_page_size"] = c.number("max-page-size", data["max-page-size"], 1,
                                             integer=True, expected=_PAGE_SIZE)
-    options.update(verify=_verify(c, root, data), ci=_ci(c, data))
+    options["verify"] = _verify(c, root, data)
+    options["ci"] = _ci(c, data)
     c.raise_if_any()
     return options
 
 
-def _check_selects(c: KeyReader, options: dict[str, Any]) -> None:
+def _check_selects(c: KeyReader, options: _Options) -> None:
     selects = [k for k in ("extras", "groups") if options.get(k)]
     if selects and not any(is_pyproject(r) for r in options.get("requirements", ())):
         c.fail(selects[0], "selects from a pyproject.toml, and requirements names none",
                hint='add "pyproject.toml" to requirements')
 
 
-def _verify(c: KeyReader, root: Path, data: dict[str, Any]) -> VerifyConfig:
+def _verify(c: KeyReader, root: Path, data: Mapping[str, object]) -> VerifyConfig:
     name, known = _TABLES["verify"]
     table = c.table(data, "verify", name)
     c.at("verify").unknown(table, known)
-    found: dict[str, Any] = {}
+    found: dict[str, object] = {}
     if not table:  # compile and its gate never read one: its modules stay unimported
         return VerifyConfig()
     for check in table_checks():
@@ -228,10 +252,10 @@ def _verify(c: KeyReader, root: Path, data: dict[str, Any]) -> VerifyConfig:
         found.update(values)
         for problem in problems:
             c.fail("", problem, hint=check.hint)
-    return VerifyConfig(**found)
+    return VerifyConfig.of(found)
 
 
-def _ci(c: KeyReader, data: dict[str, Any]) -> CiConfig:
+def _ci(c: KeyReader, data: Mapping[str, object]) -> CiConfig:
     name, known = _TABLES["ci"]
     table = c.table(data, "ci", name)
     c.at("ci").unknown(table, known)
@@ -252,7 +276,7 @@ def _ci(c: KeyReader, data: dict[str, Any]) -> CiConfig:
     return CiConfig(runners=found, lockkit=requirement)
 
 
-def _mirror_table(c: KeyReader, table: Any) -> dict[str, str]:
+def _mirror_table(c: KeyReader, table: object) -> dict[str, str]:
     if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
         c.fail("mirrors", "expected a table of 'official' = 'mirror' URLs")
         return {}
@@ -269,7 +293,7 @@ def _mirror_flags(flags: list[str]) -> dict[str, str]:
     return merged
 
 
-def _rfc3339(c: KeyReader, key: str, value: Any) -> str | None:
+def _rfc3339(c: KeyReader, key: str, value: object) -> str | None:
     """An RFC 3339 date (``2024-10-01``) or UTC timestamp (``2024-10-01T00:00:00Z``)."""
     text = value.isoformat() if hasattr(value, "isoformat") else value  # a TOML date/datetime
     if isinstance(text, str):

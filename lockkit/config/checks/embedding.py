@@ -12,12 +12,20 @@ reader (:class:`lockkit._internal.keys.KeyReader`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lockkit._internal.keys import KeyReader
-from lockkit.config.checks.rules import DEVICE_USE, Check, command, fingerprints, relative_path
+from lockkit.config.checks.rules import (
+    DEVICE_USE,
+    Check,
+    Fields,
+    command,
+    fingerprints,
+    relative_path,
+)
 from lockkit.errors import ConfigError
 
 __all__ = ["CHECK", "EMBEDDING_HINT", "EmbeddingConfig", "embedding_problems",
@@ -53,7 +61,7 @@ class EmbeddingConfig:
     timeout: float = 600.0
 
     @classmethod
-    def from_table(cls, project_root: Path, table: Any, *,
+    def from_table(cls, project_root: Path, table: object, *,
                    source: str = "lockkit.toml") -> EmbeddingConfig:
         """Validate every key, collect every error, raise them together."""
         r = _reader(source)
@@ -61,9 +69,9 @@ class EmbeddingConfig:
         r.raise_if_any(hint=EMBEDDING_HINT)
         return cls(**values)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The table as written in lockkit.toml, for the dossier."""
-        out: dict[str, Any] = {"command": list(self.command)}
+        out: dict[str, object] = {"command": list(self.command)}
         for name in _REQUIRED[1:-1] + _OPTIONAL:
             value = getattr(self, name.replace("-", "_"))
             if value is not None:
@@ -73,7 +81,7 @@ class EmbeddingConfig:
 
 
 def embedding_problems(project_root: Path,
-                       table: Any) -> tuple[EmbeddingConfig | None, list[str]]:
+                       table: object) -> tuple[EmbeddingConfig | None, list[str]]:
     """The validated table, or None and every problem, each naming its key path
     (``verify.embedding.dim: ...``) for the caller to prefix with the file."""
     r = _reader(None)
@@ -85,7 +93,7 @@ def _reader(source: str | None) -> KeyReader:
     return KeyReader(source, where="verify.embedding", unknown="path: unknown key")
 
 
-def _read(r: KeyReader, project_root: Path, table: Any) -> dict[str, Any]:
+def _read(r: KeyReader, project_root: Path, table: object) -> dict[str, Any]:
     """The table's values by :class:`EmbeddingConfig` field; every problem recorded."""
     if not isinstance(table, dict):
         r.fail("", f"expected a table, got {table!r}")
@@ -118,7 +126,7 @@ def _read(r: KeyReader, project_root: Path, table: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
-def _criteria(r: KeyReader, table: dict[str, Any]) -> None:
+def _criteria(r: KeyReader, table: Mapping[str, object]) -> None:
     """No default tolerance: the user declares one and says why."""
     if ("atol" in table) != ("rtol" in table):
         missing = "rtol" if "atol" in table else "atol"
@@ -127,7 +135,7 @@ def _criteria(r: KeyReader, table: dict[str, Any]) -> None:
         r.fail("atol", "no criterion: set atol and rtol, or min-cosine, or both")
 
 
-def load_embedding_config(project_root: Path, verify: Any, *,
+def load_embedding_config(project_root: Path, verify: object, *,
                           source: str = "lockkit.toml") -> EmbeddingConfig | None:
     """The project's embedding check, or None when it declares none."""
     if not isinstance(verify, dict):
@@ -137,7 +145,7 @@ def load_embedding_config(project_root: Path, verify: Any, *,
     return EmbeddingConfig.from_table(project_root, verify["embedding"], source=source)
 
 
-def _read_check(root: Path, verify: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _read_check(root: Path, verify: Mapping[str, object]) -> tuple[Fields, list[str]]:
     if "embedding" not in verify:
         return {}, []
     config, problems = embedding_problems(root, verify["embedding"])

@@ -9,12 +9,13 @@ judges it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lockkit._internal.keys import KeyReader
-from lockkit.config.checks.rules import DEVICE_USE, Check, command
+from lockkit.config.checks.rules import DEVICE_USE, Check, Fields, command
 
 __all__ = ["CHECK", "PLACEHOLDERS", "RESUME_HINT", "ResumeConfig", "resume_problems"]
 
@@ -49,11 +50,11 @@ class ResumeConfig:
                   "device": device}
         return [part.format(**values) for part in self.command]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The table as written in lockkit.toml, for the dossier."""
         if self.none is not None:
             return {"none": self.none}
-        out: dict[str, Any] = {"command": list(self.command), "steps": self.steps,
+        out: dict[str, object] = {"command": list(self.command), "steps": self.steps,
                                "resume-steps": self.resume_steps, "atol": self.atol,
                                "rtol": self.rtol, "timeout": self.timeout}
         if self.reason is not None:
@@ -61,7 +62,7 @@ class ResumeConfig:
         return out
 
 
-def resume_problems(table: Any) -> tuple[ResumeConfig | None, list[str]]:
+def resume_problems(table: object) -> tuple[ResumeConfig | None, list[str]]:
     """The validated table, or None and every problem, each naming its key path."""
     r = KeyReader(where="verify.resume", unknown="path: unknown key")
     if not isinstance(table, dict):
@@ -94,7 +95,7 @@ def resume_problems(table: Any) -> tuple[ResumeConfig | None, list[str]]:
     return ResumeConfig(**{k: v for k, v in values.items() if v is not None}), []
 
 
-def _read_check(root: Path, verify: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _read_check(root: Path, verify: Mapping[str, object]) -> tuple[Fields, list[str]]:
     if "resume" not in verify:
         return {}, []
     config, problems = resume_problems(verify["resume"])
