@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from lockkit._internal.keys import KeyReader
 from lockkit.config.checks.rules import (
@@ -54,6 +54,20 @@ class Comparison:
     def to_dict(self) -> dict[str, object]:
         return {"reference": self.reference, "atol": self.atol, "rtol": self.rtol,
                 "reason": self.reason}
+
+
+class _Command(TypedDict):
+    command: tuple[str, ...]
+
+
+class _Values(_Command, total=False):
+    """The :class:`ApplicationConfig` fields the table sets (Python 3.10 has no
+    ``typing.Required``: the required key comes from :class:`_Command`)."""
+
+    timeout: float
+    outputs: tuple[str, ...]
+    compare: tuple[Comparison, ...]
+    fingerprints: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,21 +138,26 @@ def _read(r: KeyReader, root: Path, table: Mapping[str, object]) -> ApplicationC
     before = len(r.errors)
     r.unknown(table, _KEYS)
     r.require(table, ("command",))
-    values: dict[str, Any] = {
-        "command": command(r, table.get("command"), ("python", "device"), use=_USE),
-        "timeout": r.number("timeout", table.get("timeout"), 1e-9),
-        "outputs": _outputs(r, root, table.get("outputs")),
-        "compare": _compare(r.at("compare"), root, table.get("compare")),
-    }
-    references = [c.reference for c in values["compare"] or ()]
+    argv = command(r, table.get("command"), ("python", "device"), use=_USE)
+    timeout = r.number("timeout", table.get("timeout"), 1e-9)
+    outputs = _outputs(r, root, table.get("outputs"))
+    compare = _compare(r.at("compare"), root, table.get("compare"))
+    references = [c.reference for c in compare or ()]
     prints = table.get("fingerprints")
-    values["fingerprints"] = fingerprints(r, prints, root, references, "the comparison")
+    pairs = fingerprints(r, prints, root, references, "the comparison")
     for path in references if prints is None else ():
         r.fail("fingerprints", f"missing: {path!r} is compared, so it needs an identity "
                                "(its sha256)")
-    if len(r.errors) > before:
+    if len(r.errors) > before or argv is None:
         return None
-    return ApplicationConfig(**{k: v for k, v in values.items() if v is not None})
+    values = _Values(command=argv, fingerprints=pairs)  # absent keys keep their defaults
+    if timeout is not None:
+        values["timeout"] = timeout
+    if outputs is not None:
+        values["outputs"] = outputs
+    if compare is not None:
+        values["compare"] = compare
+    return ApplicationConfig(**values)
 
 
 def _outputs(r: KeyReader, root: Path, value: object) -> tuple[str, ...] | None:

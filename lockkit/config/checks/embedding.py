@@ -12,10 +12,10 @@ reader (:class:`lockkit._internal.keys.KeyReader`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from lockkit._internal.keys import KeyReader
 from lockkit.config.checks.rules import (
@@ -65,9 +65,10 @@ class EmbeddingConfig:
                    source: str = "lockkit.toml") -> EmbeddingConfig:
         """Validate every key, collect every error, raise them together."""
         r = _reader(source)
-        values = _read(r, project_root, table)
+        config = _read(r, project_root, table)
         r.raise_if_any(hint=EMBEDDING_HINT)
-        return cls(**values)
+        assert config is not None  # a table read without a problem is a config
+        return config
 
     def to_dict(self) -> dict[str, object]:
         """The table as written in lockkit.toml, for the dossier."""
@@ -85,45 +86,50 @@ def embedding_problems(project_root: Path,
     """The validated table, or None and every problem, each naming its key path
     (``verify.embedding.dim: ...``) for the caller to prefix with the file."""
     r = _reader(None)
-    values = _read(r, project_root, table)
-    return (None, r.errors) if r.errors else (EmbeddingConfig(**values), [])
+    config = _read(r, project_root, table)
+    return (None, r.errors) if config is None else (config, [])
 
 
 def _reader(source: str | None) -> KeyReader:
     return KeyReader(source, where="verify.embedding", unknown="path: unknown key")
 
 
-def _read(r: KeyReader, project_root: Path, table: object) -> dict[str, Any]:
-    """The table's values by :class:`EmbeddingConfig` field; every problem recorded."""
+def _read(r: KeyReader, project_root: Path, table: object) -> EmbeddingConfig | None:
+    """The table as an :class:`EmbeddingConfig`; None when it has a problem, every
+    problem recorded on *r*."""
     if not isinstance(table, dict):
         r.fail("", f"expected a table, got {table!r}")
-        return {}
+        return None
     r.unknown(table, _REQUIRED + _OPTIONAL)
     r.require(table, _REQUIRED)
     root, get = project_root.resolve(), table.get
-    values = {
-        "command": command(r, get("command"), _PLACEHOLDERS,
-                           use="use {python}, {out} and " + DEVICE_USE,
-                           needed=("out",),
-                           why="the application must write into the folder lockkit re-reads"),
-        "embeddings": relative_path(r, "embeddings", get("embeddings"), None),
-        "ids": relative_path(r, "ids", get("ids"), None),
-        "sample": relative_path(r, "sample", get("sample"), root),
-        "reference": relative_path(r, "reference", get("reference"), root),
-        "reference_ids": relative_path(r, "reference-ids", get("reference-ids"), root),
-        "dtype": r.choice("dtype", get("dtype"), _DTYPES),
-        "dim": r.number("dim", get("dim"), 1, integer=True),
-        "reason": r.text("reason", get("reason")),
-        "key": r.text("key", get("key")),
-        "atol": r.number("atol", get("atol"), 0),
-        "rtol": r.number("rtol", get("rtol"), 0),
-        "min_cosine": r.number("min-cosine", get("min-cosine"), -1, 1),
-        "timeout": r.number("timeout", get("timeout"), 1e-9),
-    }
+    argv = command(r, get("command"), _PLACEHOLDERS, use="use {python}, {out} and " + DEVICE_USE,
+                   needed=("out",),
+                   why="the application must write into the folder lockkit re-reads")
+    embeddings = relative_path(r, "embeddings", get("embeddings"), None)
+    ids = relative_path(r, "ids", get("ids"), None)
+    sample = relative_path(r, "sample", get("sample"), root)
+    reference = relative_path(r, "reference", get("reference"), root)
+    reference_ids = relative_path(r, "reference-ids", get("reference-ids"), root)
+    dtype = r.choice("dtype", get("dtype"), _DTYPES)
+    dim = r.number("dim", get("dim"), 1, integer=True)
+    reason = r.text("reason", get("reason"))
+    key = r.text("key", get("key"))
+    atol = r.number("atol", get("atol"), 0)
+    rtol = r.number("rtol", get("rtol"), 0)
+    min_cosine = r.number("min-cosine", get("min-cosine"), -1, 1)
+    timeout = r.number("timeout", get("timeout"), 1e-9)
     _criteria(r, table)
-    read = [values[k] for k in ("sample", "reference", "reference_ids") if values[k]]
-    values["fingerprints"] = fingerprints(r, get("fingerprints"), root, read, "the check")
-    return {k: v for k, v in values.items() if v is not None}
+    read = [p for p in (sample, reference, reference_ids) if p]
+    pairs = fingerprints(r, get("fingerprints"), root, read, "the check")
+    if r.errors or argv is None or embeddings is None or ids is None or sample is None \
+            or reference is None or reference_ids is None or reason is None:
+        return None
+    config = EmbeddingConfig(command=argv, embeddings=embeddings, ids=ids, sample=sample,
+                             reference=reference, reference_ids=reference_ids, dtype=dtype,
+                             dim=dim, reason=reason, fingerprints=pairs, key=key, atol=atol,
+                             rtol=rtol, min_cosine=min_cosine)
+    return config if timeout is None else dataclasses.replace(config, timeout=timeout)
 
 
 def _criteria(r: KeyReader, table: Mapping[str, object]) -> None:
