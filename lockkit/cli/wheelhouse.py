@@ -196,7 +196,7 @@ def _sbom(args: argparse.Namespace) -> int:
                                               "write its own sbom.cdx.json)"))
     from lockkit.lock.model import Lock
 
-    written = sbom.refresh(folder, Lock.read(lock), out)
+    written = sbom.refresh(folder, Lock.read(lock), project.secrets, out)
     if out is not None and out.kind != "file":
         ui.say(f"{args.platform}: SBOM of {shown_path(folder)} -> {out.shown}")
         return 0

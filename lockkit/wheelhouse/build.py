@@ -170,7 +170,7 @@ def _assemble(project: Project, platform: Platform, out: Path, lock: Lock,
         records.sort(key=lambda r: r.path)
         extra = _place_tools(stage, kit, cache) if kit else []  # tools/: not the lock's files
         entries = {item.package: item.entry for item, _ in fetched}
-        write_meta(stage, platform, lock, entries, records, extra)
+        write_meta(stage, platform, lock, entries, records, extra, project.secrets)
         outdir.swap(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
