@@ -31,6 +31,8 @@ from pathlib import Path
 import _harness as h
 from _projects import synthetic_project
 
+from lockkit._internal.redact import NO_SECRETS
+
 __all__ = ["measure"]
 
 
@@ -61,7 +63,7 @@ def uv_calls(project: Path, out: Path, env: dict[str, str]) -> dict[str, UvCall]
     proj = load_project(project)
     calls = {}
     for name, plat in load_platforms(project).items():
-        indexes = Indexes.for_platform(plat, proj.mirrors, proj.index_url)
+        indexes = Indexes.for_platform(plat, proj.mirrors, proj.index_url, NO_SECRETS)
         output = out / f"pylock.{name}.toml"
         argv = uv_command(uv_bin(), [project / "requirements.in"], plat,
                           proj.python or plat.python, output)

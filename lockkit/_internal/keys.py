@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 from lockkit.errors import ConfigError
 
 __all__ = ["KeyReader", "Problems", "Unknown", "did_you_mean"]
@@ -79,7 +79,7 @@ class KeyReader:
         if hint and hint not in self.hints:
             self.hints.append(hint)
 
-    def unknown(self, table: Mapping[str, Any], known: Iterable[str]) -> None:
+    def unknown(self, table: Mapping[str, object], known: Iterable[str]) -> None:
         """Each key of *table* not in *known*, with the closest known one suggested."""
         known = sorted(known)
         for key in sorted(set(table) - set(known)):
@@ -90,14 +90,14 @@ class KeyReader:
                 self.fail(key, self.unknown_says.removeprefix("path: ")
                           + did_you_mean(key, known))
 
-    def require(self, table: Mapping[str, Any], keys: Iterable[str],
+    def require(self, table: Mapping[str, object], keys: Iterable[str],
                 why: str | None = "required") -> None:
         """Each of *keys* absent from *table*: ``key: missing (<why>)``."""
         for key in keys:
             if key not in table:
                 self.fail(key, f"missing ({why})" if why else "missing")
 
-    def typed(self, key: str, value: Any, kind: type | tuple[type, ...],
+    def typed(self, key: str, value: object, kind: type | tuple[type, ...],
               expected: str | None = None) -> Any:
         """*value* when it is a *kind* (None when absent); else ``expected <expected>, got
         <value>``, where *expected* defaults to the type's name (``expected str``)."""
@@ -107,13 +107,13 @@ class KeyReader:
         self.fail(key, f"expected {name}, got {value!r}")
         return None
 
-    def table(self, data: Mapping[str, Any], key: str, name: str = "") -> dict[str, Any]:
+    def table(self, data: Mapping[str, object], key: str, name: str = "") -> dict[str, Any]:
         """``data[key]`` as a table: empty when absent, or when not a table (recorded); the
         table as parsed, foreign until read through this reader."""
         found = self.typed(key, data.get(key), dict, f"a table ({name})" if name else "a table")
         return found if found is not None else {}
 
-    def string(self, key: str, value: Any, expected: str,
+    def string(self, key: str, value: object, expected: str,
                pattern: re.Pattern[str] | None = None) -> str | None:
         """An optional string, matching *pattern* when given."""
         if value is None:
@@ -123,14 +123,14 @@ class KeyReader:
         self.fail(key, f"expected {expected}, got {value!r}")
         return None
 
-    def text(self, key: str, value: Any, expected: str = "a non-empty string") -> str | None:
+    def text(self, key: str, value: object, expected: str = "a non-empty string") -> str | None:
         """An optional string with something in it."""
         if value is not None and (not isinstance(value, str) or not value.strip()):
             self.fail(key, f"expected {expected}, got {value!r}")
             return None
         return value
 
-    def strings(self, key: str, value: Any, *, one: bool = False,
+    def strings(self, key: str, value: object, *, one: bool = False,
                 empty: bool = True) -> tuple[str, ...] | None:
         """A list of strings (with *one*, a single string is a list of one; without
         *empty*, the list may not be empty)."""
@@ -146,7 +146,7 @@ class KeyReader:
         self.fail(key, f"expected {kind}, got {value!r}")
         return None
 
-    def choice(self, key: str, value: Any, allowed: tuple[str, ...], *,
+    def choice(self, key: str, value: object, allowed: tuple[str, ...], *,
                says: Literal["expected one of", "is not one of"] = "expected one of") -> Any:
         """An optional value among *allowed*; else ``expected one of a, b, got 'x'`` (the
         [verify.*] tables) or ``'x' is not one of a, b`` (the platform files)."""
@@ -157,7 +157,7 @@ class KeyReader:
                   else f"{value!r} is not one of {listed}")
         return None
 
-    def number(self, key: str, value: Any, low: float, high: float = math.inf, *,
+    def number(self, key: str, value: object, low: float, high: float = math.inf, *,
                integer: bool = False, expected: str | None = None) -> Any:
         """An optional finite number (an int with *integer*; never a bool) in [low, high];
         the problem says ``expected an integer in [1, inf]`` unless *expected* words it."""
@@ -179,7 +179,7 @@ class KeyReader:
         if not self.errors:
             return None
         prefix = f"{self.source}: " if self.source is not None else ""
-        return Problems(message=redact(prefix + "; ".join(self.errors)),
+        return Problems(message=masked(prefix + "; ".join(self.errors)),
                         hint="; ".join(self.hints) or hint)
 
     def raise_if_any(self, hint: str | None = None) -> None:

@@ -12,12 +12,13 @@ module logs to its own child logger (``logging.getLogger(__name__)``: ``lockkit.
   time;
 - ``-vv``: also :data:`logging.DEBUG` lines.
 
-One handler writes the message alone (no ``INFO:``), redacted
-(:func:`~lockkit._internal.redact.redact`: no ``user:token@``, no ``${VAR}`` value), to the
-``sys.stderr`` of the moment it writes: a rich progress bar that holds stderr, or a test
-that captures it, gets it. A failing write
-(a closed stderr) raises as ``print`` would, for the command line to end on, instead of
-logging's "--- Logging error ---".
+One handler writes the message alone (no ``INFO:``), redacted (no ``user:token@``, and no
+``${VAR}`` value of the command's project: :func:`hide` hands it the project's
+:class:`~lockkit._internal.redact.Secrets`, which the command line takes back at the start
+of the next command), to the ``sys.stderr`` of the moment it writes: a rich progress bar
+that holds stderr, or a test that captures it, gets it. A failing write (a closed stderr)
+raises as ``print`` would, for the command line to end on, instead of logging's "--- Logging
+error ---".
 
 This module is imported when a command runs, never for ``--version`` (logging and what it
 imports cost a few ms there).
@@ -29,9 +30,9 @@ import logging
 import sys
 import threading
 
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import NO_SECRETS, Secrets
 
-__all__ = ["VERBOSE", "configure", "level_of", "logger", "quiet"]
+__all__ = ["VERBOSE", "configure", "hidden", "hide", "level_of", "logger", "quiet"]
 
 VERBOSE = 15  # pip's VERBOSE: between DEBUG and INFO
 logging.addLevelName(VERBOSE, "VERBOSE")
@@ -41,12 +42,16 @@ _CONFIGURING = threading.Lock()  # two threads' first lines add one handler, not
 
 
 class _Stderr(logging.Handler):
-    """The message alone, redacted, one write per line (threads never interleave: the
-    handler's lock is held around :meth:`emit`)."""
+    """The message alone, redacted with the command's *secrets*, one write per line
+    (threads never interleave: the handler's lock is held around :meth:`emit`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets = NO_SECRETS
 
     def emit(self, record: logging.LogRecord) -> None:
         out = sys.stderr
-        out.write(redact(record.getMessage()) + "\n")
+        out.write(self.secrets.redact(record.getMessage()) + "\n")
         out.flush()
 
 
@@ -62,12 +67,33 @@ def configure(verbosity: int = 0) -> logging.Logger:
     """Set the ``lockkit`` logger's level, with its one stderr handler (added once: the
     command line configures it on every run, tests run it many times in one process)."""
     root = logging.getLogger(_ROOT)
-    with _CONFIGURING:
-        if not any(isinstance(h, _Stderr) for h in root.handlers):
-            root.addHandler(_Stderr())
+    _handler(root)
     root.propagate = False  # the command line owns stderr: no second copy through root
     root.setLevel(level_of(verbosity))
     return root
+
+
+def hide(secrets: Secrets) -> None:
+    """Conceal *secrets* (the command's project's) in every line said from now on, the
+    error the command ends on included, until the next command hands its own
+    (:data:`~lockkit._internal.redact.NO_SECRETS` as it starts)."""
+    _handler(logger()).secrets = secrets
+
+
+def hidden() -> Secrets:
+    """The secrets the command's stderr lines conceal (what :func:`hide` was handed): a
+    progress bar, which rich draws on stderr beside the log lines, conceals them too."""
+    return _handler(logger()).secrets
+
+
+def _handler(root: logging.Logger) -> _Stderr:
+    with _CONFIGURING:
+        for h in root.handlers:
+            if isinstance(h, _Stderr):
+                return h
+        handler = _Stderr()
+        root.addHandler(handler)
+        return handler
 
 
 def logger() -> logging.Logger:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockkit._internal.endings import interrupt_held
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 from lockkit.errors import CommandError
 
 __all__ = ["Recorder", "Result", "Stop", "call", "check", "ending", "finish", "isolated_env",
@@ -58,7 +58,7 @@ def last_error_line(text: str, *, limit: int = 300) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     errors = [ln for ln in lines if _ERROR_LINE.match(ln)]
     line = errors[0] if errors else (lines[-1] if lines else "no output")
-    return redact(line[:limit])
+    return masked(line[:limit])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,7 +81,7 @@ class Result:
 
     @property
     def display(self) -> str:
-        return redact(" ".join(self.argv))
+        return masked(" ".join(self.argv))
 
 
 Recorder = Callable[[Result], None]

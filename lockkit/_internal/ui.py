@@ -16,11 +16,12 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from lockkit._internal import log
-from lockkit._internal.redact import redact
 
 if TYPE_CHECKING:
     import logging
     from typing import Any, TextIO
+
+    from lockkit._internal.redact import Secrets
 
 __all__ = ["Advance", "Transfer", "console", "error", "fetch_summary", "human_size",
            "interactive", "print_table", "progress", "quiet", "say", "transfer", "warn"]
@@ -103,10 +104,11 @@ def _once(message: str | None) -> Callable[[], None]:
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
-                stream: TextIO | None = None, *, whole: Sequence[str] = ()) -> None:
-    """A table (a step's note may hold an error's text: every cell is redacted, as
-    :func:`say` redacts its line). Cells are text, never rich markup: a package's
-    ``torch[cuda]`` is shown as it is.
+                stream: TextIO | None = None, *, secrets: Secrets,
+                whole: Sequence[str] = ()) -> None:
+    """A table (a step's note may hold an error's text: every cell is redacted with the
+    project's *secrets*, as :func:`say` redacts its line). Cells are text, never rich
+    markup: a package's ``torch[cuda]`` is shown as it is.
 
     On a terminal narrower than the table, columns wrap at spaces, and a word is folded
     only where the width leaves no other way (:func:`_fitted`); the columns named in
@@ -116,8 +118,8 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     stream = stream or sys.stderr
     if stream is sys.stderr and quiet():
         return
-    title = redact(title)
-    cells = [[redact("" if c is None else str(c)) for c in row] for row in rows]
+    title = secrets.redact(title)
+    cells = [[secrets.redact("" if c is None else str(c)) for c in row] for row in rows]
     if interactive(stream):
         from rich.table import Column, Table
         from rich.text import Text
@@ -216,11 +218,12 @@ def progress(description: str, total: float | None, *, bytes_: bool = False,
                        BarColumn()]
     cols += [DownloadColumn(), TransferSpeedColumn()] if bytes_ else [MofNCompleteColumn()]
     with Progress(*cols, TimeElapsedColumn(), console=console(), transient=True) as bar:
-        task = bar.add_task(redact(description), total=total)
+        hidden = log.hidden()
+        task = bar.add_task(hidden.redact(description), total=total)
 
         def advance(n: float = 1, description: str | None = None) -> None:
             bar.update(task, advance=n,
-                       description=None if description is None else redact(description))
+                       description=None if description is None else hidden.redact(description))
 
         yield advance
 
@@ -327,7 +330,7 @@ def transfer(description: str, files: int, total_bytes: int | None,
 
     with Progress(TextColumn("{task.description}", markup=False), BarColumn(20), _Amount(),
                   TimeElapsedColumn(), console=console(), transient=True) as bar:
-        f = bar.add_task(redact(description), total=files, unit="files")
+        f = bar.add_task(log.hidden().redact(description), total=files, unit="files")
         b = bar.add_task("downloaded", total=total_bytes if total_bytes or not unknown else None,
                          unit="bytes", unknown=unknown, local={})
         yield Transfer(bar, f, b)

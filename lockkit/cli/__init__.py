@@ -113,8 +113,10 @@ def _run_command(args: argparse.Namespace, command: str, verbosity: int) -> int:
     import time
 
     from lockkit._internal import log
+    from lockkit._internal.redact import NO_SECRETS
 
     logger = log.configure(verbosity)
+    log.hide(NO_SECRETS)  # no other project's values: this command's come as it loads it
     start = time.perf_counter()
     try:
         code: int = importlib.import_module(_COMMANDS[args.command]).handle(args)

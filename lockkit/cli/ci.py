@@ -19,11 +19,11 @@ __all__ = ["handle"]
 def handle(args: argparse.Namespace) -> int:
     from lockkit._internal import outfile
     from lockkit.ci import workflow as ci
-    from lockkit.config.project import load_project
+    from lockkit.cli.common import load
     from lockkit.platforms.definitions import load_catalog
 
     repo, rel = ci.locate_project(args.project, Path.cwd())
-    project = load_project(repo / rel)
+    project = load(repo / rel)
     default = repo / ci.DEFAULT_OUTPUT
     target = outfile.check(args.output or default, what=ci.WHAT,
                            recognise=ci.recognise, force=args.force,

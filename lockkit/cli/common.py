@@ -6,7 +6,7 @@ modules are imported on first use."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lockkit._internal import ui
 from lockkit.errors import UsageError
@@ -20,8 +20,20 @@ if TYPE_CHECKING:
     from lockkit.lock.model import Lock
     from lockkit.platforms.definitions import Platform
 
-__all__ = ["check_given_paths", "for_project", "lock_fetcher", "new_report_folder",
+__all__ = ["check_given_paths", "for_project", "load", "lock_fetcher", "new_report_folder",
            "output_inputs", "pick_platform", "project_root", "shown_path", "wheelhouse_folder"]
+
+
+def load(given: Path | None, **flags: Any) -> Project:
+    """The project a command works on (:func:`lockkit.config.project.load_project`, with
+    the command's *flags*), its ``${VAR}`` values concealed from then on in every line the
+    command says (:func:`lockkit._internal.log.hide`): each command loads it here."""
+    from lockkit._internal import log
+    from lockkit.config.project import load_project
+
+    project = load_project(given, **flags)
+    log.hide(project.secrets)
+    return project
 
 
 def project_root(given: Path | None) -> Path:
@@ -29,9 +41,7 @@ def project_root(given: Path | None) -> Path:
     (:func:`lockkit.config.project.load_project`: the nearest lockkit.toml or [tool.lockkit]
     upward), so pack and sbom work from the same
     sub-folder build did."""
-    from lockkit.config.project import load_project
-
-    return load_project(given).root
+    return load(given).root
 
 
 def output_inputs(project: Project) -> Inputs:

@@ -21,10 +21,10 @@ __all__ = ["handle"]
 
 
 def handle(args: argparse.Namespace) -> int:
-    from lockkit.config.project import load_project
+    from lockkit.cli.common import load
     from lockkit.platforms.definitions import load_catalog
 
-    project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url,
+    project = load(args.project, mirrors=args.mirror, index_url=args.index_url,
                            exclude_newer=args.exclude_newer, max_page_size=args.max_page_size)
     selected = load_catalog(project.root).select(args.platform, args.all, project.platforms,
                                                  project.config_file)
@@ -51,7 +51,7 @@ def handle(args: argparse.Namespace) -> int:
                                      on_warning=ui.warn)
     ui.print_table("lockkit compile", ("platform", "status", "packages", "lock"),
                    [(o.platform, o.status, o.packages or "", o.path.relative_to(project.root))
-                    for o in outcomes], stream=sys.stdout)
+                    for o in outcomes], stream=sys.stdout, secrets=project.secrets)
     failed = [o for o in outcomes if o.error]
     for o in failed[1:]:
         ui.error(f"error: {o.error}")

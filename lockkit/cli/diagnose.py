@@ -17,6 +17,7 @@ __all__ = ["handle"]
 
 
 def handle(args: argparse.Namespace) -> int:
+    from lockkit._internal.redact import NO_SECRETS  # no project: no ${VAR} filled in
     from lockkit.report import json as json_format
     from lockkit.report import terminal
     from lockkit.report.roots import absolute
@@ -33,10 +34,10 @@ def handle(args: argparse.Namespace) -> int:
                        command_line=tuple(["lockkit", *sys.argv[1:]]))
     if args.json:
         sys.stdout.write(json_format.render(absolute(dossier) if args.absolute_paths
-                                            else dossier))
+                                            else dossier, NO_SECRETS))
     else:
-        terminal.steps_table(dossier)
-        terminal.diagnose_facts(dossier)
+        terminal.steps_table(dossier, NO_SECRETS)
+        terminal.diagnose_facts(dossier, NO_SECRETS)
     if no_torch(dossier):
         ui.error(f"lockkit: no torch in {shown_path(python)}; give --python PATH "
                "(an interpreter with torch)")

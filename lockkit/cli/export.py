@@ -17,14 +17,14 @@ __all__ = ["handle"]
 
 def handle(args: argparse.Namespace) -> int:
     from lockkit._internal import outfile
-    from lockkit.config.project import load_project
+    from lockkit.cli.common import load
     from lockkit.lock import export
     from lockkit.lock.freshness import stale_warning
     from lockkit.platforms.definitions import load_catalog
 
     if args.format == "pylock" and args.output not in (None, outfile.STDOUT):
         export.check_pylock_name(args.output)
-    project = load_project(args.project, mirrors=args.mirror)
+    project = load(args.project, mirrors=args.mirror)
     target = outfile.check(args.output or outfile.STDOUT, what="an export",
                            recognise=export.recognise, force=args.force, flag="-o",
                            inputs=output_inputs(project))

@@ -9,6 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from lockkit._internal import ui
+from lockkit._internal.redact import NO_SECRETS  # platform files: no project secrets
 from lockkit.cli.common import project_root
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def _show(platforms: dict[str, Platform], args: argparse.Namespace) -> None:
                  p.torch_releases) for p in platforms.values()]
         ui.print_table("lockkit platforms", ("name", "os", "arch", "python", "backend",
                                              "torch index", "torch releases"), rows,
-                       stream=sys.stdout)
+                       stream=sys.stdout, secrets=NO_SECRETS)
 
 
 def _torch_from(p: Platform) -> str:
@@ -67,4 +68,4 @@ def _host(platforms: Mapping[str, Platform], as_json: bool) -> None:
         (i, r.platform.name, "runs here", r.reason) for i, r in enumerate(fits, 1)]
     rows += [("", r.platform.name, "ruled out", r.reason) for r in out]
     ui.print_table("lockkit platforms --host", ("#", "platform", "verdict", "why"), rows,
-                   stream=sys.stdout)
+                   stream=sys.stdout, secrets=NO_SECRETS)

@@ -25,11 +25,11 @@ __all__ = ["handle"]
 
 
 def handle(args: argparse.Namespace) -> int:
-    from lockkit.config.project import load_project
+    from lockkit.cli.common import load
     from lockkit.verify import sync
     from lockkit.verify.context import Options
 
-    project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
+    project = load(args.project, mirrors=args.mirror, index_url=args.index_url)
     platform = pick_platform(project, args.platform, "sync")
     check_given_paths(args)
     venv = sync.target(args.venv if args.venv is not None else project.root / ".venv",
@@ -56,7 +56,8 @@ def _report(done: Synced, project: Project, platform: Platform,
                    + ("synced" if done.swapped else f"not synced ({d.result})"),
                    ("#", "step", "status", "seconds", "first error / reason"),
                    [(i, s.name, s.shown_status, f"{s.duration_s:.2f}", s.note)
-                    for i, s in enumerate(d.steps, 1)], stream=sys.stdout)
+                    for i, s in enumerate(d.steps, 1)], stream=sys.stdout,
+                   secrets=project.secrets)
     if args.verify:
         _write_dossier(done, project, platform, absolute_paths=args.absolute_paths)
     for warning in d.warnings:
@@ -91,5 +92,5 @@ def _write_dossier(done: Synced, project: Project, platform: Platform, *,
     reports = ignored_folder(project.root / ".lockkit", committed=("ci",)) / "reports"
     folder = new_report_folder(reports / platform.name, stamp)
     write_folder(folder, absolute(done.dossier) if absolute_paths else done.dossier,
-                 done.attachments)
+                 done.attachments, project.secrets)
     ui.say(f"dossier: {shown_path(folder / 'dossier.json')}")

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
+    from lockkit._internal.redact import Secrets
     from lockkit.report.records import Variant
     from lockkit.verify.run import Outcome
 
@@ -34,12 +35,12 @@ __all__ = ["handle"]
 def handle(args: argparse.Namespace) -> int:
     from lockkit._internal.outdir import check
     from lockkit.cache.layout import default_cache_dir
-    from lockkit.config.project import load_project
+    from lockkit.cli.common import load
     from lockkit.verify.context import Options as VerifyOptions
     from lockkit.verify.existing import PLAN as EXISTING
     from lockkit.verify.run import PLAN, verify
 
-    project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
+    project = load(args.project, mirrors=args.mirror, index_url=args.index_url)
     platform = pick_platform(project, args.platform, "verify")
     check_given_paths(args)
     existing = _existing(args)
@@ -69,7 +70,7 @@ def handle(args: argparse.Namespace) -> int:
     folder = report_dir or new_report_folder(
         ignored_folder(project.root / ".lockkit", committed=("ci",)) / "reports"
         / platform.name, stamp)
-    return _report(outcome, folder, args)
+    return _report(outcome, folder, args, project.secrets)
 
 
 def _junit(args: argparse.Namespace, project: Any) -> Any:
@@ -140,24 +141,26 @@ def _step_progress(platform: str, advance: ui.Advance) -> Callable[[str, int, in
     return step_progress
 
 
-def _report(outcome: Outcome, folder: Path, args: argparse.Namespace) -> int:
-    """The dossier written into *folder* and shown; a run that did not pass is the error."""
+def _report(outcome: Outcome, folder: Path, args: argparse.Namespace,
+            secrets: Secrets) -> int:
+    """The dossier written into *folder* and shown, *secrets* (the project's) concealed; a
+    run that did not pass is the error."""
     from lockkit.report import json as json_format
     from lockkit.report import terminal, write_folder
     from lockkit.report.junit import write_junit
     from lockkit.report.roots import absolute
 
     dossier = absolute(outcome.dossier) if args.absolute_paths else outcome.dossier
-    write_folder(folder, dossier, outcome.attachments)
+    write_folder(folder, dossier, outcome.attachments, secrets)
     if args.junit:
-        write_junit(dossier, args.junit)
+        write_junit(dossier, args.junit, secrets)
     if args.json:
-        sys.stdout.write(json_format.render(dossier))
+        sys.stdout.write(json_format.render(dossier, secrets))
     elif args.junit is not None and args.junit.to_stdout:
         with contextlib.redirect_stdout(sys.stderr):  # the report took stdout's place
-            terminal.steps_table(dossier)
+            terminal.steps_table(dossier, secrets)
     else:
-        terminal.steps_table(dossier)
+        terminal.steps_table(dossier, secrets)
     terminal.warnings(dossier)
     if outcome.venv:
         ui.say(f"venv kept: {outcome.venv} (remove {outcome.venv.parent} when done; "

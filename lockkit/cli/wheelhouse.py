@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
+    from lockkit._internal.redact import Secrets
     from lockkit.lock.model import Lock
 
 __all__ = ["handle"]
@@ -37,7 +38,7 @@ def _build(args: argparse.Namespace) -> int:
     from lockkit._internal.outdir import check
     from lockkit.cache.layout import default_cache_dir
     from lockkit.cache.store import Cache
-    from lockkit.config.project import load_project
+    from lockkit.cli.common import load
     from lockkit.index.auth import Credentials
     from lockkit.lock.freshness import stale_warning
     from lockkit.platforms.definitions import load_catalog
@@ -47,7 +48,7 @@ def _build(args: argparse.Namespace) -> int:
     for folder in args.find_links:
         if not folder.is_dir():
             raise UsageError(f"--find-links {folder}: not a folder")
-    project = load_project(args.project, mirrors=args.mirror, index_url=args.index_url)
+    project = load(args.project, mirrors=args.mirror, index_url=args.index_url)
     platform, = load_catalog(project.root).select([args.platform], False, project.platforms)
     out = check(args.out or project.root / "wheelhouse" / platform.name, kind="wheelhouse",
                 platform=platform.name, project=project.root,
@@ -83,7 +84,7 @@ def _build(args: argparse.Namespace) -> int:
     _printed(platform.name, out, [(r.package, r.version, r.path, human_size(r.size),
                                    _where(r.origin) + (" (built from sdist)" if r.built_from
                                                        else "")) for r in result.files],
-             result)
+             result, project.secrets)
     if with_tools:
         ui.say(f"{platform.name}: tools/ has lockkit and its dependencies "
                f"({len(list((out / 'tools').glob('*.whl')))} wheels) for the offline machine")
@@ -103,12 +104,12 @@ _LOCAL = {"cache": "from the cache", "find-links": "from --find-links"}
 
 
 def _printed(platform: str, out: Path, rows: list[tuple[str, str, str, str, str]],
-             result: Any) -> None:
+             result: Any, secrets: Secrets) -> None:
     """The table, then what was downloaded and what was not (the bytes the cache or a
     --find-links folder gave: a warm rebuild says so, not "0 bytes downloaded" alone)."""
     ui.print_table(f"lockkit wheelhouse build {platform}",
                    ("package", "version", "file", "size", "from"), rows, stream=sys.stdout,
-                   whole=("file",))
+                   secrets=secrets, whole=("file",))
     local = "".join(f", {human_size(size)} {_LOCAL[where]} ({files} files)"
                     for where, (files, size) in result.local.items() if files)
     ui.say(f"{platform}: {len(rows)} wheels, {human_size(result.downloaded_bytes)} "
@@ -130,10 +131,10 @@ def _tools_wanted(args: argparse.Namespace, platform: Any, lock: Lock) -> bool:
 def _pack(args: argparse.Namespace) -> int:
     """Write the archive (``-o -``: on stdout, then the sha256 line goes to stderr)."""
     from lockkit._internal import outfile
-    from lockkit.config.project import load_project
+    from lockkit.cli.common import load
     from lockkit.wheelhouse import archive
 
-    project = load_project(args.project)
+    project = load(args.project)
     root = project.root
     folder = wheelhouse_folder(args.folder, root, args.platform)
     if args.lock is not None and not args.lock.is_file():
@@ -179,10 +180,10 @@ def _sbom(args: argparse.Namespace) -> int:
     """Write the SBOM; its path goes to stdout (``-o -``: the SBOM itself), a summary line
     to stderr."""
     from lockkit._internal import outfile
-    from lockkit.config.project import load_project
+    from lockkit.cli.common import load
     from lockkit.wheelhouse import sbom
 
-    project = load_project(args.project)
+    project = load(args.project)
     root = project.root
     folder = wheelhouse_folder(args.folder, root, args.platform)
     lock = (args.lock or root / "locks" / f"pylock.{args.platform}.toml").absolute()
@@ -195,7 +196,7 @@ def _sbom(args: argparse.Namespace) -> int:
                                               "write its own sbom.cdx.json)"))
     from lockkit.lock.model import Lock
 
-    written = sbom.refresh(folder, Lock.read(lock), out)
+    written = sbom.refresh(folder, Lock.read(lock), project.secrets, out)
     if out is not None and out.kind != "file":
         ui.say(f"{args.platform}: SBOM of {shown_path(folder)} -> {out.shown}")
         return 0

@@ -148,7 +148,8 @@ def _prepare(project: Project, platform: Platform, uv: str, http: Http,
     them), with the lock's metadata and inputs record."""
     python = lock_python(project, platform)
     record = inputs_record(project, platform, python, requirements)
-    indexes = Indexes.for_platform(platform, project.mirrors, project.index_url)
+    indexes = Indexes.for_platform(platform, project.mirrors, project.index_url,
+                                     project.secrets)
     start = time.perf_counter()
     resolution = _resolve(project, platform, python, indexes, options, requirements, uv, http)
     _log.log(VERBOSE, "%s: uv resolved in %.2f s", platform.name, time.perf_counter() - start)

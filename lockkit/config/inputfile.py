@@ -22,10 +22,14 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
+from lockkit._internal.compat import tomllib
+from lockkit._internal.parse import parse_toml
 from lockkit.errors import ConfigError
 
-__all__ = ["NOT_FOUND", "OUTSIDE_HINT", "is_inside", "not_regular", "read_text"]
+__all__ = ["NOT_FOUND", "OUTSIDE_HINT", "is_inside", "is_pyproject", "load_toml", "not_regular",
+           "read_text"]
 
 NOT_FOUND = "not found"
 OUTSIDE_HINT = ("lines of a file outside the project are never shown: fix them in that file, "
@@ -35,6 +39,22 @@ _SYSTEM = (Path("/proc"), Path("/dev"), Path("/sys"))
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
 _ONLY = "lockkit reads inputs from regular files only"
+
+
+def is_pyproject(entry: str) -> bool:
+    """A ``requirements`` entry read as a pyproject.toml, not as a requirement file."""
+    return entry.endswith("pyproject.toml")
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """The TOML document at *path* as read (foreign data: its tables are checked by the
+    reader of each key); a missing or broken file is one ConfigError naming it."""
+    try:
+        return parse_toml(path.read_text(encoding="utf-8"), path)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: not found") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
 
 
 def _kind(mode: int) -> str:

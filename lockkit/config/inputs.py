@@ -11,36 +11,27 @@ what is wrong in a file outside the project is said without quoting it
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Container, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
-from lockkit._internal.compat import tomllib
 from lockkit._internal.keys import KeyReader
-from lockkit._internal.parse import parse_toml
-from lockkit.config.inputfile import NOT_FOUND, OUTSIDE_HINT, is_inside, not_regular
+from lockkit.config.inputfile import (
+    NOT_FOUND,
+    OUTSIDE_HINT,
+    is_inside,
+    is_pyproject,
+    load_toml,
+    not_regular,
+)
 from lockkit.errors import ConfigError
 
 if TYPE_CHECKING:
     from lockkit.config.project import Project
 
-__all__ = ["is_pyproject", "load_toml", "normalized_inputs", "resolver_inputs"]
-
-
-def is_pyproject(entry: str) -> bool:
-    """A ``requirements`` entry read as a pyproject.toml, not as a requirement file."""
-    return entry.endswith("pyproject.toml")
-
-
-def load_toml(path: Path) -> dict[str, Any]:
-    try:
-        return parse_toml(path.read_text(encoding="utf-8"), path)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: not found") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+__all__ = ["normalized_inputs", "resolver_inputs"]
 
 
 def _label(project: Project, path: Path) -> str:
@@ -170,11 +161,12 @@ def _pyproject_inputs(project: Project, path: Path) -> dict[str, list[str]]:
     return found
 
 
-def _project_table(r: KeyReader, label: str, table: dict[str, Any],
+def _project_table(r: KeyReader, label: str, table: Mapping[str, object],
                    extras: bool) -> dict[str, list[str]]:
     """[project].dependencies, read statically; what uv would refuse or have to build the
     project for is an error here."""
     dynamic = table.get("dynamic", [])
+    dynamic = dynamic if isinstance(dynamic, Container) else []
     if not isinstance(table.get("name"), str):
         r.fail("project.name", "missing (uv requires it in a [project] table)")
     if "version" not in table and "version" not in dynamic:
@@ -190,9 +182,10 @@ def _project_table(r: KeyReader, label: str, table: dict[str, Any],
         r, table.get("dependencies", []), "project.dependencies")}
 
 
-def _spec(r: KeyReader, value: Any, key: str) -> list[str]:
+def _spec(r: KeyReader, value: object, key: str) -> list[str]:
     """One requirement normalised (a list of one), or its error recorded (an empty list)."""
-    if r.typed(key, value, str, "a requirement string") is None:
+    if not isinstance(value, str):
+        r.typed(key, value, str, "a requirement string")  # records the problem
         return []
     from lockkit.config.reqfile import normalize_requirement
 
@@ -203,7 +196,7 @@ def _spec(r: KeyReader, value: Any, key: str) -> list[str]:
         return []
 
 
-def _specs(r: KeyReader, values: Any, key: str) -> list[str]:
+def _specs(r: KeyReader, values: object, key: str) -> list[str]:
     if not isinstance(values, list):
         r.fail(key, "expected a list of requirement strings")
         return []
@@ -219,13 +212,13 @@ def _undeclared(name: str, table: str, declared: list[str]) -> str:
     return f"{name!r} is not declared in [{table}] ({tip})"
 
 
-def _by_name(table: Any) -> dict[str, Any]:
+def _by_name(table: object) -> dict[str, object]:
     """A table keyed by canonical names: extras and groups compare normalised."""
     return {canonicalize_name(k): v for k, v in table.items()} if isinstance(table, dict) \
         else {}
 
 
-def _selected(r: KeyReader, label: str, declared: dict[str, Any], wanted: tuple[str, ...],
+def _selected(r: KeyReader, label: str, declared: Mapping[str, object], wanted: tuple[str, ...],
               key: str, section: str,
               read: Callable[[str], list[str]]) -> dict[str, list[str]]:
     """The wanted extras or groups, each read by ``read``; an undeclared one is an error."""
@@ -239,15 +232,15 @@ def _selected(r: KeyReader, label: str, declared: dict[str, Any], wanted: tuple[
     return found
 
 
-def _group(r: KeyReader, declared: dict[str, Any], name: str,
+def _group(r: KeyReader, declared: Mapping[str, object], name: str,
            trail: tuple[str, ...]) -> list[str]:
     """A group's requirements with its ``{include-group = ...}`` entries expanded (PEP 735)."""
     if name in trail:
         r.fail("dependency-groups", f"include-group cycle {' -> '.join((*trail, name))}")
         return []
     key = f"dependency-groups.{name}"
-    items = declared[name] if isinstance(declared[name], list) else None
-    if items is None:
+    items = declared[name]
+    if not isinstance(items, list):
         r.fail(key, "expected a list")
         return []
     out: list[str] = []

@@ -8,14 +8,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Any, Literal
+from typing import Literal
 
 __all__ = ["CiConfig", "LockkitRequirement", "Runner", "lockkit_requirement", "runner_labels"]
 
 Runner = str | list[str]  # one runner label, or labels a runner must all carry
 
 
-def runner_labels(value: Any) -> Runner | None:
+def runner_labels(value: object) -> Runner | None:
     """A ``[ci.runners]`` value with its labels stripped, or None when it is not one label
     or a non-empty list of labels."""
     if isinstance(value, str) and value.strip():
@@ -46,7 +46,7 @@ class LockkitRequirement:
     source: Source = "index"
 
 
-def lockkit_requirement(value: Any, key: str = "ci.lockkit"
+def lockkit_requirement(value: object, key: str = "ci.lockkit"
                         ) -> tuple[LockkitRequirement | None, list[str]]:
     """Parse ``[ci] lockkit``: one pip requirement line naming lockkit, pinned to one
     version, file, URL or commit (``lockkit>=1`` from an index is refused: the name there

@@ -13,23 +13,27 @@ The project's inputs (requirement files, pyproject.toml dependencies) are read b
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from lockkit._internal.keys import KeyReader
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import NO_SECRETS, Secrets
 from lockkit.config.checks import VERIFY_KEYS, VerifyConfig, table_checks
-from lockkit.config.inputs import is_pyproject, load_toml
+from lockkit.config.inputfile import is_pyproject, load_toml
 from lockkit.config.keys import CiConfig, Runner, lockkit_requirement, runner_labels
 from lockkit.errors import ConfigError, UsageError
-from lockkit.index.urls import expand, is_index_url
+from lockkit.index.urls import is_index_url, secrets_of
 
 __all__ = ["Project", "find_project", "load_project", "project_root"]
 
-_LISTS = ("requirements", "platforms", "allow-sdist", "extras", "groups")  # lists of strings
+# the lists of strings, each with its Project field
+_LISTS: dict[str, Literal["requirements", "platforms", "allow_sdist", "extras", "groups"]] = {
+    "requirements": "requirements", "platforms": "platforms", "allow-sdist": "allow_sdist",
+    "extras": "extras", "groups": "groups"}
 # the lists that also take one string, and may not be empty: what each names
 _ONE_OR_MORE = {"requirements": "requirement file or pyproject.toml", "platforms": "platform"}
 _INDEX_URL_EXPECTED = "expected an http(s):// URL or a ${VAR} holding one"
@@ -39,6 +43,24 @@ _KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer", "
 _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
 _RFC3339_HINT = "e.g. 2024-10-01 or 2024-10-01T00:00:00Z"
 _PAGE_SIZE = "a whole number of MiB, at least 1 (the largest index page read)"
+
+
+class _Options(TypedDict, total=False):
+    """The :class:`Project` fields the file and the flags set (the rest keep their
+    defaults)."""
+
+    requirements: tuple[str, ...]
+    platforms: tuple[str, ...]
+    allow_sdist: tuple[str, ...]
+    extras: tuple[str, ...]
+    groups: tuple[str, ...]
+    python: str | None
+    index_url: str | None
+    mirrors: dict[str, str]
+    exclude_newer: str | None
+    max_page_size: int
+    verify: VerifyConfig
+    ci: CiConfig
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +83,9 @@ class Project:
     verify: VerifyConfig = field(default_factory=VerifyConfig)  # [verify], validated at load
     ci: CiConfig = field(default_factory=CiConfig)  # [ci], validated at load
     max_page_size: int = 64  # MiB: the largest index page read (lockkit.index.http.read_page)
+    # the ${VAR} values of index-url and the mirrors (file and flags), filled in at load:
+    # what this project's output conceals (lockkit._internal.redact)
+    secrets: Secrets = field(default=NO_SECRETS, repr=False, compare=False)
 
     @property
     def locks_dir(self) -> Path:
@@ -70,7 +95,7 @@ class Project:
         return self.locks_dir / f"pylock.{platform}.toml"
 
 
-def _read_table(root: Path) -> tuple[Path | None, Any]:
+def _read_table(root: Path) -> tuple[Path | None, object]:
     for name, sub in (("lockkit.toml", None), ("pyproject.toml", ("tool", "lockkit"))):
         path = root / name
         if not path.is_file():
@@ -120,12 +145,12 @@ def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
     """
     root = project_root(root)
     path, data = _read_table(root)
-    _known_secrets(data, [index_url or "", *(mirrors or [])])
+    secrets = _known_secrets(data, [index_url or "", *(mirrors or [])])
     options = _from_file(root, path, data)
     options["mirrors"] = {**options.get("mirrors", {}), **_mirror_flags(mirrors or [])}
     if index_url is not None:
         if not is_index_url(index_url):
-            raise UsageError(f"--index-url {redact(index_url)!r}: {_INDEX_URL_EXPECTED}",
+            raise UsageError(f"--index-url {secrets.redact(index_url)!r}: {_INDEX_URL_EXPECTED}",
                              hint="e.g. --index-url https://pypi.internal/simple or "
                                   "--index-url '${INDEX_URL}'")
         options["index_url"] = index_url
@@ -139,7 +164,7 @@ def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
             raise UsageError(f"--max-page-size {max_page_size}: expected {_PAGE_SIZE}")
         options["max_page_size"] = max_page_size
     return Project(root=root, config_file=path, requires_python=_requires_python(root),
-                   **options)
+                   secrets=secrets, **options)
 
 
 def _requires_python(root: Path) -> SpecifierSet | None:
@@ -162,62 +187,64 @@ def _requires_python(root: Path) -> SpecifierSet | None:
                           "specifier such as '>=3.11'") from None
 
 
-def _known_secrets(data: Any, flags: list[str]) -> None:
-    """Fill in (and so make known to :func:`redact`) every ``${VAR}`` of the index URLs,
-    from the file and the flags, before anything can be said: a message printed before
-    the first request (a bad input line, a warning) never shows a value either."""
-    table: dict[str, Any] = data if isinstance(data, dict) else {}
+def _known_secrets(data: object, flags: list[str]) -> Secrets:
+    """The values of every ``${VAR}`` of the index URLs, from the file and the flags,
+    known before anything can be said: a message printed before the first request (a bad
+    input line, a warning) never shows a value either."""
+    table: Mapping[str, object] = data if isinstance(data, dict) else {}
     mirrors = table.get("mirrors")
     values = list(mirrors.values()) if isinstance(mirrors, dict) else []
-    for text in [table.get("index-url"), *values, *flags]:
-        if isinstance(text, str):
-            expand(text)
+    return secrets_of(t for t in [table.get("index-url"), *values, *flags]
+                      if isinstance(t, str))
 
 
-def _from_file(root: Path, path: Path | None, data: Any) -> dict[str, Any]:
+def _from_file(root: Path, path: Path | None, table: object) -> _Options:
     """The file's options as :class:`Project` keywords; every problem raised together."""
     c = KeyReader(path)
-    if not isinstance(data, dict):  # [tool] lockkit = 3
-        c.fail("tool.lockkit", f"expected a table, got {data!r}")
+    if not isinstance(table, dict):  # [tool] lockkit = 3
+        c.fail("tool.lockkit", f"expected a table, got {table!r}")
         c.raise_if_any()
+    data: Mapping[str, object] = table if isinstance(table, dict) else {}
     c.unknown(data, _KEYS)
-    options: dict[str, Any] = {}
-    for key in _LISTS:
+    options = _Options()
+    for key, name in _LISTS.items():
         value = c.strings(key, data.get(key), one=key in _ONE_OR_MORE)
         if value is not None:
-            options[key.replace("-", "_")] = value
+            options[name] = value
     for key, what in _ONE_OR_MORE.items():
         if data.get(key) in ([], ""):
             c.fail(key, f"empty; name at least one {what}")
     _check_selects(c, options)
     options["python"] = c.string("python", data.get("python"), 'a version string such as '
                                  '"3.11"', _PYTHON)
-    options["index_url"] = c.string("index-url", data.get("index-url"), "a URL string")
-    if options["index_url"] is not None and not is_index_url(options["index_url"]):
-        c.fail("index-url", f"{_INDEX_URL_EXPECTED}, got {options['index_url']!r}")
+    index_url = options["index_url"] = c.string("index-url", data.get("index-url"),
+                                                "a URL string")
+    if index_url is not None and not is_index_url(index_url):
+        c.fail("index-url", f"{_INDEX_URL_EXPECTED}, got {index_url!r}")
     options["mirrors"] = _mirror_table(c, data.get("mirrors", {}))
     if "exclude-newer" in data:
         options["exclude_newer"] = _rfc3339(c, "exclude-newer", data["exclude-newer"])
     if "max-page-size" in data:
         options["max_page_size"] = c.number("max-page-size", data["max-page-size"], 1,
                                             integer=True, expected=_PAGE_SIZE)
-    options.update(verify=_verify(c, root, data), ci=_ci(c, data))
+    options["verify"] = _verify(c, root, data)
+    options["ci"] = _ci(c, data)
     c.raise_if_any()
     return options
 
 
-def _check_selects(c: KeyReader, options: dict[str, Any]) -> None:
+def _check_selects(c: KeyReader, options: _Options) -> None:
     selects = [k for k in ("extras", "groups") if options.get(k)]
     if selects and not any(is_pyproject(r) for r in options.get("requirements", ())):
         c.fail(selects[0], "selects from a pyproject.toml, and requirements names none",
                hint='add "pyproject.toml" to requirements')
 
 
-def _verify(c: KeyReader, root: Path, data: dict[str, Any]) -> VerifyConfig:
+def _verify(c: KeyReader, root: Path, data: Mapping[str, object]) -> VerifyConfig:
     name, known = _TABLES["verify"]
     table = c.table(data, "verify", name)
     c.at("verify").unknown(table, known)
-    found: dict[str, Any] = {}
+    found: dict[str, object] = {}
     if not table:  # compile and its gate never read one: its modules stay unimported
         return VerifyConfig()
     for check in table_checks():
@@ -225,10 +252,10 @@ def _verify(c: KeyReader, root: Path, data: dict[str, Any]) -> VerifyConfig:
         found.update(values)
         for problem in problems:
             c.fail("", problem, hint=check.hint)
-    return VerifyConfig(**found)
+    return VerifyConfig.of(found)
 
 
-def _ci(c: KeyReader, data: dict[str, Any]) -> CiConfig:
+def _ci(c: KeyReader, data: Mapping[str, object]) -> CiConfig:
     name, known = _TABLES["ci"]
     table = c.table(data, "ci", name)
     c.at("ci").unknown(table, known)
@@ -249,7 +276,7 @@ def _ci(c: KeyReader, data: dict[str, Any]) -> CiConfig:
     return CiConfig(runners=found, lockkit=requirement)
 
 
-def _mirror_table(c: KeyReader, table: Any) -> dict[str, str]:
+def _mirror_table(c: KeyReader, table: object) -> dict[str, str]:
     if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
         c.fail("mirrors", "expected a table of 'official' = 'mirror' URLs")
         return {}
@@ -266,7 +293,7 @@ def _mirror_flags(flags: list[str]) -> dict[str, str]:
     return merged
 
 
-def _rfc3339(c: KeyReader, key: str, value: Any) -> str | None:
+def _rfc3339(c: KeyReader, key: str, value: object) -> str | None:
     """An RFC 3339 date (``2024-10-01``) or UTC timestamp (``2024-10-01T00:00:00Z``)."""
     text = value.isoformat() if hasattr(value, "isoformat") else value  # a TOML date/datetime
     if isinstance(text, str):

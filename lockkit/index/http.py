@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from lockkit import __version__
 from lockkit._internal.log import VERBOSE
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 
 if TYPE_CHECKING:
     import ssl
@@ -103,8 +103,8 @@ class Policy:
             import urllib.parse
 
             host = urllib.parse.urlsplit(url).hostname or ""
-            return f"cannot resolve the host name {redact(host)}: {resolve.strerror}"
-        return redact(str(exc)) or type(exc).__name__
+            return f"cannot resolve the host name {masked(host)}: {resolve.strerror}"
+        return masked(str(exc)) or type(exc).__name__
 
     def build(self) -> httpx.Client:
         """A new ``httpx.Client`` that sends requests as this policy says."""
@@ -189,7 +189,7 @@ class PageTooLarge(Exception):
     :data:`PAGE_HINT` (the routing index records it on the page uv asked for)."""
 
     def __init__(self, url: str, limit: int) -> None:
-        super().__init__(f"{redact(url)}: the page is larger than {mib(limit)}, the most "
+        super().__init__(f"{masked(url)}: the page is larger than {mib(limit)}, the most "
                          "lockkit reads of an index page (max-page-size); not read further")
         self.url, self.limit = url, limit
 

@@ -7,7 +7,7 @@ import hashlib
 import threading
 from typing import TYPE_CHECKING
 
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 from lockkit.errors import IndexError_
 from lockkit.index.http import MAX_PAGE, TIMEOUT, Client, Policy, read_page
 
@@ -71,7 +71,7 @@ class Http:
         with self._lock:
             known = self.failed.get(host)
         if known is not None:
-            raise IndexError_(f"cannot fetch {redact(url)}: not asked again, its host failed "
+            raise IndexError_(f"cannot fetch {masked(url)}: not asked again, its host failed "
                               f"earlier in this run: {known}")
         try:
             with self.client.stream("GET", url, headers={"Accept": "text/html"}) as resp:
@@ -80,7 +80,7 @@ class Http:
             why = self.policy.why(exc, url)
             with self._lock:
                 self.failed.setdefault(host, why)
-            raise IndexError_(f"cannot fetch {redact(url)}: {why}") from exc
+            raise IndexError_(f"cannot fetch {masked(url)}: {why}") from exc
         return resp.status_code, body.decode(resp.encoding or "utf-8", "replace")
 
     def hash(self, url: str) -> str:
@@ -93,7 +93,7 @@ class Http:
                 for chunk in resp.iter_bytes():
                     digest.update(chunk)
         except httpx.HTTPError as exc:
-            raise IndexError_(f"cannot hash {redact(url)}: {redact(str(exc))}") from exc
+            raise IndexError_(f"cannot hash {masked(url)}: {masked(str(exc))}") from exc
         return digest.hexdigest()
 
     def close(self) -> None:

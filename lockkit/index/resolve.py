@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from lockkit._internal import proc
 from lockkit._internal.compat import tomllib
 from lockkit._internal.fs import temp_folder
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 from lockkit._internal.uv import UV_TIMEOUT, uv_bin
 from lockkit.errors import IndexError_, ResolutionError
 from lockkit.index.http import PAGE_HINT, TIMEOUT
@@ -132,7 +132,7 @@ def silent_bound(timeout: float) -> float:
 
 
 def _explain(stderr: str) -> str:
-    text = redact(stderr.strip())
+    text = masked(stderr.strip())
     lines = [ln for ln in text.splitlines() if ln.strip()]
     return " ".join(ln.strip() for ln in lines[:6])[:600] or "uv failed without a message"
 
@@ -222,7 +222,7 @@ def _raise_for(stderr: str, platform: Platform, indexes: Indexes,
     if routing is not None:  # uv names the routing index where the PyTorch index is meant
         stderr = stderr.replace(routing.url, routing.official_index)
     why = _explain(stderr)
-    torch = redact(indexes.torch_official or "")
+    torch = masked(indexes.torch_official or "")
     asked = [p for name, p in routing.pages.items() if name in routing.asked] if routing else []
     for page in asked:  # a page only prefetched is not what uv failed on
         if page.status is None:
@@ -271,7 +271,7 @@ def no_such_torch(platform: Platform, requirements: dict[str, list[str]],
     wanted = " and ".join(f"torch{r.specifier}" for r in asked)
     raise ResolutionError(
         f"{platform.name}: no resolution: no torch matching {wanted} on the PyTorch index "
-        f"{redact(platform.torch_index)}; it serves torch {shown}",
+        f"{masked(platform.torch_index)}; it serves torch {shown}",
         hint="change the torch requirement, or choose a platform whose torch releases "
              "include it ('lockkit platforms')")
 

@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING
 from packaging.utils import canonicalize_name as canonical_name
 
 from lockkit._internal.log import VERBOSE
-from lockkit._internal.redact import redact, strip_credentials
+from lockkit._internal.redact import masked, strip_credentials
 from lockkit.index.http import PageTooLarge
 from lockkit.index.loopback import Loopback
 from lockkit.index.pages import parse_links
@@ -227,7 +227,7 @@ class RoutingIndex:
         except PageTooLarge as exc:  # read up to the limit only; uv gets a 502 (failed)
             return Page(name=name, error=str(exc), too_large=exc)
         except Exception as exc:  # noqa: BLE001 - any transport failure is "unreachable"
-            return Page(name=name, error=redact(str(exc)) or type(exc).__name__)
+            return Page(name=name, error=masked(str(exc)) or type(exc).__name__)
         if status != 200:
             return Page(name=name, status=status)
         links = parse_links(text)

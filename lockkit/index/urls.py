@@ -26,17 +26,17 @@ from __future__ import annotations
 import os
 import re
 import urllib.parse
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lockkit._internal.redact import conceal, redact, remember, strip_credentials
+from lockkit._internal.redact import Secrets, masked, strip_credentials
 
 if TYPE_CHECKING:
     from lockkit.platforms.definitions import Platform
 
 __all__ = ["Indexes", "Mirrors", "apply_mirrors", "expand", "is_index_url", "origin",
-           "placeholders", "printable", "requirement_form", "unapply_mirrors"]
+           "placeholders", "printable", "requirement_form", "secrets_of", "unapply_mirrors"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _LEADING = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}(?=[/?#]|$)")
@@ -47,19 +47,23 @@ def expand(url: str) -> str:
     """Fill ``${VAR}`` placeholders from the environment (for use, never for writing).
 
     ``https://${VAR}/path``, a whole-URL placeholder as the lock writes it, is the URL
-    the variable holds followed by the path. Every value filled in is remembered
-    (``lockkit._internal.redact.remember``): whatever later prints or writes text holding it shows
-    the placeholder instead.
+    the variable holds followed by the path. What prints or writes text holding a value
+    shows the placeholder instead through the project's :func:`secrets_of` its URLs.
     """
     def fill(m: re.Match[str]) -> str:
-        value = os.environ.get(m.group(1), "")
-        remember(m.group(0), value)
-        return value
+        return os.environ.get(m.group(1), "")
 
     whole = _whole_url(url[len(_AS_HOST):]) if url.startswith(_AS_HOST) else None
     if whole is not None:
         return fill(whole).rstrip("/") + _VAR.sub(fill, url[len(_AS_HOST) + whole.end():])
     return _VAR.sub(fill, url)
+
+
+def secrets_of(texts: Iterable[str]) -> Secrets:
+    """The secrets of *texts* (index URLs, mirrors): each ``${VAR}`` in them with the value
+    the environment holds for it, as :func:`expand` fills it in."""
+    return Secrets.of({p: os.environ.get(p[2:-1], "") for text in texts
+                       for p in placeholders(text)})
 
 
 def placeholders(text: str) -> list[str]:
@@ -95,7 +99,9 @@ def requirement_form(url: str) -> str:
 
 
 def printable(url: str) -> str:
-    return redact(url)
+    """*url* with its user info made ``***`` (its ``${VAR}`` values are concealed where the
+    message is printed, by the project's secrets)."""
+    return masked(url)
 
 
 def origin(url: str) -> str:
@@ -117,12 +123,12 @@ def apply_mirrors(url: str, mirrors: Mapping[str, str]) -> str:
     return url
 
 
-def unapply_mirrors(url: str, mirrors: Mapping[str, str]) -> str:
+def unapply_mirrors(url: str, mirrors: Mapping[str, str], secrets: Secrets) -> str:
     """The official URL of an effective one: credentials dropped, the mirror mapped back,
     ``${VAR}`` values put back as placeholders (a default index whose path holds a token;
     one that holds the whole URL is written where the host goes)."""
-    bare = conceal(strip_credentials(url))
-    targets = {official: conceal(strip_credentials(expand(m))).rstrip("/")
+    bare = secrets.conceal(strip_credentials(url))
+    targets = {official: secrets.conceal(strip_credentials(expand(m))).rstrip("/")
                for official, m in mirrors.items()}
     for official, mirror in sorted(targets.items(), key=lambda kv: len(kv[1]), reverse=True):
         if mirror and _under(bare, mirror):
@@ -131,16 +137,18 @@ def unapply_mirrors(url: str, mirrors: Mapping[str, str]) -> str:
 
 
 class Mirrors:
-    """The project's mirror table, with the three forms as single calls."""
+    """The project's mirror table, with the three forms as single calls; *secrets* (the
+    project's) turn an effective URL's ``${VAR}`` values back into placeholders."""
 
-    def __init__(self, table: Mapping[str, str] | None = None) -> None:
+    def __init__(self, table: Mapping[str, str] | None, secrets: Secrets) -> None:
         self.table = {k.rstrip("/"): v.rstrip("/") for k, v in (table or {}).items()}
+        self.secrets = secrets
 
     def effective(self, official: str) -> str:
         return expand(apply_mirrors(official, self.table))
 
     def official(self, effective: str) -> str:
-        return unapply_mirrors(effective, self.table)
+        return unapply_mirrors(effective, self.table, self.secrets)
 
     def covers(self, official: str) -> bool:
         """True when a mirror serves *official* (so the official host is never asked)."""
@@ -159,12 +167,12 @@ class Indexes:
     torch_effective: str | None
     default_effective: str | None  # None: uv's own default index
     default_official: str | None = None  # as written to the lock: no credentials, no mirror
-    mirrors: Mirrors = field(default_factory=Mirrors)
+    mirrors: Mirrors
 
     @classmethod
     def for_platform(cls, platform: Platform, mirrors: dict[str, str],
-                     index_url: str | None) -> Indexes:
-        table = Mirrors(mirrors)
+                     index_url: str | None, secrets: Secrets) -> Indexes:
+        table = Mirrors(mirrors, secrets)
         torch = platform.torch_index
         return cls(
             torch_official=torch,

@@ -46,7 +46,7 @@ from typing import Any
 from packaging.pylock import Pylock, PylockValidationError
 from packaging.utils import canonicalize_name
 
-from lockkit._internal.redact import conceal, strip_credentials
+from lockkit._internal.redact import Secrets, strip_credentials
 from lockkit.config.project import Project
 from lockkit.errors import ConfigError, UsageError
 from lockkit.index.urls import apply_mirrors, requirement_form
@@ -95,8 +95,9 @@ class Requirements:
 class _Urls:
     """The one rule for every URL written: mirrors (unless official), no user info."""
 
-    def __init__(self, mirrors: dict[str, str] | None) -> None:
+    def __init__(self, mirrors: dict[str, str] | None, secrets: Secrets) -> None:
         self.mirrors = mirrors or {}
+        self.secrets = secrets
         self.dropped = False
 
     def covers(self, url: str) -> bool:
@@ -106,7 +107,7 @@ class _Urls:
         url = apply_mirrors(url, self.mirrors)
         bare = strip_credentials(url)
         self.dropped |= bare != url
-        return conceal(urllib.parse.urlsplit(bare)._replace(fragment="").geturl())
+        return self.secrets.conceal(urllib.parse.urlsplit(bare)._replace(fragment="").geturl())
 
 
 def read(project: Project, platform: Platform) -> Lock:
@@ -138,7 +139,7 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
     requirement lines."""
     lock = lock or read(project, platform)
     path, pylock, sha = lock.path, lock.pylock, lock.sha256
-    urls = _Urls(None if official else project.mirrors)
+    urls = _Urls(None if official else project.mirrors, project.secrets)
     entries = lock.package_tables()
     torch_index = (platform.torch_index or "").rstrip("/")
     default = _default_index(entries, torch_index)
@@ -229,7 +230,7 @@ def pylock_text(project: Project, platform: Platform, *, official: bool = False,
     validated as PEP 751."""
     lock = lock or read(project, platform)
     path = lock.path
-    urls = _Urls(None if official else project.mirrors)
+    urls = _Urls(None if official else project.mirrors, project.secrets)
     out = copy.deepcopy(dict(lock.data))
     for package in out.get("packages", []):
         if isinstance(package.get("index"), str):

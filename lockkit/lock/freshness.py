@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from lockkit._internal.compat import tomllib
 from lockkit._internal.parse import parse_toml
-from lockkit._internal.redact import redact, strip_credentials
+from lockkit._internal.redact import masked, strip_credentials
 from lockkit.config.inputs import normalized_inputs
 from lockkit.config.project import Project
 from lockkit.errors import ConfigError, LockkitError
@@ -88,7 +88,7 @@ def inputs_record(project: Project, platform: Platform, python: str,
     """*requirements* is :func:`lockkit.config.inputs.normalized_inputs`, read once per command."""
     return {
         # a direct URL in a requirement may carry user:token@: recorded redacted
-        "requirements": {label: [redact(r) for r in reqs]
+        "requirements": {label: [masked(r) for r in reqs]
                          for label, reqs in requirements.items()},
         "options": _options(project, platform, python),
     }

@@ -16,7 +16,7 @@ import tomli_w
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 from lockkit.errors import GuardError, IndexError_
 from lockkit.lock.model import LockMeta, with_meta
 from lockkit.platforms.definitions import Platform
@@ -62,8 +62,8 @@ def check_guards(doc: dict[str, Any], platform: Platform, indexes: Indexes,
             if stray:
                 strays.append(
                     f"{name} must come from the PyTorch index "
-                    f"{redact(indexes.torch_official or '')}, whose page for {name} did not list "
-                    f"{redact(stray[0])}; no fallback to the default index")
+                    f"{masked(indexes.torch_official or '')}, whose page for {name} did not list "
+                    f"{masked(stray[0])}; no fallback to the default index")
     problems += _backend_problems(doc, platform)
     if strays:
         raise IndexError_(f"{platform.name}: " + "; ".join(strays + problems))

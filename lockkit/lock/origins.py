@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 from lockkit.index.urls import Mirrors, expand, origin
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def shown(value: Any, limit: int = 200) -> str:
     redacted, control characters escaped, cut at *limit* characters."""
     if value is None:
         return "(none)"
-    text = redact(value if isinstance(value, str) else repr(value))
+    text = masked(value if isinstance(value, str) else repr(value))
     text = text.encode("unicode_escape").decode("ascii")
     return text if len(text) <= limit else f"{text[:limit - 3]}..."
 
@@ -95,7 +95,7 @@ class Origins:
     def of(cls, project: Project, platform: Platform) -> Origins:
         from packaging.utils import canonicalize_name
 
-        mirrors = Mirrors(project.mirrors)
+        mirrors = Mirrors(project.mirrors, project.secrets)
         torch = platform.torch_index
         family = frozenset(canonicalize_name(n) for n in platform.torch_packages) \
             if torch else frozenset()

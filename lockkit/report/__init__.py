@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from lockkit._internal.fs import write_atomic
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import Secrets
 from lockkit.report import json as json_format
 from lockkit.report import markdown
 from lockkit.report.model import Dossier
@@ -30,12 +30,14 @@ from lockkit.report.roots import relative_text
 __all__ = ["write_folder"]
 
 
-def write_folder(folder: Path, dossier: Dossier, attachments: Mapping[str, str]) -> None:
-    """``dossier.json``, ``dossier.md`` and the run's attachments (logs), redacted, their
+def write_folder(folder: Path, dossier: Dossier, attachments: Mapping[str, str],
+                 secrets: Secrets) -> None:
+    """``dossier.json``, ``dossier.md`` and the run's attachments (logs), redacted with the
+    project's *secrets*, their
     paths relative to the dossier's roots; each file written whole or not at all, the JSON
     last (its presence means a complete folder)."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in attachments.items():
-        write_atomic(folder / name, redact(relative_text(text, dossier.roots)))
-    write_atomic(folder / "dossier.md", markdown.render(dossier))
-    write_atomic(folder / "dossier.json", json_format.render(dossier))
+        write_atomic(folder / name, secrets.redact(relative_text(text, dossier.roots)))
+    write_atomic(folder / "dossier.md", markdown.render(dossier, secrets))
+    write_atomic(folder / "dossier.json", json_format.render(dossier, secrets))

@@ -1,27 +1,29 @@
-"""A dossier as its JSON document: every string redacted, keys in the schema's order."""
+"""A dossier as its JSON document: every string redacted with the project's secrets, keys in
+the schema's order."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import Secrets
 from lockkit.report.model import Dossier
 
 __all__ = ["render", "scrub"]
 
 
-def scrub(value: Any) -> Any:
-    """Credentials out of every string in a JSON-shaped value."""
+def scrub(value: Any, secrets: Secrets) -> Any:
+    """Credentials (*secrets*' values, ``user:token@``) out of every string in a
+    JSON-shaped value."""
     if isinstance(value, str):
-        return redact(value)
+        return secrets.redact(value)
     if isinstance(value, dict):
-        return {k: scrub(v) for k, v in value.items()}
+        return {k: scrub(v, secrets) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [scrub(v) for v in value]
+        return [scrub(v, secrets) for v in value]
     return value
 
 
-def render(dossier: Dossier) -> str:
-    """``dossier.json``'s text."""
-    return json.dumps(scrub(dossier.to_dict()), indent=2, sort_keys=False) + "\n"
+def render(dossier: Dossier, secrets: Secrets) -> str:
+    """``dossier.json``'s text, *secrets* (the project's) concealed."""
+    return json.dumps(scrub(dossier.to_dict(), secrets), indent=2, sort_keys=False) + "\n"

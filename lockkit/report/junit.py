@@ -10,9 +10,9 @@ The shape follows the common (Jenkins/Ant) JUnit schema that GitHub, GitLab and
 Jenkins test reporters read: numeric ``tests``/``failures``/``errors``/``skipped``/
 ``time``, ``timestamp`` without a zone. Paths are the dossier document's: relative to
 its roots, each root a ``root.<name>`` property (:mod:`~lockkit.report.roots`). Every
-message goes through :func:`lockkit._internal.redact.redact`, and characters XML 1.0
-cannot carry (terminal escapes in a subprocess's output) are dropped so the file always
-parses.
+message is redacted with the project's :class:`~lockkit._internal.redact.Secrets`, and
+characters XML 1.0 cannot carry (terminal escapes in a subprocess's output) are dropped
+so the file always parses.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import Secrets, masked
+from lockkit.report.json import scrub
 from lockkit.report.model import Dossier
 from lockkit.report.shapes import STATUSES
 
@@ -42,8 +43,9 @@ _PROPERTIES = ("kind", "platform", "python", "result", "first_error", "lockkit_v
 
 
 def _text(value: Any) -> str:
-    """A value as safe XML text: credentials redacted, illegal characters removed."""
-    return _NOT_XML.sub("", redact("" if value is None else str(value)))
+    """A value as safe XML text (the document's strings were redacted by :func:`render`):
+    user info masked, illegal characters removed."""
+    return _NOT_XML.sub("", masked("" if value is None else str(value)))
 
 
 def _seconds(value: Any) -> str:
@@ -74,17 +76,18 @@ def _testcase(parent: ET.Element, step: Mapping[str, Any], classname: str) -> No
         ET.SubElement(case, "skipped", message=_text(f"not run: {reason}" if reason else "not run"))
 
 
-def render(dossier: Dossier | Mapping[str, Any]) -> str:
-    """The JUnit XML text (UTF-8 declared) of one dossier (or its JSON document)."""
-    root = _element(dossier)
+def render(dossier: Dossier | Mapping[str, Any], secrets: Secrets) -> str:
+    """The JUnit XML text (UTF-8 declared) of one dossier (or its JSON document), *secrets*
+    (the project's) concealed."""
+    root = _element(scrub(dossier.to_dict() if isinstance(dossier, Dossier) else dossier,
+                          secrets))
     ET.indent(root)
     return ('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
             + "\n")
 
 
-def _element(dossier: Dossier | Mapping[str, Any]) -> ET.Element:
-    """The ``<testsuites>`` element for one dossier (or its JSON document)."""
-    doc: Mapping[str, Any] = dossier.to_dict() if isinstance(dossier, Dossier) else dossier
+def _element(doc: Mapping[str, Any]) -> ET.Element:
+    """The ``<testsuites>`` element for one dossier's JSON document."""
     steps = _check(doc.get("steps") or [])
     kind = _text(doc.get("kind") or "verify")
     platform = doc.get("platform")
@@ -110,13 +113,14 @@ def _element(dossier: Dossier | Mapping[str, Any]) -> ET.Element:
     return root
 
 
-def write_junit(dossier: Dossier | Mapping[str, Any], path: Path | Target) -> None:
+def write_junit(dossier: Dossier | Mapping[str, Any], path: Path | Target,
+                secrets: Secrets) -> None:
     """Write *dossier* as JUnit XML to *path* (UTF-8, with a declaration): a regular file
     atomically, under :mod:`lockkit._internal.outfile`'s rule (a path is checked here; a
     :class:`~lockkit._internal.outfile.Target` was checked by the caller)."""
     from lockkit._internal import outfile
 
-    text = render(dossier)
+    text = render(dossier, secrets)
     target = path if isinstance(path, outfile.Target) else outfile.check(
         path, what=WHAT, recognise=recognise)
     outfile.write(target, text)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import Secrets
 from lockkit.report.model import Dossier
 from lockkit.report.roots import relative
 
@@ -17,13 +17,13 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def render(dossier: Dossier) -> str:
-    """``dossier.md``'s text."""
+def render(dossier: Dossier, secrets: Secrets) -> str:
+    """``dossier.md``'s text, *secrets* (the project's) concealed."""
     d = relative(dossier, dossier.roots)
     lines = _verdict(d) + _facts(d) + _steps(d) + _commands(d) + _inventory(d) + _system(d)
     lines += _gpu_chain(d) + _toolchain(d) + _extensions(d)
     lines += _fingerprints(d) + _application(d) + _resume(d) + _stacks(d)
-    return redact("\n".join(lines) + "\n")
+    return secrets.redact("\n".join(lines) + "\n")
 
 
 def _verdict(d: Dossier) -> list[str]:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lockkit._internal import ui
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import NO_SECRETS, Secrets
 from lockkit.report.model import Dossier
 
 if TYPE_CHECKING:
@@ -21,12 +21,12 @@ if TYPE_CHECKING:
 __all__ = ["diagnose_facts", "diff_json", "diff_text", "steps_table", "warnings"]
 
 
-def steps_table(d: Dossier) -> None:
+def steps_table(d: Dossier, secrets: Secrets) -> None:
     ui.print_table(f"lockkit {d.kind} {d.platform or ''}".rstrip() + f": {d.result}"
                    + (f" ({d.environment})" if d.environment else ""),
                    ("#", "step", "status", "seconds", "first error / reason"),
                    [(i, s.name, s.shown_status, f"{s.duration_s:.2f}", s.note)
-                    for i, s in enumerate(d.steps, 1)], stream=sys.stdout)
+                    for i, s in enumerate(d.steps, 1)], stream=sys.stdout, secrets=secrets)
 
 
 def warnings(d: Dossier) -> None:
@@ -37,15 +37,15 @@ def warnings(d: Dossier) -> None:
         ui.say(f"waived: {step.name}: {step.reason}")
 
 
-def diagnose_facts(d: Dossier) -> None:
-    """The torch build's own answers, under the steps table."""
+def diagnose_facts(d: Dossier, secrets: Secrets) -> None:
+    """The torch build's own answers, under the steps table, *secrets* concealed."""
     torch = d.system.torch if d.system else None
     for label, value in (("torch.__version__", torch and torch.version),
                          ("torch.version.cuda", torch and torch.cuda),
                          ("torch.version.hip", torch and torch.hip),
                          ("cuDNN", torch and torch.cudnn), ("MIOpen", torch and torch.miopen),
                          ("devices", torch and torch.device_count)):
-        print(redact(f"{label}: {value}"))
+        print(secrets.redact(f"{label}: {value}"))
 
 
 def _cell(value: Any) -> str:
@@ -65,7 +65,8 @@ def diff_text(layers: Sequence[str], differing: Sequence[str], found: Sequence[D
     for layer in differing:
         ui.print_table(f"{layer}", ("key", "A", "B", "declared"),
                        [(d.key, _cell(d.a), _cell(d.b), "yes" if d.declared else "")
-                        for d in found if d.layer == layer], stream=sys.stdout)
+                        for d in found if d.layer == layer], stream=sys.stdout,
+                       secrets=NO_SECRETS)  # two dossiers as written: already redacted
         for line in (said for d in found if d.layer == layer for said in d.said):
             print(line)
     for side in sides:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lockkit._internal import proc
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 from lockkit._internal.uv import uv_bin
 from lockkit.config.project import Project
 from lockkit.errors import LockkitError
@@ -120,7 +120,7 @@ class Run:
     def recorder(self, step: str) -> proc.Recorder:
         """Records each command run for *step*, redacted, into the dossier's list."""
         return lambda r: self.commands.append(CommandRecord(
-            step=step, argv=tuple(redact(a) for a in r.argv), cwd=r.cwd,
+            step=step, argv=tuple(masked(a) for a in r.argv), cwd=r.cwd,
             returncode=r.returncode, duration_s=round(r.duration, 3), timed_out=r.timed_out))
 
     def call(self, step: str, argv: Sequence[str], *, timeout: float = 600,

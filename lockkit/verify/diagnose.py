@@ -11,7 +11,7 @@ from pathlib import Path
 
 from lockkit import __version__
 from lockkit._internal import proc
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 from lockkit.errors import UsageError
 from lockkit.report.facts import SystemFacts
 from lockkit.report.model import Dossier
@@ -110,7 +110,7 @@ def diagnose(python: Path | None = None, expect: str | None = None, *, source: s
 
     def recorder(step: str) -> proc.Recorder:
         return lambda r: commands.append(CommandRecord(
-            step=step, argv=tuple(redact(a) for a in r.argv), returncode=r.returncode,
+            step=step, argv=tuple(masked(a) for a in r.argv), returncode=r.returncode,
             duration_s=round(r.duration, 3), timed_out=r.timed_out))
 
     # One process for both steps (one torch import); without --expect, the probe expects

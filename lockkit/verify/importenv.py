@@ -17,7 +17,8 @@ the folders they put on ``sys.path`` without running anything from them:
 A top-level name on one of those folders that a locked package installs shadows it
 (:func:`survey`), and a ``sitecustomize``/``usercustomize`` there (or a ``.pth`` in a
 site folder) runs at every start: both fail the inventory. The variables are recorded
-with :func:`lockkit._internal.redact.redact` applied to their values.
+with their user info masked (:func:`lockkit._internal.redact.masked`); a ``${VAR}``
+value is concealed where the dossier is written, by the project's secrets.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 
 __all__ = ["VARIABLES", "Survey", "import_paths", "survey", "variables"]
 
@@ -49,7 +50,7 @@ class Survey:
 
 def variables(environ: Mapping[str, str]) -> dict[str, str]:
     """The import-changing variables set in *environ*, their values redacted."""
-    return {k: redact(environ[k]) for k in VARIABLES if environ.get(k)}
+    return {k: masked(environ[k]) for k in VARIABLES if environ.get(k)}
 
 
 def import_paths(environ: Mapping[str, str], facts: Mapping[str, object],

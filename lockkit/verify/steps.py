@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lockkit._internal.log import VERBOSE
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 from lockkit.report.records import StepResult
 from lockkit.report.shapes import Status
 
@@ -123,4 +123,4 @@ def overall(steps: Steps) -> Result:
 
 def _one_line(text: str) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return redact(lines[0] if lines else text)
+    return masked(lines[0] if lines else text)

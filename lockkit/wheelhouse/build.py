@@ -35,7 +35,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from lockkit._internal import outdir, proc
 from lockkit._internal.endings import interrupt_held
 from lockkit._internal.fs import ignored_folder, sha256_file, temp_dir
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 from lockkit.cache.store import Cache, copy_file
 from lockkit.config.project import Project
 from lockkit.errors import BuildError, ConfigError, HashMismatch
@@ -116,7 +116,7 @@ def _item(project: Project, name: str, version: str, dist: PackageWheel | Packag
     sha = (dist.hashes or {}).get("sha256")
     if not sha:
         raise BuildError(f"{name}: {filename} has no sha256 in the lock")
-    mirrors = Mirrors(project.mirrors)
+    mirrors = Mirrors(project.mirrors, project.secrets)
     sources: list[str | PageRef] = []
     if mirrors.covers(url):  # the mirror first ...
         sources.append(mirrors.effective(url))
@@ -171,7 +171,7 @@ def _assemble(project: Project, platform: Platform, out: Path, lock: Lock,
         records.sort(key=lambda r: r.path)
         extra = _place_tools(stage, kit, cache) if kit else []  # tools/: not the lock's files
         entries = {item.package: item.entry for item, _ in fetched}
-        write_meta(stage, platform, lock, entries, records, extra)
+        write_meta(stage, platform, lock, entries, records, extra, project.secrets)
         outdir.swap(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
@@ -211,7 +211,7 @@ def _place(project: Project, stage: Path, item: Item, got: Got, cache: Cache) ->
         built_from = {"sdist": item.want.filename, "sha256": item.want.sha256}
     return FileRecord(path=placed.name, size=placed.stat().st_size, sha256=sha256,
                       package=item.package, version=item.version, origin=got.origin,
-                      source=redact(item.want.source), built_from=built_from)
+                      source=masked(item.want.source), built_from=built_from)
 
 
 def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path:
@@ -220,7 +220,8 @@ def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path
     extra = {"SOURCE_DATE_EPOCH": str(epoch), "PYTHONHASHSEED": "0"}
     if project.index_url:  # the build backend from the project's index, as tools/ does;
         # in uv's environment, never its argv: the URL may hold credentials (``ps``)
-        extra["UV_DEFAULT_INDEX"] = Mirrors(project.mirrors).effective(project.index_url)
+        mirrors = Mirrors(project.mirrors, project.secrets)
+        extra["UV_DEFAULT_INDEX"] = mirrors.effective(project.index_url)
     env = proc.isolated_env(extra)
     with tempfile.TemporaryDirectory(prefix="lockkit-sdist-") as tmp:
         src = inside(Path(tmp), item.want.filename)

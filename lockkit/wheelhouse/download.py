@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, wait
 
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 from lockkit.errors import FetchError, HashMismatch
 from lockkit.wheelhouse.fetch import Fetcher, Got, Item, Stopped
 
@@ -50,7 +50,7 @@ def _fetch_one(fetcher: Fetcher, item: Item) -> Got:
         if not item.official_skipped or isinstance(exc, HashMismatch):
             raise
         raise FetchError(f"{exc}; the mirror failed and the official host "
-                         f"({redact(item.want.source)}) was not tried",
+                         f"({masked(item.want.source)}) was not tried",
                          hint=f"{exc.hint}; {_FALLBACK_HINT}" if exc.hint
                          else _FALLBACK_HINT) from None
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockkit._internal.log import VERBOSE
-from lockkit._internal.redact import redact
+from lockkit._internal.redact import masked
 from lockkit.cache.store import CHUNK, Cache, copy_hashing
 from lockkit.errors import FetchError, HashMismatch
 from lockkit.index.auth import Credentials
@@ -185,11 +185,11 @@ class Fetcher:
         for attempt in range(attempts):
             try:
                 size = self._download(want, url)
-                return Got(want=want, path=self.cache.path(want.sha256), origin=redact(url),
+                return Got(want=want, path=self.cache.path(want.sha256), origin=masked(url),
                            downloaded=size)
             except _Retry as exc:
                 if attempt + 1 == attempts:
-                    raise FetchError(f"{want.filename} from {redact(url)}: {exc}"
+                    raise FetchError(f"{want.filename} from {masked(url)}: {exc}"
                                      f"{_gave_up(attempt + 1)}") \
                         from (exc if isinstance(exc, _Timeout) else None)
                 assert self.policy is not None  # attempts > 1
@@ -217,15 +217,15 @@ class Fetcher:
             raise FetchError(str(exc), hint="if this index's pages are meant to be that "
                              "large, raise max-page-size (MiB) in lockkit.toml") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise FetchError(f"{redact(page.url)}: {type(exc).__name__}") from None
+            raise FetchError(f"{masked(page.url)}: {type(exc).__name__}") from None
         if status != 200:
-            raise FetchError(f"{redact(page.url)}: HTTP {status}", hint=_refused(status))
+            raise FetchError(f"{masked(page.url)}: HTTP {status}", hint=_refused(status))
         for link in parse_links(text):
             url, _, fragment = urllib.parse.urljoin(page.url, link["href"]).partition("#")
             name = urllib.parse.unquote(urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1])
             if name == want.filename and fragment in ("", f"sha256={want.sha256}"):
                 return url
-        raise FetchError(f"{redact(page.url)} does not list {want.filename}")
+        raise FetchError(f"{masked(page.url)} does not list {want.filename}")
 
     def _download(self, want: Want, url: str) -> int:
         import httpx
@@ -242,10 +242,10 @@ class Fetcher:
                 self._opened(partial, resp)
                 if resp.status_code >= 500:  # the transport's last answer
                     attempts = self.policy.attempts if self.policy else 1
-                    raise FetchError(f"{want.filename} from {redact(url)}: HTTP "
+                    raise FetchError(f"{want.filename} from {masked(url)}: HTTP "
                                   f"{resp.status_code}{_gave_up(attempts)}")
                 if resp.status_code != 200:
-                    raise FetchError(f"{redact(url)}: HTTP {resp.status_code}",
+                    raise FetchError(f"{masked(url)}: HTTP {resp.status_code}",
                                      hint=_refused(resp.status_code))
                 cap = self._cap(want, url, resp.headers.get("Content-Length"))
                 received, digest = self._body(want, resp, out, cap)
@@ -259,13 +259,13 @@ class Fetcher:
                 raise Stopped(want.filename) from None
             if isinstance(exc, OSError):
                 raise
-            why = f"{type(exc).__name__}: {redact(str(exc))}"
+            why = f"{type(exc).__name__}: {masked(str(exc))}"
             if self._open.get(partial) is None:  # before the headers: the transport gave up
-                raise FetchError(f"{want.filename} from {redact(url)}: {why}") \
+                raise FetchError(f"{want.filename} from {masked(url)}: {why}") \
                     from (_Timeout() if timed_out(exc) else None)
             raise (_Timeout if timed_out(exc) else _Retry)(why) from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:  # too many redirects, a bad URL
-            raise FetchError(f"{redact(url)}: {type(exc).__name__}: {redact(str(exc))}") from None
+            raise FetchError(f"{masked(url)}: {type(exc).__name__}: {masked(str(exc))}") from None
         finally:
             with self._lock:
                 self._open.pop(partial, None)
@@ -314,12 +314,12 @@ class Fetcher:
         """The most bytes this body may have: the lock's size, else a generous limit."""
         if want.size is not None:
             cap = _Cap(want.size, lambda n: HashMismatch(
-                f"{want.filename} from {redact(url)}: the body is longer than the lock's "
+                f"{want.filename} from {masked(url)}: the body is longer than the lock's "
                 f"size of {want.size} bytes (got {n} or more); the download was aborted and "
                 "nothing was kept"))
         else:
             cap = _Cap(self.max_unknown_size, lambda n: FetchError(
-                f"{want.filename} from {redact(url)}: the lock gives no size and the body "
+                f"{want.filename} from {masked(url)}: the lock gives no size and the body "
                 f"passed lockkit's limit of {self.max_unknown_size} bytes; aborted, nothing "
                 "kept", hint="add the file's size to the lock, or check the server"))
         if length and length.isdigit() and int(length) > cap.limit:
@@ -330,7 +330,7 @@ class Fetcher:
         if want.size is not None and received < want.size:
             raise _Retry(f"truncated body: {received} of {want.size} bytes")
         if digest != want.sha256:
-            raise HashMismatch(f"{want.filename} from {redact(url)}: sha256 {digest} does not "
+            raise HashMismatch(f"{want.filename} from {masked(url)}: sha256 {digest} does not "
                                f"match the lock's {want.sha256}; the file was discarded")
 
 

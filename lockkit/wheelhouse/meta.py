@@ -21,6 +21,7 @@ from typing import Any
 
 from lockkit import __version__
 from lockkit._internal.fs import sha256_file
+from lockkit._internal.redact import Secrets
 from lockkit.lock.lockfile import dumps
 from lockkit.lock.model import Lock, with_meta
 from lockkit.platforms.definitions import Platform
@@ -47,15 +48,16 @@ class FileRecord:
 
 def write_meta(stage: Path, platform: Platform, lock: Lock,
                entries: Mapping[str, Mapping[str, Any]], records: list[FileRecord],
-               extra: list[Entry] | None = None) -> None:
+               extra: list[Entry] | None, secrets: Secrets) -> None:
     """Write every file but the wheels into *stage*. *entries*: *lock*'s package tables by
-    name; *extra*: the manifest entries of ``tools/``."""
+    name; *extra*: the manifest entries of ``tools/``; *secrets*: the project's, concealed
+    in the SBOM's URLs."""
     texts = texts_of(lock, records, platform=platform.name, lock_name=lock.path.name,
                      tools=bool(extra))
     described = [sbom.File.of(r, entries[r.package]) for r in records]
     described += [_tool_file(e) for e in extra or [] if "package" in e]
     texts[sbom.FILENAME] = sbom.render(described, platform=platform.name, lock=lock.data,
-                                       lock_sha256=lock.sha256)
+                                       lock_sha256=lock.sha256, secrets=secrets)
     for rel, text in texts.items():
         _text(stage / rel, text)
     listed = {e["path"] for e in extra or []}

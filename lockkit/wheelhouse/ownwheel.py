@@ -75,7 +75,8 @@ def build_from_source(root: Path, tmp: Path, project: Project | None) -> Path:
     extra = {"SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH", _EPOCH)}
     if project is not None and project.index_url:  # the build backend from the same index
         # in uv's environment, never its argv: the URL may hold credentials (``ps``)
-        extra["UV_DEFAULT_INDEX"] = Mirrors(project.mirrors).effective(project.index_url)
+        mirrors = Mirrors(project.mirrors, project.secrets)
+        extra["UV_DEFAULT_INDEX"] = mirrors.effective(project.index_url)
     env = proc.isolated_env(extra)
     result = proc.call(argv, timeout=600, env=env)
     wheels = sorted((tmp / "dist").glob("lockkit-*.whl"))

@@ -26,14 +26,14 @@ import os
 import re
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from lockkit import __version__
 from lockkit._internal.fs import write_atomic
-from lockkit._internal.redact import redact, strip_credentials
+from lockkit._internal.redact import Secrets, masked, strip_credentials
 from lockkit.errors import ConfigError
 from lockkit.lock.model import LockMeta
 
@@ -139,7 +139,7 @@ def _url_or_empty(source: Any) -> str:
         else ""
 
 
-def refresh(folder: Path, lock: Lock, out: Target | None = None) -> Path:
+def refresh(folder: Path, lock: Lock, secrets: Secrets, out: Target | None = None) -> Path:
     """(Re)write the SBOM of the wheelhouse *folder* from its manifest and the *lock* it was
     built from; return the file written (the folder's ``sbom.cdx.json``, or *out*'s path as
     given: a target :func:`lockkit._internal.outfile.check` allowed).
@@ -157,7 +157,7 @@ def refresh(folder: Path, lock: Lock, out: Target | None = None) -> Path:
                           hint="pass that lock with --lock, or build the wheelhouse again")
     files = files_of_manifest(manifest, lock.data, folder / "manifest.json")
     text = render(files, platform=str(manifest.get("platform", "")), lock=lock.data,
-                  lock_sha256=lock.sha256)
+                  lock_sha256=lock.sha256, secrets=secrets)
     if out is not None:
         from lockkit._internal.outfile import write
 
@@ -197,12 +197,15 @@ def _relist(folder: Path, manifest: Mapping[str, Any], text: str) -> None:
 
 
 def render(files: Iterable[File], *, platform: str, lock: Mapping[str, Any],
-           lock_sha256: str) -> str:
-    """The SBOM as CycloneDX JSON text; the same inputs give the same text."""
+           lock_sha256: str, secrets: Secrets) -> str:
+    """The SBOM as CycloneDX JSON text, the project's *secrets* concealed in every URL; the
+    same inputs give the same text."""
     from cyclonedx.output.json import BY_SCHEMA_VERSION
     from cyclonedx.schema import SchemaVersion
 
-    bom = _bom(sorted(files, key=lambda f: f.path), platform, lock, lock_sha256)
+    shown = [replace(f, source_url=secrets.conceal(f.source_url),
+                     index=f.index and secrets.conceal(f.index)) for f in files]
+    bom = _bom(sorted(shown, key=lambda f: f.path), platform, lock, lock_sha256, secrets)
     outputter = BY_SCHEMA_VERSION[SchemaVersion.from_version(SCHEMA_VERSION)](bom)
     data = json.loads(outputter.output_as_string())
     if _epoch() is None:
@@ -227,7 +230,8 @@ def serial_number(platform: str, lock_sha256: str) -> uuid.UUID:
     return uuid.uuid5(_NAMESPACE, f"{platform}\n{lock_sha256}\n{__version__}")
 
 
-def _bom(files: list[File], platform: str, lock: Mapping[str, Any], lock_sha256: str) -> Bom:
+def _bom(files: list[File], platform: str, lock: Mapping[str, Any], lock_sha256: str,
+         secrets: Secrets) -> Bom:
     from cyclonedx.model import Property
     from cyclonedx.model.bom import Bom, BomMetaData
     from cyclonedx.model.component import Component, ComponentType
@@ -238,6 +242,7 @@ def _bom(files: list[File], platform: str, lock: Mapping[str, Any], lock_sha256:
     props = [Property(name=f"{_PROP}platform", value=platform),
              Property(name=f"{_PROP}lock_sha256", value=lock_sha256)]
     torch_index = LockMeta.of(lock, "the lock").torch_index
+    torch_index = torch_index and secrets.conceal(torch_index)  # compared with files' index
     components = [_component(f, torch_index) for f in files]
     metadata = BomMetaData(tools=ToolRepository(components=[tool]), properties=props,
                            timestamp=_epoch())
@@ -322,5 +327,6 @@ def _repository(index: str | None, torch_index: str | None) -> str | None:
 
 
 def _url(url: str) -> str:
-    """The official URL fit to publish: no user info at all, no ``${VAR}`` value."""
-    return strip_credentials(redact(url))
+    """The official URL fit to publish: no user info at all (its ``${VAR}`` values were
+    concealed by :func:`render`)."""
+    return strip_credentials(masked(url))

@@ -151,7 +151,7 @@ def _from_kept(folder: Path, key: str, project: Project, platform: Platform,
     pins = kept_pins(folder, key, platform.name)
     if pins is None:
         return None
-    mirrors, tools = Mirrors(project.mirrors), []
+    mirrors, tools = Mirrors(project.mirrors, project.secrets), []
     for package, version, entry in pins:
         name = entry["path"].removeprefix(f"{FOLDER}/")
         source = str(entry.get("source"))  # an official URL (kept_pins checked it)
@@ -176,7 +176,8 @@ def _from_kept(folder: Path, key: str, project: Project, platform: Platform,
 def _resolve(project: Project, platform: Platform, python: str) -> list[tuple[str, str, Want]]:
     # no torch index, no routing index: every name from the project's default index
     bare = replace(platform, torch_index=None, torch_packages=(), torch_file_hosts=())
-    indexes = Indexes.for_platform(bare, project.mirrors, project.index_url)
+    indexes = Indexes.for_platform(bare, project.mirrors, project.index_url,
+                                     project.secrets)
     with tempfile.TemporaryDirectory(prefix="lockkit-tools-") as tmp:
         reqs = Path(tmp) / "requirements.in"
         reqs.write_text("".join(f"{r}\n" for r in runtime_requirements()), encoding="utf-8")
@@ -194,7 +195,8 @@ def _resolve(project: Project, platform: Platform, python: str) -> list[tuple[st
         raise BuildError(f"{where}: uv wrote an invalid resolution: {exc}") from None
     except NothingInstallable as exc:
         raise BuildError(str(exc)) from exc
-    return [_want(str(package.name), str(package.version), dist, Mirrors(project.mirrors))
+    mirrors = Mirrors(project.mirrors, project.secrets)
+    return [_want(str(package.name), str(package.version), dist, mirrors)
             for package, dist in chosen]
 
 

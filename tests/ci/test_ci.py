@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 import lockkit
+from lockkit._internal.redact import NO_SECRETS
 from lockkit.ci import workflow as ci
 from lockkit.config.keys import LockkitRequirement, lockkit_requirement
 from lockkit.errors import ConfigError
@@ -540,7 +541,7 @@ def _dossier() -> dict:
 
 def test_junit_counts_names_and_messages(tmp_path):
     path = tmp_path / "report" / "junit.xml"
-    write_junit(_dossier(), path)
+    write_junit(_dossier(), path, NO_SECRETS)
     raw = path.read_bytes()
     assert raw.startswith(b'<?xml version="1.0" encoding="UTF-8"?>\n')
     assert b"tok" not in raw and b"\x1b" not in raw
@@ -567,7 +568,7 @@ def test_junit_counts_names_and_messages(tmp_path):
 
 def test_junit_is_well_formed_for_the_common_schema(tmp_path):
     path = tmp_path / "junit.xml"
-    write_junit(_dossier(), path)
+    write_junit(_dossier(), path, NO_SECRETS)
     root = ET.parse(path).getroot()
     assert [c.tag for c in root] == ["testsuite"]
     for el in (root, *root):
@@ -586,12 +587,12 @@ def test_junit_is_well_formed_for_the_common_schema(tmp_path):
 def test_junit_for_diagnose_and_bad_status():
     doc: dict[str, Any] = {"kind": "diagnose", "python": "venv/bin/python", "result": "passed",
            "steps": [{"name": "system", "status": "passed", "duration_s": 1.5}]}
-    suite = ET.fromstring(junit.render(doc))[0]
+    suite = ET.fromstring(junit.render(doc, NO_SECRETS))[0]
     assert suite.get("name") == "lockkit diagnose venv/bin/python"
     assert suite[-1].get("classname") == "lockkit.diagnose"
     doc["steps"][0]["status"] = "exploded"
     with pytest.raises(ValueError, match=r"steps\[0\].status: 'exploded'"):
-        junit.render(doc)
+        junit.render(doc, NO_SECRETS)
 
 
 def test_cli_writes_the_workflow_and_junit_flag_exists(tmp_path, monkeypatch):

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from lockkit._internal import ui
+from lockkit._internal.redact import NO_SECRETS
 from lockkit._internal.ui import human_size
 from tests.support.wheelhouse import compiled
 
@@ -169,12 +170,13 @@ def _on_terminal(monkeypatch, width: int = 80) -> io.StringIO:
 def _tables(stream) -> None:
     ui.print_table("lockkit wheelhouse build linux-cu124",
                    ("package", "version", "file", "size", "from"), _WHEELS, stream=stream,
-                   whole=("file",))
+                   secrets=NO_SECRETS, whole=("file",))
     ui.print_table("lockkit verify linux-cu124: failed",
                    ("#", "step", "status", "seconds", "first error / reason"), _STEPS,
-                   stream=stream)
+                   stream=stream, secrets=NO_SECRETS)
     ui.print_table("[bold]lockkit platforms[/bold]", ("name", "torch releases"),
-                   [("linux-cu124", "torch[cuda] 2.4 to 2.6")], stream=stream)
+                   [("linux-cu124", "torch[cuda] 2.4 to 2.6")], stream=stream,
+                   secrets=NO_SECRETS)
 
 
 @pytest.mark.parametrize("where", ["terminal", "piped"])

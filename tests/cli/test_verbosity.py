@@ -191,23 +191,27 @@ def test_progress_bars_are_off_under_quiet(monkeypatch, verbosity_, drawn):
     (2, {"error", "warning", "status", "verbose", "debug"})])
 def test_each_level_shows_its_lines_redacted_without_a_level_prefix(monkeypatch, capsys,
                                                                     verbosity_, shown):
-    from lockkit._internal.redact import remember
+    from lockkit._internal.redact import NO_SECRETS, Secrets
 
-    remember("${LK_VERBOSITY_TOKEN}", "tok-12345")
     log.configure(verbosity_)
+    log.hide(Secrets.of({"${LK_VERBOSITY_TOKEN}": "tok-12345"}))  # as cli.common.load does
     try:
         ui.error("error line")
         ui.warn("warning line")
         ui.say("status line")
         log.logger().getChild("index").log(log.VERBOSE, "verbose http://u:tok-12345@h/ line")
         log.logger().getChild("index").debug("debug line")
+        ui.say("status line with the project's token tok-12345")
     finally:
         log.configure(0)
+        log.hide(NO_SECRETS)
     err = capsys.readouterr().err
     said = {ln.split()[0].removeprefix("warning:").strip() or "warning"
             for ln in err.splitlines()}
     assert said == shown, err
     assert "tok-12345" not in err and "INFO" not in err and "ERROR" not in err
+    if "status" in shown:
+        assert "status line with the project's token ${LK_VERBOSITY_TOKEN}" in err
     if "verbose" in shown:
         assert "verbose http://***@h/ line" in err
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from lockkit._internal.redact import NO_SECRETS
 from lockkit.cli import main
 from lockkit.errors import IndexError_
 from lockkit.platforms.definitions import load_platforms
@@ -181,7 +182,8 @@ def _resolve_with(tmp_path: Path, mode: str, fetch) -> tuple[BaseException, floa
     uv.chmod(0o755)
     (tmp_path / "requirements.in").write_text("torch\n")
     platform = load_platforms()["linux-cu128"]
-    indexes = Indexes.for_platform(platform, {OFFICIAL: "http://mirror.invalid/whl"}, None)
+    indexes = Indexes.for_platform(platform, {OFFICIAL: "http://mirror.invalid/whl"}, None,
+                                   NO_SECRETS)
     start = time.monotonic()
     with pytest.raises(IndexError_) as err:
         resolve([tmp_path / "requirements.in"], platform, "3.11", indexes, binary=str(uv),

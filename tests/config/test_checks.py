@@ -70,3 +70,18 @@ def test_the_example_fills_the_verify_config():
     verify = load_project(example).verify
     assert verify.embedding is not None and verify.resume is not None
     assert verify.application is None and verify.application_waiver is None
+
+
+def test_the_fields_a_reader_fills_are_checked_against_verify_configs_types():
+    """A reader names the VerifyConfig fields it fills as text: VerifyConfig.of takes each
+    only as its field's type, and a field it does not have is lockkit's bug, said at once."""
+    from lockkit.config.checks.resume import ResumeConfig
+
+    resume = ResumeConfig(none="inference only")
+    assert VerifyConfig.of({"resume": resume, "application_waiver": "a library"}) == \
+        VerifyConfig(resume=resume, application_waiver="a library")
+    assert VerifyConfig.of({"embedding": None}) == VerifyConfig()
+    with pytest.raises(TypeError, match="VerifyConfig.resume: expected ResumeConfig, got str"):
+        VerifyConfig.of({"resume": "none"})
+    with pytest.raises(TypeError, match="no field 'resumes'"):
+        VerifyConfig.of({"resumes": resume})

@@ -9,15 +9,6 @@ from __future__ import annotations
 
 from tests.house.test_house import cycles, imports_in, module_name, sources, stage_of
 
-# The circles still to open, each with its two or more modules (as cycles() names them:
-# started at the least module). The list may only shrink: an entry that is no longer a
-# circle fails test_the_allow_list_is_not_stale, and any new circle fails the main test.
-ALLOWED: set[tuple[str, ...]] = {
-    # project.py reads TOML with inputs.load_toml; inputs.py names Project in its types
-    # (config/ is another helper's folder in this round).
-    ("lockkit.config.inputs", "lockkit.config.project"),
-}
-
 
 def targets(module: str, names: list[str], known: set[str]) -> list[str]:
     """The modules an import of *names* from *module* runs: ``from lockkit.wheelhouse
@@ -51,15 +42,10 @@ def found() -> set[tuple[str, ...]]:
 
 
 def test_no_import_cycle_between_the_modules_of_a_stage():
-    new = sorted(found() - ALLOWED, key=lambda c: (len(c), c))
+    new = sorted(found(), key=lambda c: (len(c), c))
     assert new == [], ("import cycles inside a stage folder (move what both sides need to "
                        "the lower module): "
                        + "; ".join(" -> ".join((*c, c[0])) for c in new))
-
-
-def test_the_allow_list_is_not_stale():
-    gone = sorted(ALLOWED - found())
-    assert gone == [], f"no longer a cycle: remove from ALLOWED: {gone}"
 
 
 def test_the_module_graph_sees_deferred_and_submodule_imports():

@@ -10,6 +10,7 @@ import socket
 
 import pytest
 
+from lockkit._internal.redact import NO_SECRETS
 from lockkit.index.loopback import Loopback
 
 
@@ -73,7 +74,7 @@ def test_routing_server_takes_uvs_bursts():
 
     assert BACKLOG > http.server.ThreadingHTTPServer.request_queue_size
     with RoutingIndex(family=("torch",), official_index="https://download.pytorch.org/whl/cpu",
-                      mirrors=Mirrors({}), file_hosts=(), fetch=never) as routing:
+                      mirrors=Mirrors({}, NO_SECRETS), file_hosts=(), fetch=never) as routing:
         with concurrent.futures.ThreadPoolExecutor(64) as pool:
             codes = list(pool.map(ask, [f"pkg{i}" for i in range(64)]))
     assert codes == [404] * 64  # not a family name: the next index answers

@@ -7,6 +7,7 @@ import urllib.request
 
 import pytest
 
+from lockkit._internal.redact import NO_SECRETS
 from lockkit.index.pages import parse_links
 from lockkit.index.routing import RoutingIndex, resolve_href
 from lockkit.index.urls import Mirrors
@@ -16,13 +17,14 @@ R2 = "https://download-r2.pytorch.org"
 PAGE = f"{PT}/whl/cu126/torch/"
 WHEEL = "torch-2.5.1%2Bcu126-cp311-cp311-linux_x86_64.whl"
 OPEN = urllib.request.build_opener(urllib.request.ProxyHandler({})).open  # loopback, no proxy
-STATIC = Mirrors({PT: "http://m.test/pytorch", R2: "http://m.test/r2"})
+STATIC = Mirrors({PT: "http://m.test/pytorch", R2: "http://m.test/r2"}, NO_SECRETS)
+NONE = Mirrors(None, NO_SECRETS)
 
 
 @pytest.mark.parametrize("href,effective_page,mirrors,expected", [
     # the official page, no mirror: links as they are
-    (f"{R2}/whl/cu126/{WHEEL}", PAGE, Mirrors(), f"{R2}/whl/cu126/{WHEEL}"),
-    ("/whl/MarkupSafe-3.0.2-py3-none-any.whl", PAGE, Mirrors(),
+    (f"{R2}/whl/cu126/{WHEEL}", PAGE, NONE, f"{R2}/whl/cu126/{WHEEL}"),
+    ("/whl/MarkupSafe-3.0.2-py3-none-any.whl", PAGE, NONE,
      f"{PT}/whl/MarkupSafe-3.0.2-py3-none-any.whl"),
     # a static copy under a path: the second host through its own mirror ...
     (f"{R2}/whl/cu126/{WHEEL}", "http://m.test/pytorch/whl/cu126/torch/", STATIC,
@@ -36,18 +38,18 @@ STATIC = Mirrors({PT: "http://m.test/pytorch", R2: "http://m.test/r2"})
      "https://files.example/packages/ab/numpy-2.1.0-py3-none-any.whl"),
     # a rewriting proxy's relative link resolves on the page actually fetched
     (f"../../packages/ab/cd/{WHEEL}#sha256=00", "http://art.test/pt/cu126/simple/torch/",
-     Mirrors({f"{PT}/whl/cu126": "http://art.test/pt/cu126/simple"}),
+     Mirrors({f"{PT}/whl/cu126": "http://art.test/pt/cu126/simple"}, NO_SECRETS),
      f"http://art.test/pt/cu126/packages/ab/cd/{WHEEL}#sha256=00"),
     # no link carries credentials: not the page's, not a mirror's, not the link's own
     # (uv finds them in the netrc lockkit writes for it)
-    (f"../../packages/{WHEEL}", "http://u:t@art.test/pt/cu126/simple/torch/", Mirrors(),
+    (f"../../packages/{WHEEL}", "http://u:t@art.test/pt/cu126/simple/torch/", NONE,
      f"http://art.test/pt/cu126/packages/{WHEEL}"),
-    (f"http://u:t@art.test/x/{WHEEL}", "http://u:t@art.test/pt/cu126/simple/torch/", Mirrors(),
+    (f"http://u:t@art.test/x/{WHEEL}", "http://u:t@art.test/pt/cu126/simple/torch/", NONE,
      f"http://art.test/x/{WHEEL}"),
     ("/whl/MarkupSafe-3.0.2-py3-none-any.whl", "http://u:t@m.test/pytorch/whl/cu126/torch/",
-     Mirrors({PT: "http://u:t@m.test/pytorch"}),
+     Mirrors({PT: "http://u:t@m.test/pytorch"}, NO_SECRETS),
      "http://m.test/pytorch/whl/MarkupSafe-3.0.2-py3-none-any.whl"),
-    (f"http://other.test/x/{WHEEL}", "http://u:t@art.test/pt/cu126/simple/torch/", Mirrors(),
+    (f"http://other.test/x/{WHEEL}", "http://u:t@art.test/pt/cu126/simple/torch/", NONE,
      f"http://other.test/x/{WHEEL}"),
 ])
 def test_resolve_href(href, effective_page, mirrors, expected):
@@ -77,7 +79,8 @@ def _routing(page: str, mirrors: Mirrors, status: int = 200) -> RoutingIndex:
 
 def test_official_urls_of_a_rewriting_proxy_follow_the_official_layout():
     page = f'<a href="../../packages/ab/cd/{WHEEL}#sha256=ff">x</a>'
-    routing = _routing(page, Mirrors({f"{PT}/whl/cu126": "http://u:t@art.test/pt/cu126/simple"}))
+    routing = _routing(page, Mirrors({f"{PT}/whl/cu126": "http://u:t@art.test/pt/cu126/simple"},
+                                     NO_SECRETS))
     listed = routing.page("torch").files["torch-2.5.1+cu126-cp311-cp311-linux_x86_64.whl"]
     assert listed.url == f"http://art.test/pt/cu126/packages/ab/cd/{WHEEL}"
     assert listed.official == f"{R2}/whl/cu126/{WHEEL}"
@@ -134,7 +137,7 @@ def test_a_prefetched_page_is_fetched_once_and_only_asked_pages_count():
     done = threading.Event()
     with RoutingIndex(family=("torch", "triton"),
                       official_index="https://download.pytorch.org/whl/cpu",
-                      mirrors=Mirrors({}), file_hosts=(), fetch=slow) as routing:
+                      mirrors=Mirrors({}, NO_SECRETS), file_hosts=(), fetch=slow) as routing:
         routing.prefetch(["Torch", "numpy"], then=done.set)
         time.sleep(0.05)  # the prefetch is under way
         code, body = routing.answer(urllib.parse.urlsplit(routing.url).path + "/torch/")
@@ -183,7 +186,7 @@ def test_the_routing_server_speaks_http_1_1_as_uv_needs():
         return 404, "no such page"
 
     with RoutingIndex(family=("torch",), official_index="https://download.pytorch.org/whl/cpu",
-                      mirrors=Mirrors({}), file_hosts=(), fetch=fetch) as routing:
+                      mirrors=Mirrors({}, NO_SECRETS), file_hosts=(), fetch=fetch) as routing:
         parts = urllib.parse.urlsplit(routing.url)
         port, simple = int(parts.port or 0), parts.path
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -229,7 +232,8 @@ def test_quiet_waits_for_the_end_of_a_burst_and_no_longer_than_its_limit():
     from lockkit.index.urls import Mirrors
 
     with RoutingIndex(family=("torch",), official_index="https://download.pytorch.org/whl/cpu",
-                      mirrors=Mirrors({}), file_hosts=(), fetch=lambda url: (404, "")) as routing:
+                      mirrors=Mirrors({}, NO_SECRETS), file_hosts=(),
+                      fetch=lambda url: (404, "")) as routing:
         start = time.monotonic()
         routing.quiet(idle=0.01, limit=0.2)  # nobody asks: the limit
         assert 0.2 <= time.monotonic() - start < 2.0  # 10x the limit

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from lockkit._internal.compat import tomllib
+from lockkit._internal.redact import NO_SECRETS
 from lockkit._internal.uv import uv_bin
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.index.auth import Credentials, uv_netrc
@@ -135,7 +136,7 @@ def test_another_local_user_who_knows_the_port_reads_no_page_and_no_credential(
         netrc = uv_netrc(mirrors.values(), folder)
         assert netrc is not None and token in netrc.read_text()  # there, for uv alone
         with RoutingIndex(family=("torch", "triton"), official_index=f"{OFFICIAL}/whl/cu126",
-                          mirrors=Mirrors(mirrors), file_hosts=("https://download-r2.pytorch.org",),
+                          mirrors=Mirrors(mirrors, NO_SECRETS), file_hosts=("https://download-r2.pytorch.org",),
                           fetch=http.page) as routing:
             url = urllib.parse.urlsplit(routing.url)
             guessed = "/" + secrets.token_urlsafe(32) + "/simple/torch/"
@@ -271,7 +272,7 @@ def resolve_cu126(folder: Path, shim: Path, record: Path, mirrors: dict[str, str
                                                   netrc_file=folder / "none"))
     try:
         resolution = resolve([requirements], platform, "3.11",
-                             Indexes.for_platform(platform, mirrors, index_url),
+                             Indexes.for_platform(platform, mirrors, index_url, NO_SECRETS),
                              binary=str(shim), fetch_page=http.page)
     finally:
         http.close()

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from lockkit.index.urls import Mirrors, expand, requirement_form, unapply_mirrors
+from lockkit._internal.redact import NO_SECRETS
+from lockkit.index.urls import Mirrors, expand, requirement_form, secrets_of, unapply_mirrors
 
 WHEEL = "numpy-2.1.0-cp311-cp311-linux_x86_64.whl"
 
 
 @pytest.fixture
 def env(monkeypatch):
-    # distinct hosts: every value filled in is concealed wherever it shows up afterwards
+    # distinct hosts: every value of the project's secrets is concealed wherever it shows up
     monkeypatch.setenv("LK_WHOLE", "http://u:s3cret@creds.test:8080/private/simple")
     monkeypatch.setenv("LK_BARE", "http://bare.test:8080/private/simple")
     monkeypatch.setenv("LK_HOST", "host.test")
@@ -31,20 +32,21 @@ def test_expand_reads_a_whole_url_placeholder_back_as_its_url(env, official, eff
 
 
 def test_the_official_form_of_a_whole_url_variable_is_a_url_without_its_value(env):
-    mirrors = Mirrors()
+    secrets = secrets_of(["${LK_BARE}", "${LK_WHOLE}"])  # as loading the project reads them
+    mirrors = Mirrors(None, secrets)
     index = mirrors.effective("${LK_BARE}")  # as compile fills it in
     assert mirrors.official("${LK_BARE}") == "https://${LK_BARE}"
     assert mirrors.official(f"{index}/numpy/{WHEEL}") == f"https://${{LK_BARE}}/numpy/{WHEEL}"
     assert expand(mirrors.official(f"{index}/numpy/{WHEEL}")) == f"{index}/numpy/{WHEEL}"
     # credentials in the value: stripped first, so the host is written as it is
     creds = expand("${LK_WHOLE}")
-    assert unapply_mirrors(f"{creds}/numpy/{WHEEL}", {}) == \
+    assert unapply_mirrors(f"{creds}/numpy/{WHEEL}", {}, secrets) == \
         f"http://creds.test:8080/private/simple/numpy/{WHEEL}"
 
 
 def test_a_leading_placeholder_that_is_no_url_is_left_alone(monkeypatch):
     monkeypatch.setenv("LK_SCHEME", "https")
-    assert unapply_mirrors("${LK_SCHEME}://scheme.test/simple", {}) == \
+    assert unapply_mirrors("${LK_SCHEME}://scheme.test/simple", {}, NO_SECRETS) == \
         "${LK_SCHEME}://scheme.test/simple"
 
 

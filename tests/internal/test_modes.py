@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from lockkit._internal.fs import file_mode, umask, write_atomic
+from lockkit._internal.redact import NO_SECRETS
 from lockkit.report import write_folder
 from lockkit.report.model import Dossier
 from lockkit.wheelhouse import archive
@@ -102,7 +103,7 @@ def _dossier() -> Dossier:
 
 def test_report_folder(tmp_path, mask):
     folder = tmp_path / ".lockkit" / "reports" / "linux-cpu" / "20260101T000000Z"
-    write_folder(folder, _dossier(), {"installed-after.txt": "torch==2.5.1\n"})
+    write_folder(folder, _dossier(), {"installed-after.txt": "torch==2.5.1\n"}, NO_SECRETS)
     assert {p.name for p in folder.iterdir()} == {"dossier.json", "dossier.md",
                                                   "installed-after.txt"}
     assert_modes(tmp_path / ".lockkit", mask)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lockkit._internal.compat import tomllib
+from lockkit._internal.redact import NO_SECRETS
 from lockkit.cli import main
 from lockkit.errors import GuardError, IndexError_, PlatformError
 from lockkit.index.urls import Indexes
@@ -174,7 +175,7 @@ def test_guards_collect_every_problem_before_raising():
     build = doc("2.9.1+cu128")
     build["packages"].append({"name": "oldpkg", "version": "1.0", "sdist": {"url": "s"}})
     plat = load_platforms()["linux-cu130"]
-    indexes = Indexes.for_platform(plat, {}, None)
+    indexes = Indexes.for_platform(plat, {}, None, NO_SECRETS)
     with pytest.raises(IndexError_) as err:
         check_guards(build, plat, indexes, (), Routing())  # type: ignore[arg-type]
     msg = str(err.value)

@@ -15,6 +15,7 @@ import pytest
 import uv
 
 from lockkit._internal.proc import isolated_env
+from lockkit._internal.redact import NO_SECRETS
 from lockkit.cli import main
 from lockkit.report import json as json_format
 from lockkit.report import junit, markdown, write_folder
@@ -48,7 +49,7 @@ def _verify_dossier(**changes) -> Dossier:
 
 def test_round_trip_is_lossless():
     d = _verify_dossier()
-    again = Dossier.from_dict(json.loads(json_format.render(d)))
+    again = Dossier.from_dict(json.loads(json_format.render(d, NO_SECRETS)))
     assert again == d and again.to_dict() == d.to_dict()
     assert again.commands[0].timed_out and again.commands[0].returncode is None
     assert [f.passed for f in again.fingerprints] == [False, False]
@@ -108,7 +109,7 @@ def test_diff_refuses_a_newer_dossier_naming_the_file(tmp_path, capsys):
 
 def test_diff_compares_fingerprint_fields(tmp_path, capsys):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    a.write_text(json_format.render(_verify_dossier()))
+    a.write_text(json_format.render(_verify_dossier(), NO_SECRETS))
     other = _verify_dossier().to_dict()
     other["fingerprints"]["files"][0]["sha256"] = SHA_A
     b.write_text(json.dumps(other))
@@ -121,13 +122,14 @@ def test_diff_compares_fingerprint_fields(tmp_path, capsys):
 def test_renderers_redact_credentials_and_write_whole_files(tmp_path):
     d = _verify_dossier(command_line=["lockkit", "--index-url",
                                       "https://user:s3cret@127.0.0.1/simple"])
-    write_folder(tmp_path / "r", d, {"application.log": "token https://u:s3cret@127.0.0.1/x"})
+    write_folder(tmp_path / "r", d, {"application.log": "token https://u:s3cret@127.0.0.1/x"},
+                 NO_SECRETS)
     texts = {p.name: p.read_text() for p in (tmp_path / "r").iterdir()}
     assert set(texts) == {"dossier.json", "dossier.md", "application.log"}
     assert all("s3cret" not in t for t in texts.values())
     assert "**Result: failed**" in texts["dossier.md"]
-    assert "✘ model.npz: sha256 " + SHA_B in markdown.render(d)
-    suite = ET.fromstring(junit.render(d))[0]
+    assert "✘ model.npz: sha256 " + SHA_B in markdown.render(d, NO_SECRETS)
+    suite = ET.fromstring(junit.render(d, NO_SECRETS))[0]
     assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
 
 
@@ -159,14 +161,14 @@ def test_issue_14_fields_round_trip_and_render():
             "kind": "command", "command": ["{python}", "app.py"], "returncode": 0,
             "worst_id": "out/m.json $.loss", "max_abs_diff": 1e-7,
             "checks": [{"name": "command", "passed": True, "detail": "exited 0"}]}})
-    doc = json.loads(json_format.render(d))
+    doc = json.loads(json_format.render(d, NO_SECRETS))
     again = Dossier.from_dict(doc)
     assert again == d and again.to_dict() == doc and doc["schema_version"] == SCHEMA_VERSION
     assert doc["steps"][1]["waived"] is True and "waived" not in doc["steps"][0]
     assert again.application.command == ("{python}", "app.py") and again.waivers[0].waived
     assert again.fingerprints[0].detail.startswith("app.py: not committed: git add it")
     assert again.result == "passed" and "application" not in again.why_incomplete
-    md = markdown.render(again)
+    md = markdown.render(again, NO_SECRETS)
     assert "> **Warning:** pylock.linux-cpu.toml is stale" in md
     assert '> **Waived:** application: application = "none": a library' in md
     assert "| 2 | application | skipped (waived) |" in md
@@ -273,9 +275,9 @@ def test_system_and_gpu_reports_from_one_process(tmp_path):
 
 @pytest.mark.parametrize("module", [json_format, markdown, junit], ids=lambda m: m.__name__)
 def test_each_file_format_renders_a_dossier_to_text_through_render(module):
-    """One entry per format: ``render(dossier) -> str``, so the report folder and the
+    """One entry per format: ``render(dossier, secrets) -> str``, so the report folder and the
     commands call each the same way."""
     d = _verify_dossier()
-    text = module.render(d)
+    text = module.render(d, NO_SECRETS)
     assert isinstance(text, str) and text.endswith("\n") and d.platform in text
-    assert list(inspect.signature(module.render).parameters) == ["dossier"]
+    assert list(inspect.signature(module.render).parameters) == ["dossier", "secrets"]

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from lockkit._internal.redact import NO_SECRETS
 from lockkit.report import json as json_format
 from lockkit.report import junit, markdown, write_folder
 from lockkit.report.model import Dossier
@@ -68,7 +69,7 @@ def _dossier(**changes) -> Dossier:
 
 def test_the_json_document_lists_the_roots_once_at_the_top():
     d = _dossier(roots=ROOTS)
-    text = json_format.render(d)
+    text = json_format.render(d, NO_SECRETS)
     doc = json.loads(text)
     assert list(doc)[:3] == ["schema_version", "kind", "roots"] and doc["roots"] == ROOTS
     assert doc["lock"] == "<project>/locks/pylock.linux-cpu.toml"
@@ -84,7 +85,7 @@ def test_the_json_document_lists_the_roots_once_at_the_top():
 
 
 def test_the_markdown_lists_the_roots_in_one_line():
-    md = markdown.render(_dossier(roots=ROOTS))
+    md = markdown.render(_dossier(roots=ROOTS), NO_SECRETS)
     (line,) = [ln for ln in md.splitlines() if "/srv/" in ln or "/scratch/" in ln]
     assert line.startswith("- paths relative to: `<project>` = `/srv/proj`, `<venv>` = ")
     assert "- lock: `<project>/locks/pylock.linux-cpu.toml`" in md
@@ -96,26 +97,28 @@ def test_absolute_restores_todays_form():
     portable = Dossier.from_dict(_dossier(roots=ROOTS).to_dict())
     assert absolute(portable).to_dict() == _dossier().to_dict()
     assert "roots" not in absolute(_dossier(roots=ROOTS)).to_dict()
-    assert "paths relative to" not in markdown.render(absolute(portable))
-    assert "/srv/proj/locks" in markdown.render(absolute(portable))
+    assert "paths relative to" not in markdown.render(absolute(portable), NO_SECRETS)
+    assert "/srv/proj/locks" in markdown.render(absolute(portable), NO_SECRETS)
 
 
 def test_junit_carries_the_relative_messages_and_the_roots(tmp_path):
     props = {p.get("name"): p.get("value")
-             for p in ET.fromstring(junit.render(_dossier(roots=ROOTS))).iter("property")}
+             for p in ET.fromstring(junit.render(_dossier(roots=ROOTS), NO_SECRETS))
+             .iter("property")}
     assert props["first_error"] == "system: <venv>/bin/python exited 1"
     assert {k: v for k, v in props.items() if k.startswith("root.")} == {
         f"root.{name}": path for name, path in ROOTS.items()}
-    failure = ET.fromstring(junit.render(_dossier(roots=ROOTS))).find(".//failure")
+    failure = ET.fromstring(junit.render(_dossier(roots=ROOTS), NO_SECRETS)).find(".//failure")
     assert failure is not None and failure.get("message") == "<venv>/bin/python exited 1"
-    absolute_form = junit.render(_dossier()).encode()
+    absolute_form = junit.render(_dossier(), NO_SECRETS).encode()
     assert b"/srv/cache/verify/venvs/linux-cpu/bin/python" in absolute_form
     assert b"root." not in absolute_form and b"&lt;venv&gt;" not in absolute_form
 
 
 def test_the_report_folder_is_portable_attachments_included(tmp_path):
     write_folder(tmp_path, _dossier(roots=ROOTS),
-                 {"app.log": f"wrote /scratch/lockkit-verify-x1/app/out.npy with {SHA}\n"})
+                 {"app.log": f"wrote /scratch/lockkit-verify-x1/app/out.npy with {SHA}\n"},
+                 NO_SECRETS)
     assert (tmp_path / "app.log").read_text() == f"wrote <tmp>/app/out.npy with {SHA}\n"
     doc = json.loads((tmp_path / "dossier.json").read_text())
     assert doc["roots"] == ROOTS and doc["lock"].startswith("<project>/")

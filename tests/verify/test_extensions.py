@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from lockkit._internal.redact import NO_SECRETS
 from lockkit.config.checks.extensions import ExtensionSpec, extensions_problems
 from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
@@ -198,7 +199,7 @@ def test_the_result_round_trips_and_renders():
     doc = Dossier(kind="verify", lockkit_version="0", started="now", result="failed",
                   steps=(), extensions=result)
     assert Dossier.from_dict(json.loads(json.dumps(doc.to_dict()))).extensions == result
-    text = markdown.render(doc)
+    text = markdown.render(doc, NO_SECRETS)
     assert "## Compiled extensions" in text and "✘ x on cpu: import x failed" in text
     assert "- torch 2.13.0+cpu (cp311-cp311-linux_x86_64, 40 shared libraries)" in text
 

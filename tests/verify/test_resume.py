@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from lockkit._internal import proc
+from lockkit._internal.redact import NO_SECRETS
 from lockkit.cli import main
 from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
@@ -203,8 +204,8 @@ def test_resume_result_round_trips_and_renders():
                       code=GitState(git=False))
     again = Dossier.from_dict(json.loads(json.dumps(dossier.to_dict())))
     assert again.resume == result and again == dossier
-    assert "## Training resume" in markdown.render(again)
-    assert "step 6: numpy RNG not restored" in markdown.render(again)
+    assert "## Training resume" in markdown.render(again, NO_SECRETS)
+    assert "step 6: numpy RNG not restored" in markdown.render(again, NO_SECRETS)
 
 
 # --- [verify.resume] is validated when the project loads ---------------------------------

@@ -23,9 +23,10 @@ from packageurl import PackageURL
 
 from lockkit import __version__
 from lockkit._internal.compat import tomllib
+from lockkit._internal.redact import NO_SECRETS
 from lockkit.cli import main
 from lockkit.errors import ConfigError
-from lockkit.index.urls import expand
+from lockkit.index.urls import expand, secrets_of
 from lockkit.wheelhouse import sbom
 from tests.support.project import OFFICIAL
 from tests.support.pytorch_index import R2
@@ -63,7 +64,7 @@ def test_validator_rejects_what_the_schema_forbids():
     """The check the other tests lean on can fail: an unknown component type is refused."""
     text = sbom.render([sbom.File(name="a", version="1", path="a-1-py3-none-any.whl",
                                   sha256=SHA, size=1, source_url="http://127.0.0.1/a.whl")],
-                       platform="p", lock={}, lock_sha256=SHA)
+                       platform="p", lock={}, lock_sha256=SHA, secrets=NO_SECRETS)
     bad = json.loads(text)
     bad["components"][0]["type"] = "wheel"
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(json.dumps(bad)) is not None
@@ -147,7 +148,8 @@ def test_credentials_and_variable_values_are_dropped_from_urls(monkeypatch):
                        size=3, source_url=expand("https://files.example/${LOCKKIT_SBOM_TOKEN}/t"
                                                  "/tool-1-py3-none-any.whl"))]
     lock = {"tool": {"lockkit": {"torch-index": index}}}
-    text = sbom.render(files, platform="p", lock=lock, lock_sha256=SHA)
+    secrets = secrets_of(["${LOCKKIT_SBOM_TOKEN}"])  # a project whose index-url names it
+    text = sbom.render(files, platform="p", lock=lock, lock_sha256=SHA, secrets=secrets)
     assert "s3cret" not in text and "pa55word" not in text and "user" not in text
     components = by_path(valid(text))
     torch = components["torch-2.5.1+cpu-x.whl"]
@@ -193,7 +195,8 @@ def test_tools_and_the_locks_dependencies():
              for n, d, k in _FILES]
     lock = {"packages": [{"name": "App", "version": "1",
                           "dependencies": [{"name": "FileLock"}, {"name": "absent"}]}]}
-    bom = valid(sbom.render(files, platform="p", lock=lock, lock_sha256=SHA))
+    bom = valid(sbom.render(files, platform="p", lock=lock, lock_sha256=SHA,
+                            secrets=NO_SECRETS))
     paths = by_path(bom)
     assert sorted(paths) == sorted(f.path for f in files)
     assert paths["tools/filelock-1-py3-none-any.whl"]["bom-ref"] != (
@@ -208,6 +211,7 @@ def test_tools_and_the_locks_dependencies():
 
 _RENDER = """
 import sys
+from lockkit._internal.redact import NO_SECRETS
 from lockkit.wheelhouse import sbom
 files = [sbom.File(name=f"p{i}", version="1", path=f"p{i}-1-py3-none-any.whl",
                    sha256=f"{i:064x}", size=i, source_url=f"http://127.0.0.1/p{i}.whl",
@@ -216,7 +220,8 @@ files = [sbom.File(name=f"p{i}", version="1", path=f"p{i}-1-py3-none-any.whl",
 lock = {"packages": [{"name": f"p{i}", "dependencies": [{"name": f"p{j}"} for j in range(i)]}
                      for i in range(40)]}
 order = files[::-1] if sys.argv[1:] == ["reversed"] else files
-sys.stdout.write(sbom.render(order, platform="p", lock=lock, lock_sha256="cd" * 32))
+sys.stdout.write(sbom.render(order, platform="p", lock=lock, lock_sha256="cd" * 32,
+                             secrets=NO_SECRETS))
 """
 
 
@@ -233,7 +238,7 @@ def test_the_bytes_do_not_depend_on_hash_seed_or_order():
 def test_a_bad_source_date_epoch_is_a_config_error(monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
     with pytest.raises(ConfigError, match="SOURCE_DATE_EPOCH"):
-        sbom.render([], platform="p", lock={}, lock_sha256=SHA)
+        sbom.render([], platform="p", lock={}, lock_sha256=SHA, secrets=NO_SECRETS)
 
 
 def test_the_library_is_imported_only_to_write():

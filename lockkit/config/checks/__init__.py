@@ -15,18 +15,21 @@ under the same keys.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:  # each check's module is imported when a [verify] table is read
     from lockkit.config.checks.application import ApplicationConfig
     from lockkit.config.checks.embedding import EmbeddingConfig
     from lockkit.config.checks.extensions import ExtensionsConfig
     from lockkit.config.checks.resume import ResumeConfig
-    from lockkit.config.checks.rules import Check
+    from lockkit.config.checks.rules import Check, Fields
 
 __all__ = ["CHECKS", "VERIFY_KEYS", "VerifyConfig", "table_checks"]
+
+_T = TypeVar("_T")
 
 # each check's module (lockkit.config.checks.<key>, whose CHECK reads it), in the order the
 # problems of its table are reported
@@ -48,3 +51,28 @@ class VerifyConfig:
     embedding: EmbeddingConfig | None = None  # [verify.embedding]
     extensions: ExtensionsConfig | None = None  # [verify.extensions]
     resume: ResumeConfig | None = None  # [verify.resume]
+
+    @classmethod
+    def of(cls, fields: Fields) -> VerifyConfig:
+        """The fields the checks' readers filled, each checked to be its field's type (a
+        reader names its fields as text: a wrong one is lockkit's bug, said here)."""
+        from lockkit.config.checks.application import ApplicationConfig
+        from lockkit.config.checks.embedding import EmbeddingConfig
+        from lockkit.config.checks.extensions import ExtensionsConfig
+        from lockkit.config.checks.resume import ResumeConfig
+
+        unknown = set(fields) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise TypeError(f"VerifyConfig has no field {sorted(unknown)[0]!r}")
+        return cls(application=_field(fields, "application", ApplicationConfig),
+                   application_waiver=_field(fields, "application_waiver", str),
+                   embedding=_field(fields, "embedding", EmbeddingConfig),
+                   extensions=_field(fields, "extensions", ExtensionsConfig),
+                   resume=_field(fields, "resume", ResumeConfig))
+
+
+def _field(fields: Fields, name: str, kind: type[_T]) -> _T | None:
+    value = fields.get(name)
+    if value is None or isinstance(value, kind):
+        return value
+    raise TypeError(f"VerifyConfig.{name}: expected {kind.__name__}, got {type(value).__name__}")

@@ -15,12 +15,20 @@ compare."out/metrics.json".atol: ...``), so a mistake costs under a second, not 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from lockkit._internal.keys import KeyReader
-from lockkit.config.checks.rules import DEVICE_USE, Check, command, fingerprints, relative_path
+from lockkit.config.checks.rules import (
+    DEVICE_USE,
+    Check,
+    Fields,
+    command,
+    fingerprints,
+    relative_path,
+)
 
 __all__ = ["APPLICATION_HINT", "CHECK", "ApplicationConfig", "Comparison", "application_problems"]
 
@@ -43,9 +51,23 @@ class Comparison:
     rtol: float
     reason: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"reference": self.reference, "atol": self.atol, "rtol": self.rtol,
                 "reason": self.reason}
+
+
+class _Command(TypedDict):
+    command: tuple[str, ...]
+
+
+class _Values(_Command, total=False):
+    """The :class:`ApplicationConfig` fields the table sets (Python 3.10 has no
+    ``typing.Required``: the required key comes from :class:`_Command`)."""
+
+    timeout: float
+    outputs: tuple[str, ...]
+    compare: tuple[Comparison, ...]
+    fingerprints: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,7 +89,7 @@ class ApplicationConfig:
     def argv(self, python: Path, device: str) -> list[str]:
         return [part.format(python=str(python), device=device) for part in self.command]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The table as written in lockkit.toml, for the dossier."""
         return {"command": list(self.command), "timeout": self.timeout,
                 "outputs": list(self.outputs),
@@ -75,7 +97,7 @@ class ApplicationConfig:
                 "fingerprints": dict(self.fingerprints)}
 
 
-def application_problems(root: Path, verify: dict[str, Any]
+def application_problems(root: Path, verify: Mapping[str, object]
                          ) -> tuple[ApplicationConfig | None, str | None, list[str]]:
     """From the [verify] table: the application check, or the waiver's reason
     (``application = "none"``), and every problem (key paths, for the caller to prefix
@@ -85,7 +107,7 @@ def application_problems(root: Path, verify: dict[str, Any]
     return (None, None, r.errors) if r.errors else (cfg, waiver, [])
 
 
-def _application(r: KeyReader, root: Path, verify: dict[str, Any]
+def _application(r: KeyReader, root: Path, verify: Mapping[str, object]
                  ) -> tuple[ApplicationConfig | None, str | None]:
     value, reason = verify.get("application"), verify.get("reason")
     if value == "none":
@@ -111,29 +133,34 @@ def _application(r: KeyReader, root: Path, verify: dict[str, Any]
     return _read(r.at("application"), root.resolve(), value), None
 
 
-def _read(r: KeyReader, root: Path, table: dict[str, Any]) -> ApplicationConfig | None:
+def _read(r: KeyReader, root: Path, table: Mapping[str, object]) -> ApplicationConfig | None:
     """``[verify.application]``, *r* reading at its path; None when it has a problem."""
     before = len(r.errors)
     r.unknown(table, _KEYS)
     r.require(table, ("command",))
-    values: dict[str, Any] = {
-        "command": command(r, table.get("command"), ("python", "device"), use=_USE),
-        "timeout": r.number("timeout", table.get("timeout"), 1e-9),
-        "outputs": _outputs(r, root, table.get("outputs")),
-        "compare": _compare(r.at("compare"), root, table.get("compare")),
-    }
-    references = [c.reference for c in values["compare"] or ()]
+    argv = command(r, table.get("command"), ("python", "device"), use=_USE)
+    timeout = r.number("timeout", table.get("timeout"), 1e-9)
+    outputs = _outputs(r, root, table.get("outputs"))
+    compare = _compare(r.at("compare"), root, table.get("compare"))
+    references = [c.reference for c in compare or ()]
     prints = table.get("fingerprints")
-    values["fingerprints"] = fingerprints(r, prints, root, references, "the comparison")
+    pairs = fingerprints(r, prints, root, references, "the comparison")
     for path in references if prints is None else ():
         r.fail("fingerprints", f"missing: {path!r} is compared, so it needs an identity "
                                "(its sha256)")
-    if len(r.errors) > before:
+    if len(r.errors) > before or argv is None:
         return None
-    return ApplicationConfig(**{k: v for k, v in values.items() if v is not None})
+    values = _Values(command=argv, fingerprints=pairs)  # absent keys keep their defaults
+    if timeout is not None:
+        values["timeout"] = timeout
+    if outputs is not None:
+        values["outputs"] = outputs
+    if compare is not None:
+        values["compare"] = compare
+    return ApplicationConfig(**values)
 
 
-def _outputs(r: KeyReader, root: Path, value: Any) -> tuple[str, ...] | None:
+def _outputs(r: KeyReader, root: Path, value: object) -> tuple[str, ...] | None:
     if value is None:
         return None
     if not isinstance(value, list):
@@ -143,7 +170,7 @@ def _outputs(r: KeyReader, root: Path, value: Any) -> tuple[str, ...] | None:
     return tuple(p for p in paths if p is not None)
 
 
-def _compare(r: KeyReader, root: Path, value: Any) -> tuple[Comparison, ...] | None:
+def _compare(r: KeyReader, root: Path, value: object) -> tuple[Comparison, ...] | None:
     """``[verify.application.compare]``: *r* reads at ``verify.application.compare``."""
     if value is None:
         return None
@@ -171,7 +198,7 @@ def _compare(r: KeyReader, root: Path, value: Any) -> tuple[Comparison, ...] | N
     return tuple(found)
 
 
-def _read_check(root: Path, verify: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _read_check(root: Path, verify: Mapping[str, object]) -> tuple[Fields, list[str]]:
     """Read always: the waiver and its reason are [verify]'s own keys."""
     config, waiver, problems = application_problems(root, verify)
     return {"application": config, "application_waiver": waiver}, problems

@@ -12,12 +12,20 @@ reader (:class:`lockkit._internal.keys.KeyReader`).
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from lockkit._internal.keys import KeyReader
-from lockkit.config.checks.rules import DEVICE_USE, Check, command, fingerprints, relative_path
+from lockkit.config.checks.rules import (
+    DEVICE_USE,
+    Check,
+    Fields,
+    command,
+    fingerprints,
+    relative_path,
+)
 from lockkit.errors import ConfigError
 
 __all__ = ["CHECK", "EMBEDDING_HINT", "EmbeddingConfig", "embedding_problems",
@@ -53,17 +61,18 @@ class EmbeddingConfig:
     timeout: float = 600.0
 
     @classmethod
-    def from_table(cls, project_root: Path, table: Any, *,
+    def from_table(cls, project_root: Path, table: object, *,
                    source: str = "lockkit.toml") -> EmbeddingConfig:
         """Validate every key, collect every error, raise them together."""
         r = _reader(source)
-        values = _read(r, project_root, table)
+        config = _read(r, project_root, table)
         r.raise_if_any(hint=EMBEDDING_HINT)
-        return cls(**values)
+        assert config is not None  # a table read without a problem is a config
+        return config
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The table as written in lockkit.toml, for the dossier."""
-        out: dict[str, Any] = {"command": list(self.command)}
+        out: dict[str, object] = {"command": list(self.command)}
         for name in _REQUIRED[1:-1] + _OPTIONAL:
             value = getattr(self, name.replace("-", "_"))
             if value is not None:
@@ -73,52 +82,57 @@ class EmbeddingConfig:
 
 
 def embedding_problems(project_root: Path,
-                       table: Any) -> tuple[EmbeddingConfig | None, list[str]]:
+                       table: object) -> tuple[EmbeddingConfig | None, list[str]]:
     """The validated table, or None and every problem, each naming its key path
     (``verify.embedding.dim: ...``) for the caller to prefix with the file."""
     r = _reader(None)
-    values = _read(r, project_root, table)
-    return (None, r.errors) if r.errors else (EmbeddingConfig(**values), [])
+    config = _read(r, project_root, table)
+    return (None, r.errors) if config is None else (config, [])
 
 
 def _reader(source: str | None) -> KeyReader:
     return KeyReader(source, where="verify.embedding", unknown="path: unknown key")
 
 
-def _read(r: KeyReader, project_root: Path, table: Any) -> dict[str, Any]:
-    """The table's values by :class:`EmbeddingConfig` field; every problem recorded."""
+def _read(r: KeyReader, project_root: Path, table: object) -> EmbeddingConfig | None:
+    """The table as an :class:`EmbeddingConfig`; None when it has a problem, every
+    problem recorded on *r*."""
     if not isinstance(table, dict):
         r.fail("", f"expected a table, got {table!r}")
-        return {}
+        return None
     r.unknown(table, _REQUIRED + _OPTIONAL)
     r.require(table, _REQUIRED)
     root, get = project_root.resolve(), table.get
-    values = {
-        "command": command(r, get("command"), _PLACEHOLDERS,
-                           use="use {python}, {out} and " + DEVICE_USE,
-                           needed=("out",),
-                           why="the application must write into the folder lockkit re-reads"),
-        "embeddings": relative_path(r, "embeddings", get("embeddings"), None),
-        "ids": relative_path(r, "ids", get("ids"), None),
-        "sample": relative_path(r, "sample", get("sample"), root),
-        "reference": relative_path(r, "reference", get("reference"), root),
-        "reference_ids": relative_path(r, "reference-ids", get("reference-ids"), root),
-        "dtype": r.choice("dtype", get("dtype"), _DTYPES),
-        "dim": r.number("dim", get("dim"), 1, integer=True),
-        "reason": r.text("reason", get("reason")),
-        "key": r.text("key", get("key")),
-        "atol": r.number("atol", get("atol"), 0),
-        "rtol": r.number("rtol", get("rtol"), 0),
-        "min_cosine": r.number("min-cosine", get("min-cosine"), -1, 1),
-        "timeout": r.number("timeout", get("timeout"), 1e-9),
-    }
+    argv = command(r, get("command"), _PLACEHOLDERS, use="use {python}, {out} and " + DEVICE_USE,
+                   needed=("out",),
+                   why="the application must write into the folder lockkit re-reads")
+    embeddings = relative_path(r, "embeddings", get("embeddings"), None)
+    ids = relative_path(r, "ids", get("ids"), None)
+    sample = relative_path(r, "sample", get("sample"), root)
+    reference = relative_path(r, "reference", get("reference"), root)
+    reference_ids = relative_path(r, "reference-ids", get("reference-ids"), root)
+    dtype = r.choice("dtype", get("dtype"), _DTYPES)
+    dim = r.number("dim", get("dim"), 1, integer=True)
+    reason = r.text("reason", get("reason"))
+    key = r.text("key", get("key"))
+    atol = r.number("atol", get("atol"), 0)
+    rtol = r.number("rtol", get("rtol"), 0)
+    min_cosine = r.number("min-cosine", get("min-cosine"), -1, 1)
+    timeout = r.number("timeout", get("timeout"), 1e-9)
     _criteria(r, table)
-    read = [values[k] for k in ("sample", "reference", "reference_ids") if values[k]]
-    values["fingerprints"] = fingerprints(r, get("fingerprints"), root, read, "the check")
-    return {k: v for k, v in values.items() if v is not None}
+    read = [p for p in (sample, reference, reference_ids) if p]
+    pairs = fingerprints(r, get("fingerprints"), root, read, "the check")
+    if r.errors or argv is None or embeddings is None or ids is None or sample is None \
+            or reference is None or reference_ids is None or reason is None:
+        return None
+    config = EmbeddingConfig(command=argv, embeddings=embeddings, ids=ids, sample=sample,
+                             reference=reference, reference_ids=reference_ids, dtype=dtype,
+                             dim=dim, reason=reason, fingerprints=pairs, key=key, atol=atol,
+                             rtol=rtol, min_cosine=min_cosine)
+    return config if timeout is None else dataclasses.replace(config, timeout=timeout)
 
 
-def _criteria(r: KeyReader, table: dict[str, Any]) -> None:
+def _criteria(r: KeyReader, table: Mapping[str, object]) -> None:
     """No default tolerance: the user declares one and says why."""
     if ("atol" in table) != ("rtol" in table):
         missing = "rtol" if "atol" in table else "atol"
@@ -127,7 +141,7 @@ def _criteria(r: KeyReader, table: dict[str, Any]) -> None:
         r.fail("atol", "no criterion: set atol and rtol, or min-cosine, or both")
 
 
-def load_embedding_config(project_root: Path, verify: Any, *,
+def load_embedding_config(project_root: Path, verify: object, *,
                           source: str = "lockkit.toml") -> EmbeddingConfig | None:
     """The project's embedding check, or None when it declares none."""
     if not isinstance(verify, dict):
@@ -137,7 +151,7 @@ def load_embedding_config(project_root: Path, verify: Any, *,
     return EmbeddingConfig.from_table(project_root, verify["embedding"], source=source)
 
 
-def _read_check(root: Path, verify: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _read_check(root: Path, verify: Mapping[str, object]) -> tuple[Fields, list[str]]:
     if "embedding" not in verify:
         return {}, []
     config, problems = embedding_problems(root, verify["embedding"])

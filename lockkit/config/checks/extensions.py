@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from lockkit._internal.keys import KeyReader
-from lockkit.config.checks.rules import Check
+from lockkit.config.checks.rules import Check, Fields
 
 __all__ = ["CHECK", "EXTENSIONS_HINT", "ExtensionSpec", "ExtensionsConfig", "extensions_problems"]
 
@@ -44,7 +44,7 @@ class ExtensionSpec:
     module: str
     smoke: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"module": self.module, **({"smoke": self.smoke} if self.smoke else {})}
 
 
@@ -55,11 +55,11 @@ class ExtensionsConfig:
     modules: tuple[ExtensionSpec, ...]
     timeout: float = 300.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"modules": [m.to_dict() for m in self.modules], "timeout": self.timeout}
 
 
-def _entry(r: KeyReader, entry: Any) -> ExtensionSpec | None:
+def _entry(r: KeyReader, entry: object) -> ExtensionSpec | None:
     """One ``modules`` entry, *r* reading at its path (``verify.extensions.modules[0]``)."""
     if not isinstance(entry, dict):
         r.fail("", f"expected a table {{ module = ..., smoke = ... }}, got {entry!r}")
@@ -80,7 +80,7 @@ def _entry(r: KeyReader, entry: Any) -> ExtensionSpec | None:
     return ExtensionSpec(module=module, smoke=smoke.strip() if smoke else None)
 
 
-def extensions_problems(table: Any) -> tuple[ExtensionsConfig | None, list[str]]:
+def extensions_problems(table: object) -> tuple[ExtensionsConfig | None, list[str]]:
     """The validated table, or None and every problem, each naming its key path."""
     r = KeyReader(where="verify.extensions")
     if not isinstance(table, dict):
@@ -105,7 +105,7 @@ def extensions_problems(table: Any) -> tuple[ExtensionsConfig | None, list[str]]
     return ExtensionsConfig(modules=tuple(specs), timeout=float(timeout)), []
 
 
-def _read_check(root: Path, verify: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _read_check(root: Path, verify: Mapping[str, object]) -> tuple[Fields, list[str]]:
     if "extensions" not in verify:
         return {}, []
     config, problems = extensions_problems(verify["extensions"])

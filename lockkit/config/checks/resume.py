@@ -9,12 +9,13 @@ judges it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict
 
 from lockkit._internal.keys import KeyReader
-from lockkit.config.checks.rules import DEVICE_USE, Check, command
+from lockkit.config.checks.rules import DEVICE_USE, Check, Fields, command
 
 __all__ = ["CHECK", "PLACEHOLDERS", "RESUME_HINT", "ResumeConfig", "resume_problems"]
 
@@ -25,6 +26,25 @@ PLACEHOLDERS = ("python", "out", "steps", "checkpoint", "resume", "device")
 _NEEDED = ("out", "steps", "checkpoint", "resume")
 _REQUIRED = ("command", "steps", "resume-steps")
 _OPTIONAL = ("atol", "rtol", "reason", "timeout")
+
+
+_Number = Literal["steps", "resume_steps", "atol", "rtol", "timeout"]
+# each number's key, its field, its least value and whether it is an integer
+_NUMBERS: tuple[tuple[str, _Number, float, bool], ...] = (
+    ("steps", "steps", 1, True), ("resume-steps", "resume_steps", 1, True),
+    ("atol", "atol", 0, False), ("rtol", "rtol", 0, False), ("timeout", "timeout", 1e-9, False))
+
+
+class _Values(TypedDict, total=False):
+    """The :class:`ResumeConfig` fields the table sets."""
+
+    command: tuple[str, ...]
+    steps: int
+    resume_steps: int
+    atol: float
+    rtol: float
+    reason: str
+    timeout: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,11 +69,11 @@ class ResumeConfig:
                   "device": device}
         return [part.format(**values) for part in self.command]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The table as written in lockkit.toml, for the dossier."""
         if self.none is not None:
             return {"none": self.none}
-        out: dict[str, Any] = {"command": list(self.command), "steps": self.steps,
+        out: dict[str, object] = {"command": list(self.command), "steps": self.steps,
                                "resume-steps": self.resume_steps, "atol": self.atol,
                                "rtol": self.rtol, "timeout": self.timeout}
         if self.reason is not None:
@@ -61,7 +81,7 @@ class ResumeConfig:
         return out
 
 
-def resume_problems(table: Any) -> tuple[ResumeConfig | None, list[str]]:
+def resume_problems(table: object) -> tuple[ResumeConfig | None, list[str]]:
     """The validated table, or None and every problem, each naming its key path."""
     r = KeyReader(where="verify.resume", unknown="path: unknown key")
     if not isinstance(table, dict):
@@ -75,26 +95,31 @@ def resume_problems(table: Any) -> tuple[ResumeConfig | None, list[str]]:
         return (None, r.errors) if r.errors else (ResumeConfig(none=none), [])
     r.unknown(table, _REQUIRED + _OPTIONAL)
     r.require(table, _REQUIRED)
-    values: dict[str, Any] = {"command": command(
+    argv = command(
         r, table.get("command"), PLACEHOLDERS, needed=_NEEDED,
         use="use " + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS[:-1]) + " and " + DEVICE_USE,
-        why="each run is told " + ", ".join(f"{{{p}}}" for p in _NEEDED))}
-    for key, low, integer in (("steps", 1, True), ("resume-steps", 1, True),
-                              ("atol", 0, False), ("rtol", 0, False),
-                              ("timeout", 1e-9, False)):
-        values[key.replace("-", "_")] = r.number(
-            key, table.get(key), low, integer=integer,
-            expected=f"{'an integer' if integer else 'a number'} >= {low:g}")
-    values["reason"] = r.text("reason", table.get("reason"))
-    if (values["atol"] or values["rtol"]) and "reason" not in table:
+        why="each run is told " + ", ".join(f"{{{p}}}" for p in _NEEDED))
+    numbers = {name: r.number(key, table.get(key), low, integer=integer,
+                              expected=f"{'an integer' if integer else 'a number'} >= {low:g}")
+               for key, name, low, integer in _NUMBERS}
+    reason = r.text("reason", table.get("reason"))
+    if (numbers["atol"] or numbers["rtol"]) and "reason" not in table:
         r.fail("reason", "required with a non-zero atol/rtol: say why the resumed run may "
                          "differ (the default is exact, as a CPU resume is)")
     if r.errors:
         return None, r.errors
-    return ResumeConfig(**{k: v for k, v in values.items() if v is not None}), []
+    values = _Values()  # absent keys keep their defaults
+    if argv is not None:
+        values["command"] = argv
+    for name, number in numbers.items():
+        if number is not None:
+            values[name] = number
+    if reason is not None:
+        values["reason"] = reason
+    return ResumeConfig(**values), []
 
 
-def _read_check(root: Path, verify: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _read_check(root: Path, verify: Mapping[str, object]) -> tuple[Fields, list[str]]:
     if "resume" not in verify:
         return {}, []
     config, problems = resume_problems(verify["resume"])

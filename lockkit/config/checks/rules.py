@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any
 
 from lockkit._internal.keys import KeyReader
 
-__all__ = ["DEVICE_USE", "Check", "Reader", "command", "fingerprints", "relative_path"]
+__all__ = ["DEVICE_USE", "Check", "Fields", "Reader", "command", "fingerprints",
+           "relative_path"]
 
-# a reader: (the project's root, the [verify] table) -> the VerifyConfig fields it fills,
-# and every problem (key paths, for the caller to prefix with the file)
-Reader = Callable[[Path, "dict[str, Any]"], "tuple[dict[str, Any], list[str]]"]
+# the VerifyConfig fields a reader fills, by name (VerifyConfig.of checks each one's type)
+Fields = Mapping[str, object]
+# a reader: (the project's root, the [verify] table as read) -> the VerifyConfig fields it
+# fills, and every problem (key paths, for the caller to prefix with the file)
+Reader = Callable[[Path, Mapping[str, object]], tuple[Fields, list[str]]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,16 +43,17 @@ DEVICE_USE = "{device} (the platform's torch device: cpu, cuda:0, xpu:0 or mps)"
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 
-def command(r: KeyReader, value: Any, placeholders: tuple[str, ...], *, use: str,
+def command(r: KeyReader, value: object, placeholders: tuple[str, ...], *, use: str,
             needed: tuple[str, ...] = (), why: str = "") -> tuple[str, ...] | None:
     """``command``: a non-empty list of strings whose ``{placeholders}`` are all known
     (else the problem ends with *use*) and include each of *needed* (else with *why*)."""
     if value is None:
         return None
-    if r.strings("command", value, empty=False) is None:
+    parts = r.strings("command", value, empty=False)
+    if parts is None:
         return None
     try:
-        fields = [(f, spec, conv) for part in value
+        fields = [(f, spec, conv) for part in parts
                   for _, f, spec, conv in string.Formatter().parse(part) if f is not None]
     except ValueError as exc:
         r.fail("command", f"malformed placeholder: {exc} (write {{{{ for a brace)")
@@ -61,26 +64,27 @@ def command(r: KeyReader, value: Any, placeholders: tuple[str, ...], *, use: str
         r.fail("command", f"unknown placeholder {{{unknown[0]}}}: {use}")
     elif missing:
         r.fail("command", f"no {{{missing[0]}}} placeholder: {why}")
-    return None if unknown or missing else tuple(value)
+    return None if unknown or missing else parts
 
 
-def relative_path(r: KeyReader, key: str, value: Any, root: Path | None) -> str | None:
+def relative_path(r: KeyReader, key: str, value: object, root: Path | None) -> str | None:
     """A relative path that stays inside the project at *root* (None: inside the output
     folder, which does not exist yet): the check must run from a copy."""
-    if r.text(key, value) is None:
+    text = r.text(key, value)
+    if text is None:
         return None
-    escapes = ".." in PurePosixPath(value.replace("\\", "/")).parts
-    absolute = PurePosixPath(value).is_absolute() or PureWindowsPath(value).is_absolute()
+    escapes = ".." in PurePosixPath(text.replace("\\", "/")).parts
+    absolute = PurePosixPath(text).is_absolute() or PureWindowsPath(text).is_absolute()
     if not escapes and not absolute and root is not None:
-        escapes = not (root / value).resolve().is_relative_to(root)
+        escapes = not (root / text).resolve().is_relative_to(root)
     if escapes or absolute:
         where = "project" if root is not None else "output folder"
-        r.fail(key, f"expected a relative path inside the {where}, got {value!r}")
+        r.fail(key, f"expected a relative path inside the {where}, got {text!r}")
         return None
-    return value
+    return text
 
 
-def fingerprints(r: KeyReader, value: Any, root: Path, read: list[str],
+def fingerprints(r: KeyReader, value: object, root: Path, read: list[str],
                  reader: str) -> tuple[tuple[str, str], ...]:
     """``fingerprints``: 'path' = 'sha256 hex digest', with an entry for each file the
     check reads (*read*; *reader* says who reads it)."""
