@@ -50,8 +50,7 @@ from lockkit._internal.redact import conceal, strip_credentials
 from lockkit.config.project import Project
 from lockkit.errors import ConfigError, UsageError
 from lockkit.index.urls import apply_mirrors, requirement_form
-from lockkit.lock.lockfile import dumps
-from lockkit.lock.model import Lock
+from lockkit.lock.model import Lock, dumps
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.targets import NothingInstallable, select
 
