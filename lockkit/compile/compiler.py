@@ -128,7 +128,7 @@ def locked_one(project: Project, platform: Platform, uv: str, http: Http,
                              exclude_newer=project.exclude_newer)
     fresh, _ = _prepare(project, platform, uv, http, options, requirements).lock(http, path)
     # the built lock's tables are its data as read back from its text (Lock.built)
-    said = differences(lock.data, fresh.data) if lock is not None else []
+    said = differences(lock, fresh) if lock is not None else []
     status = said_of.status if said_of.status != "fresh" else \
         "differs" if said else "matches"
     return Outcome(platform=platform.name, path=path, status=status,
