@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lockkit import __version__
 from lockkit._internal import proc
@@ -33,23 +33,28 @@ from lockkit.compile.locked import differences
 from lockkit.compile.slips import asked_names, input_warnings
 from lockkit.config.inputs import normalized_inputs, resolver_inputs
 from lockkit.config.project import Project
-from lockkit.errors import ConfigError, LockkitError, ResolutionError
+from lockkit.errors import ConfigError, GuardError, LockkitError, ResolutionError
 from lockkit.index.http import TIMEOUT
 from lockkit.index.pages import Http
 from lockkit.index.resolve import Resolution, ResolveOptions, no_such_torch, resolve
 from lockkit.index.urls import Indexes
 from lockkit.lock.freshness import (
     LOCK_FORMAT,
+    InputsRecord,
     Outcome,
-    check,
-    checked,
+    Verdict,
     fingerprint,
     inputs_record,
+    read_lock,
+    verdict,
 )
-from lockkit.lock.model import Backend, LockMeta
+from lockkit.lock.model import Backend, Lock, LockMeta
 from lockkit.lock.origins import Origins
 from lockkit.lock.python import lock_python, lock_python_why
 from lockkit.platforms.definitions import Platform
+
+if TYPE_CHECKING:
+    from lockkit.index.routing import RoutingIndex
 
 __all__ = ["compile_platforms", "locked_one"]
 
@@ -57,8 +62,12 @@ _log = logging.getLogger(__name__)
 
 
 def _imports_for_after_uv() -> None:
-    """What compile needs once uv is done (tomli_w, packaging.pylock, and uv's version
-    through importlib.metadata: ~45 ms), done while uv resolves."""
+    """What compile needs once uv is done (the lock writer, packaging.pylock and tomli_w,
+    which :meth:`~lockkit.lock.model.Lock.built` imports on use, and uv's version through
+    importlib.metadata: ~45 ms), done while uv resolves."""
+    import packaging.pylock  # noqa: F401
+    import tomli_w  # noqa: F401
+
     import lockkit.lock.lockfile  # noqa: F401
 
     uv_version(uv_bin())
@@ -80,7 +89,7 @@ def compile_one(project: Project, platform: Platform, uv: str,
                              exclude_newer=project.exclude_newer)
     run = _prepare(project, platform, uv, http, options, requirements)
     memos = memos if memos is not None else MemoStore(default_cache_dir())
-    key = _memo_key(run.resolution.text, run.meta.to_table(), run.record, platform, run.indexes,
+    key = _memo_key(run.resolution.text, run.meta, run.record, platform, run.indexes,
                     project.allow_sdist, run.resolution.routing)
     packages = _known_lock(memos, key, existing)
     _log.log(VERBOSE, "%s: %s", platform.name,
@@ -89,13 +98,14 @@ def compile_one(project: Project, platform: Platform, uv: str,
     if packages is not None:
         return Outcome(platform=platform.name, path=path, status="unchanged",
                        packages=packages)
-    text, packages, hashed = run.lock_text(http)
+    lock, hashed = run.lock(http, path)
+    packages = len(lock.pylock.packages)
     if not hashed:
-        memos.put("compile", key, {"lock-sha256": _sha256(text), "packages": packages})
-    if existing == text:
+        memos.put("compile", key, {"lock-sha256": lock.sha256, "packages": packages})
+    if existing == lock.text:
         return Outcome(platform=platform.name, path=path, status="unchanged",
                        packages=packages)
-    write_atomic(path, text)
+    write_atomic(path, lock.text)
     return Outcome(platform=platform.name, path=path, status="written", packages=packages)
 
 
@@ -105,25 +115,25 @@ def locked_one(project: Project, platform: Platform, uv: str, http: Http,
     ``--check`` gives it), then every difference from the lock a fresh resolution makes
     (:mod:`lockkit.compile.locked`), its pins preferred. Nothing is written, the memo is
     neither read nor written."""
-    from lockkit._internal.compat import tomllib
-
     path = project.lock_path(platform.name)
     record = inputs_record(project, platform, lock_python(project, platform), requirements)
-    verdict, lock = checked(path, record, platform, Origins.of(project, platform))
-    if verdict.status == "missing":
+    origins, read = Origins.of(project, platform), read_lock(path)
+    lock = read if isinstance(read, Lock) else None
+    said_of = read if isinstance(read, Verdict) else verdict(read, record, platform, origins)
+    if said_of.status == "missing":
         return Outcome(platform=platform.name, path=path, status="missing")
     # uv reads only the versions of its preferences; one that is no lock it cannot read
     # (None: "not a lock lockkit wrote")
     options = ResolveOptions(preferences=path if lock is not None else None,
                              exclude_newer=project.exclude_newer)
-    text, packages, _ = _prepare(project, platform, uv, http, options,
-                                 requirements).lock_text(http)
-    said: list[str] = []
-    if lock is not None:  # the same text as the committed lock's is the same tables
-        said = differences(lock.data, lock.data if text == lock.text else tomllib.loads(text))
-    status = verdict.status if verdict.status != "fresh" else "differs" if said else "matches"
-    return Outcome(platform=platform.name, path=path, status=status, packages=packages,
-                   detail=verdict.detail, differences=tuple(said))
+    fresh, _ = _prepare(project, platform, uv, http, options, requirements).lock(http, path)
+    # the built lock's tables are its data as read back from its text (Lock.built)
+    said = differences(lock, fresh) if lock is not None else []
+    status = said_of.status if said_of.status != "fresh" else \
+        "differs" if said else "matches"
+    return Outcome(platform=platform.name, path=path, status=status,
+                   packages=len(fresh.pylock.packages), detail=said_of.detail,
+                   differences=tuple(said))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,12 +144,12 @@ class _Prepared:
     indexes: Indexes
     resolution: Resolution
     meta: LockMeta  # [tool.lockkit] but what the lock writer adds
-    record: dict[str, Any]
+    record: InputsRecord
     allow_sdist: tuple[str, ...]
 
-    def lock_text(self, http: Http) -> tuple[str, int, bool]:
-        return _lock_text(self.resolution, self.platform, self.indexes, self.allow_sdist,
-                          self.meta, http)
+    def lock(self, http: Http, path: Path) -> tuple[Lock, bool]:
+        return _lock(self.resolution, self.platform, self.indexes, self.allow_sdist,
+                     self.meta, http, path)
 
 
 def _prepare(project: Project, platform: Platform, uv: str, http: Http,
@@ -183,12 +193,15 @@ def _resolve(project: Project, platform: Platform, python: str, indexes: Indexes
             raise
 
 
-def _lock_text(resolution: Resolution, platform: Platform, indexes: Indexes,
-               allow_sdist: tuple[str, ...], meta: LockMeta, http: Http
-               ) -> tuple[str, int, bool]:
-    """The lock's text, its package count, and whether a file was hashed over the network
-    to write it (then the lock depends on the network, not only on uv: no memo)."""
-    from lockkit.lock.lockfile import build_lock, check_guards, dumps
+def _lock(resolution: Resolution, platform: Platform, indexes: Indexes,
+          allow_sdist: tuple[str, ...], meta: LockMeta, http: Http, path: Path
+          ) -> tuple[Lock, bool]:
+    """The lock to write at *path*, and whether a file was hashed over the network to
+    write it (then the lock depends on the network, not only on uv: no memo). A
+    resolution that makes no PEP 751 lock is a guard failure, written nowhere."""
+    from packaging.pylock import PylockValidationError
+
+    from lockkit.lock.lockfile import build_lock, check_guards
 
     routing = resolution.routing
     doc = resolution.doc
@@ -199,20 +212,25 @@ def _lock_text(resolution: Resolution, platform: Platform, indexes: Indexes,
         hashed.append(url)  # fetched now: the lock depends on the network, not only on uv
         return http.hash(url)
 
-    lock = build_lock(doc, platform, indexes, meta, hasher, routing, allow_sdist=allow_sdist)
-    return dumps(lock), len(lock["packages"]), bool(hashed)
+    try:
+        lock = build_lock(doc, platform, indexes, meta, hasher, routing,
+                          allow_sdist=allow_sdist, path=path)
+    except PylockValidationError as exc:
+        raise GuardError(f"{platform.name}: the lock of this resolution is not valid "
+                         f"PEP 751 ({exc}); nothing written") from exc
+    return lock, bool(hashed)
 
 
-def _memo_key(uv_output: str, meta: dict[str, Any], record: dict[str, Any],
+def _memo_key(uv_output: str, meta: LockMeta, record: InputsRecord,
               platform: Platform, indexes: Indexes, allow_sdist: tuple[str, ...],
-              routing: Any) -> str:
+              routing: RoutingIndex | None) -> str:
     """The memo key of every input of the lock writer and its guards: uv's output, the
     lock's metadata (platform and inputs fingerprints, versions), the inputs record, the
     platform, the indexes and mirrors as used, the sdists allowed, and each file the
     routing index listed with its official URL (lockkit's code digest is in every key)."""
     listed = {name: sorted((f.filename, f.url, f.official) for f in page.files.values())
               for name, page in (routing.pages.items() if routing else ())}
-    return MemoStore.key("compile", uv_output, meta, record, platform.to_dict(),
+    return MemoStore.key("compile", uv_output, meta.to_table(), record, platform.to_dict(),
                          platform.name, indexes.torch_official, indexes.torch_effective,
                          indexes.default_effective, indexes.default_official,
                          indexes.mirrors.table, sorted(allow_sdist), listed)
@@ -242,11 +260,12 @@ def _refuse_edited(project: Project, platforms: list[Platform],
     edited = []
     for platform in platforms:
         path = project.lock_path(platform.name)
-        verdict = check(path, inputs_record(project, platform, lock_python(project, platform),
-                                            requirements), platform,
-                        Origins.of(project, platform))
-        if verdict.status == "modified":
-            edited.append(f"{path}: modified ({verdict.detail})")
+        record = inputs_record(project, platform, lock_python(project, platform),
+                               requirements)
+        origins, read = Origins.of(project, platform), read_lock(path)
+        said = read if isinstance(read, Verdict) else verdict(read, record, platform, origins)
+        if said.status == "modified":
+            edited.append(f"{path}: modified ({said.detail})")
     if edited:
         whose = "its" if len(edited) == 1 else "their"
         raise ConfigError("; ".join(edited) + f": compile will not take {whose} versions as "

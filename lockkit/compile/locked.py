@@ -20,7 +20,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from lockkit.lock.model import NOT_CONTENT, TOOL, own_table
+from lockkit.lock.model import NOT_CONTENT, TOOL, Lock, own_table
 from lockkit.lock.origins import shown
 
 __all__ = ["differences"]
@@ -105,11 +105,12 @@ def _package_differences(locked: Any, resolved: Any) -> list[str]:
     return said
 
 
-def differences(locked: Mapping[str, Any], resolved: Mapping[str, Any]) -> list[str]:
-    """Every difference between the committed lock *locked* and the lock a fresh
-    resolution makes (*resolved*), both as read from their text: packages, versions,
-    files, URLs and hashes first, then the lock's other keys and its ``[tool.lockkit]``
-    (not lockkit's or uv's version); [] when they are the same."""
+def differences(committed: Lock, fresh: Lock) -> list[str]:
+    """Every difference between the *committed* lock and the lock a fresh resolution makes
+    (*fresh*), both compared as their text reads (their tables, :attr:`Lock.data`):
+    packages, versions, files, URLs and hashes first, then the lock's other keys and its
+    ``[tool.lockkit]`` (not lockkit's or uv's version); [] when they are the same."""
+    locked, resolved = committed.data, fresh.data
     said = _package_differences(locked.get("packages"), resolved.get("packages"))
     for key in sorted((set(locked) | set(resolved)) - {"packages", TOOL}):
         if locked.get(key) != resolved.get(key):

@@ -145,7 +145,7 @@ def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
     """
     root = project_root(root)
     path, data = _read_table(root)
-    secrets = _known_secrets(data, [index_url or "", *(mirrors or [])])
+    secrets = _known_secrets(data, [index_url or "", *(mirrors or []), *_own_platforms(root)])
     options = _from_file(root, path, data)
     options["mirrors"] = {**options.get("mirrors", {}), **_mirror_flags(mirrors or [])}
     if index_url is not None:
@@ -185,6 +185,20 @@ def _requires_python(root: Path) -> SpecifierSet | None:
     except InvalidSpecifier:
         raise ConfigError(f"{path}: project.requires-python: {text!r} is not a version "
                           "specifier such as '>=3.11'") from None
+
+
+def _own_platforms(root: Path) -> list[str]:
+    """The texts of the project's own platform files: a private PyTorch index's URL there
+    may hold a ``${VAR}`` too (read as text: the files are checked when they load)."""
+    from lockkit.platforms.definitions import own_folder
+
+    texts = []
+    for path in sorted(own_folder(root).glob("*.toml")):
+        try:
+            texts.append(path.read_text("utf-8", errors="replace"))
+        except OSError:
+            continue
+    return texts
 
 
 def _known_secrets(data: object, flags: list[str]) -> Secrets:

@@ -50,8 +50,7 @@ from lockkit._internal.redact import Secrets, strip_credentials
 from lockkit.config.project import Project
 from lockkit.errors import ConfigError, UsageError
 from lockkit.index.urls import apply_mirrors, requirement_form
-from lockkit.lock.lockfile import dumps
-from lockkit.lock.model import Lock
+from lockkit.lock.model import Lock, dumps
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.targets import NothingInstallable, select
 
@@ -115,18 +114,22 @@ def read(project: Project, platform: Platform) -> Lock:
     return Lock.read(project.lock_path(platform.name)).of_platform(platform.name)
 
 
-def _hashes(files: list[dict[str, Any]], where: str) -> tuple[str, ...]:
-    found = []
-    for f in files:
-        sha = (f.get("hashes") or {}).get("sha256")
-        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
-            raise ConfigError(f"{where}: {f.get('name') or f.get('url')} has no sha256",
-                              hint="compile the lock again")
-        found.append(f"sha256:{sha}")
-    return tuple(sorted(set(found)))
+def _hashes(files: list[Mapping[str, Any]], where: str) -> tuple[str, ...]:
+    """``sha256:<hex>`` of each file entry of a package's table (as read), sorted."""
+    found = {_sha256(f.get("hashes"), f.get("name") or f.get("url"), where) for f in files}
+    return tuple(sorted(found))
 
 
-def _default_index(entries: Mapping[str, dict[str, Any]], torch_index: str) -> str | None:
+def _sha256(hashes: Any, label: object, where: str) -> str:
+    """``sha256:<hex>`` of a file's *hashes* (a table as read, or a ``packaging.pylock``
+    file's mapping); a ConfigError naming the file (*label*) where there is none."""
+    sha = (hashes or {}).get("sha256")
+    if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
+        raise ConfigError(f"{where}: {label} has no sha256", hint="compile the lock again")
+    return f"sha256:{sha}"
+
+
+def _default_index(entries: Mapping[str, Mapping[str, Any]], torch_index: str) -> str | None:
     """The index most of the non-torch packages name (a lockkit lock names one)."""
     named = Counter(str(e["index"]).rstrip("/") for e in entries.values()
                     if e.get("index") and str(e["index"]).rstrip("/") != torch_index)
@@ -161,7 +164,8 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
                 unmirrored.append(name)
             pins.append(Pinned(name=name, version=str(package.version),
                                url=requirement_form(urls(dist.url)),
-                               hashes=_hashes([_as_file(dist)], where)))
+                               hashes=(_sha256(dist.hashes, getattr(dist, "name", None)
+                                               or dist.url, where),)))
             continue
         pins.append(Pinned(name=name, version=str(package.version),
                            hashes=_hashes(_files(entry, name in allowed), where)))
@@ -173,17 +177,13 @@ def requirements(project: Project, platform: Platform, *, official: bool = False
                         unmirrored=tuple(unmirrored))
 
 
-def _files(entry: dict[str, Any], sdist_allowed: bool) -> list[dict[str, Any]]:
+def _files(entry: Mapping[str, Any], sdist_allowed: bool) -> list[Mapping[str, Any]]:
     """The files a by-version line hashes: the wheels, and the sdist only where allow-sdist
     names the package (or it has no wheel: the lock's one file), so that pip, free to pick
     any hashed file, never builds one a lock of an older form still lists."""
     wheels = list(entry.get("wheels", []))
     sdist = [entry["sdist"]] if "sdist" in entry and (sdist_allowed or not wheels) else []
     return wheels + sdist
-
-
-def _as_file(dist: Any) -> dict[str, Any]:
-    return {"name": getattr(dist, "name", None), "url": dist.url, "hashes": dist.hashes or {}}
 
 
 def requirements_text(reqs: Requirements, filename: str = DEFAULT_NAME) -> str:

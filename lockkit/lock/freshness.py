@@ -8,7 +8,7 @@ A lock records, in ``[tool.lockkit]``:
 - ``inputs-fingerprint``: the sha256 of that record;
 - ``packages-digest``: the sha256 of the ``packages`` table as lockkit wrote it.
 
-``check`` then tells four states apart: *missing*; *modified* (the packages table no
+:func:`verdict` then tells four states apart: *missing*; *modified* (the packages table no
 longer matches its digest: a hand edit, a merge gone wrong; or it names a file on a host
 compile does not take it from, :mod:`lockkit.lock.origins`, whatever its digest says);
 *stale* (an input changed, and which one; or the lock holds what lockkit no longer
@@ -31,7 +31,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from lockkit._internal.compat import tomllib
 from lockkit._internal.parse import parse_toml
@@ -45,10 +45,10 @@ from lockkit.lock.origins import Origins
 from lockkit.lock.python import lock_python
 from lockkit.platforms.definitions import Platform
 
-__all__ = ["LOCK_FORMAT", "Outcome", "Status", "Verdict", "check", "check_platforms", "checked",
-           "fingerprint", "index_url_digest", "input_changes", "inputs_record",
-           "packages_digest_of_read", "requirement_changes", "stale_warning",
-           "verdict"]
+__all__ = ["LOCK_FORMAT", "InputsRecord", "Options", "Outcome", "Status", "Verdict",
+           "check_platforms", "fingerprint", "index_url_digest", "input_changes",
+           "inputs_record", "packages_digest_of_read", "read_lock", "requirement_changes",
+           "stale_warning", "verdict"]
 
 # Bump when what lockkit writes changes in a way old locks must be redone for (it is in
 # every inputs fingerprint and, through the lock's metadata, in compile's memo key).
@@ -62,6 +62,22 @@ VerdictStatus = Literal["fresh", "stale", "modified", "missing"]
 # not fresh, else matches | differs (from a fresh resolution) | failed
 Status = Literal["written", "unchanged", "failed", "fresh", "stale", "modified", "missing",
                  "matches", "differs"]
+
+
+# The options of an inputs record, as compile records them ([tool.lockkit] inputs.options).
+Options = TypedDict("Options", {
+    "platform": str, "python": str, "index-url": str, "allow-sdist": list[str],
+    "exclude-newer": str, "lock-format": int,
+    "index-url-digest": str,  # only for a ${VAR} index-url (index_url_digest)
+}, total=False)
+
+
+class InputsRecord(TypedDict):
+    """What decided a lock's content, as compile records it (``[tool.lockkit] inputs``):
+    each input's normalised requirements by label, and the options."""
+
+    requirements: dict[str, list[str]]
+    options: Options
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,7 +100,7 @@ class Verdict:
 
 
 def inputs_record(project: Project, platform: Platform, python: str,
-                  requirements: Mapping[str, list[str]]) -> dict[str, Any]:
+                  requirements: Mapping[str, list[str]]) -> InputsRecord:
     """*requirements* is :func:`lockkit.config.inputs.normalized_inputs`, read once per command."""
     return {
         # a direct URL in a requirement may carry user:token@: recorded redacted
@@ -94,8 +110,8 @@ def inputs_record(project: Project, platform: Platform, python: str,
     }
 
 
-def _options(project: Project, platform: Platform, python: str) -> dict[str, Any]:
-    options = {
+def _options(project: Project, platform: Platform, python: str) -> Options:
+    options: Options = {
         "platform": platform.fingerprint,
         "python": python,
         "index-url": strip_credentials(project.index_url or ""),
@@ -125,7 +141,7 @@ def index_url_digest(index_url: str | None) -> str | None:
     return "sha256:" + hashlib.sha256(now.encode("utf-8")).hexdigest()
 
 
-def fingerprint(record: dict[str, Any]) -> str:
+def fingerprint(record: Mapping[str, object]) -> str:
     blob = json.dumps(record, sort_keys=True).encode()
     return "sha256:" + hashlib.sha256(blob).hexdigest()
 
@@ -140,8 +156,8 @@ def packages_digest_of_read(table: Any) -> str:
 
 def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome]:
     """Each lock's state: fresh, stale (naming the change), modified or missing. Every
-    lock is read, its packages digest taken and its file URLs checked against the hosts
-    the project and platform allow, and the inputs are normalised (once for all of
+    lock is read once, its packages digest taken and its file URLs checked against the
+    hosts the project and platform allow, and the inputs are normalised (once for all of
     them): no part of a lock, which anyone can edit, vouches for the rest."""
     requirements: dict[str, list[str]] | None = None
     outcomes = []
@@ -150,29 +166,23 @@ def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome
         requirements = requirements or normalized_inputs(project)
         current = inputs_record(project, platform, lock_python(project, platform),
                                 requirements)
-        verdict = check(path, current, platform, Origins.of(project, platform))
-        outcomes.append(Outcome(platform=platform.name, path=path, status=verdict.status,
-                                detail=verdict.detail, note=verdict.unchecked))
+        origins, read = Origins.of(project, platform), read_lock(path)
+        said = read if isinstance(read, Verdict) else verdict(read, current, platform, origins)
+        outcomes.append(Outcome(platform=platform.name, path=path, status=said.status,
+                                detail=said.detail, note=said.unchecked))
     return outcomes
 
 
-def check(path: Path, current: dict[str, Any], platform: Platform | None = None,
-          origins: Origins | None = None) -> Verdict:
-    """The state of the lock at *path* (``compile --check``): :func:`checked`'s verdict."""
-    return checked(path, current, platform, origins)[0]
-
-
-def checked(path: Path, current: dict[str, Any], platform: Platform | None = None,
-            origins: Origins | None = None) -> tuple[Verdict, Lock | None]:
-    """:func:`verdict` of the lock at *path*, and the lock read (None: missing, or refused:
-    then *modified*, not an error)."""
+def read_lock(path: Path) -> Lock | Verdict:
+    """The lock at *path*, read once (:meth:`Lock.read`) for :func:`verdict`; where there
+    is none to judge, the verdict itself: *missing*, or *modified* where :meth:`Lock.read`
+    refuses it (not an error: a lock anyone can edit is judged, not trusted)."""
     if not path.is_file():
-        return Verdict(status="missing"), None
+        return Verdict(status="missing")
     try:
-        lock = Lock.read(path)
+        return Lock.read(path)
     except ConfigError as exc:
-        return _refused(path, exc), None
-    return verdict(lock, current, platform, origins), lock
+        return _refused(path, exc)
 
 
 def _refused(path: Path, exc: ConfigError) -> Verdict:
@@ -192,7 +202,7 @@ def _refused(path: Path, exc: ConfigError) -> Verdict:
     return Verdict(status="modified", detail=_EDITED if edited else why)
 
 
-def verdict(lock: Lock, current: dict[str, Any], platform: Platform | None = None,
+def verdict(lock: Lock, current: InputsRecord, platform: Platform | None = None,
             origins: Origins | None = None) -> Verdict:
     """The state of *lock* against the *current* inputs record; with the *platform*, a
     changed platform is told in words (renamed, moved index, new backend); with its
@@ -217,7 +227,7 @@ def verdict(lock: Lock, current: dict[str, Any], platform: Platform | None = Non
     return Verdict(status="stale", detail="; ".join(d for d in (detail, old_form) if d))
 
 
-def _old_form(data: Mapping[str, Any], current: dict[str, Any],
+def _old_form(data: Mapping[str, Any], current: InputsRecord,
               platform: Platform | None) -> str:
     """What a lock of an older form holds that lockkit no longer writes, in words: an
     ``environments`` without the architecture (pip and uv install it on any CPU) and sdists
@@ -281,7 +291,7 @@ def platform_change(meta: LockMeta, platform: Platform) -> str:
     return "; ".join(said + moved) or _PLATFORM_CHANGED
 
 
-def explain(recorded: Any, current: dict[str, Any]) -> str:
+def explain(recorded: Any, current: InputsRecord) -> str:
     """Which input changed, in words: files, requirements, options."""
     if not isinstance(recorded, dict):
         return "written by an older lockkit (no inputs recorded)"
@@ -299,7 +309,7 @@ def explain(recorded: Any, current: dict[str, Any]) -> str:
     return "; ".join(said) or "the inputs fingerprint does not match"
 
 
-def _index_change(old: dict[str, Any], now: dict[str, Any]) -> str:
+def _index_change(old: Mapping[str, Any], now: Options) -> str:
     """A ``${VAR}`` index-url that names another URL, in words: the variables, never
     their values nor the digests (a changed literal is said as a literal change)."""
     if old.get("index-url") != now["index-url"]:

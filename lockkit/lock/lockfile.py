@@ -1,6 +1,9 @@
 """Turn uv's resolution into lockkit's lock: guards, index records, stable bytes.
 
-A lock is read back (and validated on top of ``packaging.pylock``) by
+uv's resolution (*doc*: its ``pylock.toml`` as parsed, foreign data) becomes the lock's
+packages (:data:`~lockkit.lock.model.PackageTable`) and its ``[tool.lockkit]``
+(:class:`~lockkit.lock.model.LockMeta`), which :meth:`lockkit.lock.model.Lock.built`
+serialises and validates once; a lock is read back by
 :meth:`lockkit.lock.model.Lock.read`.
 """
 
@@ -8,36 +11,37 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-import tomli_w
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from lockkit._internal.redact import masked
 from lockkit.errors import GuardError, IndexError_
-from lockkit.lock.model import LockMeta, with_meta
+from lockkit.lock.model import FileTable, Lock, LockMeta, PackageTable
 from lockkit.platforms.definitions import Platform
 
 if TYPE_CHECKING:  # compile's types; reading a lock (wheelhouse, verify) needs neither
+    from pathlib import Path
+
     from lockkit.index.routing import RoutingIndex
     from lockkit.index.urls import Indexes
 
-__all__ = ["build_lock", "check_guards", "cuda_majors", "dumps"]
+__all__ = ["build_lock", "check_guards", "cuda_majors"]
 
 Hasher = Callable[[str], str]  # effective URL -> sha256 hex
 
 
-def _files(package: dict[str, Any]) -> list[dict[str, Any]]:
+def _files(package: Mapping[str, Any]) -> list[dict[str, Any]]:
     files = list(package.get("wheels", []))
     if "sdist" in package:
         files.append(package["sdist"])
     return files
 
 
-def check_guards(doc: dict[str, Any], platform: Platform, indexes: Indexes,
+def check_guards(doc: Mapping[str, Any], platform: Platform, indexes: Indexes,
                  allow_sdist: tuple[str, ...], routing: RoutingIndex | None = None) -> None:
     """Refuse a resolution that cannot work on *platform*; name every offender, at once.
 
@@ -95,7 +99,7 @@ def _gpu_packages(versions: dict[str, str]) -> list[str]:
                   or n in _CUDA_BY_VERSION)
 
 
-def _backend_problems(doc: dict[str, Any], platform: Platform) -> list[str]:
+def _backend_problems(doc: Mapping[str, Any], platform: Platform) -> list[str]:
     """The torch build against the backend, in both directions. A build from the default
     index carries no ``+cu`` label: its CUDA major is read from its CUDA dependencies."""
     versions: dict[str, str] = {str(canonicalize_name(p["name"])): p.get("version", "")
@@ -136,33 +140,39 @@ def _backend_problems(doc: dict[str, Any], platform: Platform) -> list[str]:
     return []
 
 
-def build_lock(doc: dict[str, Any], platform: Platform, indexes: Indexes,
+def build_lock(doc: Mapping[str, Any], platform: Platform, indexes: Indexes,
                meta: LockMeta, hasher: Hasher,
                routing: RoutingIndex | None = None, *,
-               allow_sdist: tuple[str, ...]) -> dict[str, Any]:
-    """The lock as written: official URLs, no credentials, every file hashed and named, sorted.
+               allow_sdist: tuple[str, ...], path: Path) -> Lock:
+    """The lock as written at *path*: official URLs, no credentials, every file hashed and
+    named, sorted (*doc*: uv's resolution, as parsed).
 
     A package's sdist is written only when *allow_sdist* names it: a lock lists what may
     be installed, and an installer given a lock with an sdist builds it, silently, on a
     machine no wheel fits (another CPU, an older glibc). *meta* is the lock's
-    ``[tool.lockkit]`` but for the files lockkit hashed and the packages digest, added here."""
+    ``[tool.lockkit]`` but for the files lockkit hashed and the packages digest, added here.
+    Raises ``packaging.pylock.PylockValidationError`` where the result is no PEP 751 lock
+    (:meth:`~lockkit.lock.model.Lock.built`)."""
     family = set(platform.torch_packages)
     allowed = {canonicalize_name(n) for n in allow_sdist}
     self_hashed: list[str] = []
-    packages = []
+    packages: list[PackageTable] = []
     for pkg in sorted(doc.get("packages", []), key=lambda p: canonicalize_name(p["name"])):
         name = canonicalize_name(pkg["name"])
-        out: dict[str, Any] = {"name": name, "version": pkg["version"]}
+        out: PackageTable = {"name": name, "version": pkg["version"]}
         routed = routing if name in family else None
         index = indexes.torch_official if routed else indexes.default_official
         if index:
             out["index"] = index
-        for key in ("marker", "requires-python", "dependencies"):
-            if key in pkg:
-                out[key] = pkg[key]
+        if "marker" in pkg:
+            out["marker"] = pkg["marker"]
+        if "requires-python" in pkg:
+            out["requires-python"] = pkg["requires-python"]
+        if "dependencies" in pkg:
+            out["dependencies"] = pkg["dependencies"]
 
-        def entry(f: dict[str, Any], name: str = name,
-                  routed: RoutingIndex | None = routed) -> dict[str, Any]:
+        def entry(f: Mapping[str, Any], name: str = name,
+                  routed: RoutingIndex | None = routed) -> FileTable:
             listed = routed.listed(name, f["url"]) if routed else None
             official = listed.official if listed else indexes.mirrors.official(f["url"])
             return _file(f, official, hasher, self_hashed)
@@ -178,17 +188,11 @@ def build_lock(doc: dict[str, Any], platform: Platform, indexes: Indexes,
     # numbers, uv's dates) reads back from TOML as it is here (tests/compile/test_compile.py)
     meta = replace(meta, hashed_by_lockkit=tuple(sorted(set(self_hashed))),
                    packages_digest=packages_digest_of_read(packages))
-    return with_meta({
-        "lock-version": "1.0",
-        "environments": [platform.marker],
-        "requires-python": f"=={meta.python}.*",
-        "created-by": "lockkit",
-        "packages": packages,
-    }, meta)
+    return Lock.built(path, environments=[platform.marker], packages=packages, meta=meta)
 
 
-def _file(entry: dict[str, Any], official: str, hasher: Hasher,
-          self_hashed: list[str]) -> dict[str, Any]:
+def _file(entry: Mapping[str, Any], official: str, hasher: Hasher,
+          self_hashed: list[str]) -> FileTable:
     """One file entry: ``name`` decoded (``+``, never ``%2B``: pip 26.1-26.2 reject an entry
     whose only name is a URL with ``%2B``), the official URL, the sha256."""
     url = entry["url"]
@@ -197,13 +201,9 @@ def _file(entry: dict[str, Any], official: str, hasher: Hasher,
     if "sha256" not in hashes:
         hashes = {"sha256": hasher(url)}  # the index gave none: hash the file ourselves
         self_hashed.append(filename)
-    out: dict[str, Any] = {"name": filename, "url": official, "hashes": hashes}
-    for key in ("size", "upload-time"):
-        if key in entry:
-            out[key] = entry[key]
+    out: FileTable = {"name": filename, "url": official, "hashes": hashes}
+    if "size" in entry:
+        out["size"] = entry["size"]
+    if "upload-time" in entry:
+        out["upload-time"] = entry["upload-time"]
     return out
-
-
-def dumps(lock: dict[str, Any]) -> str:
-    header = "# Generated by lockkit; edit the inputs and recompile, not this file.\n"
-    return header + tomli_w.dumps(lock)

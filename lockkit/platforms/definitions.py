@@ -28,7 +28,7 @@ from lockkit._internal.parse import parse_toml
 from lockkit.errors import ConfigError, PlatformError
 
 __all__ = ["Backend", "Catalog", "Kind", "Platform", "closest_platform", "load_catalog",
-           "load_platforms", "markdown_table", "select_platforms", "shipped_dir",
+           "load_platforms", "markdown_table", "own_folder", "select_platforms", "shipped_dir",
            "unknown_platform"]
 
 Kind = Literal["cpu", "cuda", "rocm", "xpu", "mps"]  # a platform's backend
@@ -296,13 +296,18 @@ class Catalog:
         return select_platforms(self.platforms, names, all_, configured, source)
 
 
+def own_folder(project_dir: Path) -> Path:
+    """The folder of a project's own platform files."""
+    return project_dir / "platforms"
+
+
 def load_catalog(project_dir: Path | None = None) -> Catalog:
     """Shipped platforms, then the project's ``platforms/*.toml`` overriding by name (a
     malformed file too: its name is then broken, not the shipped one); family names
     (``alias-of``) resolved last, so a project may point one at its own platform."""
     folders = [shipped_dir()]
-    if project_dir is not None and (project_dir / "platforms").is_dir():
-        folders.append(project_dir / "platforms")
+    if project_dir is not None and own_folder(project_dir).is_dir():
+        folders.append(own_folder(project_dir))
     found: dict[str, Platform] = {}
     aliases: dict[str, _Alias] = {}
     broken: dict[str, PlatformError] = {}

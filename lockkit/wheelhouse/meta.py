@@ -22,8 +22,7 @@ from typing import Any
 from lockkit import __version__
 from lockkit._internal.fs import sha256_file
 from lockkit._internal.redact import Secrets
-from lockkit.lock.lockfile import dumps
-from lockkit.lock.model import Lock, with_meta
+from lockkit.lock.model import Lock, dumps, with_meta
 from lockkit.platforms.definitions import Platform
 from lockkit.wheelhouse import sbom
 from lockkit.wheelhouse.manifest import Entry, ManifestDoc

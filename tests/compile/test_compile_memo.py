@@ -108,12 +108,12 @@ def test_a_change_to_the_lock_writer_reaches_an_existing_lock(project, cache, ca
     """lockkit's own code is part of every memo key: a lock writer that writes other
     bytes under the same version (here: another code digest, and one more comment line)
     rewrites the lock, where the memo of the old code would have kept it."""
-    import lockkit.lock.lockfile
+    import lockkit.lock.model
 
     assert compile_("--project", str(project)) == 0
     capsys.readouterr()
-    dumps = lockkit.lock.lockfile.dumps
-    monkeypatch.setattr(lockkit.lock.lockfile, "dumps", lambda doc: "# new writer\n" + dumps(doc))
+    dumps = lockkit.lock.model.dumps
+    monkeypatch.setattr(lockkit.lock.model, "dumps", lambda doc: "# new writer\n" + dumps(doc))
     monkeypatch.setattr(memo, "code_digest", lambda: "f" * 64)
     assert compile_("--project", str(project)) == 0
     assert status(capsys) == "written"

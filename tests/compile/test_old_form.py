@@ -16,7 +16,7 @@ import pytest
 from lockkit._internal.compat import tomllib
 from lockkit.cli import main
 from lockkit.lock.freshness import LOCK_FORMAT, fingerprint, packages_digest_of_read
-from lockkit.lock.lockfile import dumps
+from lockkit.lock.model import dumps
 
 OS_ONLY = "sys_platform == 'linux'"
 WITH_ARCH = "sys_platform == 'linux' and platform_machine == 'x86_64'"

@@ -146,10 +146,10 @@ def test_a_stale_detail_counts_an_outside_files_requirements_never_names_them(la
     """A line of a file outside the project that parses as a requirement (a one-word secret
     does) reaches the stale detail that verify and wheelhouse build print and write into
     the dossier: counted there, never named. The project's own files are named."""
-    from lockkit.lock.freshness import explain
+    from lockkit.lock.freshness import InputsRecord, explain
 
     was = {"requirements": {label: ["numpy"]}, "options": {}}
-    now = {"requirements": {label: ["hunter2token", "numpy"]}, "options": {}}
+    now: InputsRecord = {"requirements": {label: ["hunter2token", "numpy"]}, "options": {}}
     detail = explain(was, now)
     assert ("hunter2token" in detail) is shown
     assert detail == (f"{label}: added hunter2token" if shown else

@@ -80,3 +80,26 @@ def test_two_commands_in_one_process_each_print_their_own_projects_placeholders(
     second = capsys.readouterr().err
     assert f"numpy {ALPHA} ${{LK_BRAVO_TOKEN}}" in second, second
     assert BRAVO not in second and "LK_ALPHA_TOKEN" not in second
+
+
+def test_a_token_in_the_projects_own_platform_file_is_concealed_in_its_output(
+        tmp_path, monkeypatch, capsys):
+    """A private PyTorch index in the project's platforms/ folder holds a ${VAR} too; its
+    value is known from the moment the project loads, so an error naming the URL (the
+    index is unreachable) shows the placeholder."""
+    monkeypatch.setenv("LK_PT_TOKEN", "pt-t0ken-5a1d")
+    root = _project(tmp_path / "p", "LK_ALPHA_TOKEN", "torch\n")
+    (root / "lockkit.toml").write_text('platforms = ["linux-private"]\n')
+    (root / "platforms").mkdir()
+    (root / "platforms" / "linux-private.toml").write_text(
+        'description = "Linux x86_64, CPU, a private index"\nos = "linux"\n'
+        'arch = "x86_64"\npython = "3.11"\npython-platform = "x86_64-unknown-linux-gnu"\n'
+        '[backend]\nkind = "cpu"\n[torch]\n'
+        'index = "http://ci:${LK_PT_TOKEN}@127.0.0.1:9/whl/cpu"\n'
+        'packages = ["torch"]\n')
+    project = load_project(root)
+    assert project.secrets.redact("GET http://127.0.0.1:9/x?t=pt-t0ken-5a1d") == (
+        "GET http://127.0.0.1:9/x?t=${LK_PT_TOKEN}")
+    main(["compile", "--project", str(root)])
+    out = capsys.readouterr()
+    assert "pt-t0ken-5a1d" not in out.out + out.err

@@ -9,13 +9,13 @@ import shutil
 from pathlib import Path
 
 from lockkit.cli import main
-from lockkit.lock.freshness import explain
+from lockkit.lock.freshness import InputsRecord, explain
 from tests.support.project import hello_project
 
 LOCK = Path("locks") / "pylock.linux-cpu.toml"
 
 
-def inputs(*lines: str, label: str = "requirements.in") -> dict:
+def inputs(*lines: str, label: str = "requirements.in") -> InputsRecord:
     return {"requirements": {label: list(lines)}, "options": {}}
 
 
