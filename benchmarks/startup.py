@@ -46,7 +46,7 @@ def _versus_python(name: str, argv: list[str], python: list[str], env: dict[str,
 
 
 def _check(work: Path, env: dict[str, str], opts: h.Options) -> h.Result:
-    from lockkit.platforms.definitions import shipped_dir
+    from lockkit.platforms.folders import shipped_dir
 
     with h.FastIndex(work / "index") as index:
         project = synthetic_project(work, index, 10)

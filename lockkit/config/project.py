@@ -190,7 +190,7 @@ def _requires_python(root: Path) -> SpecifierSet | None:
 def _own_platforms(root: Path) -> list[str]:
     """The texts of the project's own platform files: a private PyTorch index's URL there
     may hold a ``${VAR}`` too (read as text: the files are checked when they load)."""
-    from lockkit.platforms.definitions import own_folder
+    from lockkit.platforms.folders import own_folder
 
     texts = []
     for path in sorted(own_folder(root).glob("*.toml")):

@@ -1,5 +1,6 @@
 """The platforms: their data files, validated strictly on load
-(:mod:`~lockkit.platforms.definitions`), OS and architecture names
+(:mod:`~lockkit.platforms.definitions`) from the shipped folder and the project's own
+(:mod:`~lockkit.platforms.folders`), OS and architecture names
 (:mod:`~lockkit.platforms.arch`), what this machine can run (:mod:`~lockkit.platforms.host`),
 and a platform's marker environment and wheel tags for a Python
 (:mod:`~lockkit.platforms.targets`).

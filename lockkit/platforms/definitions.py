@@ -26,10 +26,10 @@ from lockkit._internal.compat import tomllib
 from lockkit._internal.keys import KeyReader, did_you_mean
 from lockkit._internal.parse import parse_toml
 from lockkit.errors import ConfigError, PlatformError
+from lockkit.platforms.folders import own_folder, shipped_dir
 
 __all__ = ["Backend", "Catalog", "Kind", "Platform", "closest_platform", "load_catalog",
-           "load_platforms", "markdown_table", "own_folder", "select_platforms", "shipped_dir",
-           "unknown_platform"]
+           "load_platforms", "markdown_table", "select_platforms", "unknown_platform"]
 
 Kind = Literal["cpu", "cuda", "rocm", "xpu", "mps"]  # a platform's backend
 KINDS: tuple[Kind, ...] = get_args(Kind)
@@ -129,12 +129,6 @@ class Platform:
         sys_platform = {"linux": "linux", "macos": "darwin", "windows": "win32"}[self.os]
         machine = platform_machine(self.arch, ARCHES[self.os])
         return f"sys_platform == '{sys_platform}' and platform_machine == '{machine}'"
-
-
-def shipped_dir() -> Path:
-    package = Path(__file__).resolve().parents[1]  # lockkit/
-    packaged = package / "_platforms"  # in a wheel (pyproject's force-include)
-    return packaged if packaged.is_dir() else package.parent / "platforms"  # a source tree
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -294,11 +288,6 @@ class Catalog:
         if error is not None:
             raise error
         return select_platforms(self.platforms, names, all_, configured, source)
-
-
-def own_folder(project_dir: Path) -> Path:
-    """The folder of a project's own platform files."""
-    return project_dir / "platforms"
 
 
 def load_catalog(project_dir: Path | None = None) -> Catalog:

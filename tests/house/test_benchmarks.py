@@ -76,7 +76,7 @@ def test_exit_status_is_the_verdict_unless_report_only(
 def test_floor_check_agrees_with_compile_check(tmp_path: Path) -> None:
     """The floor is only a floor if it does the same check: fresh, then stale after an
     input changes, then modified after a lock's packages are edited, as lockkit says."""
-    from lockkit.platforms.definitions import shipped_dir
+    from lockkit.platforms.folders import shipped_dir
 
     env = h.bench_env(tmp_path)
     with h.FastIndex(tmp_path / "index") as index:

@@ -11,7 +11,8 @@ from packaging.markers import Marker
 
 from lockkit._internal.compat import tomllib
 from lockkit.cli import main
-from lockkit.platforms.definitions import ARCHES, load_platforms, shipped_dir
+from lockkit.platforms.definitions import ARCHES, load_platforms
+from lockkit.platforms.folders import shipped_dir
 from lockkit.platforms.targets import environment
 from tests.support.project import assert_conforms
 

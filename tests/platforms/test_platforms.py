@@ -18,8 +18,8 @@ from lockkit.platforms.definitions import (
     load_platforms,
     markdown_table,
     parse_platform,
-    shipped_dir,
 )
+from lockkit.platforms.folders import shipped_dir
 from tests.support.project import assert_conforms
 from tests.support.pytorch_variants import ARM, WIN, X86, fill_current
 
