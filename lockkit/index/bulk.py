@@ -18,7 +18,8 @@ What httpx's transport gave a download, this one gives too:
 - a pool of kept-alive connections per origin, at most ``max_connections`` in use at once
   (a longer wait than the pool timeout is ``httpx.PoolTimeout``); an idle connection the
   server has closed (readable while idle) is dropped, never sent a request;
-- TLS through the client's context (certificate and host name checked);
+- TLS through the client's context, made by *verify* at the first ``https://`` connection
+  (certificate and host name checked);
 - the connect timeout, then the read timeout for each read;
 - failures as httpx's exceptions, raised from the socket's (``ConnectError`` from a refused
   connection, an unknown host, an untrusted certificate; ``ConnectTimeout``,
@@ -38,7 +39,7 @@ import http.client
 import select
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -56,7 +57,7 @@ _Origin = tuple[str, str, int]
 class Bulk(httpx.BaseTransport):
     """Sends requests over pooled http.client connections (see the module's docstring)."""
 
-    def __init__(self, *, verify: ssl.SSLContext, limits: httpx.Limits) -> None:
+    def __init__(self, *, verify: Callable[[], ssl.SSLContext], limits: httpx.Limits) -> None:
         self._verify = verify
         self._slots = threading.BoundedSemaphore(limits.max_connections or 100)
         self._idle: dict[_Origin, list[http.client.HTTPConnection]] = {}
@@ -97,13 +98,13 @@ class Bulk(httpx.BaseTransport):
                 conn = idle.pop() if idle else None
             if conn is None:
                 break
-            if conn.sock is not None and not select.select([conn.sock], [], [], 0)[0]:
+            if conn.sock is not None and not _readable(conn.sock):
                 return conn
             conn.close()  # closed by the server while idle (or it sent what was not asked)
         scheme, host, port = origin
         if scheme == "https":
             conn = http.client.HTTPSConnection(host, port, timeout=timeout.get("connect"),
-                                               context=self._verify)
+                                               context=self._verify())
         else:
             conn = http.client.HTTPConnection(host, port, timeout=timeout.get("connect"))
         try:
@@ -166,6 +167,15 @@ class _Stream:
 
     def get_extra_info(self, info: str) -> Any:
         return self._sock if info == "socket" else None
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Whether *sock* has something to read (an idle connection: the server closed it)."""
+    if hasattr(select, "poll"):  # no FD_SETSIZE limit
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([sock], [], [], 0)[0])
 
 
 def _origin(url: httpx.URL) -> _Origin:

@@ -118,7 +118,7 @@ class Policy:
         limits = (httpx.Limits(max_connections=max(1, self.connections))
                   if self.connections else httpx.Limits())
         return httpx.Client(
-            transport=Retrying(self, verify=tls_context(), limits=limits, stop=STOP,
+            transport=Retrying(self, verify=tls_context, limits=limits, stop=STOP,
                                bulk=self.bulk),
             trust_env=True, follow_redirects=True, headers={"User-Agent": USER_AGENT},
             timeout=httpx.Timeout(self.timeout, connect=self.connect or self.timeout))

@@ -38,6 +38,7 @@ import logging
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 import httpx
@@ -71,13 +72,16 @@ class Retrying(httpx.BaseTransport):
     """Sends each request as *policy* says (see the module's docstring) through a
     transport per proxy (``httpx.HTTPTransport``, or with *bulk* a
     :class:`~lockkit.index.bulk.Bulk` for requests straight to their host), made with
-    *verify* and *limits* on first use; the request extension *stop* holds the event that
-    ends the pauses."""
+    *limits* on first use and the TLS context *verify* makes (called once, when the first
+    transport that needs it is made: a download from ``http://`` URLs never loads a CA
+    bundle); the request extension *stop* holds the event that ends the pauses."""
 
-    def __init__(self, policy: RetryRule, *, verify: ssl.SSLContext,
+    def __init__(self, policy: RetryRule, *, verify: Callable[[], ssl.SSLContext],
                  limits: httpx.Limits, stop: str, bulk: bool = False) -> None:
         self.policy, self._stop, self._bulk = policy, stop, bulk
         self._verify, self._limits = verify, limits
+        self._context: ssl.SSLContext | None = None
+        self._context_lock = threading.Lock()
         self._proxies = urllib.request.getproxies()
         self._routes: dict[str | None, httpx.BaseTransport] = {}
         self._lock = threading.Lock()
@@ -145,8 +149,15 @@ class Retrying(httpx.BaseTransport):
         if self._bulk and proxy is None:
             from lockkit.index.bulk import Bulk
 
-            return Bulk(verify=self._verify, limits=self._limits)
-        return httpx.HTTPTransport(verify=self._verify, limits=self._limits, proxy=proxy)
+            return Bulk(verify=self._tls, limits=self._limits)
+        return httpx.HTTPTransport(verify=self._tls(), limits=self._limits, proxy=proxy)
+
+    def _tls(self) -> ssl.SSLContext:
+        """The TLS context, made by *verify* on first use."""
+        with self._context_lock:
+            if self._context is None:
+                self._context = self._verify()
+            return self._context
 
 
 def proxy_for(url: httpx.URL, proxies: dict[str, str]) -> str | None:
