@@ -20,7 +20,8 @@ import pytest
 from lockkit.cache.store import Cache
 from lockkit.errors import FetchError, HashMismatch
 from lockkit.index.bulk import READ
-from lockkit.wheelhouse.fetch import Fetcher, Stopped, Want, http_client
+from lockkit.wheelhouse.download import fetch_items
+from lockkit.wheelhouse.fetch import Fetcher, Item, Stopped, Want, http_client
 
 BIG = 24 << 20  # many pieces of fetch's CHUNK, several of them queued for the sink
 
@@ -257,3 +258,40 @@ def test_https_downloads_trust_ssl_cert_file_and_refuse_an_unknown_certificate(
     finally:
         server.close()
     assert server.requests == 1
+
+
+def test_meanwhile_runs_on_the_calling_thread_while_the_files_come(served, tmp_path):
+    """wheelhouse build loads its SBOM writer while the bytes arrive: *meanwhile* runs on
+    the caller's thread with the downloads already under way."""
+    served.faults = ["hold"]
+    seen: list[object] = []
+
+    def meanwhile() -> None:
+        seen.append(threading.current_thread())
+        seen.append(served.held.wait(10))  # the body is coming, on another thread
+        fetcher.stop()  # ends the held download: its connection is cut off
+
+    with http_client(timeout=30.0) as client:
+        fetcher = Fetcher(client, Cache(tmp_path / "c"))
+        item = Item(package="f", version="1", kind="wheel", want=want(served), entry={})
+        with pytest.raises(Stopped):
+            fetch_items(fetcher, [item], 2, meanwhile=meanwhile)
+    assert seen == [threading.current_thread(), True]
+    assert list((tmp_path / "c" / "partial").iterdir()) == []
+
+
+def test_a_failure_meanwhile_stops_the_downloads(served, tmp_path):
+    served.faults = ["hold"]
+
+    def meanwhile() -> None:
+        assert served.held.wait(10)
+        raise RuntimeError("meanwhile failed")
+
+    with http_client(timeout=30.0) as client:
+        fetcher = Fetcher(client, Cache(tmp_path / "c"))
+        item = Item(package="f", version="1", kind="wheel", want=want(served), entry={})
+        started = time.monotonic()
+        with pytest.raises(RuntimeError, match="meanwhile failed"):
+            fetch_items(fetcher, [item], 2, meanwhile=meanwhile)
+    assert time.monotonic() - started < 5 and fetcher.stopped.is_set()
+    assert list((tmp_path / "c" / "partial").iterdir()) == []
