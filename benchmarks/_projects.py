@@ -52,10 +52,10 @@ def synthetic_project(work: Path, index: FastIndex, packages: int) -> Path:
 
 
 def wheel_project(work: Path, index: FastIndex, sizes: Sequence[int],
-                  env: dict[str, str]) -> tuple[Path, list[str]]:
-    """A linux-cpu project locking one wheel per size (bytes of random payload), compiled
-    against *index*; returns the project and the files' URLs."""
-    names = [f"bench-big-{i:02d}" for i in range(len(sizes))]
+                  env: dict[str, str], prefix: str = "bench-big") -> tuple[Path, list[str]]:
+    """A linux-cpu project locking one wheel per size (bytes of random payload), named
+    *prefix*-00, -01...; compiled against *index*; returns the project and the files' URLs."""
+    names = [f"{prefix}-{i:02d}" for i in range(len(sizes))]
     urls = [index.add("/simple", synthetic_wheel(work / "wheels", name, "1.0.0", size=size))
             for name, size in zip(names, sizes, strict=True)]
     project = work / "project"

@@ -19,6 +19,8 @@ made from one :class:`Policy`, which decides, once for all of them:
 - pages: read as a stream, at most ``max-page-size`` (:data:`MAX_PAGE`, 64 MiB by default)
   of them kept, the rest never read (:func:`read_page`): a mirror serving a 1.5 GB page
   took a compile to 4.6 GiB of memory;
+- the wire: httpx's own, or with *bulk* (downloads) http.client's, read 1 MiB at a time
+  (:mod:`lockkit.index.bulk`, for requests that go straight to their host);
 - retries: *attempts* in all, ``backoff * 2 ** n`` seconds apart (:meth:`Policy.pause`),
   for a 5xx or a connection broken before the answer, by the client's transport
   (:class:`~lockkit.index.transport.Retrying`: the one rule, for pages, hashes and
@@ -81,6 +83,7 @@ class Policy:
     backoff: float = 0.5
     fail_fast: bool = True
     connections: int | None = None  # the pool's size; None: httpx's default
+    bulk: bool = False  # bodies of many MB (downloads): lockkit.index.bulk's wire
 
     def pause(self, attempt: int) -> float:
         """Seconds to wait after failed attempt *attempt* (counted from 0)."""
@@ -115,7 +118,8 @@ class Policy:
         limits = (httpx.Limits(max_connections=max(1, self.connections))
                   if self.connections else httpx.Limits())
         return httpx.Client(
-            transport=Retrying(self, verify=tls_context(), limits=limits, stop=STOP),
+            transport=Retrying(self, verify=tls_context, limits=limits, stop=STOP,
+                               bulk=self.bulk),
             trust_env=True, follow_redirects=True, headers={"User-Agent": USER_AGENT},
             timeout=httpx.Timeout(self.timeout, connect=self.connect or self.timeout))
 

@@ -20,6 +20,9 @@ downloads alike, gets the same rule:
 What the transport sees ends with the headers: a body cut short after them is its
 reader's to fetch again (:class:`~lockkit.wheelhouse.fetch.Fetcher`).
 
+With *bulk* (downloads), a request that goes straight to its host is sent on
+:mod:`lockkit.index.bulk`'s wire (http.client, 1 MiB reads); a proxied one on httpx's.
+
 Proxies come from the environment as the standard library reads them
 (``urllib.request.getproxies``: ``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, and
 ``NO_PROXY`` through ``proxy_bypass``, as requests does), once per client: a client given its
@@ -35,6 +38,7 @@ import logging
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 import httpx
@@ -65,16 +69,21 @@ class RetryRule(Protocol):
 
 
 class Retrying(httpx.BaseTransport):
-    """Sends each request as *policy* says (see the module's docstring) through an
-    ``httpx.HTTPTransport`` per proxy, made with *verify* and *limits* on first use; the
-    request extension *stop* holds the event that ends the pauses."""
+    """Sends each request as *policy* says (see the module's docstring) through a
+    transport per proxy (``httpx.HTTPTransport``, or with *bulk* a
+    :class:`~lockkit.index.bulk.Bulk` for requests straight to their host), made with
+    *limits* on first use and the TLS context *verify* makes (called once, when the first
+    transport that needs it is made: a download from ``http://`` URLs never loads a CA
+    bundle); the request extension *stop* holds the event that ends the pauses."""
 
-    def __init__(self, policy: RetryRule, *, verify: ssl.SSLContext,
-                 limits: httpx.Limits, stop: str) -> None:
-        self.policy, self._stop = policy, stop
+    def __init__(self, policy: RetryRule, *, verify: Callable[[], ssl.SSLContext],
+                 limits: httpx.Limits, stop: str, bulk: bool = False) -> None:
+        self.policy, self._stop, self._bulk = policy, stop, bulk
         self._verify, self._limits = verify, limits
+        self._context: ssl.SSLContext | None = None
+        self._context_lock = threading.Lock()
         self._proxies = urllib.request.getproxies()
-        self._routes: dict[str | None, httpx.HTTPTransport] = {}
+        self._routes: dict[str | None, httpx.BaseTransport] = {}
         self._lock = threading.Lock()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -127,14 +136,28 @@ class Retrying(httpx.BaseTransport):
             return False
         return stop.wait(pause)
 
-    def _route(self, url: httpx.URL) -> httpx.HTTPTransport:
+    def _route(self, url: httpx.URL) -> httpx.BaseTransport:
         proxy = proxy_for(url, self._proxies)
         with self._lock:
             transport = self._routes.get(proxy)
             if transport is None:
-                transport = self._routes[proxy] = httpx.HTTPTransport(
-                    verify=self._verify, limits=self._limits, proxy=proxy)
+                transport = self._routes[proxy] = self._transport(proxy)
             return transport
+
+    def _transport(self, proxy: str | None) -> httpx.BaseTransport:
+        """The wire for requests through *proxy* (None: straight to their host)."""
+        if self._bulk and proxy is None:
+            from lockkit.index.bulk import Bulk
+
+            return Bulk(verify=self._tls, limits=self._limits)
+        return httpx.HTTPTransport(verify=self._tls(), limits=self._limits, proxy=proxy)
+
+    def _tls(self) -> ssl.SSLContext:
+        """The TLS context, made by *verify* on first use."""
+        with self._context_lock:
+            if self._context is None:
+                self._context = self._verify()
+            return self._context
 
 
 def proxy_for(url: httpx.URL, proxies: dict[str, str]) -> str | None:

@@ -43,6 +43,7 @@ from lockkit.index.urls import Mirrors, expand
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.targets import NothingInstallable, select
+from lockkit.wheelhouse import sbom
 from lockkit.wheelhouse.download import fetch_items
 from lockkit.wheelhouse.fetch import Fetcher, Got, Item, PageRef, Want
 from lockkit.wheelhouse.manifest import Entry
@@ -147,7 +148,8 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
     outdir.sweep_stale(out)
     fetcher = Fetcher(client, cache, find_links=find_links, on_bytes=on_bytes,
                       max_page=project.max_page_size << 20)
-    gots = fetch_items(fetcher, items, jobs, on_file)
+    # the SBOM writer's imports on this thread while the files come, not after the last byte
+    gots = fetch_items(fetcher, items, jobs, on_file, meanwhile=sbom.load)
     kit = None
     if with_tools:
         from lockkit.wheelhouse import tools  # ~50 ms of imports a build without tools/ never pays

@@ -24,9 +24,11 @@ _FALLBACK_HINT = ("the official host is tried after a failed mirror only with "
 
 
 def fetch_items(fetcher: Fetcher, items: list[Item], jobs: int,
-                on_file: Callable[[Got], None] | None = None) -> list[Got]:
+                on_file: Callable[[Got], None] | None = None,
+                meanwhile: Callable[[], object] | None = None) -> list[Got]:
     """Every item's file, in the order of *items*, on *jobs* threads; *on_file* hears of
-    each as it lands."""
+    each as it lands; *meanwhile* runs on the calling thread once the threads have
+    started (work the caller needs next, done while the bytes come)."""
 
     def one(item: Item) -> Got:
         got = _fetch_one(fetcher, item)
@@ -38,7 +40,8 @@ def fetch_items(fetcher: Fetcher, items: list[Item], jobs: int,
     # one, not a torch wheel started late): a cache hit is hashed again there (hashlib
     # releases the GIL), a miss fetched; the HTTP client is built by the first miss.
     order = sorted(range(len(items)), key=lambda i: -(items[i].want.size or 0))
-    fetched = _fetch_all(fetcher, one, [items[i] for i in order], jobs) if items else []
+    fetched = _fetch_all(fetcher, one, [items[i] for i in order], jobs, meanwhile) \
+        if items else []
     got_of = dict(zip(order, fetched, strict=True))
     return [got_of[i] for i in range(len(items))]
 
@@ -56,8 +59,9 @@ def _fetch_one(fetcher: Fetcher, item: Item) -> Got:
 
 
 def _fetch_all(fetcher: Fetcher, one: Callable[[Item], Got], items: list[Item],
-               jobs: int) -> list[Got]:
-    """Run *one* over *items* on *jobs* threads, results in order.
+               jobs: int, meanwhile: Callable[[], object] | None = None) -> list[Got]:
+    """Run *one* over *items* on *jobs* threads, results in order; *meanwhile* on this
+    thread while they run (its failure stops them as a failed file does).
 
     On Ctrl-C or a failed file nothing is waited for beyond a short grace: queued items
     are dropped, the fetcher cuts open downloads off and removes their partial files, and
@@ -80,6 +84,8 @@ def _fetch_all(fetcher: Fetcher, one: Callable[[Item], Got], items: list[Item],
         for worker in workers:
             todo.put(None)
             worker.start()
+        if meanwhile is not None:
+            meanwhile()
         wait(futures, return_when=FIRST_EXCEPTION)
         _raise_first_failure(futures)
         return [f.result() for f in futures]

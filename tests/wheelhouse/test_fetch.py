@@ -1,12 +1,15 @@
-"""Downloads of large files: read through httpx in large pieces, hashed and written on a
-second thread, checked and retried as any other."""
+"""Downloads of large files: read through the download client's wire a MiB at a time,
+hashed and written on a second thread, checked and retried as any other."""
 
 from __future__ import annotations
 
 import hashlib
 import http.server
 import os
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -15,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from lockkit.cache.store import Cache
-from lockkit.errors import HashMismatch
-from lockkit.wheelhouse.fetch import Fetcher, Stopped, Want, http_client
+from lockkit.errors import FetchError, HashMismatch
+from lockkit.index.bulk import READ
+from lockkit.wheelhouse.download import fetch_items
+from lockkit.wheelhouse.fetch import Fetcher, Item, Stopped, Want, http_client
 
 BIG = 24 << 20  # many pieces of fetch's CHUNK, several of them queued for the sink
 
@@ -25,9 +30,10 @@ class BodyServer:
     """Serves one body at /f.whl; each request takes the next fault queued, then serves it
     whole: "truncate" (part of it, then the connection closes), "stall" (part of it, then
     nothing for *stall* seconds), "wrong" (one byte changed), "hold" (part, then waits for
-    the client to hang up)."""
+    the client to hang up), "close" (whole, then the connection closes, though the headers
+    said nothing of it)."""
 
-    def __init__(self, body: bytes) -> None:
+    def __init__(self, body: bytes, tls: ssl.SSLContext | None = None) -> None:
         self.body, self.requests, self.stall = body, 0, 3.0
         self.faults: list[str] = []
         self.held = threading.Event()
@@ -50,7 +56,7 @@ class BodyServer:
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                part = body if fault in (None, "wrong") else body[: len(body) * 3 // 5]
+                part = body if fault in (None, "wrong", "close") else body[: len(body) * 3 // 5]
                 try:
                     self.wfile.write(part)
                     self.wfile.flush()
@@ -59,7 +65,7 @@ class BodyServer:
                     if fault == "hold":
                         server.held.set()
                         self.connection.recv(1)  # returns when the client hangs up
-                    if fault in ("truncate", "stall", "hold"):
+                    if fault in ("truncate", "stall", "hold", "close"):
                         self.close_connection = True
                         self.connection.shutdown(socket.SHUT_RDWR)
                 except OSError:
@@ -72,7 +78,10 @@ class BodyServer:
                 pass
 
         self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/f.whl"
+        if tls is not None:
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.httpd.server_address[1]}/f.whl"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def close(self) -> None:
@@ -193,3 +202,96 @@ def test_a_retried_body_is_reported_once_never_taken_back(served, tmp_path):
     moved: list[int] = []
     assert fetch_one(served, tmp_path / "c", on_bytes=moved.append).read_bytes() == served.body
     assert served.requests == 2 and min(moved) > 0 and sum(moved) == BIG
+
+
+def test_a_body_comes_in_pieces_of_a_mib(served):
+    """The download client's wire reads 1 MiB at a time (httpx's own read 64 KiB, at
+    about fifteen Python calls each: half of a download's CPU time)."""
+    with http_client(timeout=5.0) as client, client.stream("GET", served.url) as resp:
+        sizes = [len(piece) for piece in resp.iter_raw()]
+    assert sum(sizes) == BIG and max(sizes) == READ
+    assert len(sizes) <= BIG // READ + 1
+
+
+def test_a_connection_the_server_closed_while_idle_is_not_used_again(tmp_path):
+    """The server hung up after a whole body: the next file opens a new connection rather
+    than failing on the old one (one attempt only: no retry hides it)."""
+    server = BodyServer(os.urandom(1 << 20))
+    try:
+        with http_client(timeout=5.0, attempts=1) as client:
+            fetcher = Fetcher(client, Cache(tmp_path / "c"))
+            server.faults = ["close"]
+            assert fetcher.fetch(want(server)).path.read_bytes() == server.body
+            time.sleep(0.2)  # the server's close has reached the idle connection
+            server.body = os.urandom(1 << 20)
+            assert fetcher.fetch(want(server)).path.read_bytes() == server.body
+    finally:
+        server.close()
+    assert server.requests == 2 and len(server.clients) == 2
+
+
+@pytest.fixture
+def certificate(tmp_path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made by the openssl CLI."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate for 127.0.0.1")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+def test_https_downloads_trust_ssl_cert_file_and_refuse_an_unknown_certificate(
+        certificate, tmp_path, monkeypatch):
+    cert, key = certificate
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server = BodyServer(os.urandom(3 << 20), tls=context)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    try:
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        assert fetch_one(server, tmp_path / "c").read_bytes() == server.body
+        monkeypatch.delenv("SSL_CERT_FILE")  # certifi's bundle does not know this certificate
+        with pytest.raises(FetchError, match="CERTIFICATE_VERIFY_FAILED"):
+            fetch_one(server, tmp_path / "d")
+    finally:
+        server.close()
+    assert server.requests == 1
+
+
+def test_meanwhile_runs_on_the_calling_thread_while_the_files_come(served, tmp_path):
+    """wheelhouse build loads its SBOM writer while the bytes arrive: *meanwhile* runs on
+    the caller's thread with the downloads already under way."""
+    served.faults = ["hold"]
+    seen: list[object] = []
+
+    def meanwhile() -> None:
+        seen.append(threading.current_thread())
+        seen.append(served.held.wait(10))  # the body is coming, on another thread
+        fetcher.stop()  # ends the held download: its connection is cut off
+
+    with http_client(timeout=30.0) as client:
+        fetcher = Fetcher(client, Cache(tmp_path / "c"))
+        item = Item(package="f", version="1", kind="wheel", want=want(served), entry={})
+        with pytest.raises(Stopped):
+            fetch_items(fetcher, [item], 2, meanwhile=meanwhile)
+    assert seen == [threading.current_thread(), True]
+    assert list((tmp_path / "c" / "partial").iterdir()) == []
+
+
+def test_a_failure_meanwhile_stops_the_downloads(served, tmp_path):
+    served.faults = ["hold"]
+
+    def meanwhile() -> None:
+        assert served.held.wait(10)
+        raise RuntimeError("meanwhile failed")
+
+    with http_client(timeout=30.0) as client:
+        fetcher = Fetcher(client, Cache(tmp_path / "c"))
+        item = Item(package="f", version="1", kind="wheel", want=want(served), entry={})
+        started = time.monotonic()
+        with pytest.raises(RuntimeError, match="meanwhile failed"):
+            fetch_items(fetcher, [item], 2, meanwhile=meanwhile)
+    assert time.monotonic() - started < 5 and fetcher.stopped.is_set()
+    assert list((tmp_path / "c" / "partial").iterdir()) == []
