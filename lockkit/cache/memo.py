@@ -4,6 +4,9 @@ A memo is one JSON value in ``<cache>/memo/<kind>/<key>.json``. Its key is the s
 the memo format, the kind, lockkit's own code digest (every source file of the package,
 so a change to the code under the same version is a new key) and the caller's inputs
 (:meth:`MemoStore.key`). A memo saves work; it never decides a result on its own word.
+The one exception is documented where it is made: a blob's identity record (kind ``blob``,
+keyed by the blob's sha256 itself; :mod:`lockkit.cache.identity`), which spares hashing a
+blob whose stat identity, ctime included, is the one it had when it was hashed.
 
 **The trust rule.** A memo is read or written only when the cache folder and the memo
 folders are owned by this user and writable by nobody else (as ssh's StrictModes treats

@@ -1,6 +1,7 @@
 """The content-addressed download cache: one read-only copy per sha256, shared by every
-platform and project, filled only through a temp file and a rename, and never trusted:
-every blob is hashed again each time a build uses it.
+platform and project, filled only through a temp file and a rename, and never trusted on
+its word: a blob is hashed again each time a build uses it, unless it is known by its
+identity (:mod:`lockkit.cache.identity`).
 
 Layout (:data:`lockkit.cache.layout.FOLDERS`; nothing else is ever made in it)::
 
@@ -13,11 +14,14 @@ Layout (:data:`lockkit.cache.layout.FOLDERS`; nothing else is ever made in it)::
 The folder is made 0700 (:func:`lockkit.cache.layout.make_root`). Anything read back from
 it is checked as if it came from the network: a blob is opened without following a link
 (a FIFO, device or link in its place is removed, never read) and hashed through that
-descriptor on every hit, so a blob rewritten in place, its mtime put back or not, is
-evicted and fetched again. While a :class:`Cache` lives it holds ``sha256/`` shared
+descriptor on every hit, so a blob rewritten in place is evicted and fetched again. The
+one exception, git's: a :class:`Cache` made ``by_identity`` (``wheelhouse build``) under a
+cache private to its user does not read again a blob whose device, inode, size, mtime and
+ctime are those it had when it was hashed; a rewrite with its mtime put back still moves
+its ctime. While a :class:`Cache` lives it holds ``sha256/`` shared
 (:func:`lockkit.cache.inuse.use`): ``cache prune`` removes no blob a build may be about to
 link. A wheel is hard-linked into a wheelhouse only when the linked
-inode is the one just hashed, this user's and writable by nobody else (no one but its
+inode is the one just checked, this user's and writable by nobody else (no one but its
 owner or root can change its bytes after the hash); anything else is copied, and hashed
 as it is copied. ``cache info`` and ``cache prune`` are :mod:`lockkit.cache.housekeeping`'s.
 """
@@ -25,33 +29,41 @@ as it is copied. ``cache info`` and ``cache prune`` are :mod:`lockkit.cache.hous
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from lockkit._internal.fs import umask
 from lockkit._internal.leftovers import hold, owner_tag, release
+from lockkit._internal.log import VERBOSE
 from lockkit._internal.private import open_regular, owned_and_closed
 from lockkit.cache import inuse
+from lockkit.cache.identity import Identities
 from lockkit.cache.layout import blob_path, make_root, sweep_partials
 from lockkit.errors import HashMismatch
 
 __all__ = ["CHUNK", "Cache", "copy_file", "copy_hashing"]
 
 CHUNK = 1 << 20
+_log = logging.getLogger(__name__)
 
 
 class Cache:
     """One copy per sha256, shared by every platform and project."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, by_identity: bool = False) -> None:
+        """*by_identity*: a blob whose identity is the one it had when it was hashed is
+        not read again (:mod:`lockkit.cache.identity`; only under a private cache)."""
         self.root = root
         self.partial = root / "partial"
-        # sha256 -> (st_dev, st_ino) of the inode this run hashed to it: a blob hashed by
-        # get(), or a download written and hashed through new_partial()'s file
+        self.identities = Identities(root, enabled=by_identity)
+        # sha256 -> (st_dev, st_ino) of the inode this run checked for it: a blob hashed or
+        # known by get(), or a download written and hashed through new_partial()'s file
         self._hashed: dict[str, tuple[int, int]] = {}
         self._written: dict[Path, tuple[int, int]] = {}  # partial file -> its inode
         # the blob store held shared from here to release(): prune waits for no one, and
@@ -67,11 +79,12 @@ class Cache:
         return blob_path(self.root, sha256)
 
     def get(self, sha256: str, size: int | None) -> Path | None:
-        """The blob for *sha256*, hashed now (a cache is re-checked as the network is):
-        None when there is none, and a blob of another size or other bytes, or anything
-        but a regular file in its place, is evicted (removed) and the caller fetches it
-        again."""
+        """The blob for *sha256*, hashed now (a cache is re-checked as the network is) or
+        known by its identity: None when there is none, and a blob of another size or
+        other bytes, or anything but a regular file in its place, is evicted (removed) and
+        the caller fetches it again."""
         path = self.path(sha256)
+        since = time.time_ns()
         opened = open_regular(path)
         if opened is None:
             if os.path.lexists(path):
@@ -79,9 +92,16 @@ class Cache:
             return None
         fd, st = opened
         try:
-            good = (size is None or st.st_size == size) and _hash_fd(fd) == sha256
+            good = size is None or st.st_size == size
             if good:
-                _read_only(fd, st)  # a blob from an older lockkit, or one made writable
+                st = _read_only(fd, st)  # a blob from an older lockkit, or one made writable
+                if self.identities.known(sha256, st):
+                    _log.log(VERBOSE, "sha256 %s: the blob has the device, inode, size, mtime "
+                             "and ctime it had when hashed: not read again", sha256[:16])
+                else:
+                    good = _hash_fd(fd) == sha256
+                    if good:
+                        self.identities.checked(sha256, st, since)
         finally:
             os.close(fd)
         if not good:
@@ -130,6 +150,9 @@ class Cache:
         release(partial)
         if written is not None:
             self._hashed[sha256] = written
+            st = os.lstat(final)
+            if (st.st_dev, st.st_ino) == written:
+                self.identities.checked(sha256, st)
         return final
 
     def place(self, blob: Path, dest: Path, sha256: str) -> None:
@@ -146,7 +169,8 @@ class Cache:
         hashed = self._hashed.get(sha256)
         if hashed is not None and blob == self.path(sha256):
             try:
-                os.link(blob, dest)
+                with self.identities.own_change([sha256]):  # a link moves the blob's ctime
+                    os.link(blob, dest)
             except OSError:
                 pass
             else:
@@ -162,6 +186,10 @@ class Cache:
             raise HashMismatch(f"{dest.name}: the cache's copy changed while it was placed "
                                f"(sha256 {digest}, expected {sha256}); it was removed from "
                                "the cache", hint="run the build again: it fetches the file anew")
+
+    def remember(self) -> None:
+        """Record the identities of the blobs checked this run (by_identity only)."""
+        self.identities.remember()
 
     def sweep(self) -> None:
         """Remove partial files left by runs that died long ago."""
@@ -197,15 +225,17 @@ def _hash_fd(fd: int) -> str:
     return digest.hexdigest()
 
 
-def _read_only(fd: int, st: os.stat_result) -> None:
+def _read_only(fd: int, st: os.stat_result) -> os.stat_result:
     """Make the open blob read-only for everyone, readable by whom the umask allows (a
     link into a wheelhouse shares this mode); only this user's own blobs, through their
-    descriptor (a name could be swapped for a link meanwhile), and only when it differs."""
+    descriptor (a name could be swapped for a link meanwhile), and only when it differs.
+    Returns its stat after the change (a chmod moves its ctime)."""
     mode = 0o444 & ~umask()
     if stat.S_IMODE(st.st_mode) == mode or (hasattr(os, "geteuid") and
                                             st.st_uid != os.geteuid()):
-        return
+        return st
     try:
         os.fchmod(fd, mode)
+        return os.fstat(fd)
     except (OSError, AttributeError):  # Windows has no fchmod before 3.13
-        pass
+        return st

@@ -61,7 +61,7 @@ def _build(args: argparse.Namespace) -> int:
     with_tools = _tools_wanted(args, platform, lock)
     total = sum(i.want.size or 0 for i in items)
     unknown = sum(i.want.size is None for i in items)
-    cache = Cache((args.cache_dir or default_cache_dir()).absolute())
+    cache = Cache((args.cache_dir or default_cache_dir()).absolute(), by_identity=True)
     phase = f"{platform.name}: fetching {ui.fetch_summary(len(items), total, unknown)}..."
     credentials = Credentials.for_indexes(project.index_url, project.mirrors)
     try:

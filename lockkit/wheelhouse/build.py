@@ -155,8 +155,10 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
         from lockkit.wheelhouse import tools  # ~50 ms of imports a build without tools/ never pays
 
         kit = tools.prepare(project, platform, lock, fetcher, kept=out)
-    return _assemble(project, platform, out, lock, list(zip(items, gots, strict=True)),
-                     kit, cache=cache)
+    result = _assemble(project, platform, out, lock, list(zip(items, gots, strict=True)),
+                       kit, cache=cache)
+    cache.remember()  # the blobs' identities, for the next build (lockkit.cache.identity)
+    return result
 
 
 def _assemble(project: Project, platform: Platform, out: Path, lock: Lock,
@@ -174,7 +176,8 @@ def _assemble(project: Project, platform: Platform, out: Path, lock: Lock,
         extra = _place_tools(stage, kit, cache) if kit else []  # tools/: not the lock's files
         entries = {item.package: item.entry for item, _ in fetched}
         write_meta(stage, platform, lock, entries, records, extra, project.secrets)
-        outdir.swap(stage, out)
+        with cache.identities.own_change():  # the old folder's links to the blobs go
+            outdir.swap(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -329,8 +330,15 @@ def test_a_blob_rewritten_in_place_with_its_mtime_put_back_is_fetched_again(proj
     wheels = lock_wheels(lock)
     torch = placed(tmp_path / "first", "torch")
     good = (tmp_path / "first" / torch).read_bytes()
-    shutil.rmtree(tmp_path / "first")  # its link would see the write too
-    rewrite_in_place(Cache(cache).path(wheels[torch][0]), b"\0" * len(good))
+    shutil.rmtree(tmp_path / "first")  # moves the blob's ctime: the next build hashes it
+    time.sleep(0.1)  # past that clock tick (lockkit.cache.identity)
+    assert build(project, cache, tmp_path / "known") == 0
+    blob = Cache(cache).path(wheels[torch][0])
+    record = MemoStore(cache).get("blob", wheels[torch][0])
+    assert record["ctime_ns"] == blob.stat().st_ctime_ns  # known by its identity now
+    time.sleep(0.1)
+    rewrite_in_place(blob, b"\0" * len(good))
+    assert blob.stat().st_ctime_ns != record["ctime_ns"]  # what gives the rewrite away
     indexes.forget_requests()
     assert build(project, cache, tmp_path / "again") == 0
     assert (tmp_path / "again" / torch).read_bytes() == good
@@ -401,11 +409,10 @@ def test_a_new_cache_folder_is_0700_whatever_the_umask(project, tmp_path):
     assert MemoStore(cache).trusted
 
 
-def test_every_cache_hit_is_hashed_again(project, tmp_path, monkeypatch):
+def count_hashes(monkeypatch) -> list[int]:
+    """The blobs the cache hashes from now on."""
     from lockkit.cache import store as cache_mod
 
-    compiled(project)
-    assert build(project, tmp_path / "cache", tmp_path / "first") == 0
     hashed: list[int] = []
     real = cache_mod._hash_fd
 
@@ -414,8 +421,41 @@ def test_every_cache_hit_is_hashed_again(project, tmp_path, monkeypatch):
         return real(fd)
 
     monkeypatch.setattr(cache_mod, "_hash_fd", counted)
-    assert build(project, tmp_path / "cache", tmp_path / "again") == 0
-    assert len(hashed) == 3  # filelock, numpy, torch: no stamp spares one
+    return hashed
+
+
+def test_a_rebuild_into_the_same_folder_reads_no_blob_again(project, tmp_path, monkeypatch):
+    """Its own links and the old folder's removal are taken into the blobs' identities."""
+    compiled(project)
+    assert build(project, tmp_path / "cache", tmp_path / "out") == 0
+    hashed = count_hashes(monkeypatch)
+    for _ in range(2):
+        assert build(project, tmp_path / "cache", tmp_path / "out") == 0
+    assert hashed == []
+
+
+@posix_only
+def test_every_cache_hit_of_a_group_writable_cache_is_hashed_again(project, tmp_path,
+                                                                   monkeypatch):
+    compiled(project)
+    assert build(project, tmp_path / "cache", tmp_path / "out") == 0
+    os.chmod(tmp_path / "cache", 0o770)
+    hashed = count_hashes(monkeypatch)
+    assert build(project, tmp_path / "cache", tmp_path / "out") == 0
+    assert len(hashed) == 3  # filelock, numpy, torch: no identity spares one
+
+
+def test_verify_s_and_sync_s_fetch_hashes_every_cache_hit(project, tmp_path, monkeypatch):
+    from lockkit.cli.common import lock_fetcher
+    from lockkit.wheelhouse.build import read_lock
+
+    compiled(project)
+    assert build(project, tmp_path / "cache", tmp_path / "out") == 0
+    hashed = count_hashes(monkeypatch)
+    loaded, platform = load_project(project), load_platforms()[PLATFORM]
+    fetch = lock_fetcher(loaded, platform, tmp_path / "cache")
+    fetch(tmp_path / "fetched", read_lock(loaded, platform))
+    assert len(hashed) == 3
 
 
 # --- verify -----------------------------------------------------------------------------------
