@@ -8,7 +8,7 @@ from typing import Any
 from lockkit._internal.redact import redact
 from lockkit.report.model import Dossier
 
-__all__ = ["render", "scrub"]
+__all__ = ["document", "render", "scrub"]
 
 
 def scrub(value: Any) -> Any:
@@ -22,6 +22,12 @@ def scrub(value: Any) -> Any:
     return value
 
 
+def document(dossier: Dossier) -> dict[str, Any]:
+    """``dossier.json``'s document: the dossier's, every string redacted."""
+    doc: dict[str, Any] = scrub(dossier.to_dict())
+    return doc
+
+
 def render(dossier: Dossier) -> str:
     """``dossier.json``'s text."""
-    return json.dumps(scrub(dossier.to_dict()), indent=2, sort_keys=False) + "\n"
+    return json.dumps(document(dossier), indent=2, sort_keys=False) + "\n"
