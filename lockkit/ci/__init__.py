@@ -1,8 +1,10 @@
 """``lockkit ci``: the ``[ci]`` table and a GitHub Actions workflow that gates the locks and
-verifies every platform on its runner, installing lockkit's own committed wheel by hash
-(:mod:`~lockkit.ci.workflow`); the workflow's text, piece by piece: YAML scalars, runner
-labels, the install step (:mod:`~lockkit.ci.render`).
+verifies every platform on its runner and signs each dossier (:mod:`~lockkit.ci.workflow`),
+installing lockkit's own committed wheel by hash (:mod:`~lockkit.ci.ownwheel`); a scheduled
+workflow that refreshes the locks in one pull request (:mod:`~lockkit.ci.refresh`); the
+workflows' text, piece by piece: YAML scalars, runner labels, the install step
+(:mod:`~lockkit.ci.render`).
 
 May import: lockkit.errors, lockkit._internal, lockkit.platforms, lockkit.config,
-lockkit.cache, lockkit.wheelhouse
+lockkit.cache, lockkit.wheelhouse, lockkit.report
 """

@@ -1,13 +1,17 @@
 """A GitHub Actions workflow that gates locks and verifies every platform on its runner.
 
-Two jobs: ``locks`` fails the run when a lock is missing, stale, edited, or not what a
+Three jobs: ``locks`` fails the run when a lock is missing, stale, edited, or not what a
 fresh resolution makes (``compile --locked``: the offline ``--check`` verdict and then uv
 again, every difference named; a pull request that swaps a file and recomputes the lock's
 digest fails here), then ``verify`` builds each platform's wheelhouse and verifies it on a
 runner of that platform, one matrix entry per platform with a committed lock (a platform
 without one would fail ``locks`` and with it every job), uploading the dossier and JUnit
 file whether or not verify passed. uv's cache, lockkit's download cache and the wheelhouse
-are cached under a key holding the platform lock's hash.
+are cached under a key holding the platform lock's hash. When every platform verified,
+``attest`` signs each dossier with GitHub's artifact attestation action: the lock is the
+subject, ``dossier.json`` the predicate (:mod:`lockkit.report.intoto`'s statement, signed);
+only that job holds ``id-token: write``, and it runs neither lockkit nor project code. The
+scheduled refresh pull request is a second file (:mod:`lockkit.ci.refresh`).
 
 **Where lockkit comes from.** ``[ci] lockkit`` is one pip requirement line, checked at
 load (:func:`lockkit.config.keys.lockkit_requirement`): ``lockkit==1.2.3`` (with
@@ -39,13 +43,12 @@ The text is made of :mod:`lockkit.ci.render`'s pieces, every value through its `
 from __future__ import annotations
 
 import difflib
-import os
 from collections.abc import Collection, Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockkit._internal import proc
-from lockkit._internal.fs import sha256_file, temp_file
+from lockkit._internal.fs import sha256_file
 from lockkit.ci.render import (
     install_step,
     lock_path,
@@ -57,21 +60,19 @@ from lockkit.ci.render import (
     where_from,
 )
 from lockkit.config.keys import LockkitRequirement, Runner, runner_labels
-from lockkit.errors import BuildError, ConfigError, UsageError, WriteError
+from lockkit.errors import ConfigError, UsageError
 from lockkit.platforms.arch import arch_family
 from lockkit.platforms.definitions import Platform
+from lockkit.report.intoto import PREDICATE_TYPE
 
 if TYPE_CHECKING:
     from lockkit._internal.outfile import Target
-    from lockkit.config.project import Project
-    from lockkit.wheelhouse.toolpins import Tool
 
-__all__ = ["ACTIONS", "DEFAULT_OUTPUT", "HEADER", "OWN_WHEEL_DIR", "default_runner",
-           "github_workflow", "locate_project", "own_lockkit", "pin_files", "recognise",
-           "split_by_lock", "validate_runners", "write_own_wheel", "write_workflow"]
+__all__ = ["ACTIONS", "DEFAULT_OUTPUT", "HEADER", "default_runner",
+           "github_workflow", "locate_project", "lockkit_step", "pin_files", "recognise",
+           "setup_steps", "split_by_lock", "uses", "validate_runners", "write_workflow"]
 
 DEFAULT_OUTPUT = Path(".github/workflows/lockkit.yml")
-OWN_WHEEL_DIR = ".lockkit/ci"  # in the project: lockkit's own wheel, without [ci] lockkit
 REPORT_DIR = "lockkit-report"
 TOOL_PYTHON = "3.12"  # the Python the locks job runs lockkit with (it only resolves)
 CACHES = {"LOCKKIT_CACHE_DIR": "${{ runner.temp }}/lockkit-cache",  # outside the checkout:
@@ -80,12 +81,15 @@ CACHES = {"LOCKKIT_CACHE_DIR": "${{ runner.temp }}/lockkit-cache",  # outside th
 # The actions the workflow uses, each pinned to the commit of a release tag, the tag kept
 # as a comment. Obtained from each repository's git tags (lockkit's `fetch` of
 # github:actions/<name>, then `git rev-parse <tag>^{commit}`), the newest release tag
-# of each on 2026-12-03. Update them together, the same way; never by hand-typed SHA.
+# of each on 2026-12-03 (download-artifact and attest: 2026-12-05). Update them together,
+# the same way; never by hand-typed SHA.
 ACTIONS = {
     "actions/checkout": ("3d3c42e5aac5ba805825da76410c181273ba90b1", "v7.0.1"),
     "actions/setup-python": ("5fda3b95a4ea91299a34e894583c3862153e4b97", "v7.0.0"),
     "actions/cache": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
     "actions/upload-artifact": ("bbbca2ddaa5d8feaa63e36b76fdaad77386f024f", "v7.0.0"),
+    "actions/download-artifact": ("3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c", "v8.0.1"),
+    "actions/attest": ("1e69f48acb82d1966a394da916b4c1698aa569d6", "v4.2.2"),
 }
 
 # GitHub-hosted runners by (os, arch); a platform without one gets self-hosted labels.
@@ -145,50 +149,8 @@ def validate_runners(value: Any, known: Collection[str] | None,
     return found
 
 
-def _uses(action: str) -> str:
+def uses(action: str) -> str:
     return "{}@{} # {}".format(action, *ACTIONS[action])
-
-
-def own_lockkit(project: str, config: Project) -> tuple[LockkitRequirement, Tool]:
-    """The default without ``[ci] lockkit``: lockkit's own wheel, as a committed-file
-    requirement at ``<project>/.lockkit/ci/`` with its sha256, and the wheel in the
-    cache (:func:`write_own_wheel` puts it there once the workflow's text is made).
-
-    The wheel is :func:`lockkit.wheelhouse.tools.own_wheel`'s, the one ``tools/`` carries: built
-    from the running lockkit, the same bytes every run."""
-    from lockkit.cache.layout import default_cache_dir
-    from lockkit.cache.store import Cache
-    from lockkit.wheelhouse.tools import own_wheel
-
-    tool = own_wheel(Cache(default_cache_dir()), config)
-    where = (PurePosixPath(posix(project)) / OWN_WHEEL_DIR / tool.filename).as_posix()
-    return LockkitRequirement(requirement=where, hashes=(f"sha256:{tool.sha256}",),
-                              source="path"), tool
-
-
-def write_own_wheel(tool: Tool, dest: Path) -> None:
-    """Copy lockkit's wheel out of the cache to *dest*: hashed as it is written, the
-    user's file mode, renamed into place; a blob that is not *tool*'s is refused."""
-    from lockkit.cache.store import copy_hashing
-
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = temp_file(dest.parent, f".{dest.name}.")
-    except OSError as exc:
-        raise WriteError(f"{dest}: cannot write: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as out, tool.path.open("rb") as src:
-            sha = copy_hashing(src, out, lambda n: None)
-            out.flush()
-            os.fsync(out.fileno())
-        if sha != tool.sha256:  # the cache's blob changed under us
-            raise BuildError(f"{tool.path}: lockkit's own wheel changed in the cache "
-                             f"(sha256 {sha}, built as {tool.sha256})", hint="run it again")
-        os.replace(tmp, dest)
-    except OSError as exc:
-        raise WriteError(f"{dest}: cannot write: {exc.strerror or exc}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def pin_files(req: LockkitRequirement, repo: Path,
@@ -222,22 +184,22 @@ def _matrix(platforms: Sequence[Platform], runners: Mapping[str, Runner],
             f"lock: {scalar(lock_path(project, p.name), flow=True)}}}" for p in platforms]
 
 
-def _setup(python: str, indent: str = "      ") -> list[str]:
+def setup_steps(python: str, indent: str = "      ") -> list[str]:
     """Check out (no token left in .git/config) and set up *python*."""
-    return [f"{indent}- uses: {_uses('actions/checkout')}", f"{indent}  with:",
+    return [f"{indent}- uses: {uses('actions/checkout')}", f"{indent}  with:",
             f"{indent}    persist-credentials: false",
-            f"{indent}- uses: {_uses('actions/setup-python')}", f"{indent}  with:",
+            f"{indent}- uses: {uses('actions/setup-python')}", f"{indent}  with:",
             f"{indent}    python-version: {python}"]
 
 
 def _cache(what: str, paths: Sequence[str], key: str, indent: str = "      ") -> list[str]:
     return [f"{indent}- name: {scalar('cache ' + what)}",
-            f"{indent}  uses: {_uses('actions/cache')}", f"{indent}  with:",
+            f"{indent}  uses: {uses('actions/cache')}", f"{indent}  with:",
             f"{indent}    path: |", *(f"{indent}      {p}" for p in paths),
             f"{indent}    key: {scalar(key)}"]
 
 
-def _lockkit_step(name: str, command: str, indent: str = "      ") -> list[str]:
+def lockkit_step(name: str, command: str, indent: str = "      ") -> list[str]:
     """A step running lockkit, with its cache folders set."""
     return [f"{indent}- name: {scalar(name)}", f"{indent}  env:",
             *(f"{indent}    {k}: {scalar(v)}" for k, v in CACHES.items()),
@@ -253,6 +215,31 @@ def _python_of(python: str | Mapping[str, str] | None, platform: Platform) -> st
     return python or platform.python
 
 
+def _attest_job(matrix: list[str]) -> list[str]:
+    """The job signing each platform's dossier (GitHub's artifact attestation)."""
+    plat = "${{ matrix.platform }}"
+    return [
+        "  # Signs each platform's dossier once every platform verified: subject the lock,",
+        "  # predicate dossier.json (the statement verify writes as dossier.intoto.json).",
+        "  # Only this job may mint the OIDC token the signature needs; it runs no lockkit",
+        "  # and no project code. Check one with `gh attestation verify <lock> --repo ...`.",
+        "  attest:", f"    name: attest {plat}", "    needs: verify", "    strategy:",
+        "      matrix:", "        include:", *matrix,
+        "    runs-on: ubuntu-latest",
+        "    permissions:", "      contents: read", "      id-token: write",
+        "      attestations: write",
+        "    steps:",
+        f"      - uses: {uses('actions/checkout')}", "        with:",
+        "          persist-credentials: false",
+        f"      - uses: {uses('actions/download-artifact')}", "        with:",
+        f"          name: dossier-{plat}", f"          path: {REPORT_DIR}",
+        f"      - uses: {uses('actions/attest')}", "        with:",
+        "          subject-path: ${{ matrix.lock }}",
+        f"          predicate-type: {scalar(PREDICATE_TYPE)}",
+        f"          predicate-path: {REPORT_DIR}/dossier.json",
+    ]
+
+
 def github_workflow(platforms: list[Platform], *, project: str = ".",
                     runners: Mapping[str, Runner] | None = None,
                     python: str | Mapping[str, str] | None = None,
@@ -263,7 +250,7 @@ def github_workflow(platforms: list[Platform], *, project: str = ".",
     *python* (one version, or each platform's lock Python by name) replaces the
     platforms' own versions; *lockkit*
     is ``[ci] lockkit`` (its committed file already hashed by :func:`pin_files`) or, with
-    *own*, lockkit's own wheel (:func:`own_lockkit`), which the header says.
+    *own*, lockkit's own wheel (:func:`lockkit.ci.ownwheel.own_lockkit`), which the header says.
     *platforms* should be those with a committed lock (:func:`split_by_lock`).
     """
     proj, req = project_arg(project), lockkit
@@ -280,10 +267,10 @@ def github_workflow(platforms: list[Platform], *, project: str = ".",
         "# (Linux, macOS) and in pwsh (Windows runners).",
         "jobs:",
         "  locks:", "    name: locks are fresh", "    runs-on: ubuntu-latest", "    steps:",
-        *_setup(quoted(TOOL_PYTHON)),
+        *setup_steps(quoted(TOOL_PYTHON)),
         *_cache("uv", caches[1:], "lockkit-locks-${{ hashFiles('" + all_locks + "') }}"),
         *install_step(req),
-        *_lockkit_step("check the locks against a fresh resolution", "lockkit compile --locked "
+        *lockkit_step("check the locks against a fresh resolution", "lockkit compile --locked "
                        + "".join(f"--platform {p.name} " for p in platforms)
                        + f"--project {proj}"),
         "",
@@ -296,19 +283,20 @@ def github_workflow(platforms: list[Platform], *, project: str = ".",
         "        include:",
         *_matrix(platforms, runners or {}, python, project),
         "    runs-on: ${{ matrix.runner }}", "    steps:",
-        *_setup("${{ matrix.python }}"),
+        *setup_steps("${{ matrix.python }}"),
         *_cache("uv, lockkit's downloads and the wheelhouse",
                 [*caches, f"{posix(project)}/wheelhouse/{plat}"],
                 f"lockkit-{plat}-${{{{ runner.os }}}}-${{{{ hashFiles(matrix.lock) }}}}"),
         *install_step(req),
-        *_lockkit_step("build the wheelhouse",
+        *lockkit_step("build the wheelhouse",
                        f"lockkit wheelhouse build --platform {plat} --project {proj}"),
-        *_lockkit_step("verify", f"lockkit verify --platform {plat} --project {proj} "
+        *lockkit_step("verify", f"lockkit verify --platform {plat} --project {proj} "
                                  f"--report-dir {REPORT_DIR} --junit {REPORT_DIR}/junit.xml"),
         "      - name: upload the dossier", "        if: always()",
-        f"        uses: {_uses('actions/upload-artifact')}", "        with:",
+        f"        uses: {uses('actions/upload-artifact')}", "        with:",
         f"          name: dossier-{plat}", f"          path: {REPORT_DIR}",
         "          if-no-files-found: warn",
+        "", *_attest_job(_matrix(platforms, runners or {}, python, project)),
     ]
     return "\n".join(lines) + "\n"
 

@@ -13,18 +13,29 @@ from lockkit.errors import UsageError
 if TYPE_CHECKING:
     import argparse
 
+    from lockkit._internal.outfile import Target
+    from lockkit.config.project import Project
+
 __all__ = ["handle"]
 
 
 def handle(args: argparse.Namespace) -> int:
     from lockkit._internal import outfile
+    from lockkit.ci import ownwheel
+    from lockkit.ci import refresh as rf
     from lockkit.ci import workflow as ci
     from lockkit.cli.common import load
+    from lockkit.config.keys import REFRESH_SCHEDULES
     from lockkit.platforms.definitions import load_catalog
 
+    if args.refresh is not None and args.refresh not in REFRESH_SCHEDULES:
+        raise UsageError(f"--refresh: expected one of {', '.join(REFRESH_SCHEDULES)}, "
+                         f"got {args.refresh!r}")
     repo, rel = ci.locate_project(args.project, Path.cwd())
     project = load(repo / rel)
+    schedule = args.refresh or project.ci.refresh
     default = repo / ci.DEFAULT_OUTPUT
+    refresh_target = _refresh_target(args, project, default) if schedule else None
     target = outfile.check(args.output or default, what=ci.WHAT,
                            recognise=ci.recognise, force=args.force,
                            flag="-o" if args.output else None,
@@ -43,17 +54,38 @@ def handle(args: argparse.Namespace) -> int:
                          "nothing", hint="run 'lockkit compile', then commit locks/")
     own = None
     if lockkit is None:  # lockkit's own wheel, installed by its hash: no name to squat
-        lockkit, own = ci.own_lockkit(rel, project)
+        lockkit, own = ownwheel.own_lockkit(rel, project)
     from lockkit.lock.python import lock_python  # the Python compile locked each for
 
     pythons = {p.name: lock_python(project, p) for p in kept}
     text = ci.github_workflow(kept, project=rel, runners=runners, python=pythons,
                               lockkit=lockkit, own=own is not None)
     if own is not None:
-        ci.write_own_wheel(own, repo / lockkit.requirement)
+        ownwheel.write_own_wheel(own, repo / lockkit.requirement)
         ui.say(f"wrote {shown_path(repo / lockkit.requirement)} ({lockkit.hashes[0]}): CI "
                "installs lockkit from this file by its hash; commit it with the workflow")
     ci.write_workflow(text, target)
     where = "stdout" if target.kind == "stdout" else shown_path(args.output or default)
     ui.say(f"wrote {where}: verify on {', '.join(p.name for p in kept)}")
+    if schedule and refresh_target is not None:
+        gate = (args.output or default).name
+        outfile.write(refresh_target, rf.refresh_workflow(
+            kept, project=rel, lockkit=lockkit, own=own is not None, schedule=schedule,
+            gate=gate))
+        shown = shown_path((args.output or default).with_name(rf.DEFAULT_REFRESH_OUTPUT.name))
+        ui.say(f"wrote {shown}: {schedule}, 'lockkit compile --upgrade' "
+               f"and one pull request on {rf.BRANCH}, verified by {gate}")
     return 0
+
+
+def _refresh_target(args: argparse.Namespace, project: Project, gate: Path) -> Target:
+    """Where the refresh workflow goes: beside the gate's file, under the output rule."""
+    from lockkit._internal import outfile
+    from lockkit.ci import refresh as rf
+
+    if args.output is not None and str(args.output) == "-":
+        raise UsageError("-o -: the refresh workflow is a second file, and stdout holds one",
+                         hint="name a file with -o, or leave -o out")
+    path = (args.output or gate).with_name(rf.DEFAULT_REFRESH_OUTPUT.name)
+    return outfile.check(path, what="a lockkit refresh workflow", recognise=rf.recognise,
+                         force=args.force, inputs=output_inputs(project))

@@ -234,6 +234,14 @@ def ci(sub: Any) -> None:
                     help="workflow file (default: <repository root>/.github/workflows/"
                          "lockkit.yml). " + OUTPUT_RULE.format(what="its header line"))
     gh.add_argument("--force", action="store_true", help=FORCE)
+    gh.add_argument("--refresh", metavar="WHEN",
+                    help="also write a scheduled workflow (daily, weekly or monthly; default: "
+                         "[ci] refresh in lockkit.toml, else none) that runs 'lockkit compile "
+                         "--upgrade', puts 'lockkit diff' by layer of each changed lock in the "
+                         "body of one pull request on the branch lockkit/refresh, opens or "
+                         "updates it, and starts this workflow on that branch, which verifies "
+                         "every platform. Written next to the workflow as lockkit-refresh.yml; "
+                         "not with '-o -'")
 
 
 def export(sub: Any) -> None:

@@ -10,9 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Literal
 
-__all__ = ["CiConfig", "LockkitRequirement", "Runner", "lockkit_requirement", "runner_labels"]
+__all__ = ["REFRESH_SCHEDULES", "CiConfig", "LockkitRequirement", "RefreshSchedule", "Runner",
+           "lockkit_requirement", "runner_labels"]
 
 Runner = str | list[str]  # one runner label, or labels a runner must all carry
+RefreshSchedule = Literal["daily", "weekly", "monthly"]  # [ci] refresh, --refresh
+REFRESH_SCHEDULES: tuple[RefreshSchedule, ...] = ("daily", "weekly", "monthly")
 
 
 def runner_labels(value: object) -> Runner | None:
@@ -122,3 +125,5 @@ class CiConfig:
 
     runners: dict[str, Runner] = field(default_factory=dict)  # [ci.runners]; names: ci/
     lockkit: LockkitRequirement | None = None  # [ci] lockkit; None: the ci stage's default
+    # [ci] refresh: the schedule of the refresh pull request (lockkit.ci.refresh.SCHEDULES)
+    refresh: RefreshSchedule | None = None

@@ -24,7 +24,13 @@ from lockkit._internal.keys import KeyReader
 from lockkit._internal.redact import NO_SECRETS, Secrets
 from lockkit.config.checks import VERIFY_KEYS, VerifyConfig, table_checks
 from lockkit.config.inputfile import is_pyproject, load_toml
-from lockkit.config.keys import CiConfig, Runner, lockkit_requirement, runner_labels
+from lockkit.config.keys import (
+    REFRESH_SCHEDULES,
+    CiConfig,
+    Runner,
+    lockkit_requirement,
+    runner_labels,
+)
 from lockkit.errors import ConfigError, UsageError
 from lockkit.index.urls import is_index_url, secrets_of
 
@@ -38,7 +44,7 @@ _LISTS: dict[str, Literal["requirements", "platforms", "allow_sdist", "extras", 
 _ONE_OR_MORE = {"requirements": "requirement file or pyproject.toml", "platforms": "platform"}
 _INDEX_URL_EXPECTED = "expected an http(s):// URL or a ${VAR} holding one"
 _TABLES = {"verify": ("[verify]", VERIFY_KEYS),
-           "ci": ("[ci]", {"runners", "lockkit"})}
+           "ci": ("[ci]", {"runners", "lockkit", "refresh"})}
 _KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer", "max-page-size"}
 _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
 _RFC3339_HINT = "e.g. 2024-10-01 or 2024-10-01T00:00:00Z"
@@ -287,7 +293,8 @@ def _ci(c: KeyReader, data: Mapping[str, object]) -> CiConfig:
     for problem in problems:
         c.fail("", problem, hint="e.g. lockkit = \"lockkit==1.2.3\" or a wheel committed to "
                                  "the repository")
-    return CiConfig(runners=found, lockkit=requirement)
+    refresh = c.at("ci").choice("refresh", table.get("refresh"), REFRESH_SCHEDULES)
+    return CiConfig(runners=found, lockkit=requirement, refresh=refresh)
 
 
 def _mirror_table(c: KeyReader, table: object) -> dict[str, str]:

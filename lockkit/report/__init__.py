@@ -22,8 +22,8 @@ from pathlib import Path
 
 from lockkit._internal.fs import write_atomic
 from lockkit._internal.redact import Secrets
+from lockkit.report import intoto, markdown
 from lockkit.report import json as json_format
-from lockkit.report import markdown
 from lockkit.report.model import Dossier
 from lockkit.report.roots import relative_text
 
@@ -32,12 +32,16 @@ __all__ = ["write_folder"]
 
 def write_folder(folder: Path, dossier: Dossier, attachments: Mapping[str, str],
                  secrets: Secrets) -> None:
-    """``dossier.json``, ``dossier.md`` and the run's attachments (logs), redacted with the
-    project's *secrets*, their
-    paths relative to the dossier's roots; each file written whole or not at all, the JSON
-    last (its presence means a complete folder)."""
+    """``dossier.json``, ``dossier.md``, ``dossier.intoto.json`` (a verify's in-toto
+    statement: :mod:`~lockkit.report.intoto`) and the run's attachments (logs), redacted
+    with the project's *secrets*, their paths relative to the dossier's roots; each file
+    written whole or not at all, ``dossier.json`` last (its presence means a complete
+    folder)."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in attachments.items():
         write_atomic(folder / name, secrets.redact(relative_text(text, dossier.roots)))
     write_atomic(folder / "dossier.md", markdown.render(dossier, secrets))
+    attestation = intoto.render(dossier, json_format.document(dossier, secrets))
+    if attestation is not None:
+        write_atomic(folder / intoto.FILE_NAME, attestation)
     write_atomic(folder / "dossier.json", json_format.render(dossier, secrets))

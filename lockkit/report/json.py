@@ -9,7 +9,7 @@ from typing import Any
 from lockkit._internal.redact import Secrets
 from lockkit.report.model import Dossier
 
-__all__ = ["render", "scrub"]
+__all__ = ["document", "render", "scrub"]
 
 
 def scrub(value: Any, secrets: Secrets) -> Any:
@@ -24,6 +24,12 @@ def scrub(value: Any, secrets: Secrets) -> Any:
     return value
 
 
+def document(dossier: Dossier, secrets: Secrets) -> dict[str, Any]:
+    """``dossier.json``'s document: the dossier's, *secrets* (the project's) concealed."""
+    doc: dict[str, Any] = scrub(dossier.to_dict(), secrets)
+    return doc
+
+
 def render(dossier: Dossier, secrets: Secrets) -> str:
     """``dossier.json``'s text, *secrets* (the project's) concealed."""
-    return json.dumps(scrub(dossier.to_dict(), secrets), indent=2, sort_keys=False) + "\n"
+    return json.dumps(document(dossier, secrets), indent=2, sort_keys=False) + "\n"

@@ -74,7 +74,7 @@ def test_workflow_jobs_triggers_and_gate(platforms):
     _, doc = _workflow(platforms)
     # YAML 1.1 (PyYAML) reads the key `on` as True; GitHub reads it as "on".
     assert doc.get("on", doc.get(True)) == ["push", "pull_request", "workflow_dispatch"]
-    assert set(doc["jobs"]) == {"locks", "verify"}
+    assert set(doc["jobs"]) == {"locks", "verify", "attest"}
     locks, verify = doc["jobs"]["locks"], doc["jobs"]["verify"]
     assert locks["runs-on"] == "ubuntu-latest"
     # the locks job checks exactly the platforms that get a verify job, against a fresh
@@ -218,6 +218,10 @@ def _written(repo: Path) -> tuple[str, dict]:
 def test_every_action_is_pinned_to_a_commit_with_its_tag(platforms):
     text, doc = _workflow(platforms)
     uses = [s["uses"] for s in _steps(doc) if "uses" in s]
+    from lockkit.ci import refresh
+
+    refreshing = yaml.safe_load(refresh.refresh_workflow([platforms["linux-cpu"]], lockkit=OWN))
+    uses += [s["uses"] for j in refreshing["jobs"].values() for s in j["steps"] if "uses" in s]
     assert {u.split("@")[0] for u in uses} == set(ci.ACTIONS)  # the table covers them all
     for use in uses:
         assert PINNED.fullmatch(use), use
@@ -226,11 +230,32 @@ def test_every_action_is_pinned_to_a_commit_with_its_tag(platforms):
         assert f"{use} # {tag}" in text and re.fullmatch(r"v\d+\.\d+\.\d+", tag)
 
 
+def test_only_the_attest_job_may_mint_an_id_token_and_it_runs_no_lockkit(platforms):
+    """The signature needs an OIDC token; the jobs that run lockkit and the project's code
+    (locks, verify) never hold one."""
+    from lockkit.report.intoto import PREDICATE_TYPE
+
+    _, doc = _workflow(platforms)
+    jobs = doc["jobs"]
+    assert "permissions" not in jobs["locks"] and "permissions" not in jobs["verify"]
+    attest = jobs["attest"]
+    assert attest["permissions"] == {"contents": "read", "id-token": "write",
+                                     "attestations": "write"}
+    assert attest["needs"] == "verify"
+    assert attest["strategy"]["matrix"] == jobs["verify"]["strategy"]["matrix"]
+    assert not any("run" in s for s in attest["steps"])
+    sign = attest["steps"][-1]
+    assert sign["uses"].startswith("actions/attest@")
+    assert sign["with"] == {"subject-path": "${{ matrix.lock }}",
+                            "predicate-type": PREDICATE_TYPE,
+                            "predicate-path": "lockkit-report/dossier.json"}
+
+
 def test_read_only_permissions_no_persisted_token_no_expression_in_scripts(platforms):
     _, doc = _workflow(platforms)
     assert doc["permissions"] == {"contents": "read"}
     checkouts = [s for s in _steps(doc) if s.get("uses", "").startswith("actions/checkout@")]
-    assert len(checkouts) == 2
+    assert len(checkouts) == 3
     assert all(s["with"]["persist-credentials"] is False for s in checkouts)
     for step in _steps(doc):
         # only the matrix values this file defines may be substituted into a script
