@@ -5,13 +5,14 @@ shipped platform's PyTorch index (mirrored) and N tiny real wheels on the defaul
 The baseline is ``lockkit.index.resolve.uv_command``'s argv and ``uv_environment``'s indexes,
 the PyTorch index given directly where lockkit puts its routing index. Paired with
 their baselines in this run:
-  - a first compile (`lockkit compile --platform linux-cpu`, no lock yet) <= 1.3x bare
+  - a first compile (`lockkit compile --platform linux-cpu`, no lock yet) <= 1.4x bare
     `uv pip compile` at 10 packages (uv without an output file to prefer);
-  - an unchanged recompile (the lock there, the inputs and the index unchanged) <= 1.5x
+  - an unchanged recompile (the lock there, the inputs and the index unchanged) <= 1.4x
     at 10 packages, <= 1.05x at 200; uv gets the current lock as its output file first
     (lockkit hands uv its lock as preferences too);
-  - `lockkit compile --all` (unchanged) <= 1.1x the same uv calls, one per platform, run
+  - `lockkit compile --all` (unchanged) <= 1.05x the same uv calls, one per platform, run
     at once on all cores.
+The limits are issue 35's ("compile close to bare uv").
 Every lockkit run parses its arguments, reads the config and the inputs and starts uv;
 an unchanged recompile only skips rebuilding a lock its memo says these inputs made.
 Both sides share one uv cache (the benchmark's own), warmed before timing.
@@ -122,13 +123,13 @@ def all_platforms(opts: h.Options) -> h.Result:
     return h.Result(name=f"compile --all ({len(calls)} platforms)",
                     subject=h.median_s(pairs.subject),
                     baseline=f"{h.median_s(pairs.baseline)} uv x{len(calls)}, {cores} at once",
-                    value=pairs.ratio, target=h.Target(op="<=", limit=1.1),
+                    value=pairs.ratio, target=h.Target(op="<=", limit=1.05),
                     note=pairs.spread())
 
 
 def measure(opts: h.Options) -> list[h.Result]:
     large = 50 if opts.quick else 200
-    return [one_platform(10, 1.3, opts, first=True), one_platform(10, 1.5, opts),
+    return [one_platform(10, 1.4, opts, first=True), one_platform(10, 1.4, opts),
             one_platform(large, 1.05, opts), all_platforms(opts)]
 
 

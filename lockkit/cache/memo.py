@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -43,9 +44,20 @@ __all__ = ["FORMAT", "MemoStore", "code_digest"]
 FORMAT = 1
 
 
-@lru_cache(maxsize=1)
+_DIGEST_LOCK = threading.Lock()
+
+
 def code_digest() -> str:
-    """sha256 over lockkit's own source files (relative name and bytes, in name order)."""
+    """sha256 over lockkit's own source files (relative name and bytes, in name order),
+    taken once per process: ``compile --all`` asks from several threads at once, while
+    their uv runs, and the others wait for the first one's instead of reading every
+    file again."""
+    with _DIGEST_LOCK:
+        return _code_digest()
+
+
+@lru_cache(maxsize=1)
+def _code_digest() -> str:
     package = Path(__file__).resolve().parents[1]  # lockkit/
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):

@@ -11,14 +11,13 @@ import sys
 from typing import TYPE_CHECKING
 
 from lockkit import __version__
-from lockkit.cli import flags, whflags
 from lockkit.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["FLAGS", "build_parser", "check_ranges", "command_of", "verbosity"]
+__all__ = ["build_parser", "check_ranges", "command_of", "flag_adders", "verbosity"]
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -194,11 +193,15 @@ def command_of(args: argparse.Namespace) -> str:
     return " ".join(filter(None, ("lockkit", args.command, action)))
 
 
-# Every command and the function that adds its flags, in the order of ``lockkit --help``.
-FLAGS: dict[str, Callable[[Any], None]] = {
-    "platforms": flags.platforms, "compile": flags.compile, "wheelhouse": whflags.wheelhouse,
-    "verify": flags.verify, "diagnose": flags.diagnose, "diff": flags.diff, "ci": flags.ci,
-    "export": flags.export, "cache": flags.cache, "sync": flags.sync}
+def flag_adders() -> dict[str, Callable[[Any], None]]:
+    """Every command and the function that adds its flags, in the order of ``lockkit
+    --help`` (the flags' modules, with pathlib, load when a command's flags are built)."""
+    from lockkit.cli import flags, whflags
+
+    return {"platforms": flags.platforms, "compile": flags.compile,
+            "wheelhouse": whflags.wheelhouse, "verify": flags.verify,
+            "diagnose": flags.diagnose, "diff": flags.diff, "ci": flags.ci,
+            "export": flags.export, "cache": flags.cache, "sync": flags.sync}
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -210,7 +213,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                     "and pinned PyTorch indexes.")
     parser.add_argument("--version", action="version", version=f"lockkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, add_flags in FLAGS.items():
+    if only == "":
+        return parser
+    for name, add_flags in flag_adders().items():
         if only in (None, name):
             add_flags(sub)
     return parser

@@ -28,8 +28,7 @@ from lockkit._internal.fs import temp_folder, write_atomic
 from lockkit._internal.log import VERBOSE
 from lockkit._internal.uv import uv_bin, uv_version
 from lockkit.cache.layout import default_cache_dir
-from lockkit.cache.memo import MemoStore
-from lockkit.compile.locked import differences
+from lockkit.cache.memo import MemoStore, code_digest
 from lockkit.compile.slips import asked_names, input_warnings
 from lockkit.config.inputs import normalized_inputs, resolver_inputs
 from lockkit.config.project import Project
@@ -61,16 +60,14 @@ __all__ = ["compile_platforms", "locked_one"]
 _log = logging.getLogger(__name__)
 
 
-def _imports_for_after_uv() -> None:
-    """What compile needs once uv is done (the lock writer, packaging.pylock and tomli_w,
-    which :meth:`~lockkit.lock.model.Lock.built` imports on use, and uv's version through
-    importlib.metadata: ~45 ms), done while uv resolves."""
-    import packaging.pylock  # noqa: F401
-    import tomli_w  # noqa: F401
-
-    import lockkit.lock.lockfile  # noqa: F401
-
+def _while_uv_runs() -> None:
+    """What every compile needs once uv is done, done while uv resolves: uv's version
+    (through importlib.metadata) and lockkit's code digest (every source file read: the
+    memo key's). Not the lock writer's imports (:mod:`lockkit.lock.lockfile`, tomli_w):
+    an unchanged lock never needs them, and while uv runs they would hold the interpreter
+    lock the routing index answers uv with."""
     uv_version(uv_bin())
+    code_digest()
 
 
 def compile_one(project: Project, platform: Platform, uv: str,
@@ -115,6 +112,8 @@ def locked_one(project: Project, platform: Platform, uv: str, http: Http,
     ``--check`` gives it), then every difference from the lock a fresh resolution makes
     (:mod:`lockkit.compile.locked`), its pins preferred. Nothing is written, the memo is
     neither read nor written."""
+    from lockkit.compile.locked import differences  # --locked only
+
     path = project.lock_path(platform.name)
     record = inputs_record(project, platform, lock_python(project, platform), requirements)
     origins, read = Origins.of(project, platform), read_lock(path)
@@ -186,7 +185,7 @@ def _resolve(project: Project, platform: Platform, python: str, indexes: Indexes
                            fetch_page=http.page, options=options,
                            input_options=input_options,
                            prefetch=tuple(asked_names(requirements)),
-                           meanwhile=_imports_for_after_uv, pages_out=pages,
+                           meanwhile=_while_uv_runs, pages_out=pages,
                            timeout=http.timeout)
         except ResolutionError:
             no_such_torch(platform, requirements, pages)

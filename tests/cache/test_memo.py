@@ -42,6 +42,36 @@ def test_keys_differ_by_kind_inputs_and_code_digest(tmp_path: Path,
     assert store.key("compile", "a") != key
 
 
+def test_the_code_digest_is_taken_once_for_threads_asking_at_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """compile --all asks for it from several threads while their uv runs: the files are
+    read once, and every thread gets that digest."""
+    reads: list[Path] = []
+    real = Path.read_bytes
+
+    def counted(path: Path) -> bytes:
+        reads.append(path)
+        return real(path)
+
+    memo._code_digest.cache_clear()
+    monkeypatch.setattr(Path, "read_bytes", counted)
+    start = threading.Barrier(4)
+    got: list[str] = []
+
+    def ask() -> None:
+        start.wait()
+        got.append(memo.code_digest())
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    sources = list(Path(memo.__file__).parents[1].rglob("*.py"))
+    assert len(got) == 4 and len(set(got)) == 1
+    assert sorted(reads) == sorted(sources)
+
+
 def test_the_code_digest_covers_every_source_file() -> None:
     package = Path(memo.__file__).parent
     assert len(memo.code_digest()) == 64

@@ -137,6 +137,27 @@ def test_upgrade_flags_move_past_a_remembered_lock(project, cache, indexes, caps
     assert status(capsys) == "written" and versions(project)["filelock"] == "3.17.0"
 
 
+_LOADED = ("import sys\nfrom lockkit.cli import main\ncode = main(sys.argv[1:])\n"
+           "print(*sorted(m for m in ('lockkit.lock.lockfile', 'tomli_w') if m in sys.modules))\n"
+           "sys.exit(code)")
+
+
+def test_an_unchanged_recompile_imports_no_lock_writer(project, cache):
+    """The lock writer's imports wait for a lock to write: a recompile the memo answers
+    never loads them (nor, while uv runs, holds the interpreter lock the routing index
+    answers uv with to load them); a first compile does."""
+    argv = ["compile", "--platform", "linux-cpu", "--project", str(project)]
+    first = subprocess.run([sys.executable, "-c", _LOADED, *argv], capture_output=True,
+                           text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines()[-1].split() == ["lockkit.lock.lockfile", "tomli_w"]
+    again = subprocess.run([sys.executable, "-c", _LOADED, *argv], capture_output=True,
+                           text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "linux-cpu  unchanged" in again.stdout
+    assert again.stdout.splitlines()[-1].split() == []
+
+
 @posix_only
 def test_a_fifo_in_place_of_the_compile_memo_does_not_hang_the_compile(project, cache):
     assert compile_("--project", str(project)) == 0

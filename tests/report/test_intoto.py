@@ -60,7 +60,8 @@ def test_the_report_folder_holds_a_statement_that_validates_against_in_toto_v1(t
 ])
 def test_the_schema_refuses_what_the_spec_refuses(tmp_path, broken):
     """The schema can fail: each of the spec's rules, broken once, is refused."""
-    statement = intoto.statement(_dossier(tmp_path), json_format.document(_dossier(tmp_path), NO_SECRETS))
+    dossier = _dossier(tmp_path)
+    statement = intoto.statement(dossier, json_format.document(dossier, NO_SECRETS))
     assert statement is not None
     with pytest.raises(jsonschema.ValidationError):
         _validator().validate({**statement, **broken})
