@@ -200,6 +200,7 @@ def test_failures_of_the_command_are_named(built, tmp_path):
     assert time.monotonic() - start < 60
 
 
+@pytest.mark.slow
 def test_outputs_must_be_written_by_the_command(built, tmp_path):
     root = app_project(built, tmp_path)
     text = (root / "lockkit.toml").read_text()
