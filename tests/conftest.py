@@ -196,7 +196,8 @@ _REAL_TORCH = {"real_torch_wheels", "torch_index", "torch_venv", "example", "cop
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """``slow``: every test that downloads, installs or runs the real CPU torch (one of the
-    fixtures that make it); ``pytest -m "not slow"`` runs the rest."""
+    fixtures that make it); a test over 10 s without them carries the mark itself.
+    ``pytest -m "not slow"`` runs the rest."""
     for item in items:
         if _REAL_TORCH & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)

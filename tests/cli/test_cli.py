@@ -10,11 +10,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
 
 from lockkit.cli import main
+from lockkit.cli.common import new_report_folder
 from lockkit.wheelhouse.archive import pack
 from tests.support.archive import make_folder
 
@@ -346,3 +348,17 @@ def test_a_profiler_sees_the_whole_run(tmp_path):
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("lockkit ")
     assert out.is_file() and out.stat().st_size > 0
+
+
+# --- report folders -------------------------------------------------------------------
+
+def test_report_folders_started_in_the_same_second_never_collide(tmp_path):
+    got: list[Path] = []
+    threads = [threading.Thread(target=lambda: got.append(
+        new_report_folder(tmp_path / "reports", "20261203T184312Z"))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(got)) == 8 and all(p.is_dir() for p in got)
+    assert sorted(p.name for p in got)[:2] == ["20261203T184312Z", "20261203T184312Z-2"]

@@ -1,7 +1,7 @@
-"""Output that tells the truth (issue 33): one unit system for every size, bytes from the
-cache said as such, files of unknown size counted, tables that keep file names and wheel
-tags whole at 80 columns, text never read as rich markup; a --timeout that meets the bound
-it states; every flag with a help text; hints that lead somewhere.
+"""Output that tells the truth (issue 33): a build's line and bar counting the same bytes,
+bytes from the cache said as such, file names whole at 80 columns; a --timeout that meets
+the bound it states; every flag with a help text; hints that lead somewhere. (The units,
+tables and bars themselves are tested in ``tests/internal/test_ui.py``.)
 
 The terminal runs are real: lockkit in a pseudo-terminal 80 columns wide (rich decides
 from the terminal, as a user's shell gives it), against the loopback indexes.
@@ -10,7 +10,6 @@ from the terminal, as a user's shell gives it), against the loopback indexes.
 from __future__ import annotations
 
 import fcntl
-import io
 import os
 import pty
 import re
@@ -24,8 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from lockkit._internal import ui
-from lockkit._internal.redact import NO_SECRETS
 from lockkit._internal.ui import human_size
 from tests.support.wheelhouse import compiled
 
@@ -77,23 +74,7 @@ def _with_sizes(lock: Path, files: dict[str, int]) -> None:
     lock.write_text(text)
 
 
-# --- sizes ------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("n", [0, 1, 2, 999, 1000, 1049, 1050, 999_949, 999_950, 16_400_000,
-                               26_123_456, 999_999_999, 1_500_000_000, 10**12])
-def test_sizes_are_spelled_in_the_decimal_units_of_rich_s_progress_bars(n):
-    """One unit system: the line and the bar beside it (rich's DownloadColumn and
-    TransferSpeedColumn are decimal) show the same bytes the same way."""
-    from rich.filesize import decimal
-
-    assert human_size(n) == decimal(n)
-
-
-def test_the_fetch_line_counts_files_of_unknown_size_rather_than_leaving_them_out():
-    assert ui.fetch_summary(11, 26_100_000, 1) == "11 files (26.1 MB, 1 of unknown size)"
-    assert ui.fetch_summary(3, 0, 3) == "3 files (3 of unknown size)"
-    assert ui.fetch_summary(2, 2_000, 0) == "2 files (2.0 kB)"
-
+# --- sizes, as a build says them ---------------------------------------------------
 
 def _wheel_sizes(indexes, names: list[str]) -> dict[str, int]:
     roots = [indexes.default.root, indexes.pt.base]
@@ -137,89 +118,6 @@ def test_a_cold_build_s_line_and_bar_agree_and_a_warm_one_says_the_cache(project
             "(3 files)") in warm
     for out in (cold, warm):
         assert all(name in out for name in sizes), out
-
-
-# --- tables -----------------------------------------------------------------------------
-
-_WHEELS = [  # real names, the longest a CUDA torch lock has
-    ("torch", "2.5.1+cu124", "torch-2.5.1+cu124-cp312-cp312-manylinux_2_28_x86_64.whl",
-     "906.4 MB", "https://download.pytorch.org/…"),
-    ("nvidia-cuda-nvrtc-cu12", "12.4.127",
-     "nvidia_cuda_nvrtc_cu12-12.4.127-py3-none-manylinux2014_x86_64.whl", "24.6 MB",
-     "https://download.pytorch.org/…"),
-    ("filelock", "3.16.1", "filelock-3.16.1-py3-none-any.whl", "16.2 kB",
-     "http://127.0.0.1:41234/…"),
-]
-_TAGS = ["cp312-cp312-manylinux_2_28_x86_64", "cp311-cp311-macosx_11_0_arm64"]
-_STEPS = [(1, "install", "failed", "1.02", f"no wheel of torch[cuda] matches {_TAGS[0]} or "
-           f"{_TAGS[1]} in /a/long/path/to/the/project/wheelhouse/linux-cu124/{_WHEELS[0][2]}"),
-          (2, "extensions", "passed", "0.40", "torch[extra] and [red]not markup[/red]")]
-
-
-def _on_terminal(monkeypatch, width: int = 80) -> io.StringIO:
-    """ui's rich console, as a terminal *width* columns wide would make it, into a buffer."""
-    from rich.console import Console
-
-    out = io.StringIO()
-    monkeypatch.setattr(ui, "interactive", lambda stream=None: True)
-    monkeypatch.setattr(ui, "console", lambda stream=None: Console(
-        file=out, width=width, force_terminal=True, color_system=None))
-    return out
-
-
-def _tables(stream) -> None:
-    ui.print_table("lockkit wheelhouse build linux-cu124",
-                   ("package", "version", "file", "size", "from"), _WHEELS, stream=stream,
-                   secrets=NO_SECRETS, whole=("file",))
-    ui.print_table("lockkit verify linux-cu124: failed",
-                   ("#", "step", "status", "seconds", "first error / reason"), _STEPS,
-                   stream=stream, secrets=NO_SECRETS)
-    ui.print_table("[bold]lockkit platforms[/bold]", ("name", "torch releases"),
-                   [("linux-cu124", "torch[cuda] 2.4 to 2.6")], stream=stream,
-                   secrets=NO_SECRETS)
-
-
-@pytest.mark.parametrize("where", ["terminal", "piped"])
-def test_tables_keep_file_names_and_wheel_tags_whole_at_80_columns(monkeypatch, where):
-    """rich alone narrowed every column alike and cut the file names and tags; the file
-    column now stays whole (rows as lines where no table of 80 columns can hold it), and
-    a note wraps at spaces, folding only a path longer than its column."""
-    stream = io.StringIO()
-    out = _on_terminal(monkeypatch) if where == "terminal" else stream
-    if where == "piped":
-        monkeypatch.setattr(ui, "interactive", lambda s=None: False)
-    _tables(stream)
-    text = out.getvalue() + stream.getvalue()
-    for name in [w[2] for w in _WHEELS] + _TAGS:
-        assert name in text, text
-    if where == "terminal":
-        assert max(len(line) for line in text.splitlines()) <= 80, text
-        assert re.search(r"│ 1 +│ install +│ failed +│", text), text  # still a table
-
-
-@pytest.mark.parametrize("where", ["terminal", "piped"])
-def test_text_in_tables_and_bars_is_never_taken_as_rich_markup(monkeypatch, where):
-    """A verify table ate ``[torch]``: cells, titles and bar descriptions are text."""
-    stream = io.StringIO()
-    out = _on_terminal(monkeypatch, width=200) if where == "terminal" else stream
-    if where == "piped":
-        monkeypatch.setattr(ui, "interactive", lambda s=None: False)
-    _tables(stream)
-    text = out.getvalue() + stream.getvalue()
-    for said in ("torch[cuda]", "torch[extra] and [red]not markup[/red]",
-                 "[bold]lockkit platforms[/bold]", "torch[cuda] 2.4 to 2.6"):
-        assert said in text, text
-
-
-def test_a_progress_bar_shows_its_description_as_text(monkeypatch):
-    out = _on_terminal(monkeypatch, width=120)
-    with ui.progress("resolving torch[cuda] for [b]linux[/b]", total=1) as advance:
-        advance(1, description="building torch[extra]")
-    with ui.transfer("[i]linux[/i]: files", 1, 5_000) as shown:
-        shown.moved(5_000)
-        shown.file_done()
-    text = out.getvalue()
-    assert "building torch[extra]" in text and "[i]linux[/i]: files" in text, text
 
 
 # --- --timeout: the bound it states -----------------------------------------------------

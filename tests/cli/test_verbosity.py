@@ -1,18 +1,16 @@
 """``-v`` and ``-q`` on every command, through ``logging`` (issue 33, point 8): ``-v`` says
 the URLs fetched (redacted), the decisions taken and the times; ``-q`` says errors only;
-what a command prints on stdout stays."""
+what a command prints on stdout stays. (The levels themselves: ``tests/internal/test_log.py``;
+a step's time: ``tests/verify/test_steps.py``; a retried page: ``tests/index/test_pages.py``.)"""
 
 from __future__ import annotations
 
 import argparse
-import io
 import re
-import threading
 from pathlib import Path
 
 import pytest
 
-from lockkit._internal import log, ui
 from lockkit.cli import main
 from lockkit.cli.parser import build_parser, verbosity
 
@@ -160,62 +158,6 @@ def test_every_commands_help_lists_v_and_q():
         assert "-v, --verbose" in text and "-q, --quiet" in text, parser.prog
 
 
-class _Terminal(io.StringIO):
-    """A stderr that says it is a terminal, so rich draws its bars there."""
-
-    def isatty(self) -> bool:
-        return True
-
-
-@pytest.mark.parametrize("verbosity_,drawn", [(0, True), (-1, False)], ids=["default", "quiet"])
-def test_progress_bars_are_off_under_quiet(monkeypatch, verbosity_, drawn):
-    terminal = _Terminal()
-    monkeypatch.setattr("sys.stderr", terminal)
-    monkeypatch.setenv("TERM", "xterm")
-    log.configure(verbosity_)
-    try:
-        with ui.progress("working", total=2) as advance:
-            advance(1)
-            advance(1)
-        with ui.transfer("fetching", files=1, total_bytes=10) as moved:
-            moved.moved(10)
-            moved.file_done()
-    finally:
-        log.configure(0)
-    assert bool(terminal.getvalue()) is drawn
-
-
-@pytest.mark.parametrize("verbosity_,shown", [
-    (-1, {"error"}), (0, {"error", "warning", "status"}),
-    (1, {"error", "warning", "status", "verbose"}),
-    (2, {"error", "warning", "status", "verbose", "debug"})])
-def test_each_level_shows_its_lines_redacted_without_a_level_prefix(monkeypatch, capsys,
-                                                                    verbosity_, shown):
-    from lockkit._internal.redact import NO_SECRETS, Secrets
-
-    log.configure(verbosity_)
-    log.hide(Secrets.of({"${LK_VERBOSITY_TOKEN}": "tok-12345"}))  # as cli.common.load does
-    try:
-        ui.error("error line")
-        ui.warn("warning line")
-        ui.say("status line")
-        log.logger().getChild("index").log(log.VERBOSE, "verbose http://u:tok-12345@h/ line")
-        log.logger().getChild("index").debug("debug line")
-        ui.say("status line with the project's token tok-12345")
-    finally:
-        log.configure(0)
-        log.hide(NO_SECRETS)
-    err = capsys.readouterr().err
-    said = {ln.split()[0].removeprefix("warning:").strip() or "warning"
-            for ln in err.splitlines()}
-    assert said == shown, err
-    assert "tok-12345" not in err and "INFO" not in err and "ERROR" not in err
-    if "status" in shown:
-        assert "status line with the project's token ${LK_VERBOSITY_TOKEN}" in err
-    if "verbose" in shown:
-        assert "verbose http://***@h/ line" in err
-
-
 def test_verbose_wheelhouse_build_says_cache_misses_then_hits_and_the_urls(project, tmp_path,
                                                                          capsys):
     from tests.support.wheelhouse import compiled
@@ -232,45 +174,3 @@ def test_verbose_wheelhouse_build_says_cache_misses_then_hits_and_the_urls(proje
     second = capsys.readouterr().err
     assert re.search(r"^numpy-\S+\.whl: cache hit \(sha256 [0-9a-f]{16}\)$", second, re.M)
     assert "cache miss" not in second and "GET " not in second, second
-
-
-@pytest.mark.parametrize("verbosity_,said", [(0, False), (1, True)], ids=["default", "verbose"])
-def test_each_verify_step_is_timed_under_verbose(capsys, verbosity_, said):
-    from lockkit.verify.steps import StepFailed, Steps
-
-    def fails(step: object) -> None:
-        raise StepFailed("no GPU")
-
-    log.configure(verbosity_)
-    try:
-        steps = Steps([("host", ()), ("gpu", ("host",))])
-        steps.execute("host", lambda step: None)
-        steps.execute("gpu", fails)
-    finally:
-        log.configure(0)
-    err = capsys.readouterr().err
-    assert bool(re.search(r"^step host: passed in \d+\.\d\d s\n"
-                          r"step gpu: failed in \d+\.\d\d s\n$", err)) is said, err
-
-
-def test_verbose_says_each_attempt_of_a_retried_page_and_the_pause(tmp_path, capsys):
-    from tests.index.test_pages import Recorder, http_for
-
-    home = Recorder()
-    threading.Thread(target=home.serve_forever, daemon=True).start()
-    try:
-        http = http_for(tmp_path, f"{home.url}/simple")
-        home.failures = 2
-        log.configure(1)
-        try:
-            assert http.page(f"{home.url}/flaky/torch/")[0] == 200
-        finally:
-            log.configure(0)
-    finally:
-        home.shutdown()
-    lines = capsys.readouterr().err.splitlines()
-    page = f"GET {home.url}/flaky/torch/"
-    assert [re.sub(r"\d+\.\d+ s", "T s", ln) for ln in lines] == [
-        f"{page}: 503 (T s)", f"{page}: retrying in T s",
-        f"{page}: 503 (T s)", f"{page}: retrying in T s",
-        f"{page}: 200 (T s)"], lines

@@ -1,7 +1,7 @@
 """compile's page fetcher (``lockkit.index.pages.Http.page``, through the one client policy
 of ``lockkit.index.http``): credentials by host, the Authorization header kept across a
-redirect on the same origin only, gzip decoded, 5xx retried, a dead host an error naming
-the URL without its credentials.
+redirect on the same origin only, gzip decoded, 5xx retried (each attempt and pause said
+under ``-v``), a dead host an error naming the URL without its credentials.
 
 A real HTTP server on 127.0.0.1 answers; it records what each request carried.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import gzip
 import http.server
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from lockkit._internal import log
 from lockkit.config.project import load_project
 from lockkit.errors import IndexError_
 from lockkit.index.auth import Credentials
@@ -206,3 +208,24 @@ def test_https_pages_trust_ssl_cert_file_and_refuse_an_unknown_certificate(
     monkeypatch.delenv("SSL_CERT_FILE")  # certifi's bundle does not know this certificate
     with pytest.raises(IndexError_, match="CERTIFICATE_VERIFY_FAILED"):
         http_for(tmp_path, "https://127.0.0.1/simple").page(url)
+
+
+def test_verbose_says_each_attempt_of_a_retried_page_and_the_pause(tmp_path, capsys):
+    home = Recorder()
+    threading.Thread(target=home.serve_forever, daemon=True).start()
+    try:
+        http = http_for(tmp_path, f"{home.url}/simple")
+        home.failures = 2
+        log.configure(1)
+        try:
+            assert http.page(f"{home.url}/flaky/torch/")[0] == 200
+        finally:
+            log.configure(0)
+    finally:
+        home.shutdown()
+    lines = capsys.readouterr().err.splitlines()
+    page = f"GET {home.url}/flaky/torch/"
+    assert [re.sub(r"\d+\.\d+ s", "T s", ln) for ln in lines] == [
+        f"{page}: 503 (T s)", f"{page}: retrying in T s",
+        f"{page}: 503 (T s)", f"{page}: retrying in T s",
+        f"{page}: 200 (T s)"], lines

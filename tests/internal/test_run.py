@@ -6,14 +6,15 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import textwrap
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from lockkit._internal import proc
 from lockkit.errors import CommandError
+from tests.support.procs import gone, pid_written
 
 
 def test_call_records_every_command_and_how_it_ended():
@@ -68,7 +69,7 @@ def test_a_stop_set_from_another_thread_kills_the_command_and_its_group_at_once(
     stop = proc.Stop()
 
     def stop_once_started() -> None:
-        _pid_in(pidfile)
+        pid_written(pidfile)
         stop.set()
 
     threading.Thread(target=stop_once_started, daemon=True).start()
@@ -76,7 +77,7 @@ def test_a_stop_set_from_another_thread_kills_the_command_and_its_group_at_once(
     result = proc.call([sys.executable, "-c", spawn, str(pidfile)], timeout=60, stop=stop)
     assert result.returncode == -signal.SIGKILL and stop.is_set()
     assert time.monotonic() - start < 30  # the command's own end: 60 s
-    assert _gone(_pid_in(pidfile))
+    assert gone(pid_written(pidfile))
 
 
 def test_a_stop_set_before_the_start_kills_the_command_as_it_starts():
@@ -95,22 +96,24 @@ def test_a_stop_set_after_the_end_touches_nothing():
     assert result.ok and result.stdout == "done\n"
 
 
-def _pid_in(path: Path) -> int:
-    deadline = time.monotonic() + 30
-    while not path.is_file() or not path.read_text().strip():
-        assert time.monotonic() < deadline, "the child never wrote its grandchild's pid"
-        time.sleep(0.02)
-    return int(path.read_text())
+_SPAWN = textwrap.dedent("""
+    import subprocess, sys, time
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    open(sys.argv[1], "w").write(str(child.pid))
+    time.sleep(300)
+""")
 
 
-def _gone(pid: int, within: float = 10.0) -> bool:
-    """*pid* ended (a killed grandchild is init's to reap: a zombie counts as gone)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                return True
-        except OSError:
-            return True
-        time.sleep(0.05)
-    return False
+@pytest.mark.skipif(os.name == "nt", reason="process groups are POSIX")
+def test_application_timeout_kills_its_grandchild(tmp_path):
+    """verify's application step runs through proc.call: at the timeout the whole group
+    goes, not only the direct child."""
+    pidfile = tmp_path / "grandchild.pid"
+    start = time.monotonic()
+    result = proc.call([sys.executable, "-c", _SPAWN, str(pidfile)], timeout=2,
+                       env=proc.isolated_env())
+    # A timeout is its own outcome, not an exit code (-1 would read as SIGHUP).
+    assert result.timed_out and result.returncode is None
+    assert proc.outcome(result) == "timed out after 2s"
+    assert time.monotonic() - start < 10
+    assert gone(pid_written(pidfile))

@@ -1,7 +1,9 @@
-"""The processes a test started, as ps would list them, and waiting on one with a deadline."""
+"""The processes a test started, as ps would list them, waiting on one with a deadline, and
+whether one has ended."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -40,3 +42,30 @@ def wait_for(condition: Callable[[], T], what: str, proc: subprocess.Popen[str],
         assert time.monotonic() < deadline, f"no {what} within {limit}s"
         time.sleep(0.005)
     return found
+
+
+def gone(pid: int, within: float = 10.0) -> bool:
+    """True once *pid* has ended (a zombie counts: killed, reparented, not yet reaped by
+    init), polled for up to *within* seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
+                return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def pid_written(path: Path, limit: float = 30) -> int:
+    """The pid a child wrote into *path* (its grandchild's), waited for up to *limit* s."""
+    deadline = time.monotonic() + limit
+    while not path.is_file() or not path.read_text().strip():
+        assert time.monotonic() < deadline, "the child never wrote its grandchild's pid"
+        time.sleep(0.05)
+    return int(path.read_text())

@@ -58,3 +58,8 @@ def with_sdist(project: Path, indexes, name: str, tag: str) -> None:
     (project / "requirements.in").write_text(f"torch==2.5.1\n{name}\n")
     text = (project / "lockkit.toml").read_text()
     (project / "lockkit.toml").write_text(f'allow-sdist = ["{name}"]\n' + text)
+
+
+def partials(cache: Path) -> list[Path]:
+    """The partial downloads left in *cache* (none, once a fetch has ended either way)."""
+    return list((cache / "partial").glob("*")) if (cache / "partial").is_dir() else []

@@ -1,6 +1,7 @@
 """[verify.application] (any command), the application = "none" waiver, and the
-frictions of issue 14: unique report folders, stale-lock warnings, lockkit's outputs
-never dirty, uncommitted fingerprints, diagnose's default interpreter, --no-gpu on CPU."""
+frictions of issue 14: stale-lock warnings, lockkit's outputs never dirty, uncommitted
+fingerprints, diagnose's default interpreter, --no-gpu on CPU. (The table, read at load:
+``tests/config/test_application.py``; unique report folders: ``tests/cli/test_cli.py``.)"""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,13 +18,9 @@ from pathlib import Path
 import pytest
 
 from lockkit.cli import main
-from lockkit.cli.common import new_report_folder
-from lockkit.config.checks.application import ApplicationConfig
-from lockkit.config.project import load_project
-from lockkit.errors import ConfigError, UsageError
+from lockkit.errors import UsageError
 from lockkit.verify.checks.application.compare import compare_values
 from lockkit.verify.diagnose import default_python
-from lockkit.verify.steps import Steps, StepSkipped, overall
 from tests.support.fake_torch import build_fake_torch
 from tests.support.index_server import IndexServer
 from tests.support.project import lockkit
@@ -204,6 +200,7 @@ def test_failures_of_the_command_are_named(built, tmp_path):
     assert time.monotonic() - start < 60
 
 
+@pytest.mark.slow
 def test_outputs_must_be_written_by_the_command(built, tmp_path):
     root = app_project(built, tmp_path)
     text = (root / "lockkit.toml").read_text()
@@ -273,65 +270,6 @@ def test_wheelhouse_build_warns_on_a_stale_lock(built, tmp_path):
            "added filelock)" in run.stderr
 
 
-# --- the config, read at load -------------------------------------------------------------
-
-@pytest.mark.parametrize(("verify", "words"), [
-    ('[verify]\napplication = "none"\n', ['verify.reason: required with application = "none"']),
-    ('[verify]\napplication = "nope"\nreason = "r"\n',
-     ['verify.reason: only with application = "none"',
-      "verify.application: expected a table or \"none\", got 'nope'"]),
-    ('[verify]\napplication = "none"\nreason = "r"\n[verify.embedding]\ncommand = []\n',
-     ['verify.application: "none", but [verify.embedding] declares a check']),
-    ('[verify.application]\ncommand = ["{python}", "{out}"]\ntimeout = 0\n'
-     'outputs = ["../up", 3]\nrun = 1\n'
-     '[verify.application.compare]\n"m.json" = { reference = "/abs", atol = "1", rsn = 1 }\n',
-     ["verify.application.run: unknown key",
-      "verify.application.command: unknown placeholder {out}",
-      "verify.application.timeout: expected a number",
-      "verify.application.outputs[0]: expected a relative path inside the project",
-      "verify.application.outputs[1]: expected a non-empty string, got 3",
-      'verify.application.compare."m.json".rsn: unknown key',
-      'verify.application.compare."m.json".rtol: missing (required',
-      'verify.application.compare."m.json".reason: missing',
-      'verify.application.compare."m.json".reference: expected a relative path',
-      'verify.application.compare."m.json".atol: expected a number in [0, inf], got \'1\'']),
-    ('[verify.application]\ncommand = ["{python}", "x.py"]\n'
-     '[verify.application.compare]\n"m.json" = { reference = "r.json", atol = 0, rtol = 0, '
-     'reason = "exact" }\n', ["verify.application.fingerprints: missing: 'r.json' is compared"]),
-    ('[verify.application]\ncommand = "python x.py"\n[verify.embedding]\n',
-     ["verify.application.command: expected a non-empty list of strings",
-      "verify.application: [verify.embedding] is declared too"]),
-])
-def test_every_problem_is_named_by_key_path_exit_2(tmp_path, capsys, verify, words):
-    (tmp_path / "requirements.in").write_text("torch\n")
-    (tmp_path / "lockkit.toml").write_text(verify)
-    with pytest.raises(ConfigError) as err:
-        load_project(tmp_path)
-    for word in words:
-        assert word in str(err.value)
-    start = time.monotonic()
-    assert main(["verify", "--project", str(tmp_path), "--platform", "linux-cpu"]) == 2
-    assert time.monotonic() - start < 5  # before any work: ~0.05 s here, a rebuild is minutes
-    out = capsys.readouterr().err
-    assert "lockkit.toml" in out and "Traceback" not in out
-
-
-def test_a_valid_table_loads_into_its_dataclass(tmp_path):
-    (tmp_path / "lockkit.toml").write_text(
-        '[verify.application]\ncommand = ["{python}", "-m", "app", "{{literal}}"]\n'
-        'outputs = ["out/a.bin"]\n'
-        '[verify.application.compare]\n"out/m.json" = { reference = "ref/m.json", atol = 1e-6, '
-        'rtol = 0, reason = "float32 sums" }\n'
-        f'[verify.application.fingerprints]\n"ref/m.json" = "{"A" * 64}"\n')
-    cfg = load_project(tmp_path).verify.application
-    assert isinstance(cfg, ApplicationConfig)
-    assert cfg.expected_outputs == ("out/a.bin", "out/m.json")
-    assert cfg.argv(Path("/v/bin/python"), "cpu") == ["/v/bin/python", "-m", "app",
-                                                       "{literal}"]
-    assert cfg.fingerprints == (("ref/m.json", "a" * 64),) and cfg.timeout == 600
-    assert cfg.to_dict()["compare"]["out/m.json"]["reason"] == "float32 sums"
-
-
 # --- the comparison ------------------------------------------------------------------------
 
 def test_json_comparison_walks_everything_and_names_paths():
@@ -354,40 +292,7 @@ def test_json_comparison_walks_everything_and_names_paths():
         assert compare_values(got, ref, atol=1, rtol=1).first == words
 
 
-# --- the step engine -------------------------------------------------------------------------
-
-def test_a_waived_skip_passes_and_blocks_nothing_a_plain_skip_is_incomplete():
-    def waive(step):
-        raise StepSkipped("declared", waived=True)
-
-    def skip(step):
-        raise StepSkipped("not configured")
-
-    steps = Steps([("a", ()), ("b", ("a",)), ("c", ("b",))])
-    steps.execute("a", lambda s: None)
-    steps.execute("b", waive)
-    ran = steps.execute("c", lambda s: None)
-    assert ran.status == "passed" and overall(steps) == "passed"
-    assert steps["b"].result().waived and steps["b"].result().shown_status == "skipped (waived)"
-    plain = Steps([("a", ()), ("b", ("a",))])
-    plain.execute("a", skip)
-    assert plain.execute("b", lambda s: None).status == "skipped"
-    assert overall(plain) == "incomplete"
-
-
 # --- the frictions ---------------------------------------------------------------------------
-
-def test_report_folders_started_in_the_same_second_never_collide(tmp_path):
-    got: list[Path] = []
-    threads = [threading.Thread(target=lambda: got.append(
-        new_report_folder(tmp_path / "reports", "20261203T184312Z"))) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(set(got)) == 8 and all(p.is_dir() for p in got)
-    assert sorted(p.name for p in got)[:2] == ["20261203T184312Z", "20261203T184312Z-2"]
-
 
 def test_diagnose_defaults_to_the_active_venv_then_python_on_path(tmp_path):
     venv = tmp_path / "venv"

@@ -53,7 +53,7 @@ def forge(python: Path) -> tuple[str, str]:
     return was, now
 
 
-@pytest.mark.parametrize("installer", ["uv", "pip"])
+@pytest.mark.parametrize("installer", ["uv", pytest.param("pip", marks=pytest.mark.slow)])
 def test_records_that_match_the_lock_wheels_are_named_as_checked(locked, tmp_path, installer):
     """What each installer adds (its INSTALLER, bytecode, scripts; pip and setuptools with
     their RECORDs in a stdlib venv) is its own: nothing unowned, nothing altered."""
@@ -132,6 +132,7 @@ def test_an_unowned_module_inside_a_locked_package_folder_fails(locked, tmp_path
         "filelock/backdoor.py: a module no RECORD lists, inside a locked package's folder"]
 
 
+@pytest.mark.slow
 def test_other_unowned_files_are_listed_and_fail_only_with_strict(locked, tmp_path):
     python = built_env(locked, tmp_path)
     (site(python) / "filelock" / "notes.txt").write_text("hello\n")
@@ -161,6 +162,7 @@ def test_a_pythonpath_torch_that_shadows_the_locked_one_fails_naming_variable_an
     assert named in doc["first_error"]
 
 
+@pytest.mark.slow
 def test_import_variables_are_recorded_with_credentials_redacted(locked, tmp_path,
                                                                   monkeypatch):
     python = built_env(locked, tmp_path)
@@ -194,6 +196,7 @@ def test_the_user_site_is_read_when_the_interpreter_enables_it(tmp_path):
     assert importenv.import_paths(env, {**facts, "in_venv": True}) == []
 
 
+@pytest.mark.slow
 def test_an_owned_sitecustomize_gets_no_bytecode_written_into_the_environment(locked,
                                                                               tmp_path):
     python = built_env(locked, tmp_path)
@@ -208,6 +211,7 @@ def test_an_owned_sitecustomize_gets_no_bytecode_written_into_the_environment(lo
     assert tree(env) == before  # no __pycache__/sitecustomize.cpython-*.pyc
 
 
+@pytest.mark.slow
 def test_fetch_wheels_fetches_the_lock_wheels_by_hash_and_catches_a_rewritten_record(
         tmp_path, numpy_wheel):
     """No wheelhouse, an empty cache: --fetch-wheels fetches the lock's wheels by their

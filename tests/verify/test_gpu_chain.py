@@ -174,6 +174,7 @@ def test_each_companion_mismatch_or_device_failure_is_named(venv_of, vision, aud
     assert got["status"]["error"].startswith("torch" + which)
 
 
+@pytest.mark.slow
 def test_rocm_companions_are_judged_by_their_label(venv_of):
     args = ("--expect", "rocm", "--hip", "6.2", "--device", "cuda")
     same = companions(venv_of(ROCM62, vision={"version": "0.20.1+rocm6.2", "cuda_version": -1},
@@ -182,6 +183,7 @@ def test_rocm_companions_are_judged_by_their_label(venv_of):
     assert same["vision"]["cuda"] is None and same["audio"]["cuda"] is None
 
 
+@pytest.mark.slow
 def test_a_rocm_companion_of_another_rocm_fails(venv_of):
     args = ("--expect", "rocm", "--hip", "6.2", "--device", "cuda")
     got = companions(venv_of(ROCM62, vision={"version": "0.20.1+rocm6.1", "cuda_version": -1},

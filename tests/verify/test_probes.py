@@ -11,6 +11,7 @@ import ast
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -28,6 +29,7 @@ from lockkit.verify.probe import (
 )
 from lockkit.verify.probes.gpu_probe import REFUSAL
 from tests.support.probes import checks_of, gpu
+from tests.support.procs import gone, pid_written
 
 posix_only = pytest.mark.skipif(os.name == "nt", reason="signals and process groups are POSIX")
 NVIDIA_PROC = Path("/proc/driver/nvidia/version")
@@ -208,6 +210,18 @@ def test_hang_times_out_and_kills_the_process_group(fake_venv, tmp_path, script)
     while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert all(_gone(p) for p in pids), f"left running: {pids}"
+
+
+@posix_only
+def test_probe_timeout_kills_its_grandchild(tmp_path):
+    """A probe's interpreter that starts a sleeping grandchild: the timeout kills both."""
+    pidfile = tmp_path / "grandchild.pid"
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pidfile}\nwait\n")
+    python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    result = run_probe(python, "system_probe.py", timeout=2)
+    assert result.status == "failed" and "timed out after 2s" in (result.error or "")
+    assert gone(pid_written(pidfile))
 
 
 @posix_only

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -392,3 +394,33 @@ def test_a_second_verify_links_torch_from_uv_and_reuses_its_bytecode(copy_of, tm
     assert code == 0, doc["first_error"]
     venv = next(s for s in doc["steps"] if s["name"] == "venv")["detail"]["path"]
     assert not Path(venv).is_relative_to(cache)  # a temp venv: the folder was taken
+
+
+def test_verify_leaves_uvs_default_cache_untouched(tmp_path):
+    pt = PyTorchIndex(tmp_path / "pytorch")
+    server = IndexServer(tmp_path / "index")
+    with pt, server:
+        pt.put("cpu", build_fake_torch(tmp_path / "built", version="2.5.1+cpu", cuda=None))
+        server.index("/simple")
+        root = tmp_path / "proj"
+        root.mkdir()
+        (root / "requirements.in").write_text("torch==2.5.1\n")
+        mirrors = "".join(f'"{k}" = "{v}"\n' for k, v in pt.mirrors().items())
+        (root / "lockkit.toml").write_text(f'index-url = "{server.url}/simple"\n'
+                                           f'platforms = ["linux-cpu"]\n[mirrors]\n{mirrors}')
+        assert main(["compile", "--project", str(root)]) == 0
+        assert main(["wheelhouse", "build", "--project", str(root), "--platform", "linux-cpu",
+                     "--cache-dir", str(tmp_path / "cache")]) == 0
+    user_cache = tmp_path / "user-uv-cache"
+    user_cache.mkdir()
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "UV_CACHE_DIR": str(user_cache), "TMPDIR": str(temp)}
+    run = subprocess.run([sys.executable, "-m", "lockkit", "verify", "--project", str(root),
+                          "--platform", "linux-cpu", "--report-dir", str(root / "report")],
+                         capture_output=True, text=True, timeout=900, env=env)
+    doc = json.loads((root / "report" / "dossier.json").read_text())
+    steps = {s["name"]: s["status"] for s in doc["steps"]}
+    assert steps["install"] == "passed", run.stderr
+    assert list(user_cache.iterdir()) == []  # the user's uv cache: not one file
+    assert list(temp.iterdir()) == []  # the verify-scoped cache went with the temp folder

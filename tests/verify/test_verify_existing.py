@@ -197,6 +197,7 @@ def test_an_extra_package_is_listed_and_fails_only_with_strict(locked, tmp_path)
     assert "lockkit: error: verify failed: inventory:" in out
 
 
+@pytest.mark.slow
 def test_an_environment_built_by_pip_lists_pip_as_an_extra(locked, tmp_path):
     python = built_env(locked, tmp_path, installer="pip")
     code, doc, out = verify_existing(locked, python, "--installer", "pip")

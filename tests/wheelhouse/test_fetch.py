@@ -1,8 +1,10 @@
 """Downloads of large files: read through the download client's wire a MiB at a time,
-hashed and written on a second thread, checked and retried as any other."""
+hashed and written on a second thread, checked and retried as any other; a body with no
+length capped as it arrives, and one a server gzips anyway decoded before it is hashed."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import http.server
 import os
@@ -15,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from lockkit.cache.store import Cache
@@ -22,6 +25,7 @@ from lockkit.errors import FetchError, HashMismatch
 from lockkit.index.bulk import READ
 from lockkit.wheelhouse.download import fetch_items
 from lockkit.wheelhouse.fetch import Fetcher, Item, Stopped, Want, http_client
+from tests.support.wheelhouse import partials
 
 BIG = 24 << 20  # many pieces of fetch's CHUNK, several of them queued for the sink
 
@@ -295,3 +299,63 @@ def test_a_failure_meanwhile_stops_the_downloads(served, tmp_path):
             fetch_items(fetcher, [item], 2, meanwhile=meanwhile)
     assert time.monotonic() - started < 5 and fetcher.stopped.is_set()
     assert list((tmp_path / "c" / "partial").iterdir()) == []
+
+
+# --- size caps and encodings ---------------------------------------------------------------
+
+def _endless(chunks: int) -> Iterator[bytes]:
+    for _ in range(chunks):
+        yield b"x" * 1000
+
+
+@pytest.mark.parametrize("size", [None, 5000])
+def test_streamed_body_without_a_length_is_capped(tmp_path, size):
+    """No Content-Length (chunked): the cap is applied while the bytes arrive."""
+    transport = httpx.MockTransport(lambda req: httpx.Response(200, content=_endless(100)))
+    cache = Cache(tmp_path / "cache")
+    fetcher = Fetcher(httpx.Client(transport=transport), cache,
+                      max_unknown_size=8000)
+    want = Want(filename="big-1.0-py3-none-any.whl", sha256="0" * 64, size=size,
+                urls=("http://127.0.0.1:9/big-1.0-py3-none-any.whl",), source="x")
+    with pytest.raises(FetchError) as err:
+        fetcher.fetch(want)
+    msg = str(err.value)
+    assert "big-1.0-py3-none-any.whl" in msg and "http://127.0.0.1:9/" in msg
+    if size is None:
+        assert "no size" in msg and "limit of 8000 bytes" in msg
+    else:
+        assert isinstance(err.value, HashMismatch) and "size of 5000 bytes" in msg
+    assert partials(tmp_path / "cache") == []
+    assert not (tmp_path / "cache" / "sha256").exists()
+
+
+def test_a_server_that_compresses_anyway_is_decoded_before_hashing(tmp_path):
+    """Downloads stream the raw body (no second copy), asking for the identity encoding;
+    a server that gzips the wheel anyway is decoded: the hash is of the file's bytes."""
+    body = b"PK" + bytes(range(256)) * 400  # the wheel's own bytes
+    sent = gzip.compress(body)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(sent)))
+            self.end_headers()
+            self.wfile.write(sent)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        cache = Cache(tmp_path / "cache")
+        fetcher = Fetcher(httpx.Client(), cache)
+        url = f"http://127.0.0.1:{server.server_address[1]}/w-1.0-py3-none-any.whl"
+        want = Want(filename="w-1.0-py3-none-any.whl", sha256=hashlib.sha256(body).hexdigest(),
+                    size=len(body), urls=(url,), source=url)
+        got = fetcher.fetch(want)
+    finally:
+        server.shutdown()
+    assert got.path.read_bytes() == body
+

@@ -234,6 +234,7 @@ def test_source_epoch_is_the_sdists_upload_time_else_1980():
     assert source_epoch({"sdist": {"upload-time": dt.datetime(1970, 1, 2)}}) == MIN_EPOCH
 
 
+@pytest.mark.slow
 @pytest.mark.network
 def test_setuptools_sdist_builds_to_the_same_wheel_twice(tmp_path):
     """A real backend (setuptools, from the default index) through uv build."""

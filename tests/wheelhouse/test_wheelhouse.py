@@ -607,3 +607,21 @@ def test_off_a_terminal_build_pack_and_unpack_print_one_line_per_phase(project, 
     run = lockkit("wheelhouse", "unpack", str(archive), "--out", str(tmp_path / "off"))
     assert run.returncode == 0 and "linux-cpu: unpacking " in run.stderr, run.stderr
     assert run.stdout == ""  # status on stderr, never on stdout
+
+
+def test_stale_stage_folders_are_swept_fresh_ones_kept(project, indexes, tmp_path):
+    compiled(project, indexes)
+    old = time.time() - 2 * 24 * 3600
+    stale = [tmp_path / ".wh.tmp-dead1", tmp_path / ".wh.old-dead2"]
+    fresh = [tmp_path / ".wh.tmp-running", tmp_path / ".wh.old-running"]
+    other = tmp_path / ".wh.partial-unpack"  # an archive unpack's: not the build's to sweep
+    for folder in stale + fresh + [other]:
+        (folder / "x").mkdir(parents=True)
+        (folder / "x" / "torch.whl").write_bytes(b"debris")
+    for folder in stale + [other]:
+        os.utime(folder, (old, old))
+    build_lib(project, tmp_path / "cache", tmp_path / "wh")
+    assert [f for f in stale if f.exists()] == []
+    assert all(f.is_dir() for f in fresh) and other.is_dir()
+    assert (tmp_path / "wh" / TORCH).is_file()
+
