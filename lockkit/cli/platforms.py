@@ -55,14 +55,15 @@ def _check_flags(args: argparse.Namespace) -> None:
     if not args.check_index:
         raise UsageError("--index-url: only with --check-index (the index root it reads)",
                          hint="see 'lockkit platforms --help'")
+    from lockkit.index.urls import expand
     from lockkit.index.variants import variant_root
 
-    parts = urllib.parse.urlsplit(args.index_url)
+    parts = urllib.parse.urlsplit(expand(args.index_url))  # ${VAR} filled, and known secret
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"--index-url {redact(args.index_url)}: not an http:// or "
                          "https:// URL", hint="give the index root, such as "
                                               "https://download.pytorch.org/whl")
-    if (root := variant_root(args.index_url)) is not None:
+    if (root := variant_root(expand(args.index_url))) is not None:
         raise UsageError(f"--index-url {redact(args.index_url)}: one variant's index, not "
                          f"the index root", hint=f"give the root: --index-url {redact(root)}")
 
@@ -86,7 +87,8 @@ def _check_index(args: argparse.Namespace) -> int:
     url = expand(args.index_url) if args.index_url else Mirrors(project.mirrors).effective(
         str(official))
     ui.say(f"reading the PyTorch index at {url}")
-    with Client(Policy(attempts=2), Credentials.from_urls([url])) as client:
+    credentials = Credentials.from_urls([url, *project.mirrors.values()])
+    with Client(Policy(attempts=2), credentials) as client:
         listing = read_index(client, url)
     bases = [b for b in (official, url, args.index_url) if b]
     drift = compare(catalog.platforms.values(), listing, bases)

@@ -147,6 +147,17 @@ def test_without_index_url_the_platform_files_root_is_read_through_the_mirrors(p
     assert f"reading the PyTorch index at {pt.main}/whl" in capsys.readouterr().err
 
 
+def test_credentials_in_the_index_url_are_sent_and_never_shown(pt, proj, capsys, monkeypatch):
+    fill_as_of_2_14(pt)
+    pt.auth = ("reader", "s3cret-token-for-the-mirror")
+    monkeypatch.setenv("LOCKKIT_TEST_INDEX", pt.main.replace("http://", "http://reader:"
+                                                              "s3cret-token-for-the-mirror@"))
+    assert check(proj, "${LOCKKIT_TEST_INDEX}/whl") == 0
+    captured = capsys.readouterr()
+    assert "s3cret-token" not in captured.out + captured.err
+    assert "--check-index ${LOCKKIT_TEST_INDEX}/whl/ (newest torch 2.14" in captured.out
+
+
 def _closed_port() -> str:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
