@@ -53,14 +53,29 @@ def _install_from(p: Any) -> None:
 
 
 def platforms(sub: Any) -> None:
-    plat = sub.add_parser("platforms", help="list the known platforms",
-                          description="List shipped platforms and the project's own.")
+    plat = sub.add_parser(
+        "platforms", help="list the known platforms",
+        description="List shipped platforms and the project's own. With --check-index, "
+                    "compare them with what the PyTorch index serves: exit 0 when they are "
+                    "up to date, 1 when a variant is missing, an index has gone or a "
+                    "releases range is stale, 2 for a usage error.")
     plat.add_argument("--project", type=Path, default=None, metavar="DIR", help=FOUND)
     plat.add_argument("--json", action="store_true", help="print a JSON list (a CI matrix input)")
     plat.add_argument("--markdown", action="store_true",
                       help="print the docs' platform table (Markdown), from the files")
     plat.add_argument("--host", action="store_true",
                       help="the platforms this machine can run, best first, and why not the others")
+    plat.add_argument("--check-index", action="store_true",
+                      help="read the PyTorch index's root listing (network; pages or the "
+                           "PEP 691 JSON API) and report the variants of its newest torch "
+                           "release that no platform names, each with the platform file to "
+                           "add, the platforms whose index serves no torch any more, and the "
+                           "releases ranges the index contradicts; exit 1 if any")
+    plat.add_argument("--index-url", metavar="URL",
+                      help="with --check-index: the index root to read (default: the root "
+                           "the platform files' torch indexes sit under, through the "
+                           "project's [mirrors]: https://download.pytorch.org/whl); a mirror "
+                           "of it is read the same way (user:token@ is used, never shown)")
 
 
 def compile(sub: Any) -> None:

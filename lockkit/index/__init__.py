@@ -7,7 +7,9 @@ by (:mod:`~lockkit.index.http`) and its one retry rule, the client's transport
 parsing (:mod:`~lockkit.index.pages`), and the loopback routing index that gives uv a
 platform's torch-family names from its PyTorch index only (:mod:`~lockkit.index.routing`,
 served by :mod:`~lockkit.index.loopback`), and uv's resolution through it, for compile's
-locks and wheelhouse's ``tools/`` alike (:mod:`~lockkit.index.resolve`).
+locks and wheelhouse's ``tools/`` alike (:mod:`~lockkit.index.resolve`), and the variant
+folders a PyTorch index serves, read from its root listing and compared with the platforms
+(:mod:`~lockkit.index.variants`, ``platforms --check-index``).
 
 May import: lockkit.errors, lockkit._internal, lockkit.platforms
 """

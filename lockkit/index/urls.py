@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from lockkit.platforms.definitions import Platform
 
 __all__ = ["Indexes", "Mirrors", "apply_mirrors", "expand", "is_index_url", "origin",
-           "placeholders", "printable", "requirement_form", "secrets_of", "unapply_mirrors"]
+           "placeholders", "printable", "requirement_form", "secrets_of", "unapply_mirrors",
+           "values_of"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _LEADING = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}(?=[/?#]|$)")
@@ -62,8 +63,13 @@ def expand(url: str) -> str:
 def secrets_of(texts: Iterable[str]) -> Secrets:
     """The secrets of *texts* (index URLs, mirrors): each ``${VAR}`` in them with the value
     the environment holds for it, as :func:`expand` fills it in."""
-    return Secrets.of({p: os.environ.get(p[2:-1], "") for text in texts
-                       for p in placeholders(text)})
+    return Secrets.of(values_of(texts))
+
+
+def values_of(texts: Iterable[str]) -> dict[str, str]:
+    """Each ``${VAR}`` of *texts* -> the value the environment holds for it (for
+    :meth:`Secrets.plus <lockkit._internal.redact.Secrets.plus>`)."""
+    return {p: os.environ.get(p[2:-1], "") for text in texts for p in placeholders(text)}
 
 
 def placeholders(text: str) -> list[str]:

@@ -82,7 +82,7 @@ def test_nvidia_driver_below_the_cuda_12_minimum(tmp_path, shipped):
 def test_new_driver_prefers_cuda_13_from_the_pytorch_index(tmp_path, shipped):
     root = tree(tmp_path, {"sys/module/nvidia/version": "580.65.06\n"})
     fits, _ = host.rank(shipped.values(), host.detect(root, os_="linux", arch="x86_64"))
-    assert names(fits)[:3] == ["linux-cu130", "linux-cuda-default", "linux-cu128"]
+    assert names(fits)[:4] == ["linux-cu132", "linux-cu130", "linux-cuda-default", "linux-cu128"]
 
 
 def test_nvidia_smi_is_the_last_resort(tmp_path):
@@ -99,7 +99,7 @@ def test_nvidia_smi_is_the_last_resort(tmp_path):
 def test_rocm_box(tmp_path, shipped):
     root = tree(tmp_path, {"dev/kfd": "", "sys/module/amdgpu/": ""})
     fits, out = host.rank(shipped.values(), host.detect(root, os_="linux", arch="x86_64"))
-    assert names(fits) == ["linux-rocm71", "linux-rocm64", "linux-cpu"]
+    assert names(fits) == ["linux-rocm72", "linux-rocm71", "linux-rocm64", "linux-cpu"]
     assert reasons(out)["linux-cu126"] == "needs an NVIDIA GPU; none found"
 
 
@@ -115,7 +115,8 @@ def test_intel_gpu_found_on_the_pci_bus(tmp_path, shipped):
 def test_aarch64_box_runs_aarch64_platforms(tmp_path, shipped):
     root = tree(tmp_path, {"sys/module/nvidia/version": "580.95.05\n"})
     fits, out = host.rank(shipped.values(), host.detect(root, os_="linux", arch="aarch64"))
-    assert names(fits) == ["linux-cu130-aarch64", "linux-cu128-aarch64", "linux-cpu-aarch64"]
+    assert names(fits) == ["linux-cu132-aarch64", "linux-cu130-aarch64", "linux-cu128-aarch64",
+                           "linux-cpu-aarch64"]
     assert reasons(out)["linux-cpu"] == "arch x86_64, this machine is arm64"
 
 

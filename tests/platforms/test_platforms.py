@@ -26,7 +26,7 @@ from tests.support.pytorch_variants import ARM, WIN, X86, fill_current
 ROOT = Path(__file__).parents[2]
 NEW = ["linux-cu130", "linux-rocm64", "linux-rocm71", "linux-xpu", "linux-cpu-aarch64",
        "linux-cu128-aarch64", "linux-cu130-aarch64", "linux-cuda-default", "windows-cu128",
-       "windows-xpu"]
+       "windows-xpu", "linux-cu132", "linux-cu132-aarch64", "windows-cu132", "linux-rocm72"]
 
 
 @pytest.fixture
@@ -58,6 +58,11 @@ def test_platforms_json_lists_new_platforms_with_backend_index_and_torch_range(c
     assert rows["linux-xpu"]["gpu"]["device"] == "xpu"
     assert rows["linux-cu130-aarch64"]["arch"] == "aarch64"
     assert all(r["torch_releases"] for r in rows.values())
+    # issue 36: 2.12 dropped cu128 and added cu132; ROCm went to 7.2
+    assert rows["linux-cu128"]["torch_releases"] == ">=2.7,<2.12"
+    assert rows["windows-cu132"]["backend"] == {"kind": "cuda", "version": "13.2"}
+    assert rows["linux-cu132-aarch64"]["torch_index"] == "https://download.pytorch.org/whl/cu132"
+    assert rows["linux-rocm7"]["alias_of"] == "linux-rocm72"
 
 
 def test_family_names_are_aliases_of_the_newest_index(capsys):
@@ -81,7 +86,7 @@ def test_the_docs_platform_table_is_generated_from_the_files():
 
 @pytest.mark.parametrize("text,message", [
     ('alias-of = "linux-rocm9"\n',
-     "alias-of: 'linux-rocm9' is not a known platform (did you mean 'linux-rocm71'?)"),
+     "alias-of: 'linux-rocm9' is not a known platform (did you mean 'linux-rocm72'?)"),
     ('alias-of = "linux-rocm6"\n', "alias-of: 'linux-rocm6' is itself an alias"),
     ('alias-of = "linux-cpu"\nos = "linux"\n', "os: unknown field"),
 ])
@@ -198,6 +203,11 @@ def test_guards_collect_every_problem_before_raising():
     ("linux-cu130-aarch64", "2.9.1+cu130", "triton", ARM),
     ("windows-cu128", "2.9.1+cu128", None, WIN),
     ("windows-xpu", "2.9.1+xpu", None, WIN),
+    ("linux-cu132", "2.12.0+cu132", "triton", X86),  # issue 36
+    ("linux-cu132-aarch64", "2.12.0+cu132", "triton", ARM),
+    ("windows-cu132", "2.12.0+cu132", None, WIN),
+    ("linux-rocm72", "2.12.0+rocm7.2", "triton-rocm", X86),
+    ("linux-rocm7", "2.12.0+rocm7.2", "triton-rocm", X86),
 ])
 def test_each_new_platform_compiles_its_own_build(current, platform, torch, family, tag):
     if platform == "linux-rocm6":

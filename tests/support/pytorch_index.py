@@ -18,6 +18,24 @@ reproduces that script's output byte for byte (``to_simple_package_html``,
 ``<url>/pt`` stands for https://download.pytorch.org, ``<url>/r2`` for the R2 host (same
 bucket), and ``<url>/rw/<variant>/simple`` is a link-rewriting proxy (as Artifactory, Nexus
 or devpi are) whose hrefs are relative and point at the proxy itself.
+
+The root listing (``whl/``), as of pytorch/test-infra commit 61a77570f454 (2026-08-21):
+``upload_pep503_htmls`` renders every dir of the ``whl`` prefix, the prefix itself
+included when files sit directly in it (``S3Index.subdirs``; the real bucket has such
+files, and :func:`tests.support.project.fill` puts some there). The prefix's
+``gen_file_list`` walks every accepted folder, so ``whl/`` lists the *projects* of every
+variant (``to_simple_packages_html``: ``<a href="torch/">torch</a>``, no ``cu126/`` links:
+the index has no listing of its folders), and ``whl/torch/`` links every variant's torch
+wheel under its folder (``https://download-r2.pytorch.org/whl/cu132/torch-...``). The
+replica renders both from the same code as the variant pages. How it differs from the
+real thing: pages are rendered on request, not uploaded (an ``index.html`` key is served
+the way CloudFront serves it), ``<!--TIMESTAMP n-->`` is fixed per run, and the bucket's
+allow lists are not applied to what a test stores.
+
+The real bucket answers HTML whatever the ``Accept`` header asks. The rewriting proxy
+also speaks PEP 691 (``application/vnd.pypi.simple.v1+json``, API version 1.1 with PEP
+700's ``versions`` and ``size``) when the request prefers it, as devpi, Artifactory and
+Nexus do; ``<url>/rw/simple/`` is its copy of the ``whl/`` root.
 """
 
 from __future__ import annotations
@@ -184,7 +202,7 @@ class PyTorchIndex:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                code, body, ctype = index._answer(self.path)
+                code, body, ctype = index._answer(self.path, self.headers.get("Accept", ""))
                 reply(self, code, body, ctype, index.faults, index.stall, head)
 
             def do_HEAD(self) -> None:
@@ -345,7 +363,7 @@ class PyTorchIndex:
 
     # -- HTTP ---------------------------------------------------------------------------
 
-    def _answer(self, raw: str) -> Answer:
+    def _answer(self, raw: str, accept: str = "") -> Answer:
         path = raw.split("?", 1)[0]
         if path.startswith(("/pt/", "/r2/")):
             # S3 decodes "+" in a path as a space (why sanitize_key exists); R2 does not.
@@ -355,7 +373,7 @@ class PyTorchIndex:
             body = _lookup(self._ext(), urllib.parse.unquote(path[5:]), lambda o: o.key)
             return NOT_FOUND if body is None else (200, body, "application/octet-stream")
         if path.startswith("/rw/"):
-            return self._rewriting(urllib.parse.unquote(path[4:]))
+            return self._rewriting(urllib.parse.unquote(path[4:]), _wants_json(accept))
         return NOT_FOUND
 
     def _ext(self) -> list[_Obj]:
@@ -378,32 +396,38 @@ class PyTorchIndex:
             return 200, body, "binary/octet-stream"
         return 403, ACCESS_DENIED, "application/xml"
 
-    def _rewriting(self, rest: str) -> Answer:
-        """A proxy: the same files, every href relative and content-addressed on the proxy."""
+    def _rewriting(self, rest: str, as_json: bool = False) -> Answer:
+        """A proxy: the same files, every href relative and content-addressed on the proxy;
+        PEP 691 JSON instead of HTML when *as_json* (the request preferred it)."""
         m = re.search(r"(?:^|/)packages/[0-9a-f]{2}/[0-9a-f]{2}/([0-9a-f]{64})/([^/]+)$", rest)
         if m:  # found by hash anywhere under /rw: a page read without its slash still works
             objs = [o for o in [*self._objects.values(), *self._ext()] if o.checksum == m[1]]
             body = _lookup(objs, m[2], lambda o: o.path.name)
             return NOT_FOUND if body is None else (200, body, "application/octet-stream")
-        m = re.fullmatch(r"(.+?)/simple/([^/]*)/?", rest)
-        subdir = "whl/" + m[1] if m else ""
+        m = re.fullmatch(r"(?:(.+?)/)?simple/([^/]*)/?", rest)
+        subdir = ("whl/" + m[1] if m[1] else "whl") if m else ""
         if not m or not _valid(subdir) or not (self._copied or self._own(subdir)):
             return NOT_FOUND
         if not (project := _pep503(m[2])):
-            out = ["<!DOCTYPE html>", "<html>", "<body>"]
             names = [_pep503(p) for p in self._packages(subdir)]
+            if as_json:
+                return _pep691({"projects": [{"name": name} for name in names]})
+            out = ["<!DOCTYPE html>", "<html>", "<body>"]
             out += [f'<a href="{name}/">{name}</a><br/>' for name in names]
             return 200, "\n".join(out + ["</body>", "</html>"]).encode(), "text/html"
         found = [self._entries(subdir, p) for p in self._packages(subdir) if _pep503(p) == project]
         entries = next((e for e in found if e), None)
         if entries is None:
             return NOT_FOUND
+        hrefs = [f"../../packages/{o.checksum[:2]}/{o.checksum[2:4]}/{o.checksum}/"
+                 f"{urllib.parse.quote(o.path.name)}" for o in entries]
+        if as_json:
+            return _pep691_files(project, entries, hrefs)
         out = ["<!DOCTYPE html>", "<html>", "<head>", f"<title>Links for {project}</title>",
                "</head>", "<body>", f"<h1>Links for {project}</h1>"]
-        for o in entries:
-            h, quoted = o.checksum, urllib.parse.quote(o.path.name)
-            href = f"../../packages/{h[:2]}/{h[2:4]}/{h}/{quoted}#sha256={h}"
-            out.append(f'<a href="{href}"{o.meta_attrs()}>{o.path.name}</a><br/>')
+        for o, href in zip(entries, hrefs, strict=True):
+            out.append(f'<a href="{href}#sha256={o.checksum}"{o.meta_attrs()}>{o.path.name}'
+                       "</a><br/>")
         return 200, "\n".join(out + ["</body>", "</html>"]).encode(), "text/html"
 
 
@@ -413,3 +437,39 @@ def _lookup(objs: Iterable[_Obj], wanted: str, name: Callable[[_Obj], str]) -> b
         if wanted.startswith(name(obj)) and (body := obj.read(wanted[len(name(obj)):])) is not None:
             return body
     return None
+
+
+PEP691 = "application/vnd.pypi.simple.v1+json"
+
+
+def _wants_json(accept: str) -> bool:
+    """Whether an ``Accept`` header prefers PEP 691's JSON to HTML (its q values compared;
+    a tie goes to JSON, as PEP 691 lets the server choose)."""
+    quality: dict[str, float] = {}
+    for item in accept.split(","):
+        kind, *params = (p.strip() for p in item.split(";"))
+        q = next((p[2:] for p in params if p.startswith("q=")), "1")
+        try:
+            quality[kind.lower()] = float(q)
+        except ValueError:
+            quality[kind.lower()] = 0.0
+    html = max(quality.get(k, 0.0) for k in ("text/html", "application/vnd.pypi.simple.v1+html",
+                                            "*/*"))
+    return quality.get(PEP691, 0.0) > 0 and quality[PEP691] >= html
+
+
+def _pep691(payload: dict[str, Any]) -> Answer:
+    import json
+
+    body = {"meta": {"api-version": "1.1"}, **payload}
+    return 200, json.dumps(body).encode(), PEP691
+
+
+def _pep691_files(project: str, entries: list[_Obj], hrefs: list[str]) -> Answer:
+    """A PEP 691 project page (1.1: PEP 700's ``versions`` and ``size`` too)."""
+    files = [{"filename": o.path.name, "url": href, "hashes": {"sha256": o.checksum},
+              "size": o.path.stat().st_size,
+              "core-metadata": {"sha256": o.pep658} if o.pep658 else False}
+             for o, href in zip(entries, hrefs, strict=True)]
+    versions = sorted({o.path.name.split("-")[1] for o in entries})
+    return _pep691({"name": project, "versions": versions, "files": files})

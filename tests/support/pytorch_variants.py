@@ -35,6 +35,8 @@ CURRENT = (
     ("cu128", "2.8.0+cu128", (X86, ARM, WIN), ("triton", "3.4.0")),
     ("rocm6.4", "2.9.1+rocm6.4", (X86,), ("pytorch-triton-rocm", "3.5.1")),
     ("rocm7.1", "2.10.0+rocm7.1", (X86,), ("triton-rocm", "3.6.0")),
+    ("cu132", "2.12.0+cu132", (X86, ARM, WIN), ("triton", "3.7.0")),  # issue 36
+    ("rocm7.2", "2.12.0+rocm7.2", (X86,), ("triton-rocm", "3.7.0")),
     ("xpu", "2.9.1+xpu", (X86, WIN), ("pytorch-triton-xpu", "3.5.0")),
     ("cpu", "2.9.1+cpu", (ARM,), None),
 )
@@ -64,3 +66,40 @@ def fill_current(pt: PyTorchIndex, default: Any) -> None:
         default.add(name, ver, tag="py3-none-manylinux_2_28_x86_64")
     default.add("triton", "3.7.0", tag=MANY_X86)
     default.add("torch", "2.14.1", requires=["filelock", *CUDA13_REQUIRES], tag=MANY_X86)
+
+
+# -- the index as of torch 2.14 (issue 36) ---------------------------------------------------
+# Which torch each folder serves, from pytorch/test-infra's release matrix
+# (tools/scripts/generate_binary_build_matrix.py, CUDA_ARCHES_DICT / ROCM_ARCHES_DICT
+# "release", at each "go live" commit up to 00fa5780c, 2026-08-11, "release 2.14"):
+# 2.10 cu126/cu128/cu130 and rocm7.0/7.1; 2.11 the same CUDA, rocm7.1/7.2; 2.12 to 2.14
+# cu126/cu130/cu132 (cu128 dropped: its last torch is 2.11) and rocm7.1/7.2. Old folders
+# stay in the bucket serving their old torch (whl/cu118, whl/rocm7.0). Two versions a
+# folder (its first and its last) place it in time; CUDA 13.2 has aarch64 and Windows
+# builds (CUDA_AARCH64_ARCHES; only 13.4 is in CUDA_ARCHES_NO_WINDOWS).
+MAC = "cp311-none-macosx_11_0_arm64"
+AS_OF_2_14 = (
+    ("cu118", ("2.0.0", "2.7.1"), (X86, WIN)),
+    ("cu126", ("2.6.0", "2.14.0"), (X86, ARM, WIN)),
+    ("cu128", ("2.7.0", "2.11.0"), (X86, ARM, WIN)),
+    ("cu130", ("2.9.0", "2.14.0"), (X86, ARM, WIN)),
+    ("cu132", ("2.12.0", "2.14.0"), (X86, ARM, WIN)),
+    ("rocm6.4", ("2.8.0", "2.9.1"), (X86,)),
+    ("rocm7.0", ("2.10.0",), (X86,)),
+    ("rocm7.1", ("2.10.0", "2.14.0"), (X86,)),
+    ("rocm7.2", ("2.11.0", "2.14.0"), (X86,)),
+    ("xpu", ("2.5.0", "2.14.0"), (X86, WIN)),
+    ("cpu", ("2.0.0", "2.14.0"), (X86, ARM, WIN)),
+)
+
+
+def fill_as_of_2_14(pt: PyTorchIndex, rows: tuple[Any, ...] = AS_OF_2_14) -> None:
+    """Each folder of *rows* with its torch wheels (``+<variant>`` labels), the macOS torch
+    in ``whl/cpu`` without a label (as the real one is), and a file directly under ``whl/``
+    (the real bucket has them: the root listing exists because of them)."""
+    for variant, versions, tags in rows:
+        for version in versions:
+            for tag in tags:
+                pt.add(variant, "torch", f"{version}+{variant}", tag=tag)
+    pt.add("cpu", "torch", "2.14.0", tag=MAC)
+    pt.add(None, "setuptools", "70.2.0")

@@ -73,4 +73,5 @@ def test_aarch64_platforms_match_an_aarch64_machine(monkeypatch, machine):
     here = arch.host_arch()
     runs = sorted(n for n, p in plats.items() if p.os == "linux"
                   and arch.arch_family(p.arch) == here)
-    assert runs == ["linux-cpu-aarch64", "linux-cu128-aarch64", "linux-cu130-aarch64"]
+    assert runs == ["linux-cpu-aarch64", "linux-cu128-aarch64", "linux-cu130-aarch64",
+                    "linux-cu132-aarch64"]
