@@ -26,6 +26,7 @@ from lockkit.cli import main
 from lockkit.config.project import load_project
 from lockkit.lock.model import Lock
 from lockkit.wheelhouse import archive, ownwheel, tools, trust
+from lockkit.wheelhouse.manifest import Manifest
 from tests.support.fake_torch import build_fake_torch
 from tests.support.index_server import IndexServer
 from tests.support.pytorch_index import PyTorchIndex
@@ -159,7 +160,7 @@ def test_tools_are_listed_pinned_and_apart_from_the_app(built):
     # the lock's check ignores tools/: the top-level wheels are exactly the lock's
     checked = trust.check_folder(wheelhouse, trust.committed(
         Lock.read(root / "locks" / f"pylock.{PLATFORM}.toml"), root),
-        json.loads((wheelhouse / "manifest.json").read_text()))
+        Manifest.of_folder(wheelhouse).entries)
     assert [c.package for c in checked] == ["numpy", "torch"]
 
 
