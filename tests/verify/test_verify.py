@@ -68,6 +68,12 @@ def test_offline_verify_of_the_example_passes_every_step(example):
     assert "**Result: passed**" in md and app_row in md
     assert "verify linux-cpu: passed" in run.stdout
     assert "s3cret" not in (folder / "dossier.json").read_text()
+    # issue 36: the application's and resume's commands and logs name no machine path
+    system = _system_paths(doc)
+    assert _absolute_paths({k: v for k, v in doc.items() if k != "roots"}) == []
+    logs = {p.name: p.read_text() for p in folder.iterdir() if p.suffix in (".log", ".txt")}
+    assert "application.log" in logs and _absolute_paths(logs) == []
+    assert set(_absolute_paths(md.split("\n- lockkit version:")[1].splitlines())) <= system
 
 
 def test_plain_pip_procedure_also_passes(copy_of):
@@ -411,6 +417,12 @@ def _absolute_paths(value: object) -> list[str]:
     return _ABSOLUTE.findall(_URL.sub("", value)) if isinstance(value, str) else []
 
 
+def _system_paths(doc: dict) -> set[str]:
+    """The absolute paths that the system layer exists to record (the machine's compilers,
+    the driver files looked for), taken out of *doc*."""
+    return {p for key in ("toolchain", "driver") for p in _absolute_paths(doc["system"].pop(key))}
+
+
 def test_a_verify_leaves_no_absolute_path_outside_the_roots(fake_project, tmp_path):
     """Issue 36: every path a verify writes is under a named root: lockkit's own uv and
     probe scripts, the interpreter the venv was built from, and the report folder too
@@ -425,8 +437,7 @@ def test_a_verify_leaves_no_absolute_path_outside_the_roots(fake_project, tmp_pa
     assert run.returncode == 1  # the fake torch fails its gpu step: error lines are written
     doc = json.loads((report / "dossier.json").read_text())
     roots = doc.pop("roots")
-    system = {p for key in ("toolchain", "driver")
-              for p in _absolute_paths(doc["system"].pop(key))}
+    system = _system_paths(doc)
     assert _absolute_paths(doc) == []
     assert {"project", "venv", "tmp", "report", "lockkit", "tools", "python"} <= set(roots)
     argv = [c["argv"] for c in doc["commands"]]
