@@ -85,12 +85,13 @@ def _write_dossier(done: Synced, project: Project, platform: Platform, *,
     relative to its roots, as verify's, unless --absolute-paths)."""
     from lockkit._internal.fs import ignored_folder
     from lockkit.report import write_folder
-    from lockkit.report.roots import absolute
+    from lockkit.report.roots import absolute, with_report
 
     stamp = done.dossier.started.replace("-", "").replace(":", "")
     # .lockkit/: git-ignored when made here, but for ci/ (the workflow's committed wheel)
     reports = ignored_folder(project.root / ".lockkit", committed=("ci",)) / "reports"
     folder = new_report_folder(reports / platform.name, stamp)
-    write_folder(folder, absolute(done.dossier) if absolute_paths else done.dossier,
-                 done.attachments, project.secrets)
+    dossier = with_report(done.dossier, folder)
+    write_folder(folder, absolute(dossier) if absolute_paths else dossier, done.attachments,
+                 project.secrets)
     ui.say(f"dossier: {shown_path(folder / 'dossier.json')}")

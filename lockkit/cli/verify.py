@@ -148,9 +148,10 @@ def _report(outcome: Outcome, folder: Path, args: argparse.Namespace,
     from lockkit.report import json as json_format
     from lockkit.report import terminal, write_folder
     from lockkit.report.junit import write_junit
-    from lockkit.report.roots import absolute
+    from lockkit.report.roots import absolute, with_report
 
-    dossier = absolute(outcome.dossier) if args.absolute_paths else outcome.dossier
+    dossier = with_report(outcome.dossier, folder)
+    dossier = absolute(dossier) if args.absolute_paths else dossier
     write_folder(folder, dossier, outcome.attachments, secrets)
     if args.junit:
         write_junit(dossier, args.junit, secrets)

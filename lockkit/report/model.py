@@ -100,8 +100,9 @@ class Dossier:
     # where a command that passed its timeout stalled (lockkit.verify.hang): step, phase, frame,
     # detail and the stacks every process of its group printed
     hang: shapes.HangDoc | None = None
-    # name -> absolute folder (project, venv, wheelhouse, cache, tmp): the JSON document and
-    # dossier.md write the paths under them as <name>/... (lockkit.report.roots); {}: as they are
+    # name -> absolute folder (roots.ROOT_NAMES: project, venv, ..., lockkit, tools, python):
+    # the JSON document and dossier.md write the paths under them as <name>/...
+    # (lockkit.report.roots); {}: as they are
     roots: Mapping[str, str] = field(default_factory=dict)
     # verify --existing: "existing environment (not rebuilt)"; None for a rebuild
     environment: str | None = None

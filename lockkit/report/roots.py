@@ -12,6 +12,19 @@ component (``/srv/proj`` in ``/srv/proj/locks`` or ``prefix=/srv/proj``, never i
 ``/srv/project2`` or ``/home/srv/proj``), the longest root first when roots nest (a venv
 in the cache is ``<venv>``), and never inside a URL (``file:///srv/proj/...`` is the
 address the lock or installer used). Hashes are never paths, so they never change.
+
+The roots, in the order a reader meets them: the run's own folders (``project``,
+``venv``, ``wheelhouse``, ``cache``, ``tmp``); ``report``, the folder the documents are
+written to (``--report-dir``, so ``--junit <report>/junit.xml``); then what the run used
+but did not make: ``lockkit``, lockkit's installed package folder (its probe scripts run
+from ``<lockkit>/verify/probes``), ``tools``, the folder of the uv binary lockkit runs
+(:func:`own_roots`), and ``python``, the prefix of the interpreter a venv was built from.
+``lockkit`` and ``tools`` are two roots, not one: uv's binary is installed into the
+environment's scripts folder (``bin/``), apart from the package folder, and an editable
+install or a uv on ``PATH`` puts them further apart still; ``tools`` names what the folder
+is to the run (where its installer came from) rather than claiming the folder is uv's.
+``python`` may be a shared prefix (``/usr``): other tools' paths there are written under
+it too (``<python>/bin/cc``), the listing says which folder that is.
 """
 
 from __future__ import annotations
@@ -23,10 +36,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["ROOT_NAMES", "absolute", "named_roots", "relative", "relative_text"]
+__all__ = ["ROOT_NAMES", "absolute", "named_roots", "own_roots", "relative", "relative_text",
+           "with_report"]
 
 # the order a reader meets them in, and which name wins when two roots are the same folder
-ROOT_NAMES = ("project", "venv", "wheelhouse", "cache", "tmp")
+ROOT_NAMES = ("project", "venv", "wheelhouse", "cache", "tmp", "report", "lockkit", "tools",
+              "python")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]*")
 _BEFORE, _AFTER = r"(?<![\w.~/\\-])", r"(?![\w-]|\.[\w-])"  # a whole path component
 
@@ -54,6 +69,26 @@ def named_roots(**paths: Path | str | None) -> dict[str, str]:
         if Path(text).parent != Path(text) and text not in out.values():
             out[name] = text
     return out
+
+
+def with_report(dossier: _D, folder: Path | str) -> _D:
+    """*dossier* with the folder it is written to as its ``report`` root (where its
+    ``--junit`` file or ``--report-dir`` were given, they are written ``<report>/...``);
+    a dossier in the absolute form (no roots) stays so."""
+    if not dossier.roots:
+        return dossier
+    paths: dict[str, Path | str] = {**dossier.roots, "report": folder}
+    record: Any = dossier  # a dataclass, which the Protocol that names it cannot say
+    replaced: _D = dataclasses.replace(record, roots=named_roots(**paths))
+    return replaced
+
+
+def own_roots() -> dict[str, Path]:
+    """lockkit's own folders as roots: ``lockkit``, its package folder (the probes' scripts
+    are under it), and ``tools``, the folder of the uv binary it runs."""
+    from lockkit._internal.uv import uv_bin
+
+    return {"lockkit": Path(__file__).resolve().parents[1], "tools": Path(uv_bin()).parent}
 
 
 def _pattern(roots: Mapping[str, str]) -> tuple[re.Pattern[str], dict[str, str]] | None:

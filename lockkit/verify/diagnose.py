@@ -16,7 +16,7 @@ from lockkit.errors import UsageError
 from lockkit.report.facts import SystemFacts
 from lockkit.report.model import Dossier
 from lockkit.report.records import CommandRecord
-from lockkit.report.roots import named_roots
+from lockkit.report.roots import named_roots, own_roots
 from lockkit.verify import chain, probe
 from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, Steps, overall
@@ -143,7 +143,7 @@ def diagnose(python: Path | None = None, expect: str | None = None, *, source: s
                    command_line=command_line, python=str(python), result=overall(steps),
                    first_error=steps.first_error, steps=tuple(s.result() for s in steps),
                    commands=tuple(commands), system=found.system, gpu=found.gpu,
-                   roots=named_roots(venv=_venv_of(found)))
+                   roots=named_roots(venv=_venv_of(found), **own_roots()))
 
 
 def _venv_of(found: Findings) -> str | None:

@@ -44,7 +44,7 @@ from lockkit._internal.endings import interrupt_held
 from lockkit._internal.fs import sha256_file, temp_private
 from lockkit.lock import freshness
 from lockkit.report.model import Dossier
-from lockkit.report.roots import named_roots
+from lockkit.report.roots import named_roots, own_roots
 from lockkit.verify import chain, existing, install, probe, rebuild
 from lockkit.verify.checks import CHECKS
 from lockkit.verify.context import UV_CACHE, Options, Run
@@ -202,4 +202,12 @@ def make_dossier(run: Run, started: _dt.datetime) -> Dossier:
         roots=named_roots(project=opts.project.root,
                           venv=run.venv or (existing.venv_root(run) if opts.existing else None),
                           wheelhouse=run.wheelhouse,
-                          cache=opts.cache_root, tmp=run.work))
+                          cache=opts.cache_root, tmp=run.work, **own_roots(),
+                          python=_prefix(found.python)))
+
+
+def _prefix(python: Mapping[str, object] | None) -> str | None:
+    """The prefix of the interpreter the host step found (``sys.prefix``), the ``python``
+    root: where the base interpreter and its standard library are."""
+    prefix = (python or {}).get("prefix")
+    return prefix if isinstance(prefix, str) and prefix else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 import pytest
 
@@ -13,7 +14,7 @@ from lockkit.report import json as json_format
 from lockkit.report import junit, markdown, write_folder
 from lockkit.report.model import Dossier
 from lockkit.report.records import SchemaError
-from lockkit.report.roots import absolute, named_roots, relative_text
+from lockkit.report.roots import absolute, named_roots, relative_text, with_report
 
 SHA = "c52bccd5c63c4f09ef3e2c6e26fb790015edee1f98e11df72f60a7d529716d2d"
 ROOTS = named_roots(project="/srv/proj", venv="/srv/cache/verify/venvs/linux-cpu",
@@ -123,6 +124,21 @@ def test_the_report_folder_is_portable_attachments_included(tmp_path):
     doc = json.loads((tmp_path / "dossier.json").read_text())
     assert doc["roots"] == ROOTS and doc["lock"].startswith("<project>/")
     assert (tmp_path / "dossier.md").read_text().count("/srv/proj") == 2  # project, wheelhouse
+
+
+def test_the_report_folder_is_a_root_listed_after_the_runs_own_and_absolute_drops_it():
+    """Issue 36: ``--report-dir /out/r --junit /out/r/junit.xml`` is written ``<report>``;
+    the roots keep their reading order (the run's folders, then the report folder, then
+    lockkit's own), and ``--absolute-paths`` writes the folder back as it was given."""
+    command = ("lockkit", "verify", "--report-dir", "/out/r", "--junit", "/out/r/junit.xml")
+    own = named_roots(tools="/opt/lk/bin", lockkit="/opt/lk/lib/lockkit")
+    d = with_report(replace(_dossier(roots={**ROOTS, **own}), command_line=command), "/out/r")
+    assert list(d.roots) == [*ROOTS, "report", "lockkit", "tools"]
+    assert d.roots["report"] == "/out/r"
+    assert d.to_dict()["command_line"][2:] == ["--report-dir", "<report>", "--junit",
+                                               "<report>/junit.xml"]
+    assert absolute(d).to_dict()["command_line"] == list(command)
+    assert with_report(_dossier(), "/out/r").roots == {}  # the absolute form stays so
 
 
 @pytest.mark.parametrize("roots", [["/srv/proj"], {"project": 1}])

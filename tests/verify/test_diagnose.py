@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from lockkit.errors import UsageError
+from lockkit.report.roots import own_roots
 from lockkit.verify.diagnose import default_python
 
 
@@ -84,7 +85,10 @@ def test_diagnose_json_writes_paths_relative_to_the_venv(fake_venv):
     venv = python.parent.parent
     argv = [sys.executable, "-m", "lockkit", "diagnose", "--python", str(python), "--json"]
     doc = json.loads(subprocess.run(argv, capture_output=True, text=True, timeout=120).stdout)
-    assert doc["roots"] == {"venv": str(venv)} and doc["python"] == "<venv>/bin/python"
+    own = {name: str(path) for name, path in own_roots().items()}
+    assert doc["roots"] == {"venv": str(venv), **own} and doc["python"] == "<venv>/bin/python"
+    probes = {arg for c in doc["commands"] for arg in c["argv"] if arg.endswith("_probe.py")}
+    assert probes and all(arg.startswith("<lockkit>/verify/probes/") for arg in probes)
     assert doc["system"]["torch"]["file"].startswith("<venv>/lib/")
     assert str(venv) not in json.dumps({k: v for k, v in doc.items() if k != "roots"})
     run = subprocess.run([*argv, "--absolute-paths"], capture_output=True, text=True,

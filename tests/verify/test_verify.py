@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,12 @@ def test_offline_verify_of_the_example_passes_every_step(example):
     assert "**Result: passed**" in md and app_row in md
     assert "verify linux-cpu: passed" in run.stdout
     assert "s3cret" not in (folder / "dossier.json").read_text()
+    # issue 36: the application's and resume's commands and logs name no machine path
+    system = _system_paths(doc)
+    assert _absolute_paths({k: v for k, v in doc.items() if k != "roots"}) == []
+    logs = {p.name: p.read_text() for p in folder.iterdir() if p.suffix in (".log", ".txt")}
+    assert "application.log" in logs and _absolute_paths(logs) == []
+    assert set(_absolute_paths(md.split("\n- lockkit version:")[1].splitlines())) <= system
 
 
 def test_plain_pip_procedure_also_passes(copy_of):
@@ -424,3 +431,56 @@ def test_verify_leaves_uvs_default_cache_untouched(tmp_path):
     assert steps["install"] == "passed", run.stderr
     assert list(user_cache.iterdir()) == []  # the user's uv cache: not one file
     assert list(temp.iterdir()) == []  # the verify-scoped cache went with the temp folder
+
+
+
+# an absolute POSIX path (a "/" that starts a word, not one inside a URL, a relative path or
+# a glob) or a Windows drive path; URLs are taken out of the text first
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
+_ABSOLUTE = re.compile(r"(?<![\w.~/<>:*-])/[\w.~@-]+(?:/[\w.~@+-]*)*|\b[A-Za-z]:\\")
+
+
+def _absolute_paths(value: object) -> list[str]:
+    """The absolute paths in every string of a JSON-shaped *value* (keys too)."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _absolute_paths(k) + _absolute_paths(v)]
+    if isinstance(value, list):
+        return [p for v in value for p in _absolute_paths(v)]
+    return _ABSOLUTE.findall(_URL.sub("", value)) if isinstance(value, str) else []
+
+
+def _system_paths(doc: dict) -> set[str]:
+    """The absolute paths that the system layer exists to record (the machine's compilers,
+    the driver files looked for), taken out of *doc*."""
+    return {p for key in ("toolchain", "driver") for p in _absolute_paths(doc["system"].pop(key))}
+
+
+def test_a_verify_leaves_no_absolute_path_outside_the_roots(fake_project, tmp_path):
+    """Issue 36: every path a verify writes is under a named root: lockkit's own uv and
+    probe scripts, the interpreter the venv was built from, and the report folder too
+    (given outside the project). The roots' listing is the only place a machine's folders
+    are named, in dossier.json, dossier.md and JUnit alike; the one exception is what the
+    system layer exists to record, where the machine's compilers and driver files are."""
+    root = fake_project("linux-cpu", local="cpu", cuda=None)
+    report = tmp_path / "out" / "report"
+    run = lockkit("verify", "--project", str(root), "--platform", "linux-cpu",
+                  "--report-dir", str(report), "--junit", str(report / "junit.xml"),
+                  network=False)
+    assert run.returncode == 1  # the fake torch fails its gpu step: error lines are written
+    doc = json.loads((report / "dossier.json").read_text())
+    roots = doc.pop("roots")
+    system = _system_paths(doc)
+    assert _absolute_paths(doc) == []
+    assert {"project", "venv", "tmp", "report", "lockkit", "tools", "python"} <= set(roots)
+    argv = [c["argv"] for c in doc["commands"]]
+    assert {a[0] for a in argv if Path(a[0]).name == "uv"} == {"<tools>/uv"}
+    assert "<lockkit>/verify/probes/system_probe.py" in {arg for a in argv for arg in a}
+    assert doc["command_line"][-4:] == ["--report-dir", "<report>", "--junit",
+                                        "<report>/junit.xml"]
+    md = [line for line in (report / "dossier.md").read_text().splitlines()
+          if not line.startswith("- paths relative to: ")]
+    assert set(_absolute_paths(md)) <= system
+    texts = [v for el in ET.parse(report / "junit.xml").iter()
+             if not el.get("name", "").startswith("root.")
+             for v in (*el.attrib.values(), el.text or "")]
+    assert set(_absolute_paths(texts)) <= system

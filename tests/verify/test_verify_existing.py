@@ -139,7 +139,8 @@ def test_an_untampered_environment_passes_as_existing_never_as_a_rebuild(locked,
     assert before == tree(env)  # nothing written into it, bytecode included
     assert "lockkit verify linux-cpu: passed-existing (existing environment (not rebuilt))" \
         in out
-    folder = Path(doc["command_line"][doc["command_line"].index("--report-dir") + 1])
+    assert doc["command_line"][doc["command_line"].index("--report-dir") + 1] == "<report>"
+    folder = Path(doc["roots"]["report"])
     md = (folder / "dossier.md").read_text()
     assert "**Result: passed-existing**" in md
     assert "**Existing environment (not rebuilt):** `<venv>/bin/python`" in md
