@@ -1,0 +1,166 @@
+"""A file whose host fails is fetched from its twin host (:func:`lockkit.index.urls.twin`):
+the lock pins download-r2.pytorch.org, and when that host fails (an answer of 503, a TLS
+handshake cut off) ``wheelhouse build`` takes the same path from download.pytorch.org,
+checks the lock's sha256 and says which host served the file. A 404 or wrong bytes are no
+host failure: nothing is looked for elsewhere.
+
+The R2 host is a loopback server that fails (``[mirrors]`` maps the official host to it,
+as every test maps the official hosts to the replica); download.pytorch.org is the
+replica's ``/pt`` host.
+"""
+
+from __future__ import annotations
+
+import http.server
+import socket
+import threading
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from lockkit.cache.store import Cache
+from lockkit.config.project import load_project
+from lockkit.platforms.definitions import load_platforms
+from lockkit.wheelhouse import build as wheelhouse
+from lockkit.wheelhouse.sources import Twin
+from tests.support.pytorch_index import OFFICIAL, R2
+from tests.support.wheelhouse import TORCH, build_cli, compiled, served
+
+TORCH_PATH = f"/whl/cpu/{TORCH}"
+
+
+class _FailingHost:
+    """A loopback stand-in for download-r2.pytorch.org that fails every request: *mode*
+    "503" and "404" answer that status over HTTP; "tls" is an https:// URL whose server
+    reads the ClientHello and closes the connection (a handshake that never completes)."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode, self.connections = mode, 0
+        self.requests: list[str] = []
+        if mode == "tls":
+            self._sock = socket.create_server(("127.0.0.1", 0))
+            self.url = f"https://127.0.0.1:{self._sock.getsockname()[1]}"
+            threading.Thread(target=self._cut_handshakes, daemon=True).start()
+            return
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                outer.requests.append(urllib.parse.unquote(self.path))
+                self.send_response(int(mode))
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+
+    def _cut_handshakes(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:  # closed
+                return
+            self.connections += 1
+            with conn:
+                conn.recv(4096)  # the ClientHello; no ServerHello follows
+
+    def close(self) -> None:
+        if self.mode == "tls":
+            self._sock.close()
+        else:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+
+
+@pytest.fixture
+def r2_down(request, project, indexes):
+    """The lock compiled as usual (it pins R2), then R2's loopback host made a failing
+    one; download.pytorch.org stays the replica."""
+    compiled(project, indexes)
+    host = _FailingHost(request.param)
+    config = project / "lockkit.toml"
+    mapping = f'"{R2}" = "{indexes.pt.r2}"'
+    assert mapping in config.read_text()
+    config.write_text(config.read_text().replace(mapping, f'"{R2}" = "{host.url}/r2"'))
+    indexes.forget_requests()
+    yield host
+    host.close()
+
+
+def _failed_at(host: _FailingHost) -> bool:
+    """Whether the failing host was asked for the torch wheel."""
+    return host.connections > 0 if host.mode == "tls" else f"/r2{TORCH_PATH}" in host.requests
+
+
+@pytest.mark.parametrize(("r2_down", "why"), [("503", "HTTP 503"), ("tls", "ConnectError")],
+                         indirect=["r2_down"])
+def test_a_failing_r2_host_is_replaced_by_the_origin_and_the_hash_checked(
+        project, indexes, tmp_path, r2_down, why, capsys):
+    cache = tmp_path / "cache"
+    assert build_cli(project, cache, "--retries", "0") == 0
+    out, err = capsys.readouterr()
+    assert _failed_at(r2_down)
+    assert f"/pt{TORCH_PATH}" in [urllib.parse.unquote(p) for p in indexes.pt.requests]
+    wheel = project / "wheelhouse" / "linux-cpu" / TORCH
+    assert wheel.read_bytes() == served(indexes)
+    failed = f"the mirror of {R2} failed: {why}"
+    assert f"{TORCH}: {failed}" in err and "sha256 checked" in err
+    table = " ".join(out.split())  # the table wraps a long "from" cell
+    assert f"{indexes.pt.url}/… ({failed}" in table
+
+
+@pytest.mark.parametrize("r2_down", ["503"], indirect=True)
+def test_wrong_bytes_from_the_origin_are_refused_after_r2_failed(project, indexes, tmp_path,
+                                                                 r2_down, capsys):
+    indexes.pt.faults[TORCH] = ["wrong"]
+    cache = tmp_path / "cache"
+    assert build_cli(project, cache, "--retries", "0") == 1
+    err = capsys.readouterr().err
+    assert f"{TORCH} from {indexes.pt.main}{TORCH_PATH.replace('+', '%2B')}" in err
+    assert "does not match the lock's" in err
+    assert _failed_at(r2_down) and indexes.pt.faults[TORCH] == []
+    assert not (project / "wheelhouse" / "linux-cpu").exists()
+    assert not Cache(cache).get(_torch_sha256(project), None)
+
+
+@pytest.mark.parametrize("r2_down", ["404"], indirect=True)
+def test_a_404_from_the_r2_host_is_not_looked_for_on_the_origin(project, indexes, tmp_path,
+                                                                r2_down, capsys):
+    assert build_cli(project, tmp_path / "cache", "--retries", "0") == 1
+    err = capsys.readouterr().err
+    assert TORCH in err and "HTTP 404" in err
+    assert _failed_at(r2_down)
+    # the mirrored page was read (its R2 link went to R2's mirror again), the file never
+    # asked of the other host
+    assert not any(TORCH in urllib.parse.unquote(p) for p in indexes.pt.requests)
+    assert r2_down.requests.count(f"/r2{TORCH_PATH}") == 2
+
+
+def test_the_twin_of_a_mirrored_host_is_tried_only_through_its_own_mirror(project, indexes):
+    """An air-gapped site mirrors R2 only: the twin host is never planned behind the
+    mirror's back (unless --fallback-to-official allows the official hosts)."""
+    compiled(project, indexes)
+    config = project / "lockkit.toml"
+    config.write_text(config.read_text().replace(f'"{OFFICIAL}" = "{indexes.pt.main}"\n', ""))
+    proj = load_project(project)
+    platform = load_platforms(proj.root)["linux-cpu"]
+    _, items = wheelhouse.plan(proj, platform)
+    torch = next(i for i in items if i.package == "torch")
+    assert torch.want.urls == (f"{indexes.pt.r2}{TORCH_PATH.replace('+', '%2B')}",)
+    _, items = wheelhouse.plan(proj, platform, fallback_to_official=True)
+    torch = next(i for i in items if i.package == "torch")
+    assert torch.want.urls[-1] == Twin(url=f"{OFFICIAL}{TORCH_PATH.replace('+', '%2B')}",
+                                       instead=R2)
+
+
+def _torch_sha256(project: Path) -> str:
+    from lockkit._internal.compat import tomllib
+
+    lock = tomllib.loads((project / "locks" / "pylock.linux-cpu.toml").read_text())
+    return next(w["hashes"]["sha256"] for p in lock["packages"] if p["name"] == "torch"
+                for w in p["wheels"])
