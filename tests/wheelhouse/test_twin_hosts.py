@@ -11,9 +11,6 @@ replica's ``/pt`` host.
 
 from __future__ import annotations
 
-import http.server
-import socket
-import threading
 import urllib.parse
 from pathlib import Path
 
@@ -24,57 +21,11 @@ from lockkit.config.project import load_project
 from lockkit.platforms.definitions import load_platforms
 from lockkit.wheelhouse import build as wheelhouse
 from lockkit.wheelhouse.sources import Twin
+from tests.support.failing_host import FailingHost
 from tests.support.pytorch_index import OFFICIAL, R2
 from tests.support.wheelhouse import TORCH, build_cli, compiled, served
 
 TORCH_PATH = f"/whl/cpu/{TORCH}"
-
-
-class _FailingHost:
-    """A loopback stand-in for download-r2.pytorch.org that fails every request: *mode*
-    "503" and "404" answer that status over HTTP; "tls" is an https:// URL whose server
-    reads the ClientHello and closes the connection (a handshake that never completes)."""
-
-    def __init__(self, mode: str) -> None:
-        self.mode, self.connections = mode, 0
-        self.requests: list[str] = []
-        if mode == "tls":
-            self._sock = socket.create_server(("127.0.0.1", 0))
-            self.url = f"https://127.0.0.1:{self._sock.getsockname()[1]}"
-            threading.Thread(target=self._cut_handshakes, daemon=True).start()
-            return
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                outer.requests.append(urllib.parse.unquote(self.path))
-                self.send_response(int(mode))
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-
-    def _cut_handshakes(self) -> None:
-        while True:
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:  # closed
-                return
-            self.connections += 1
-            with conn:
-                conn.recv(4096)  # the ClientHello; no ServerHello follows
-
-    def close(self) -> None:
-        if self.mode == "tls":
-            self._sock.close()
-        else:
-            self._httpd.shutdown()
-            self._httpd.server_close()
 
 
 @pytest.fixture
@@ -82,7 +33,7 @@ def r2_down(request, project, indexes):
     """The lock compiled as usual (it pins R2), then R2's loopback host made a failing
     one; download.pytorch.org stays the replica."""
     compiled(project, indexes)
-    host = _FailingHost(request.param)
+    host = FailingHost(request.param)
     config = project / "lockkit.toml"
     mapping = f'"{R2}" = "{indexes.pt.r2}"'
     assert mapping in config.read_text()
@@ -92,7 +43,7 @@ def r2_down(request, project, indexes):
     host.close()
 
 
-def _failed_at(host: _FailingHost) -> bool:
+def _failed_at(host: FailingHost) -> bool:
     """Whether the failing host was asked for the torch wheel."""
     return host.connections > 0 if host.mode == "tls" else f"/r2{TORCH_PATH}" in host.requests
 
