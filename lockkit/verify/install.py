@@ -73,7 +73,7 @@ def install_step(run: Run, step: Step) -> None:
         step.detail["source"] = "the lock's URLs (fetched, hash-checked, into a temp wheelhouse)"
         if twins := [f"{r.path}: {r.instead}; served by {origin(r.origin)}, sha256 checked"
                      for r in built.files if r.instead]:
-            step.detail["twin hosts"] = twins  # lockkit.wheelhouse.sources: a host failed
+            step.detail["twin_hosts"] = twins  # lockkit.wheelhouse.sources: a host failed
     else:
         step.detail["source"] = f"wheelhouse {folder} (no network)"
     _check_wheelhouse(folder, lock)

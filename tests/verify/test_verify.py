@@ -448,6 +448,6 @@ def test_a_verify_whose_r2_host_answers_503_installs_from_the_origin_and_says_so
     assert any(p.startswith("/r2/whl/cpu/torch-") for p in down.requests)
     install = next(s for s in doc["steps"] if s["name"] == "install")
     assert install["status"] == "passed"  # (the fake torch fails the gpu step later)
-    (twin,) = install["detail"]["twin hosts"]
+    (twin,) = install["detail"]["twin_hosts"]
     assert twin.startswith("torch-2.5.1+cpu-") and "sha256 checked" in twin
     assert f"the mirror of {R2} failed: HTTP 503" in twin

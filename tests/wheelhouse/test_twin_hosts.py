@@ -65,6 +65,28 @@ def test_a_failing_r2_host_is_replaced_by_the_origin_and_the_hash_checked(
     assert f"{indexes.pt.url}/… ({failed}" in table
 
 
+def test_a_lock_that_pins_the_origin_falls_back_to_r2_the_other_way_round(project, indexes,
+                                                                         tmp_path, capsys):
+    """A lock written before the index linked R2 pins download.pytorch.org; that host
+    failing, the same path comes from R2."""
+    lock = compiled(project, indexes)
+    lock.write_text(lock.read_text().replace(R2, OFFICIAL))
+    down = FailingHost("503")
+    try:
+        config = project / "lockkit.toml"
+        mapping = f'"{OFFICIAL}" = "{indexes.pt.main}"'
+        config.write_text(config.read_text().replace(mapping, f'"{OFFICIAL}" = "{down.url}/pt"'))
+        indexes.forget_requests()
+        assert build_cli(project, tmp_path / "cache", "--retries", "0") == 0
+    finally:
+        down.close()
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"/pt{TORCH_PATH}" in down.requests
+    assert f"/r2{TORCH_PATH}" in [urllib.parse.unquote(p) for p in indexes.pt.requests]
+    assert f"(the mirror of {OFFICIAL} failed: HTTP 503)" in out
+    assert (project / "wheelhouse" / "linux-cpu" / TORCH).read_bytes() == served(indexes)
+
+
 @pytest.mark.parametrize("r2_down", ["503"], indirect=True)
 def test_wrong_bytes_from_the_origin_are_refused_after_r2_failed(project, indexes, tmp_path,
                                                                  r2_down, capsys):
