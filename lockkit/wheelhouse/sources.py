@@ -56,9 +56,10 @@ def sources(url: str, index: str | None, name: str, mirrors: Mirrors, *,
     index in the lock (official), *name* its canonical name."""
     found: list[Source] = []
     alternate = twin(url)
+    both_mirrored = mirrors.covers(url) and alternate is not None and mirrors.covers(alternate)
     if mirrors.covers(url):  # the mirror first (its twin's mirror if it fails) ...
         found.append(mirrors.effective(url))
-        if alternate and mirrors.covers(alternate):
+        if alternate and both_mirrored:
             found.append(Twin(url=mirrors.effective(alternate),
                               instead=f"the mirror of {origin(url)}"))
     if index and mirrors.covers(index):
@@ -67,6 +68,6 @@ def sources(url: str, index: str | None, name: str, mirrors: Mirrors, *,
     skipped = bool(found) and not fallback_to_official
     if not skipped:  # ... then the lock's URL, then its twin host
         found.append(expand(url))
-        if alternate:
+        if alternate and not both_mirrored:  # (that twin's mirror was tried already)
             found.append(Twin(url=mirrors.effective(alternate), instead=origin(url)))
     return tuple(dict.fromkeys(found)), skipped

@@ -118,17 +118,23 @@ def test_the_twin_of_a_mirrored_host_is_tried_only_through_its_own_mirror(projec
     """An air-gapped site mirrors R2 only: the twin host is never planned behind the
     mirror's back (unless --fallback-to-official allows the official hosts)."""
     compiled(project, indexes)
+    platform = load_platforms(project)["linux-cpu"]
+    key = TORCH_PATH.replace("+", "%2B")
+    # both hosts mirrored: the twin's mirror once, right after R2's, whatever the flag
+    _, items = wheelhouse.plan(load_project(project), platform, fallback_to_official=True)
+    urls = next(i for i in items if i.package == "torch").want.urls
+    assert urls[:2] == (f"{indexes.pt.r2}{key}",
+                        Twin(url=f"{indexes.pt.main}{key}", instead=f"the mirror of {R2}"))
+    assert urls[-1] == f"{R2}{key}" and sum(isinstance(u, Twin) for u in urls) == 1
     config = project / "lockkit.toml"
     config.write_text(config.read_text().replace(f'"{OFFICIAL}" = "{indexes.pt.main}"\n', ""))
     proj = load_project(project)
-    platform = load_platforms(proj.root)["linux-cpu"]
     _, items = wheelhouse.plan(proj, platform)
     torch = next(i for i in items if i.package == "torch")
-    assert torch.want.urls == (f"{indexes.pt.r2}{TORCH_PATH.replace('+', '%2B')}",)
+    assert torch.want.urls == (f"{indexes.pt.r2}{key}",)
     _, items = wheelhouse.plan(proj, platform, fallback_to_official=True)
     torch = next(i for i in items if i.package == "torch")
-    assert torch.want.urls[-1] == Twin(url=f"{OFFICIAL}{TORCH_PATH.replace('+', '%2B')}",
-                                       instead=R2)
+    assert torch.want.urls[-1] == Twin(url=f"{OFFICIAL}{key}", instead=R2)
 
 
 def _torch_sha256(project: Path) -> str:
