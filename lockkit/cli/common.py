@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from lockkit.config.project import Project
     from lockkit.lock.model import Lock
     from lockkit.platforms.definitions import Platform
+    from lockkit.wheelhouse.build import BuildResult
 
 __all__ = ["check_given_paths", "for_project", "load", "lock_fetcher", "new_report_folder",
            "output_inputs", "pick_platform", "project_root", "shown_path", "wheelhouse_folder"]
@@ -132,10 +133,11 @@ def check_given_paths(args: argparse.Namespace) -> None:
 
 
 def lock_fetcher(project: Project, platform: Platform, cache_dir: Path | None
-                 ) -> Callable[[Path, Lock], Path]:
+                 ) -> Callable[[Path, Lock], BuildResult]:
     """Without a wheelhouse: the files of the lock (the run's, read once) fetched by hash
-    into a temp one, through the cache (``cache_dir``, else the default one)."""
-    def fetch(dest: Path, lock: Lock) -> Path:
+    into a temp one, through the cache (``cache_dir``, else the default one); the build's
+    result says where each file came from."""
+    def fetch(dest: Path, lock: Lock) -> BuildResult:
         from lockkit.cache.layout import default_cache_dir
         from lockkit.cache.store import Cache
         from lockkit.index.auth import Credentials
@@ -144,9 +146,8 @@ def lock_fetcher(project: Project, platform: Platform, cache_dir: Path | None
 
         credentials = Credentials.for_indexes(project.index_url, project.mirrors)
         with http_client(credentials=credentials) as client:
-            wheelhouse.build(project, platform, dest, client=client, lock=lock,
-                             cache=Cache((cache_dir or default_cache_dir()).absolute()))
-        return dest
+            return wheelhouse.build(project, platform, dest, client=client, lock=lock,
+                                    cache=Cache((cache_dir or default_cache_dir()).absolute()))
     return fetch
 
 

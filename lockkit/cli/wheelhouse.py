@@ -82,9 +82,7 @@ def _build(args: argparse.Namespace) -> int:
         raise WriteError(f"{platform.name}: cannot write the wheelhouse {shown_path(out)} or "
                          f"the cache {shown_path(cache.root)}: {exc.strerror or exc}") from None
     _printed(platform.name, out, [(r.package, r.version, r.path, human_size(r.size),
-                                   _where(r.origin) + (" (built from sdist)" if r.built_from
-                                                       else "")) for r in result.files],
-             result, project.secrets)
+                                   _from(r)) for r in result.files], result, project.secrets)
     if with_tools:
         ui.say(f"{platform.name}: tools/ has lockkit and its dependencies "
                f"({len(list((out / 'tools').glob('*.whl')))} wheels) for the offline machine")
@@ -302,6 +300,13 @@ def _unpack_project(project: Path | None, lock: Path | None) -> Path | None:
     if lock is not None and lock.absolute().parent.name == "locks":
         return lock.absolute().parent.parent
     return find_project(Path.cwd())
+
+
+def _from(record: Any) -> str:
+    """The table's "from": the server, with the host that failed when its twin served the
+    file (lockkit.index.urls.twin), and whether a wheel was built from an sdist."""
+    return (_where(record.origin) + (f" ({record.instead})" if record.instead else "")
+            + (" (built from sdist)" if record.built_from else ""))
 
 
 def _where(origin: str) -> str:

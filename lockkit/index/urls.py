@@ -7,6 +7,12 @@
   It may carry ``user:token@`` and exists only in memory.
 - *printable*: the effective or official URL with any user info replaced by ``***``.
 
+Two official file hosts serve the same bytes under the same paths (:data:`TWIN_HOSTS`):
+the PyTorch index's pages have linked its torch-family wheels on download-r2.pytorch.org
+since January 2026, so locks pin that host, and download.pytorch.org serves every one of
+those files too. :func:`twin` gives a file URL on the other host; it applies to the
+official URL, before ``[mirrors]``, so a mirror of either host serves its twin's files too.
+
 ``official()`` is the way back from an effective URL: credentials dropped, the mirror
 prefix mapped back to the official one. Writing only what ``official()`` returns is what
 keeps secrets and mirror addresses out of locks.
@@ -35,9 +41,9 @@ from lockkit._internal.redact import Secrets, masked, strip_credentials
 if TYPE_CHECKING:
     from lockkit.platforms.definitions import Platform
 
-__all__ = ["Indexes", "Mirrors", "apply_mirrors", "expand", "is_index_url", "origin",
-           "placeholders", "printable", "requirement_form", "secrets_of", "unapply_mirrors",
-           "values_of"]
+__all__ = ["TWIN_HOSTS", "Indexes", "Mirrors", "apply_mirrors", "expand", "is_index_url",
+           "origin", "placeholders", "printable", "requirement_form", "secrets_of", "twin",
+           "unapply_mirrors", "values_of"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _LEADING = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}(?=[/?#]|$)")
@@ -115,6 +121,24 @@ def origin(url: str) -> str:
     parts = urllib.parse.urlsplit(url)
     host = parts.netloc.rsplit("@", 1)[-1].lower()
     return f"{parts.scheme.lower()}://{host}"
+
+
+# Official file hosts -> the host that serves the same files under the same paths (one
+# outage of download-r2.pytorch.org, a TLS failure on 2026-07-06, broke frozen installs
+# that pinned it while download.pytorch.org served the same bytes): the rule the download
+# fallback (lockkit.wheelhouse.fetch) follows, here alone.
+TWIN_HOSTS = {"https://download-r2.pytorch.org": "https://download.pytorch.org",
+              "https://download.pytorch.org": "https://download-r2.pytorch.org"}
+
+
+def twin(official: str) -> str | None:
+    """*official* (a file's URL as the lock says it) on its host's twin
+    (:data:`TWIN_HOSTS`), the path unchanged; None when its host has no twin."""
+    host = origin(official)
+    other = TWIN_HOSTS.get(host)
+    if other is None or official[:len(host)].lower() != host:
+        return None
+    return other + official[len(host):]
 
 
 def _under(url: str, prefix: str) -> bool:

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lockkit._internal import proc
 from lockkit._internal.redact import masked
@@ -19,6 +19,9 @@ from lockkit.report.records import CommandRecord, Variant
 from lockkit.verify import hang
 from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, StepFailed, Steps
+
+if TYPE_CHECKING:
+    from lockkit.wheelhouse.build import BuildResult
 
 __all__ = ["Options", "Run", "UV_CACHE", "torch_device"]
 
@@ -52,7 +55,7 @@ class Options:
     command_line: tuple[str, ...] = ()
     variant: Variant | None = None  # verify --variant: the layers the run means to change
     # builds a wheelhouse (the folder given) from the lock's URLs
-    fetch: Callable[[Path, Lock], Path] | None = None
+    fetch: Callable[[Path, Lock], BuildResult] | None = None
     on_step: Callable[[Step], None] | None = None
     # a long step's own progress: (what, done, total), e.g. ("installing", 12, 40) packages
     on_progress: Callable[[str, int, int], None] | None = None

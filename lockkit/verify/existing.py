@@ -263,7 +263,7 @@ def _wheels_at_hand(run: Run, locked: list[str]) -> dict[str, str]:
     found = _records_in(run.opts.wheelhouse, cache, chosen)
     if run.opts.fetch is not None and any(s.package not in found for s in chosen):
         try:  # the whole lock, through the cache: what is there already is not fetched
-            fetched = run.opts.fetch(run.work / "fetched", lock)
+            fetched = run.opts.fetch(run.work / "fetched", lock).folder
         except LockkitError as exc:
             raise StepFailed(f"--fetch-wheels: {exc}") from None
         found |= _records_in(fetched, None, [s for s in chosen if s.package not in found])

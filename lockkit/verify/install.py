@@ -30,6 +30,7 @@ from lockkit.cache import inuse
 from lockkit.cache.layout import make_root
 from lockkit.cache.memo import MemoStore
 from lockkit.errors import ConfigError, LockkitError
+from lockkit.index.urls import origin
 from lockkit.lock.model import Lock
 from lockkit.report.shapes import Foreign
 from lockkit.verify.context import Run
@@ -67,8 +68,12 @@ def install_step(run: Run, step: Step) -> None:
             raise StepFailed(f"no wheelhouse for {opts.platform.name}: run 'lockkit "
                              f"wheelhouse build --platform {opts.platform.name}' or pass "
                              "--wheelhouse")
-        folder = opts.fetch(run.work / "wheelhouse", lock)
+        built = opts.fetch(run.work / "wheelhouse", lock)
+        folder = built.folder
         step.detail["source"] = "the lock's URLs (fetched, hash-checked, into a temp wheelhouse)"
+        if twins := [f"{r.path}: {r.instead}; served by {origin(r.origin)}, sha256 checked"
+                     for r in built.files if r.instead]:
+            step.detail["twin_hosts"] = twins  # lockkit.wheelhouse.sources: a host failed
     else:
         step.detail["source"] = f"wheelhouse {folder} (no network)"
     _check_wheelhouse(folder, lock)

@@ -1,7 +1,8 @@
 """A lock's wheels in one folder that installs with no network.
 
 ``build`` selects the platform's files from ``locks/pylock.<platform>.toml`` (:func:`plan`),
-fetches them by hash (cache, ``--find-links``, mirror, lock URL;
+fetches them by hash (cache, ``--find-links``, then :mod:`lockkit.wheelhouse.sources`:
+mirror, lock URL, the same path on the twin host when a host fails;
 :mod:`lockkit.wheelhouse.download`), and writes the folder in a temp sibling that replaces
 the old one only when complete:
 
@@ -39,15 +40,16 @@ from lockkit._internal.redact import masked
 from lockkit.cache.store import Cache, copy_file
 from lockkit.config.project import Project
 from lockkit.errors import BuildError, ConfigError, HashMismatch
-from lockkit.index.urls import Mirrors, expand
+from lockkit.index.urls import Mirrors
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.targets import NothingInstallable, select
 from lockkit.wheelhouse import sbom
 from lockkit.wheelhouse.download import fetch_items
-from lockkit.wheelhouse.fetch import Fetcher, Got, Item, PageRef, Want
+from lockkit.wheelhouse.fetch import Fetcher, Got, Item, Want
 from lockkit.wheelhouse.manifest import Entry
 from lockkit.wheelhouse.meta import FileRecord, write_meta
+from lockkit.wheelhouse.sources import sources
 from lockkit.wheelhouse.trust import FileKind, file_name_problem, inside
 from lockkit.wheelhouse.wheelzip import normalize_wheel, source_epoch
 
@@ -87,9 +89,10 @@ def plan(project: Project, platform: Platform, *, fallback_to_official: bool = F
     """The files of *lock* (None: :func:`read_lock`) for *platform*: one wheel per
     package, or its sdist.
 
-    A file a mirror covers is fetched from the mirror only: an air-gapped site's build
-    must not reach for the official host behind its back. *fallback_to_official* adds
-    the lock's own URL after the mirror's."""
+    Where each file is looked for is :func:`lockkit.wheelhouse.sources.sources`'s: a file
+    a mirror covers is fetched from the mirror only (an air-gapped site's build must not
+    reach for the official host behind its back); *fallback_to_official* adds the lock's
+    own URL after the mirror's; a host's twin follows it, for when the host fails."""
     if lock is None:
         lock = read_lock(project, platform)
     entries = lock.package_tables()
@@ -117,18 +120,10 @@ def _item(project: Project, name: str, version: str, dist: PackageWheel | Packag
     sha = (dist.hashes or {}).get("sha256")
     if not sha:
         raise BuildError(f"{name}: {filename} has no sha256 in the lock")
-    mirrors = Mirrors(project.mirrors, project.secrets)
-    sources: list[str | PageRef] = []
-    if mirrors.covers(url):  # the mirror first ...
-        sources.append(mirrors.effective(url))
     index = entry.get("index")
-    if isinstance(index, str) and mirrors.covers(index):
-        # ... then the mirrored index's page, for mirrors that rewrite links to themselves ...
-        sources.append(PageRef(url=f"{mirrors.effective(index).rstrip('/')}/{name}/"))
-    skipped = bool(sources) and not fallback_to_official
-    if not skipped:
-        sources.append(expand(url))  # ... then the lock's URL
-    urls = tuple(dict.fromkeys(sources))
+    urls, skipped = sources(url, index if isinstance(index, str) else None, name,
+                            Mirrors(project.mirrors, project.secrets),
+                            fallback_to_official=fallback_to_official)
     want = Want(filename=filename, sha256=sha, size=dist.size, urls=urls, source=url)
     kind: FileKind = "wheel" if isinstance(dist, PackageWheel) else "sdist"
     return Item(package=name, version=version, kind=kind, want=want, entry=entry,
@@ -147,7 +142,8 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
     cache.sweep()
     outdir.sweep_stale(out)
     fetcher = Fetcher(client, cache, find_links=find_links, on_bytes=on_bytes,
-                      max_page=project.max_page_size << 20)
+                      max_page=project.max_page_size << 20,
+                      mirrors=Mirrors(project.mirrors, project.secrets))
     # the SBOM writer's imports on this thread while the files come, not after the last byte
     gots = fetch_items(fetcher, items, jobs, on_file, meanwhile=sbom.load)
     kit = None
@@ -216,6 +212,7 @@ def _place(project: Project, stage: Path, item: Item, got: Got, cache: Cache) ->
         built_from = {"sdist": item.want.filename, "sha256": item.want.sha256}
     return FileRecord(path=placed.name, size=placed.stat().st_size, sha256=sha256,
                       package=item.package, version=item.version, origin=got.origin,
+                      instead=got.instead,
                       source=masked(item.want.source), built_from=built_from)
 
 

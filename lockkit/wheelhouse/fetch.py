@@ -7,6 +7,8 @@ each URL — and the bytes land in the cache under their hash only after the has
 through a temp file and a rename: an interrupted run, a crash or two builds sharing the
 cache never leave a partial file under a final name.
 
+A :class:`~lockkit.wheelhouse.sources.Twin` is tried only after its host's failure.
+
 Retries are the HTTP client's (:mod:`lockkit.index.transport`: a connect failure, a
 timeout or a 5xx before the body); what is left here is a body cut short after its
 headers, fetched again as often and as far apart as the client's policy says.
@@ -20,7 +22,7 @@ import socket
 import threading
 import urllib.parse
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,13 +32,14 @@ from lockkit.cache.store import CHUNK, Cache, copy_hashing
 from lockkit.errors import FetchError, HashMismatch
 from lockkit.index.auth import Credentials
 from lockkit.index.http import CONNECT_TIMEOUT, MAX_PAGE, STOP, Client, Policy, timed_out
-from lockkit.index.urls import origin
+from lockkit.index.urls import Mirrors, origin
 from lockkit.wheelhouse.sink import Sink, batches
+from lockkit.wheelhouse.sources import PageRef, Source, Twin
 
 if TYPE_CHECKING:
     from lockkit.wheelhouse.trust import FileKind
 
-__all__ = ["Fetcher", "Got", "Item", "PageRef", "Stopped", "Want", "http_client"]
+__all__ = ["Fetcher", "Got", "Item", "Stopped", "Want", "http_client"]
 
 _log = logging.getLogger(__name__)
 _IDENTITY = {"Accept-Encoding": "identity"}  # the file's own bytes, as pip asks
@@ -53,20 +56,11 @@ class Stopped(Exception):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PageRef:
-    """An index page (effective URL) to look the file up on by name, when its URL there is
-    not known in advance: a mirror that rewrites links to itself (Artifactory, Nexus,
-    devpi) keeps files under its own layout, never under the official one."""
-
-    url: str
-
-
-@dataclass(frozen=True, kw_only=True)
 class Want:
     filename: str
     sha256: str
     size: int | None
-    urls: tuple[str | PageRef, ...]  # effective URLs or pages, best first (may carry credentials)
+    urls: tuple[Source, ...]  # lockkit.wheelhouse.sources's, best first
     source: str            # the lock's URL, credential-free: what reports show
 
 
@@ -89,6 +83,7 @@ class Got:
     path: Path      # the verified file in the cache
     origin: str     # "cache", "find-links <dir>" or the (redacted) URL it came from
     downloaded: int  # bytes transferred over the network
+    instead: str = ""  # from a Twin: "https://download-r2.pytorch.org failed: HTTP 503"
 
 
 class _Retry(Exception):
@@ -97,6 +92,17 @@ class _Retry(Exception):
 
 class _Timeout(_Retry):
     """Nothing came within --timeout: the host is not asked again for this file."""
+
+
+class _Unserved(Exception):
+    """The cause of a :class:`FetchError` that is the host's failure (a connect or TLS
+    error, a timeout, a 5xx, a body cut short at every try): the URL's :class:`Twin` is
+    tried next. *silent*: it timed out, so the host is not asked again for this file."""
+
+    def __init__(self, why: str, *, silent: bool = False) -> None:
+        super().__init__(why)
+        self.silent = silent
+        self.short = why.split(":", 1)[0]  # for a table: "HTTP 503", "ConnectError"
 
 
 class Fetcher:
@@ -110,8 +116,10 @@ class Fetcher:
 
     def __init__(self, client: Any, cache: Cache, *, find_links: Sequence[Path] = (),
                  on_bytes: Callable[[int], None] | None = None,
-                 max_unknown_size: int = MAX_UNKNOWN_SIZE, max_page: int = MAX_PAGE) -> None:
+                 max_unknown_size: int = MAX_UNKNOWN_SIZE, max_page: int = MAX_PAGE,
+                 mirrors: Mirrors | None = None) -> None:
         self.client, self.cache, self.find_links = client, cache, tuple(find_links)
+        self.mirrors = mirrors  # a link found on a page (PageRef) to an official host goes here
         self.policy: Policy | None = getattr(client, "policy", None)  # the client's own
         self.on_bytes = on_bytes or (lambda n: None)
         self.max_unknown_size, self.max_page = max_unknown_size, max_page  # page: _lookup's
@@ -146,20 +154,30 @@ class Fetcher:
                 return got
         errors: list[FetchError] = []
         silent: set[str] = set()  # hosts that timed out at each try: not asked again (lazily)
-        for url in (u for u in want.urls
-                    if origin(u if isinstance(u, str) else u.url) not in silent):
+        for source in want.urls:
+            url = source if isinstance(source, str) else source.url
+            if origin(url) in silent or (isinstance(source, Twin) and not (
+                    errors and isinstance(errors[-1].__cause__, _Unserved))):
+                continue  # a Twin: only after its host's failure, never after a 404
             if self.stopped.is_set():
                 raise Stopped(want.filename)
             try:
-                if isinstance(url, PageRef):
-                    url = self._lookup(want, url)
-                return self._from_url(want, url)
+                if isinstance(source, PageRef):
+                    url = self._lookup(want, source)
+                got = self._from_url(want, url)
             except FetchError as exc:
                 if isinstance(exc, HashMismatch):
                     raise
-                if isinstance(exc.__cause__, _Timeout):  # url: a str by now
-                    silent.add(origin(str(url)))
+                if isinstance(exc.__cause__, _Unserved) and exc.__cause__.silent:
+                    silent.add(origin(url))
                 errors.append(exc)
+                continue
+            if isinstance(source, Twin):
+                cause: Any = errors[-1].__cause__  # an _Unserved, or the Twin was skipped
+                _log.warning("%s: %s failed: %s; fetched from %s instead, sha256 checked",
+                             want.filename, source.instead, cause, masked(url))
+                return replace(got, instead=f"{source.instead} failed: {cause.short}")
+            return got
         tried = "; ".join(map(str, errors)) or "no URL and not in any --find-links folder"
         hint = next((e.hint for e in errors if e.hint),
                     "check --mirror / --find-links, or the network")
@@ -191,7 +209,7 @@ class Fetcher:
                 if attempt + 1 == attempts:
                     raise FetchError(f"{want.filename} from {masked(url)}: {exc}"
                                      f"{_gave_up(attempt + 1)}") \
-                        from (exc if isinstance(exc, _Timeout) else None)
+                        from _Unserved(str(exc), silent=isinstance(exc, _Timeout))
                 assert self.policy is not None  # attempts > 1
                 pause = self.policy.pause(attempt)
                 _log.log(VERBOSE, "%s from %s: %s; retrying in %.1f s", want.filename, url,
@@ -224,7 +242,9 @@ class Fetcher:
             url, _, fragment = urllib.parse.urljoin(page.url, link["href"]).partition("#")
             name = urllib.parse.unquote(urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1])
             if name == want.filename and fragment in ("", f"sha256={want.sha256}"):
-                return url
+                # an official host's link (the PyTorch pages' R2 links): to its mirror
+                return self.mirrors.effective(url) if self.mirrors and self.mirrors.covers(url) \
+                    else url
         raise FetchError(f"{masked(page.url)} does not list {want.filename}")
 
     def _download(self, want: Want, url: str) -> int:
@@ -243,7 +263,8 @@ class Fetcher:
                 if resp.status_code >= 500:  # the transport's last answer
                     attempts = self.policy.attempts if self.policy else 1
                     raise FetchError(f"{want.filename} from {masked(url)}: HTTP "
-                                  f"{resp.status_code}{_gave_up(attempts)}")
+                                     f"{resp.status_code}{_gave_up(attempts)}") \
+                        from _Unserved(f"HTTP {resp.status_code}")
                 if resp.status_code != 200:
                     raise FetchError(f"{masked(url)}: HTTP {resp.status_code}",
                                      hint=_refused(resp.status_code))
@@ -262,7 +283,7 @@ class Fetcher:
             why = f"{type(exc).__name__}: {masked(str(exc))}"
             if self._open.get(partial) is None:  # before the headers: the transport gave up
                 raise FetchError(f"{want.filename} from {masked(url)}: {why}") \
-                    from (_Timeout() if timed_out(exc) else None)
+                    from _Unserved(why, silent=timed_out(exc))
             raise (_Timeout if timed_out(exc) else _Retry)(why) from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:  # too many redirects, a bad URL
             raise FetchError(f"{masked(url)}: {type(exc).__name__}: {masked(str(exc))}") from None

@@ -43,6 +43,9 @@ class FileRecord:
     origin: str  # where it was found: the build log's, never the manifest's
     source: str  # the lock's URL, redacted
     built_from: dict[str, str] | None = None
+    # from a twin host (lockkit.index.urls.twin): the host that failed and why; the
+    # build log's, like origin
+    instead: str = ""
 
 
 def write_meta(stage: Path, platform: Platform, lock: Lock,

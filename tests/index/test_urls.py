@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from lockkit._internal.redact import NO_SECRETS
-from lockkit.index.urls import Mirrors, expand, requirement_form, secrets_of, unapply_mirrors
+from lockkit.index.urls import (
+    Mirrors,
+    expand,
+    requirement_form,
+    secrets_of,
+    twin,
+    unapply_mirrors,
+)
 
 WHEEL = "numpy-2.1.0-cp311-cp311-linux_x86_64.whl"
 
@@ -58,3 +65,18 @@ def test_a_leading_placeholder_that_is_no_url_is_left_alone(monkeypatch):
 ])
 def test_requirement_form_gives_pip_and_uv_the_placeholder_they_fill_in(url, written):
     assert requirement_form(url) == written
+
+
+@pytest.mark.parametrize("official,other", [
+    ("https://download-r2.pytorch.org/whl/cu126/torch-2.7.0%2Bcu126-cp311-cp311-linux_x86_64.whl",
+     "https://download.pytorch.org/whl/cu126/torch-2.7.0%2Bcu126-cp311-cp311-linux_x86_64.whl"),
+    (f"https://download.pytorch.org/whl/{WHEEL}", f"https://download-r2.pytorch.org/whl/{WHEEL}"),
+    ("https://DOWNLOAD.pytorch.org/whl/x.whl", "https://download-r2.pytorch.org/whl/x.whl"),
+    # no twin: another host, another scheme or port, a host that only ends like one
+    (f"https://files.example/whl/{WHEEL}", None),
+    (f"http://download.pytorch.org/whl/{WHEEL}", None),
+    (f"https://download.pytorch.org:8443/whl/{WHEEL}", None),
+    (f"https://download.pytorch.org.example/whl/{WHEEL}", None),
+])
+def test_a_pytorch_file_host_has_the_other_as_its_twin_with_the_same_path(official, other):
+    assert twin(official) == other

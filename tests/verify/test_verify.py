@@ -22,10 +22,11 @@ from lockkit.platforms.definitions import load_platforms
 from lockkit.report.model import Dossier
 from lockkit.verify.context import Options as VerifyOptions
 from lockkit.verify.run import verify as run_verify
+from tests.support.failing_host import FailingHost
 from tests.support.fake_torch import build_fake_torch
 from tests.support.index_server import IndexServer
 from tests.support.project import lockkit
-from tests.support.pytorch_index import PyTorchIndex
+from tests.support.pytorch_index import R2, PyTorchIndex
 
 ORDER = ["host", "venv", "install", "pip-check", "inventory", "system", "gpu", "extensions",
          "application", "resume"]
@@ -484,3 +485,29 @@ def test_a_verify_leaves_no_absolute_path_outside_the_roots(fake_project, tmp_pa
              if not el.get("name", "").startswith("root.")
              for v in (*el.attrib.values(), el.text or "")]
     assert set(_absolute_paths(texts)) <= system
+
+
+def test_a_verify_whose_r2_host_answers_503_installs_from_the_origin_and_says_so(
+        fake_project, tmp_path):
+    """No wheelhouse: the install step fetches the lock's URLs. The lock pins the R2 host,
+    which answers 503 (issue 36): the same path comes from download.pytorch.org, hashed
+    against the lock, and the install step's record names the host that failed."""
+    root = fake_project("linux-cpu", local="cpu", cuda=None)
+    shutil.rmtree(root / "wheelhouse")
+    down = FailingHost("503")
+    try:
+        config = root / "lockkit.toml"
+        text = config.read_text()
+        r2 = next(line for line in text.splitlines() if line.startswith(f'"{R2}"'))
+        config.write_text(text.replace(r2, f'"{R2}" = "{down.url}/r2"'))
+        main(["verify", "--project", str(root), "--platform", "linux-cpu", "--report-dir",
+              str(root / "report"), "--cache-dir", str(tmp_path / "fresh-cache")])
+    finally:
+        down.close()
+    doc = json.loads((root / "report" / "dossier.json").read_text())
+    assert any(p.startswith("/r2/whl/cpu/torch-") for p in down.requests)
+    install = next(s for s in doc["steps"] if s["name"] == "install")
+    assert install["status"] == "passed"  # (the fake torch fails the gpu step later)
+    (twin,) = install["detail"]["twin_hosts"]
+    assert twin.startswith("torch-2.5.1+cpu-") and "sha256 checked" in twin
+    assert f"the mirror of {R2} failed: HTTP 503" in twin
