@@ -62,7 +62,7 @@ _log = logging.getLogger(__name__)
 
 def _while_uv_runs() -> None:
     """What every compile needs once uv is done, done while uv resolves: uv's version
-    (through importlib.metadata) and lockkit's code digest (every source file read: the
+    (``uv --version``) and lockkit's code digest (every source file read: the
     memo key's). Not the lock writer's imports (:mod:`lockkit.lock.lockfile`, tomli_w):
     an unchanged lock never needs them, and while uv runs they would hold the interpreter
     lock the routing index answers uv with; :func:`_while_uv_runs_to_write` where a lock
