@@ -14,6 +14,7 @@ nothing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
@@ -62,20 +63,20 @@ _log = logging.getLogger(__name__)
 
 def _while_uv_runs() -> None:
     """What every compile needs once uv is done, done while uv resolves: uv's version
-    (``uv --version``) and lockkit's code digest (every source file read: the
-    memo key's). Not the lock writer's imports (:mod:`lockkit.lock.lockfile`, tomli_w):
-    an unchanged lock never needs them, and while uv runs they would hold the interpreter
-    lock the routing index answers uv with; :func:`_while_uv_runs_to_write` where a lock
-    is built whatever uv says."""
-    uv_version(uv_bin())
+    (``uv --version``; one that fails is said by the compile, which asks again, not as
+    this thread's traceback) and lockkit's code digest (the memo key's). Not the lock
+    writer's imports (an unchanged lock never needs them, and they would hold the
+    interpreter lock the routing index answers uv with) unless a lock is built whatever
+    uv says (:func:`_while_uv_runs_to_write`)."""
+    with contextlib.suppress(LockkitError):
+        uv_version(uv_bin())
     code_digest()
 
 
 def _while_uv_runs_to_write() -> None:
-    """:func:`_while_uv_runs` and the lock writer's imports, for a run that builds a lock
-    whatever uv says (one that uv fails stops before): a compile with no lock on disk
-    (the memo keeps only a lock that is there) and ``--locked``. Done once the routing
-    index has fetched the family pages uv waits on, so they come off the time after uv."""
+    """:func:`_while_uv_runs` and the lock writer's imports, for a compile with no lock on
+    disk (the memo keeps only a lock that is there) and ``--locked``: done once the routing
+    index has the family pages uv waits on, they come off the time after uv."""
     _while_uv_runs()
     import packaging.pylock  # noqa: F401
     import tomli_w  # noqa: F401
