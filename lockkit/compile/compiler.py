@@ -14,6 +14,7 @@ nothing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
@@ -62,12 +63,25 @@ _log = logging.getLogger(__name__)
 
 def _while_uv_runs() -> None:
     """What every compile needs once uv is done, done while uv resolves: uv's version
-    (through importlib.metadata) and lockkit's code digest (every source file read: the
-    memo key's). Not the lock writer's imports (:mod:`lockkit.lock.lockfile`, tomli_w):
-    an unchanged lock never needs them, and while uv runs they would hold the interpreter
-    lock the routing index answers uv with."""
-    uv_version(uv_bin())
+    (``uv --version``; one that fails is said by the compile, which asks again, not as
+    this thread's traceback) and lockkit's code digest (the memo key's). Not the lock
+    writer's imports (an unchanged lock never needs them, and they would hold the
+    interpreter lock the routing index answers uv with) unless a lock is built whatever
+    uv says (:func:`_while_uv_runs_to_write`)."""
+    with contextlib.suppress(LockkitError):
+        uv_version(uv_bin())
     code_digest()
+
+
+def _while_uv_runs_to_write() -> None:
+    """:func:`_while_uv_runs` and the lock writer's imports, for a compile with no lock on
+    disk (the memo keeps only a lock that is there) and ``--locked``: done once the routing
+    index has the family pages uv waits on, they come off the time after uv."""
+    _while_uv_runs()
+    import packaging.pylock  # noqa: F401
+    import tomli_w  # noqa: F401
+
+    import lockkit.lock.lockfile  # noqa: F401
 
 
 def compile_one(project: Project, platform: Platform, uv: str,
@@ -84,7 +98,8 @@ def compile_one(project: Project, platform: Platform, uv: str,
     options = ResolveOptions(preferences=path, upgrade=upgrade,
                              upgrade_packages=upgrade_packages,
                              exclude_newer=project.exclude_newer)
-    run = _prepare(project, platform, uv, http, options, requirements)
+    run = _prepare(project, platform, uv, http, options, requirements,
+                   writes=existing is None)
     memos = memos if memos is not None else MemoStore(default_cache_dir())
     key = _memo_key(run.resolution.text, run.meta, run.record, platform, run.indexes,
                     project.allow_sdist, run.resolution.routing)
@@ -125,7 +140,8 @@ def locked_one(project: Project, platform: Platform, uv: str, http: Http,
     # (None: "not a lock lockkit wrote")
     options = ResolveOptions(preferences=path if lock is not None else None,
                              exclude_newer=project.exclude_newer)
-    fresh, _ = _prepare(project, platform, uv, http, options, requirements).lock(http, path)
+    fresh, _ = _prepare(project, platform, uv, http, options, requirements,
+                        writes=True).lock(http, path)
     # the built lock's tables are its data as read back from its text (Lock.built)
     said = differences(lock, fresh) if lock is not None else []
     status = said_of.status if said_of.status != "fresh" else \
@@ -152,15 +168,18 @@ class _Prepared:
 
 
 def _prepare(project: Project, platform: Platform, uv: str, http: Http,
-             options: ResolveOptions, requirements: dict[str, list[str]]) -> _Prepared:
+             options: ResolveOptions, requirements: dict[str, list[str]],
+             writes: bool = False) -> _Prepared:
     """uv's resolution for *platform* (*options*: the preferences and how far to move
-    them), with the lock's metadata and inputs record."""
+    them), with the lock's metadata and inputs record; *writes*: a lock is built from it
+    whatever uv says (:func:`_while_uv_runs_to_write`)."""
     python = lock_python(project, platform)
     record = inputs_record(project, platform, python, requirements)
     indexes = Indexes.for_platform(platform, project.mirrors, project.index_url,
                                      project.secrets)
     start = time.perf_counter()
-    resolution = _resolve(project, platform, python, indexes, options, requirements, uv, http)
+    resolution = _resolve(project, platform, python, indexes, options, requirements, uv, http,
+                          _while_uv_runs_to_write if writes else _while_uv_runs)
     _log.log(VERBOSE, "%s: uv resolved in %.2f s", platform.name, time.perf_counter() - start)
     meta = LockMeta(
         platform=platform.name, platform_fingerprint=platform.fingerprint,
@@ -174,7 +193,7 @@ def _prepare(project: Project, platform: Platform, uv: str, http: Http,
 
 def _resolve(project: Project, platform: Platform, python: str, indexes: Indexes,
              options: ResolveOptions, requirements: dict[str, list[str]], uv: str,
-             http: Http) -> Resolution:
+             http: Http, meanwhile: Callable[[], None] = _while_uv_runs) -> Resolution:
     """uv's resolution of the project's inputs for *platform*; a failure for want of a
     torch the platform's index serves says so plainly (:func:`.resolve.no_such_torch`)."""
     pages: dict[str, tuple[int, str]] = {}  # on a failure: what the PyTorch index served
@@ -185,7 +204,7 @@ def _resolve(project: Project, platform: Platform, python: str, indexes: Indexes
                            fetch_page=http.page, options=options,
                            input_options=input_options,
                            prefetch=tuple(asked_names(requirements)),
-                           meanwhile=_while_uv_runs, pages_out=pages,
+                           meanwhile=meanwhile, pages_out=pages,
                            timeout=http.timeout)
         except ResolutionError:
             no_such_torch(platform, requirements, pages)

@@ -158,6 +158,21 @@ def test_an_unchanged_recompile_imports_no_lock_writer(project, cache):
     assert again.stdout.splitlines()[-1].split() == []
 
 
+
+def test_the_lock_records_the_version_the_bundled_uv_reports(project, cache):
+    """uv's version is asked of the binary that resolved (``uv --version``, while it
+    resolves), not of an installed package's metadata: the lock names that binary's
+    version, which is also what its package's metadata says."""
+    from importlib.metadata import version
+
+    from lockkit._internal.uv import uv_bin
+
+    assert compile_("--project", str(project)) == 0
+    said = subprocess.run([uv_bin(), "--version"], capture_output=True, text=True,
+                          timeout=60, check=True).stdout.split()[1]
+    recorded = tomllib.loads(lock_of(project).read_text())["tool"]["lockkit"]["uv-version"]
+    assert recorded == said == version("uv")
+
 @posix_only
 def test_a_fifo_in_place_of_the_compile_memo_does_not_hang_the_compile(project, cache):
     assert compile_("--project", str(project)) == 0
