@@ -7,8 +7,10 @@ and its runtime dependencies, so the offline machine can run ``lockkit verify``:
 ``compile`` resolves a lock (``lockkit.index.resolve``: uv for the *target*'s
 ``--python-platform`` and Python version, ``--generate-hashes``), against the project's
 default index (``index-url``, mirrors honoured, ``exclude-newer`` too) and never a PyTorch
-index: lockkit needs no torch-family package. Without ``exclude-newer`` the tools follow
-the index's newest releases at build time, so two builds far apart may carry different
+index: lockkit needs no torch-family package (:func:`resolve_runtime`, the one rule; the CI
+workflow's pins, :mod:`lockkit.ci.pins`, resolve by it too, for every OS and Python).
+Without ``exclude-newer`` the tools follow the index's newest releases at build time, so
+two builds far apart may carry different
 versions; the wheelhouse's own files (the lock's) do not move. The wheels are selected
 for the platform by ``lockkit.platforms.targets`` and fetched by ``lockkit.wheelhouse.fetch``
 exactly like the lock's own files, so every sha256 is checked while the bytes stream in.
