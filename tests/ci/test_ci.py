@@ -653,3 +653,19 @@ def test_cli_sets_up_the_python_requires_python_chose_for_the_lock(tmp_path, mon
     flow = yaml.safe_load((tmp_path / ".github" / "workflows" / "lockkit.yml").read_text())
     (entry,) = flow["jobs"]["verify"]["strategy"]["matrix"]["include"]
     assert entry["python"] == "3.12"
+
+
+def test_a_requirements_file_lockkit_did_not_write_is_never_replaced(tmp_path, monkeypatch,
+                                                                     capsys):
+    """.lockkit/ci/requirements.txt written by hand: refused before any work (--force
+    replaces it), nothing written."""
+    repo = _repo(tmp_path, 'platforms = ["linux-cpu"]\n')
+    mine = repo / ".lockkit" / "ci" / "requirements.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("# my own pins\nidna==3.10\n")
+    assert _cli(repo, monkeypatch) == 2
+    err = capsys.readouterr().err
+    assert "requirements.txt: a file lockkit did not write" in err and "--force" in err
+    assert mine.read_text() == "# my own pins\nidna==3.10\n"
+    assert not (repo / ".github").exists()
+    assert sorted(p.name for p in mine.parent.iterdir()) == ["requirements.txt"]
