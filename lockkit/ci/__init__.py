@@ -1,6 +1,7 @@
 """``lockkit ci``: the ``[ci]`` table and a GitHub Actions workflow that gates the locks and
 verifies every platform on its runner and signs each dossier (:mod:`~lockkit.ci.workflow`),
-installing lockkit's own committed wheel by hash (:mod:`~lockkit.ci.ownwheel`); a scheduled
+installing lockkit's own committed wheel (:mod:`~lockkit.ci.ownwheel`) and its dependencies
+from one hash-pinned requirements file (:mod:`~lockkit.ci.pins`); a scheduled
 workflow that refreshes the locks in one pull request (:mod:`~lockkit.ci.refresh`); the
 workflows' text, piece by piece: YAML scalars, runner labels, the install step
 (:mod:`~lockkit.ci.render`).

@@ -31,8 +31,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from lockkit.ci.render import install_step, posix, project_arg, quoted, scalar, where_from
-from lockkit.ci.workflow import DEFAULT_OUTPUT, TOOL_PYTHON, lockkit_step, setup_steps, uses
+from lockkit.ci.render import posix, project_arg, quoted, scalar
+from lockkit.ci.workflow import (
+    DEFAULT_OUTPUT,
+    TOOL_PYTHON,
+    install_lockkit,
+    lockkit_step,
+    setup_steps,
+    uses,
+    where_lockkit,
+)
 from lockkit.config.keys import LockkitRequirement, RefreshSchedule
 from lockkit.platforms.definitions import Platform
 
@@ -123,7 +131,8 @@ def _script(name: str, script: str, env: dict[str, str], indent: str = "      ",
                                   for line in script.splitlines())]
 
 
-def _compile_job(lockkit: LockkitRequirement, locks: str, compile_cmd: str) -> list[str]:
+def _compile_job(lockkit: LockkitRequirement, project: str, locks: str,
+                 compile_cmd: str) -> list[str]:
     """Resolve and write the body: read-only, no token."""
     return [
         "  compile:", "    name: compile --upgrade", "    runs-on: ubuntu-latest",
@@ -131,7 +140,7 @@ def _compile_job(lockkit: LockkitRequirement, locks: str, compile_cmd: str) -> l
         "    outputs:", "      changed: ${{ steps.body.outputs.changed }}",
         "    steps:",
         *setup_steps(quoted(TOOL_PYTHON)),
-        *install_step(lockkit),
+        *install_lockkit(lockkit, project),
         *_script("keep the committed locks", 'cp -R "$LOCKS" "$RUNNER_TEMP/locks-before"',
                  {"LOCKS": locks}),
         *lockkit_step("compile --upgrade", compile_cmd),
@@ -169,8 +178,9 @@ def refresh_workflow(platforms: Sequence[Platform], *, project: str = ".",
     """The refresh workflow's text, byte-identical for the same arguments.
 
     *platforms* are those the gate verifies (a committed lock each); *lockkit* is installed
-    as in the gate (:func:`lockkit.ci.render.install_step`); *gate* is the gate workflow's
-    file name, which the pull-request job dispatches on the refresh branch.
+    as in the gate (:func:`lockkit.ci.workflow.install_lockkit`, from the same pins); *gate*
+    is the gate workflow's file name, which the pull-request job dispatches on the refresh
+    branch.
     """
     proj = project_arg(project)
     locks = (PurePosixPath(posix(project)) / "locks").as_posix()
@@ -181,14 +191,14 @@ def refresh_workflow(platforms: Sequence[Platform], *, project: str = ".",
         "# pull request on the branch " + BRANCH + " with `lockkit diff` by layer in its body;",
         "# the gate (" + gate + ") is dispatched on that branch and verifies every platform.",
         "# Regenerate it with `lockkit ci github --refresh` rather than editing it by hand.",
-        *where_from(lockkit, own),
+        *where_lockkit(lockkit, own, project),
         "name: lockkit refresh", "",
         "on:", "  schedule:", f"    - cron: {scalar(SCHEDULES[schedule])}",
         "  workflow_dispatch:", "",
         "permissions: {}", "",
         "concurrency:", "  group: lockkit-refresh", "  cancel-in-progress: false", "",
         "jobs:",
-        *_compile_job(lockkit, locks, compile_cmd), "",
+        *_compile_job(lockkit, project, locks, compile_cmd), "",
         *_pull_request_job(locks, gate),
     ]
     return "\n".join(lines) + "\n"

@@ -21,19 +21,13 @@ from lockkit.errors import ConfigError, UsageError
 __all__ = ["install_step", "lock_path", "posix", "project_arg", "quoted", "runner_yaml",
            "scalar", "where_from"]
 
-# The install step's script (`shell: python`): the requirement and hashes come from its
-# env, never from text substituted into the script.
-_INSTALL = """\
-import os, subprocess, sys, tempfile
-requirement = os.environ["LOCKKIT_REQUIREMENT"]
-hashes = os.environ["LOCKKIT_HASHES"].split()
-pip = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check"]
-if hashes:  # pip reads --hash options only from a requirements file
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        f.write(" ".join([requirement] + ["--hash=" + h for h in hashes]) + "\\n")
-    if subprocess.call(pip + ["--require-hashes", "--no-deps", "-r", f.name]):
-        sys.exit("lockkit's hash did not match, or it could not be installed")
-sys.exit(subprocess.call(pip + [requirement]))  # with hashes: only its dependencies
+# The step installing a lockkit that pip cannot check by hash (a VCS commit, or [ci] lockkit
+# without --hash), after the pinned file: the requirement comes from its env, never from
+# text substituted into the script.
+_UNHASHED = """\
+import os, subprocess, sys
+sys.exit(subprocess.call([sys.executable, "-m", "pip", "install", "--disable-pip-version-check",
+                          "--no-deps", os.environ["LOCKKIT_REQUIREMENT"]]))
 """
 
 _INDICATORS = set("-?:,[]{}#&*!|>'\"%@`")
@@ -89,32 +83,42 @@ def project_arg(project: str) -> str:
     return f'"{word}"'
 
 
-def where_from(req: LockkitRequirement, own: bool) -> list[str]:
-    """The generated file's comment on where lockkit comes from."""
+def where_from(req: LockkitRequirement, own: bool, pins: str, hashed: bool) -> list[str]:
+    """The generated file's comment on where lockkit and its dependencies come from."""
     where = {"index": "the default package index (or the runner's pip configuration)",
              "path": "a file committed to this repository", "url": "that URL",
              "vcs": "that commit of the repository"}[req.source]
     check = ("pip checks its hash" if req.hashes or "#sha256=" in req.requirement
              else "the commit pins its content" if req.source == "vcs"
              else "nothing checks its content")
-    lines = [f"# lockkit comes from {where}:", f"#   {req.requirement} ({check})."]
+    lines = [f"# lockkit comes from {where}:", f"#   {req.requirement} ({check}).",
+             f"# lockkit and its dependencies are installed from {pins} in pip's",
+             "# hash-checking mode (--require-hashes): every file by its sha256, none by name",
+             "# alone" + ("." if hashed else ", but lockkit itself (see above).")]
     if own:
         lines += ["# This is the default: lockkit's own wheel, written there by `lockkit ci",
-                  "# github` and installed by its sha256 (pip --require-hashes), never by name",
-                  "# from an index. Commit it with this file; [ci] lockkit in lockkit.toml",
-                  "# names another source."]
+                  "# github` with that file, never taken by name from an index. Commit both",
+                  "# with this file; [ci] lockkit in lockkit.toml names another source."]
     return lines
 
 
-def install_step(req: LockkitRequirement, indent: str = "      ") -> list[str]:
-    """The step installing lockkit from *req* through the script's env (see ``_INSTALL``)."""
-    return [f"{indent}- name: install lockkit",
-            f"{indent}  shell: python",
-            f"{indent}  env:",
-            f"{indent}    LOCKKIT_REQUIREMENT: {scalar(req.requirement)}",
-            f"{indent}    LOCKKIT_HASHES: {scalar(' '.join(req.hashes))}",
-            f"{indent}  run: |",
-            *(f"{indent}    {line}" for line in _INSTALL.splitlines())]
+def install_step(pins: str, *, only_binary: bool = True, unhashed: str | None = None,
+                 indent: str = "      ") -> list[str]:
+    """The step installing lockkit and its dependencies from *pins* (a path from the
+    repository root: pip reads a requirements file's paths from the working directory)
+    in pip's hash-checking mode; then *unhashed*, a lockkit pip cannot check by hash,
+    alone (see ``_UNHASHED``)."""
+    command = ("python -m pip install --disable-pip-version-check --require-hashes"
+               + (" --only-binary :all:" if only_binary else "") + f" -r {project_arg(pins)}")
+    lines = [f"{indent}- name: install lockkit", f"{indent}  run: {scalar(command)}"]
+    if unhashed is not None:
+        lines += [f"{indent}- name: install lockkit itself (not hash-checked)",
+                  f"{indent}  shell: python",
+                  f"{indent}  env:",
+                  f"{indent}    LOCKKIT_REQUIREMENT: {scalar(unhashed)}",
+                  f"{indent}  run: |",
+                  *(f"{indent}    {line}" for line in _UNHASHED.splitlines())]
+    return lines
 
 
 def posix(project: str) -> str:

@@ -20,12 +20,12 @@ load (:func:`lockkit.config.keys.lockkit_requirement`): ``lockkit==1.2.3`` (with
 (``#sha256=`` checked by pip) or a VCS URL at a full commit. Without the key ``ci github``
 writes lockkit's own wheel into the project, ``.lockkit/ci/lockkit-<version>-py3-none-any.whl``,
 made as ``tools/`` makes it (:func:`lockkit.wheelhouse.tools.own_wheel`: the same bytes from run to
-run), and the workflow installs that file by its sha256. Never by name from an index:
+run). Never by name from an index:
 no project of that name on the default index is known to be lockkit's, and whoever
-published it first would run code in every user's CI. With hashes, lockkit alone is
-installed first in pip's hash-checking mode (``--require-hashes --no-deps``; pip reads
-``--hash`` only from a requirements file, which the step writes), then its dependencies
-by name; a committed file is never looked up on an index.
+published it first would run code in every user's CI. lockkit and its dependencies are
+installed in one ``pip install --require-hashes -r .lockkit/ci/requirements.txt``
+(:mod:`lockkit.ci.pins`, written beside the wheel): every file by its sha256, none by name
+alone; a committed file is never looked up on an index.
 
 **Only committed files reach CI**: the locks and a ``[ci] lockkit`` wheel must be
 tracked by git (:func:`split_by_lock`, :func:`pin_files`), so outside a git repository,
@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from lockkit._internal import proc
 from lockkit._internal.fs import sha256_file
+from lockkit.ci.pins import hashed, only_binary, pins_path
 from lockkit.ci.render import (
     install_step,
     lock_path,
@@ -69,8 +70,9 @@ if TYPE_CHECKING:
     from lockkit._internal.outfile import Target
 
 __all__ = ["ACTIONS", "DEFAULT_OUTPUT", "HEADER", "default_runner",
-           "github_workflow", "locate_project", "lockkit_step", "pin_files", "recognise",
-           "setup_steps", "split_by_lock", "uses", "validate_runners", "write_workflow"]
+           "github_workflow", "install_lockkit", "locate_project", "lockkit_step", "pin_files",
+           "recognise", "setup_steps", "split_by_lock", "uses", "validate_runners",
+           "where_lockkit", "write_workflow"]
 
 DEFAULT_OUTPUT = Path(".github/workflows/lockkit.yml")
 REPORT_DIR = "lockkit-report"
@@ -199,6 +201,19 @@ def _cache(what: str, paths: Sequence[str], key: str, indent: str = "      ") ->
             f"{indent}    key: {scalar(key)}"]
 
 
+def install_lockkit(req: LockkitRequirement, project: str,
+                    indent: str = "      ") -> list[str]:
+    """The step installing *req* and lockkit's dependencies from the project's pins
+    (:mod:`lockkit.ci.pins`), in pip's hash-checking mode."""
+    return install_step(pins_path(project), only_binary=only_binary(req),
+                        unhashed=None if hashed(req) else req.requirement, indent=indent)
+
+
+def where_lockkit(req: LockkitRequirement, own: bool, project: str) -> list[str]:
+    """The header's comment on where lockkit and its dependencies come from."""
+    return where_from(req, own, pins_path(project), hashed(req))
+
+
 def lockkit_step(name: str, command: str, indent: str = "      ") -> list[str]:
     """A step running lockkit, with its cache folders set."""
     return [f"{indent}- name: {scalar(name)}", f"{indent}  env:",
@@ -259,7 +274,7 @@ def github_workflow(platforms: list[Platform], *, project: str = ".",
     lines = [
         HEADER + "regenerate it after changing the platforms,",
         "# their locks or [ci] in lockkit.toml rather than editing it by hand.",
-        *where_from(req, own),
+        *where_lockkit(req, own, project),
         "name: lockkit", "", "on: [push, pull_request, workflow_dispatch]", "",
         "permissions:", "  contents: read", "",
         "# A run: line holds no ${{ }} but the matrix values below, written by lockkit;",
@@ -269,7 +284,7 @@ def github_workflow(platforms: list[Platform], *, project: str = ".",
         "  locks:", "    name: locks are fresh", "    runs-on: ubuntu-latest", "    steps:",
         *setup_steps(quoted(TOOL_PYTHON)),
         *_cache("uv", caches[1:], "lockkit-locks-${{ hashFiles('" + all_locks + "') }}"),
-        *install_step(req),
+        *install_lockkit(req, project),
         *lockkit_step("check the locks against a fresh resolution", "lockkit compile --locked "
                        + "".join(f"--platform {p.name} " for p in platforms)
                        + f"--project {proj}"),
@@ -287,7 +302,7 @@ def github_workflow(platforms: list[Platform], *, project: str = ".",
         *_cache("uv, lockkit's downloads and the wheelhouse",
                 [*caches, f"{posix(project)}/wheelhouse/{plat}"],
                 f"lockkit-{plat}-${{{{ runner.os }}}}-${{{{ hashFiles(matrix.lock) }}}}"),
-        *install_step(req),
+        *install_lockkit(req, project),
         *lockkit_step("build the wheelhouse",
                        f"lockkit wheelhouse build --platform {plat} --project {proj}"),
         *lockkit_step("verify", f"lockkit verify --platform {plat} --project {proj} "

@@ -14,14 +14,17 @@ if TYPE_CHECKING:
     import argparse
 
     from lockkit._internal.outfile import Target
+    from lockkit.config.keys import LockkitRequirement
     from lockkit.config.project import Project
+    from lockkit.platforms.definitions import Platform
+    from lockkit.wheelhouse.toolpins import Tool
 
 __all__ = ["handle"]
 
 
 def handle(args: argparse.Namespace) -> int:
     from lockkit._internal import outfile
-    from lockkit.ci import ownwheel
+    from lockkit.ci import ownwheel, pins
     from lockkit.ci import refresh as rf
     from lockkit.ci import workflow as ci
     from lockkit.cli.common import load
@@ -36,6 +39,9 @@ def handle(args: argparse.Namespace) -> int:
     schedule = args.refresh or project.ci.refresh
     default = repo / ci.DEFAULT_OUTPUT
     refresh_target = _refresh_target(args, project, default) if schedule else None
+    pins_target = outfile.check(repo / pins.pins_path(rel), what=pins.WHAT,
+                                recognise=pins.recognise, force=args.force,
+                                inputs=output_inputs(project))
     target = outfile.check(args.output or default, what=ci.WHAT,
                            recognise=ci.recognise, force=args.force,
                            flag="-o" if args.output else None,
@@ -60,10 +66,8 @@ def handle(args: argparse.Namespace) -> int:
     pythons = {p.name: lock_python(project, p) for p in kept}
     text = ci.github_workflow(kept, project=rel, runners=runners, python=pythons,
                               lockkit=lockkit, own=own is not None)
-    if own is not None:
-        ownwheel.write_own_wheel(own, repo / lockkit.requirement)
-        ui.say(f"wrote {shown_path(repo / lockkit.requirement)} ({lockkit.hashes[0]}): CI "
-               "installs lockkit from this file by its hash; commit it with the workflow")
+    pinned = _pins_text(project, kept, [*pythons.values(), ci.TOOL_PYTHON], lockkit)
+    _write_pins(pins_target, pinned, lockkit, own, repo)
     ci.write_workflow(text, target)
     where = "stdout" if target.kind == "stdout" else shown_path(args.output or default)
     ui.say(f"wrote {where}: verify on {', '.join(p.name for p in kept)}")
@@ -76,6 +80,39 @@ def handle(args: argparse.Namespace) -> int:
         ui.say(f"wrote {shown}: {schedule}, 'lockkit compile --upgrade' "
                f"and one pull request on {rf.BRANCH}, verified by {gate}")
     return 0
+
+
+def _pins_text(project: Project, kept: list[Platform], pythons: list[str],
+               lockkit: LockkitRequirement) -> str:
+    """``.lockkit/ci/requirements.txt``'s text: lockkit's dependencies resolved for every
+    OS and every Python from the lowest of the workflows' *pythons* up."""
+    from packaging.version import Version
+
+    from lockkit.ci import pins
+
+    lowest = min(pythons, key=Version)
+    ui.say(f"resolving lockkit's dependencies for Python {lowest} and up, every OS...")
+    return pins.pins_text(lockkit, pins.resolve_dependencies(project, kept[0], [lowest]),
+                          lowest)
+
+
+def _write_pins(target: Target, text: str, lockkit: LockkitRequirement, own: Tool | None,
+                repo: Path) -> None:
+    """lockkit's own wheel (*own*, when it is the default), then the pins naming it."""
+    from lockkit._internal import outfile
+    from lockkit.ci import ownwheel, pins
+
+    if own is not None:
+        ownwheel.write_own_wheel(own, repo / lockkit.requirement)
+        ui.say(f"wrote {shown_path(repo / lockkit.requirement)} ({lockkit.hashes[0]}): CI "
+               "installs lockkit from this file by its hash; commit it with the workflow")
+    outfile.write(target, text)
+    assert target.path is not None  # a file: the pins are never on stdout
+    ui.say(f"wrote {shown_path(target.path)}: lockkit and its dependencies by sha256, which "
+           "the workflow installs with --require-hashes; commit it with the workflow")
+    if not pins.hashed(lockkit):
+        ui.warn(f"[ci] lockkit: {lockkit.requirement} cannot be checked by hash; CI installs "
+                "it after the pinned dependencies, without a hash check")
 
 
 def _refresh_target(args: argparse.Namespace, project: Project, gate: Path) -> Target:

@@ -70,7 +70,9 @@ def _need_config(project: Project, flag: str) -> None:
 
 def _check(project: Project, selected: list[Platform]) -> int:
     """``--check``: write nothing; every selected lock fresh, else exit 1 naming the rest.
-    What a fresh verdict took on its word is said, one note per platform."""
+    What a fresh verdict took on its word is said, one note per platform. The CI
+    workflow's pins (:mod:`lockkit.ci.pins`) count too: stale when written by another
+    lockkit version or for other dependencies."""
     _need_config(project, "--check")
     from lockkit.lock.freshness import check_platforms  # the gate imports no resolver
 
@@ -81,10 +83,21 @@ def _check(project: Project, selected: list[Platform]) -> int:
         ui.say(f"{o.platform}: {o.status} ({o.path.relative_to(project.root)}){detail}")
         if o.note and o.status == "fresh":
             ui.say(f"note: {o.platform}: {o.note}")
+    from lockkit.ci.pins import stale  # .lockkit/ci/requirements.txt, when there is one
+
+    pins = stale(project.root)
+    if pins is not None:
+        ui.say(pins)
+    problems, hints = [], []
     if bad:
-        raise StaleLockError(
-            "locks not fresh: " + ", ".join(f"{o.platform} ({o.status})" for o in bad),
-            hint=_check_hint(bad))
+        problems.append("locks not fresh: "
+                        + ", ".join(f"{o.platform} ({o.status})" for o in bad))
+        hints.append(_check_hint(bad))
+    if pins is not None:
+        problems.append(pins)
+        hints.append("run 'lockkit ci github' and commit what it writes")
+    if problems:
+        raise StaleLockError("; ".join(problems), hint="; ".join(hints))
     return 0
 
 

@@ -89,7 +89,9 @@ def compile(sub: Any) -> None:
     comp.add_argument("--all", action="store_true", help="compile every known platform")
     comp.add_argument("--check", action="store_true",
                       help="write nothing, offline; exit 1 if a lock is missing, stale or "
-                           "edited (a file on a host compile does not take it from)")
+                           "edited (a file on a host compile does not take it from), or "
+                           ".lockkit/ci/requirements.txt was written by another lockkit "
+                           "version or for other dependencies")
     comp.add_argument("--locked", action="store_true",
                       help="write nothing; resolve again (the locks' pins preferred) and exit 1 "
                            "naming every package, version, file, URL or hash that differs "
@@ -237,8 +239,9 @@ def ci(sub: Any) -> None:
                     "Only platforms with a committed lock get a job (the others are named on "
                     "stderr); outside a git repository it refuses. CI installs the lockkit that "
                     "[ci] lockkit names (default: this lockkit's own wheel, written to "
-                    ".lockkit/ci/ and installed by its sha256); actions are pinned to "
-                    "commits; caches are keyed by each lock's hash.")
+                    ".lockkit/ci/) and its dependencies from .lockkit/ci/requirements.txt, "
+                    "which it writes: every file by its sha256 (pip --require-hashes); "
+                    "actions are pinned to commits; caches are keyed by each lock's hash.")
     gh.add_argument("--platform", action="append", default=[], metavar="NAME",
                     help="platform to verify (repeatable; default: the config's list)")
     gh.add_argument("--all", action="store_true", help="every known platform")

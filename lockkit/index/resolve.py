@@ -51,6 +51,9 @@ class ResolveOptions:
     upgrade: bool = False
     upgrade_packages: tuple[str, ...] = ()
     exclude_newer: str | None = None  # RFC 3339 date or timestamp, passed to uv
+    # every OS and Python from the given one up (uv --universal, markers in the output)
+    # rather than the platform's target: the CI workflow's pins for its runners
+    universal: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,13 +75,15 @@ def uv_command(binary: str, requirements: list[Path], platform: Platform, python
     """uv's command line: no index URL on it (``ps`` shows it to every user), they go
     through :func:`uv_environment`. ``input_options`` select from pyproject.toml inputs
     (``--extra``, ``--group``, ...)."""
+    options = options or ResolveOptions()
+    target = (["--universal"] if options.universal
+              else ["--python-platform", platform.python_platform])
     argv = [binary, "pip", "compile", "--no-config", "--quiet", "--format", "pylock.toml",
-            "--generate-hashes", "--no-header", "--python-platform", platform.python_platform,
-            "--python-version", python, "--index-strategy", "first-index", "-o", str(output),
+            "--generate-hashes", "--no-header", *target, "--python-version", python,
+            "--index-strategy", "first-index", "-o", str(output),
             # An explicit interpreter (used only for sdist builds) spares uv its interpreter
             # discovery, which costs ~0.2 s per call through shims such as pyenv's.
             "--python", sys.executable]
-    options = options or ResolveOptions()
     for name in options.upgrade_packages:
         argv += ["--upgrade-package", name]
     if options.exclude_newer:

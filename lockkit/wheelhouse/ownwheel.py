@@ -28,7 +28,7 @@ from lockkit.errors import BuildError
 from lockkit.index.urls import Mirrors
 
 __all__ = ["build_from_source", "distribution", "own_source", "rebuild_installed",
-           "source_tree", "tree_digest"]
+           "runtime_requirements", "source_tree", "tree_digest"]
 
 # 1980-01-01, the earliest time a zip member can carry: the wheel's bytes do not depend
 # on when or where it was built (a SOURCE_DATE_EPOCH in the environment wins)
@@ -138,6 +138,19 @@ def _zip(members: dict[str, bytes], record: str) -> bytes:
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, data)
     return buf.getvalue()
+
+
+def runtime_requirements() -> list[str]:
+    """The running lockkit's ``Requires-Dist``, extras left out (markers kept for uv):
+    what ``tools/`` and the CI workflow's pins resolve."""
+    from packaging.requirements import Requirement
+
+    out = []
+    for text in distribution().requires or []:
+        req = Requirement(text)
+        if req.marker is None or "extra" not in str(req.marker):
+            out.append(str(req))
+    return out
 
 
 def distribution() -> metadata.Distribution:

@@ -7,8 +7,10 @@ and its runtime dependencies, so the offline machine can run ``lockkit verify``:
 ``compile`` resolves a lock (``lockkit.index.resolve``: uv for the *target*'s
 ``--python-platform`` and Python version, ``--generate-hashes``), against the project's
 default index (``index-url``, mirrors honoured, ``exclude-newer`` too) and never a PyTorch
-index: lockkit needs no torch-family package. Without ``exclude-newer`` the tools follow
-the index's newest releases at build time, so two builds far apart may carry different
+index: lockkit needs no torch-family package (:func:`resolve_runtime`, the one rule; the CI
+workflow's pins, :mod:`lockkit.ci.pins`, resolve by it too, for every OS and Python).
+Without ``exclude-newer`` the tools follow the index's newest releases at build time, so
+two builds far apart may carry different
 versions; the wheelhouse's own files (the lock's) do not move. The wheels are selected
 for the platform by ``lockkit.platforms.targets`` and fetched by ``lockkit.wheelhouse.fetch``
 exactly like the lock's own files, so every sha256 is checked while the bytes stream in.
@@ -59,7 +61,6 @@ from pathlib import Path
 from typing import Any
 
 from packaging.pylock import PackageWheel, Pylock, PylockValidationError
-from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -82,14 +83,14 @@ from lockkit.wheelhouse.ownwheel import (
     distribution,
     own_source,
     rebuild_installed,
+    runtime_requirements,
     source_tree,
     tree_digest,
 )
 from lockkit.wheelhouse.toolpins import FOLDER, Tool, Toolset, kept_pins, requirements_text
 from lockkit.wheelhouse.trust import file_name_problem, inside
 
-__all__ = ["own_wheel", "place", "prepare", "runtime_requirements",
-           "skip_reason"]
+__all__ = ["own_wheel", "place", "prepare", "resolve_runtime", "skip_reason"]
 
 
 def skip_reason(python: str) -> str | None:
@@ -98,16 +99,6 @@ def skip_reason(python: str) -> str | None:
     if spec and not SpecifierSet(spec).contains(Version(python), prereleases=True):
         return f"lockkit needs Python {spec}, the lock is for Python {python}"
     return None
-
-
-def runtime_requirements() -> list[str]:
-    """The running lockkit's ``Requires-Dist``, extras left out (markers kept for uv)."""
-    out = []
-    for text in distribution().requires or []:
-        req = Requirement(text)
-        if req.marker is None or "extra" not in str(req.marker):
-            out.append(str(req))
-    return out
 
 
 def prepare(project: Project, platform: Platform, lock: Lock,
@@ -173,21 +164,31 @@ def _from_kept(folder: Path, key: str, project: Project, platform: Platform,
     return (*own, *(t for t in tools if t.package != "lockkit")) if own else None
 
 
-def _resolve(project: Project, platform: Platform, python: str) -> list[tuple[str, str, Want]]:
+def resolve_runtime(project: Project, platform: Platform, python: str, *,
+                    universal: bool = False) -> dict[str, Any]:
+    """lockkit's own dependencies (:func:`~lockkit.wheelhouse.ownwheel.runtime_requirements`)
+    resolved by the one rule ``tools/`` and the CI workflow's pins share: uv with hashes,
+    every name from the project's default index (``index-url``, mirrors, ``exclude-newer``)
+    and never a PyTorch index; for *platform* and *python*, or with *universal* for every
+    OS and every Python from *python* up. uv's pylock document; a LockkitError as uv's."""
     # no torch index, no routing index: every name from the project's default index
     bare = replace(platform, torch_index=None, torch_packages=(), torch_file_hosts=())
     indexes = Indexes.for_platform(bare, project.mirrors, project.index_url,
                                      project.secrets)
+    options = ResolveOptions(exclude_newer=project.exclude_newer, universal=universal)
     with tempfile.TemporaryDirectory(prefix="lockkit-tools-") as tmp:
         reqs = Path(tmp) / "requirements.in"
         reqs.write_text("".join(f"{r}\n" for r in runtime_requirements()), encoding="utf-8")
-        try:
-            doc = resolve([reqs], bare, python, indexes,
-                          options=ResolveOptions(exclude_newer=project.exclude_newer)).doc
-        except LockkitError as exc:
-            why = str(exc).removeprefix(f"{platform.name}: ")
-            raise BuildError(f"{platform.name}: lockkit's own dependencies (for tools/): {why}",
-                             hint="check index-url / --mirror, or pass --no-tools") from None
+        return resolve([reqs], bare, python, indexes, options=options).doc
+
+
+def _resolve(project: Project, platform: Platform, python: str) -> list[tuple[str, str, Want]]:
+    try:
+        doc = resolve_runtime(project, platform, python)
+    except LockkitError as exc:
+        why = str(exc).removeprefix(f"{platform.name}: ")
+        raise BuildError(f"{platform.name}: lockkit's own dependencies (for tools/): {why}",
+                         hint="check index-url / --mirror, or pass --no-tools") from None
     where = Path(f"lockkit's dependencies for {platform.name}")
     try:
         chosen = select(Pylock.from_dict(doc), platform, python, where)

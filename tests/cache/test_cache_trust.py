@@ -37,7 +37,7 @@ from lockkit.errors import HashMismatch
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import load_platforms
 from lockkit.verify.install import shared_root
-from lockkit.wheelhouse import archive, ownwheel, tools
+from lockkit.wheelhouse import archive, ownwheel
 from tests.support.project import lockkit
 from tests.support.tools import mirrors_of, tool_wheels  # noqa: F401 - the session's download
 
@@ -563,7 +563,7 @@ def test_planted_tools_memos_in_a_shared_cache_pin_nothing_planted(tools_project
     from lockkit._internal.redact import strip_credentials
 
     old_key = hashlib.sha256(json.dumps(  # the name an older lockkit read its memo under
-        [__version__, tools.runtime_requirements(), platform.fingerprint, python,
+        [__version__, ownwheel.runtime_requirements(), platform.fingerprint, python,
          strip_credentials(project.index_url or ""),
          sorted((k, strip_credentials(v)) for k, v in project.mirrors.items()),
          project.exclude_newer or ""]).encode()).hexdigest()

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
@@ -24,7 +22,7 @@ from lockkit.errors import ConfigError
 from lockkit.platforms.definitions import load_platforms
 from lockkit.report import junit
 from lockkit.report.junit import write_junit
-from tests.support.index_server import IndexServer, build_wheel
+from tests.support.index_server import build_wheel
 
 WANT = ["linux-cpu", "linux-cu126", "linux-rocm6", "macos-arm64", "windows-cpu", "windows-cu126"]
 DEFAULTS = {
@@ -263,21 +261,36 @@ def test_read_only_permissions_no_persisted_token_no_expression_in_scripts(platf
         assert "${{" not in outside, step
 
 
-@pytest.mark.parametrize("requirement", [
-    "lockkit==1.2.3", f"lockkit @ git+https://git.example.invalid/org/lockkit@{SHA}",
-    "lockkit @ https://files.example.invalid/lockkit-1.2.3-py3-none-any.whl#sha256=" + "a" * 64,
-])
-def test_the_install_step_installs_exactly_the_configured_requirement(platforms, requirement):
+PIP = ("python -m pip install --disable-pip-version-check --require-hashes "
+       "--only-binary :all: -r .lockkit/ci/requirements.txt")
+APART = "install lockkit itself (not hash-checked)"
+
+
+@pytest.mark.parametrize("requirement,apart", [
+    ("lockkit==1.2.3", True),
+    (f"lockkit @ git+https://git.example.invalid/org/lockkit@{SHA}", True),
+    ("lockkit @ https://files.example.invalid/lockkit-1.2.3-py3-none-any.whl#sha256=" + "a" * 64,
+     False),
+], ids=["index-no-hash", "vcs", "url-hashed"])
+def test_the_install_step_installs_the_pins_and_an_unhashable_lockkit_apart(platforms,
+                                                                           requirement, apart):
+    """Every job installs lockkit and its dependencies from the pins in hash-checking mode;
+    a lockkit pip cannot hash (a VCS commit, a pin without --hash) follows, alone."""
+    from lockkit.ci import pins
+
     req, problems = lockkit_requirement(requirement)
-    assert problems == []
+    assert problems == [] and req is not None
     text, doc = _workflow(platforms, ["linux-cpu"], lockkit=req)
     steps = _installs(doc)
-    assert len(steps) == 2  # the locks job and the verify job
-    for step in steps:
-        assert step["shell"] == "python"
-        assert step["env"] == {"LOCKKIT_REQUIREMENT": requirement, "LOCKKIT_HASHES": ""}
+    assert [s["run"] for s in steps] == [PIP, PIP]  # the locks job and the verify job
+    after = [s for s in _steps(doc) if s.get("name") == APART]
+    assert [s.get("env") for s in after] == ([{"LOCKKIT_REQUIREMENT": requirement}] * 2
+                                             if apart else [])
     assert f"#   {requirement} (" in text  # the file says where lockkit comes from
     assert "This is the default" not in text
+    listed = pins.pins_text(req, [], "3.11")
+    assert ("\nlockkit @ https://files.example.invalid/" in listed) is not apart
+    assert (f"#   {requirement}\n" in listed) is apart  # named in the header as not listed
 
 
 def _own_wheel(repo: Path, sub: str = ".") -> Path:
@@ -296,12 +309,13 @@ def test_the_default_is_lockkits_own_wheel_installed_by_its_hash(tmp_path, monke
     assert "lockkit/ci/workflow.py" in names and "lockkit/_platforms/linux-cpu.toml" in names
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     text, doc = _written(repo)
-    for step in _installs(doc):  # by path and sha256, never a name an index could serve
-        assert step["env"] == {"LOCKKIT_REQUIREMENT": f".lockkit/ci/{wheel.name}",
-                               "LOCKKIT_HASHES": f"sha256:{digest}"}
+    assert [s["run"] for s in _installs(doc)] == [PIP, PIP]
+    pinned = (repo / ".lockkit" / "ci" / "requirements.txt").read_text()
+    # by path and sha256, never a name an index could serve
+    assert f"\n.lockkit/ci/{wheel.name} \\\n    --hash=sha256:{digest}\n" in pinned
     assert f"#   .lockkit/ci/{wheel.name} (pip checks its hash)." in text
-    assert "installed by its sha256 (pip --require-hashes), never by name" in text
-    assert "lockkit==" not in text
+    assert "hash-checking mode (--require-hashes)" in text
+    assert "lockkit==" not in text and "\nlockkit==" not in pinned
     err = capsys.readouterr().err
     assert f"wrote .lockkit/ci/{wheel.name} (sha256:{digest}): CI installs lockkit" in err
     assert "warning" not in err
@@ -309,8 +323,9 @@ def test_the_default_is_lockkits_own_wheel_installed_by_its_hash(tmp_path, monke
     # [ci] lockkit replaces it
     (repo / "lockkit.toml").write_text('platforms = ["linux-cpu"]\n[ci]\nlockkit = "lockkit==9"\n')
     assert _cli(repo, monkeypatch) == 0
-    assert {s["env"]["LOCKKIT_REQUIREMENT"] for s in _installs(_written(repo)[1])} == \
-        {"lockkit==9"}
+    assert {s["env"]["LOCKKIT_REQUIREMENT"] for s in _steps(_written(repo)[1])
+            if s.get("name") == APART} == {"lockkit==9"}
+    assert "[ci] lockkit: lockkit==9 cannot be checked by hash" in capsys.readouterr().err
 
 
 def _umask() -> int:
@@ -323,12 +338,15 @@ def _umask() -> int:
 def test_two_runs_write_the_same_wheel_bytes_and_workflow(tmp_path, monkeypatch):
     repo = _repo(tmp_path, 'platforms = ["linux-cpu"]\n', sub="apps/emb")
     assert _cli(repo, monkeypatch, "--project", "apps/emb") == 0
+    pins = repo / "apps" / "emb" / ".lockkit" / "ci" / "requirements.txt"
     first, flow = _own_wheel(repo, "apps/emb").read_bytes(), _written(repo)[0]
+    pinned = pins.read_text()
     _own_wheel(repo, "apps/emb").unlink()
     assert _cli(repo, monkeypatch, "--project", "apps/emb") == 0
     assert _own_wheel(repo, "apps/emb").read_bytes() == first
-    assert _written(repo)[0] == flow
-    assert f"LOCKKIT_REQUIREMENT: apps/emb/.lockkit/ci/lockkit-{lockkit.__version__}" in flow
+    assert _written(repo)[0] == flow and pins.read_text() == pinned
+    assert "-r apps/emb/.lockkit/ci/requirements.txt" in flow
+    assert f"\napps/emb/.lockkit/ci/lockkit-{lockkit.__version__}-py3-none-any.whl " in pinned
 
 
 def test_outside_a_git_repository_nothing_is_written(tmp_path, monkeypatch, capsys):
@@ -449,98 +467,15 @@ def test_a_committed_wheel_is_hashed_and_a_wrong_hash_refused(tmp_path, monkeypa
     assert _cli(repo, monkeypatch) == 0
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     text, doc = _written(repo)
-    assert {s["env"]["LOCKKIT_HASHES"] for s in _installs(doc)} == {f"sha256:{digest}"}
+    assert [s["run"] for s in _installs(doc)] == [PIP, PIP]
+    pinned = (repo / ".lockkit" / "ci" / "requirements.txt").read_text()
+    assert f"\ndist/lockkit-1.0-py3-none-any.whl \\\n    --hash=sha256:{digest}\n" in pinned
     assert "a file committed to this repository" in text and "pip checks its hash" in text
     (repo / "lockkit.toml").write_text(
         'platforms = ["linux-cpu"]\n[ci]\nlockkit = "dist/lockkit-1.0-py3-none-any.whl '
         f'--hash=sha256:{"0" * 64}"\n')
     assert _cli(repo, monkeypatch) == 2
     assert f"has sha256:{digest}, not the hash given" in capsys.readouterr().err
-
-
-# --- the install step's script, run by a real Python in a real venv --------------------------
-
-def _install(script: str, env: dict[str, str], cwd: Path,
-             venv: Path) -> subprocess.CompletedProcess[str]:
-    """Run the step as GitHub's `shell: python` does (`python {0}`), pip kept off the
-    machine's configuration."""
-    (cwd / "step.py").write_text(script)
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
-    return subprocess.run([str(venv / "bin" / "python"), "step.py"], cwd=cwd, text=True,
-                          capture_output=True, timeout=300,
-                          env={**clean, "PIP_CONFIG_FILE": os.devnull, **env})
-
-
-def _installed(venv: Path) -> set[str]:
-    out = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json",
-                          "--disable-pip-version-check"],
-                         capture_output=True, text=True, check=True,
-                         env={"PIP_CONFIG_FILE": os.devnull}).stdout
-    return {f"{p['name']}=={p['version']}" for p in json.loads(out)}
-
-
-@pytest.mark.slow
-@pytest.mark.network  # pip installs lockkit's dependencies from the default index
-def test_the_install_step_checks_the_hash_then_installs_the_dependencies(tmp_path, platforms):
-    server = IndexServer(tmp_path / "index")
-    simple = server.index("/simple")
-    wheel = simple.add("lockkit", "1.2.3", requires=["lkdep"])
-    simple.add("lkdep", "1.0")
-    good = "sha256:" + hashlib.sha256(wheel.read_bytes()).hexdigest()
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    with server:
-        for hashes, ok in ((f"sha256:{'0' * 64}", False), (good, True)):
-            req, problems = lockkit_requirement(f"lockkit==1.2.3 --hash={hashes}")
-            assert problems == []
-            _, doc = _workflow(platforms, ["linux-cpu"], lockkit=req)
-            step = _installs(doc)[-1]
-            result = _install(step["run"], {**step["env"],
-                                            "PIP_INDEX_URL": f"{server.url}/simple"},
-                              tmp_path, venv)
-            assert (result.returncode == 0) is ok, result.stderr
-            names = _installed(venv)
-            assert ({"lockkit==1.2.3", "lkdep==1.0"} <= names) is ok
-            if not ok:
-                assert "THESE PACKAGES DO NOT MATCH THE HASHES" in result.stderr
-                assert "lockkit's hash did not match" in result.stderr
-
-
-@pytest.mark.slow
-@pytest.mark.network  # uv builds lockkit's own wheel: hatchling from the default index
-def test_the_default_install_step_never_installs_a_lockkit_an_index_serves(tmp_path,
-                                                                            monkeypatch):
-    """The generated step, run by a fresh venv's Python with an index serving another
-    lockkit (this very version and a newer one, each with a module the real one lacks):
-    the committed wheel is installed, or the step fails; the served one never is."""
-    repo = _repo(tmp_path, 'platforms = ["linux-cpu"]\n')
-    assert _cli(repo, monkeypatch) == 0
-    wheel = _own_wheel(repo)
-    good = wheel.read_bytes()
-    step = _installs(_written(repo)[1])[-1]
-    server = IndexServer(tmp_path / "index")
-    simple = server.index("/simple")
-    for version in (lockkit.__version__, "99.0"):
-        simple.add("lockkit", version, files={"lockkit/squatted.py": "raise SystemExit(9)\n"})
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    env = {**step["env"], "PIP_INDEX_URL": f"{server.url}/simple"}
-    with server:
-        wheel.write_bytes(good + b"\0")  # not the committed bytes: pip refuses it
-        tampered = _install(step["run"], env, repo, venv)
-        assert tampered.returncode != 0
-        assert "lockkit's hash did not match" in tampered.stderr
-        assert not [n for n in _installed(venv) if n.startswith("lockkit==")]
-        wheel.write_bytes(good)
-        result = _install(step["run"], env, repo, venv)
-    installed = [n for n in _installed(venv) if n.startswith("lockkit==")]
-    assert installed == [f"lockkit=={lockkit.__version__}"], result.stderr
-    site = next((venv / "lib").glob("python*/site-packages"))
-    assert (site / "lockkit" / "ci" / "workflow.py").is_file()
-    assert not (site / "lockkit" / "squatted.py").exists()
-    assert not [p for p, _ in server.requests if "/lockkit" in p]  # never even asked
-    # lockkit's real dependencies are not on this index: the second pip call fails on them
-    assert result.returncode == 0 or "(from lockkit)" in result.stderr, result.stderr
 
 
 # --- JUnit ----------------------------------------------------------------------------------
@@ -718,3 +653,19 @@ def test_cli_sets_up_the_python_requires_python_chose_for_the_lock(tmp_path, mon
     flow = yaml.safe_load((tmp_path / ".github" / "workflows" / "lockkit.yml").read_text())
     (entry,) = flow["jobs"]["verify"]["strategy"]["matrix"]["include"]
     assert entry["python"] == "3.12"
+
+
+def test_a_requirements_file_lockkit_did_not_write_is_never_replaced(tmp_path, monkeypatch,
+                                                                     capsys):
+    """.lockkit/ci/requirements.txt written by hand: refused before any work (--force
+    replaces it), nothing written."""
+    repo = _repo(tmp_path, 'platforms = ["linux-cpu"]\n')
+    mine = repo / ".lockkit" / "ci" / "requirements.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("# my own pins\nidna==3.10\n")
+    assert _cli(repo, monkeypatch) == 2
+    err = capsys.readouterr().err
+    assert "requirements.txt: a file lockkit did not write" in err and "--force" in err
+    assert mine.read_text() == "# my own pins\nidna==3.10\n"
+    assert not (repo / ".github").exists()
+    assert sorted(p.name for p in mine.parent.iterdir()) == ["requirements.txt"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lockkit.wheelhouse import tools
+from lockkit.wheelhouse import ownwheel
 from tests.support.pytorch_index import PyTorchIndex
 
 
@@ -41,7 +41,7 @@ def tool_wheels(tmp_path_factory) -> Iterator[list[Path]]:
     dest = tmp_path_factory.mktemp("tool-wheels")
     run = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:",
-         "-d", str(dest), *tools.runtime_requirements(), "hatchling"],
+         "-d", str(dest), *ownwheel.runtime_requirements(), "hatchling"],
         capture_output=True, text=True, timeout=900)
     if run.returncode != 0:
         last = (run.stderr.strip().splitlines() or ["no output"])[-1]

@@ -95,7 +95,7 @@ def test_skip_reason_follows_requires_python(python, skipped):
 
 
 def test_runtime_requirements_are_the_installed_metadata_without_extras():
-    reqs = tools.runtime_requirements()
+    reqs = ownwheel.runtime_requirements()
     names = {r.split(">")[0].split(";")[0].split("=")[0].strip() for r in reqs}
     assert {"httpx", "packaging", "rich", "uv", "numpy", "tomli-w", "tomli"} <= names
     assert not names & {"pytest", "ruff", "mypy", "pyyaml"}  # the test and lint extras
