@@ -6,9 +6,9 @@ Paired with their baselines in this run (``_harness.measure_pairs``):
     built, and neither the flags' modules nor the signal handling imported;
   - `python -m lockkit --version` <= 3x `python -c pass` (runpy's imports on top);
   - `lockkit compile --check` of fresh locks (every shipped platform, a synthetic project
-    compiled once against a loopback index) <= 1.3x (issue 35) `benchmarks/floor_check.py`, which does
-    the same check with the standard library only: every lock parsed and its packages
-    digest taken, the inputs normalised.
+    compiled once against a loopback index) <= 1.3x (issue 35) `benchmarks/floor_check.py`,
+    which does the same check with the standard library only: every lock parsed and its
+    packages digest taken, the inputs normalised.
 """
 
 from __future__ import annotations
