@@ -236,3 +236,31 @@ def test_a_bad_refresh_is_one_line_exit_2(tmp_path, monkeypatch, capsys, argv, c
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
     assert not (repo / ".github").exists()
+
+
+def _check_schema(*files: Path) -> subprocess.CompletedProcess:
+    """check-jsonschema with SchemaStore's GitHub workflow schema, as its package vendors it
+    (``--builtin-schema vendor.github-workflows``)."""
+    return subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema",
+                           "vendor.github-workflows", *map(str, files)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_gate_and_refresh_workflows_validate_against_the_github_workflow_schema(tmp_path):
+    """Where actionlint cannot run (its package downloads its binary when it builds),
+    SchemaStore's schema still holds every key, event, permission and step shape; a
+    permission GitHub does not know is refused, so the check can fail."""
+    pytest.importorskip("check_jsonschema", reason="the test extra installs check-jsonschema")
+    from lockkit.ci import workflow
+
+    platforms = load_platforms(tmp_path)
+    chosen = [platforms["linux-cpu"], platforms["windows-cpu"], platforms["linux-cu126"]]
+    gate, refresh_ = tmp_path / "lockkit.yml", tmp_path / "lockkit-refresh.yml"
+    gate.write_text(workflow.github_workflow(chosen, lockkit=OWN))
+    refresh_.write_text(rf.refresh_workflow(chosen, lockkit=OWN, schedule="daily"))
+    done = _check_schema(gate, refresh_)
+    assert done.returncode == 0, done.stdout + done.stderr
+    broken = tmp_path / "broken.yml"
+    broken.write_text(refresh_.read_text().replace("      pull-requests: write",
+                                                   "      pull-requests: maybe"))
+    assert _check_schema(broken).returncode != 0
