@@ -4,28 +4,11 @@ a suggestion for a misspelt key, and a round trip through ``to_dict``."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from lockkit._internal.compat import tomllib
 from lockkit.config.checks.embedding import EmbeddingConfig, load_embedding_config
-from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "embeddings"
-
-
-def example_table() -> dict:
-    return tomllib.loads((EXAMPLE / "lockkit.toml").read_text(encoding="utf-8"))["verify"][
-        "embedding"]
-
-
-def example_config() -> EmbeddingConfig:
-    cfg = load_project(EXAMPLE).verify.embedding
-    assert cfg is not None
-    return cfg
-
+from tests.support.example import EXAMPLE, example_config, example_table
 
 # --- configuration errors name the key ---------------------------------------------------
 

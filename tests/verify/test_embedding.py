@@ -18,24 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lockkit._internal.compat import tomllib
 from lockkit.config.checks.embedding import EmbeddingConfig, load_embedding_config
-from lockkit.config.project import load_project
 from lockkit.verify.checks.embedding.verdict import check_fingerprints, check_outputs, command
+from tests.support.example import EXAMPLE, example_config, example_table
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "embeddings"
 COMMITTED = ("embed.py", "lockkit.toml", "model", "data", "reference")
 
-
-def example_table() -> dict:
-    return tomllib.loads((EXAMPLE / "lockkit.toml").read_text(encoding="utf-8"))["verify"][
-        "embedding"]
-
-
-def example_config() -> EmbeddingConfig:
-    cfg = load_project(EXAMPLE).verify.embedding
-    assert cfg is not None
-    return cfg
 
 
 @pytest.fixture
