@@ -68,15 +68,23 @@ def command(name: str, target: str | None, *extra: str) -> list[str]:
     return [*argv, *([flag, target] if target is not None else []), *extra]
 
 
+# every test here runs on a copy of the template: lockkit's dependencies come from the
+# default index, once a session (tool_wheels)
+pytestmark = pytest.mark.network
+
+
 @pytest.fixture(scope="module")
-def template(tmp_path_factory) -> Iterator[Path]:
+def template(tmp_path_factory, tool_wheels) -> Iterator[Path]:
     """A compiled, built git project with hand-written files beside lockkit's, and one
-    output of each command already written by lockkit."""
+    output of each command already written by lockkit. Its default index serves lockkit's
+    own dependencies too: ``ci github`` resolves them for the hashed pins it writes."""
     base = tmp_path_factory.mktemp("outputs")
     pt, server = PyTorchIndex(base / "pytorch"), IndexServer(base / "index")
     with pt, server:
         pt.put("cpu", build_fake_torch(base / "built", version="2.5.1+cpu", cuda=None))
-        server.index("/simple")
+        default = server.index("/simple")
+        for wheel in tool_wheels:
+            default.put(wheel)
         root = base / "proj"
         root.mkdir()
         (root / "requirements.in").write_text("torch==2.5.1\n")
@@ -88,14 +96,14 @@ def template(tmp_path_factory) -> Iterator[Path]:
             (root / name).write_bytes(data)
         assert run(root, "compile").returncode == 0
         assert run(root, "wheelhouse", "build", "--platform", P).returncode == 0
-    for git in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "project"]):
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *git], cwd=root,
-                       check=True, capture_output=True)
-    (root / "ours").mkdir()
-    for name, out in OURS.items():
-        assert_ran(name, run(root, *command(name, out)))
-        assert RECOGNISE[name](root / out)
-    yield root
+        for git in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "project"]):
+            subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *git],
+                           cwd=root, check=True, capture_output=True)
+        (root / "ours").mkdir()
+        for name, out in OURS.items():
+            assert_ran(name, run(root, *command(name, out)))
+            assert RECOGNISE[name](root / out)
+        yield root  # the indexes stay up: the tests run ci github again
 
 
 @pytest.fixture

@@ -314,8 +314,9 @@ def test_python_of_refuses_a_lock_that_does_not_say_one(data, error):
 
 def verify(root: Path, path: list[Path], tmp: Path, *extra: str) -> tuple[int, dict, str]:
     reports = root / "report"
+    # --absolute-paths: the tests compare the interpreters verify chose by their paths
     run = child(["verify", "--project", str(root), "--platform", "linux-cpu",
-                 "--report-dir", str(reports), *extra], path, tmp)
+                 "--report-dir", str(reports), "--absolute-paths", *extra], path, tmp)
     doc = json.loads((reports / "dossier.json").read_text())
     shutil.rmtree(reports)
     return run.returncode, doc, run.stderr
