@@ -12,9 +12,10 @@ __all__ = ["FailingHost"]
 
 
 class FailingHost:
-    """A loopback stand-in for download-r2.pytorch.org that fails every request: *mode*
-    "503" and "404" answer that status over HTTP; "tls" is an https:// URL whose server
-    reads the ClientHello and closes the connection (a handshake that never completes)."""
+    """A loopback stand-in for download-r2.pytorch.org (or a broken mirror) that fails every
+    request: *mode* an HTTP status ("503", "404", "500") answers it over HTTP; "tls" is an
+    https:// URL whose server reads the ClientHello and closes the connection (a handshake
+    that never completes)."""
 
     def __init__(self, mode: str) -> None:
         self.mode, self.connections = mode, 0

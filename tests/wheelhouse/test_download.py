@@ -5,17 +5,15 @@ host unless ``--fallback-to-official`` allows it."""
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 import time
-import urllib.parse
 
 import pytest
 import tomli_w
 
 from lockkit._internal.compat import tomllib
 from lockkit.cache.store import Cache
+from tests.support.failing_host import FailingHost
 from tests.support.project import OFFICIAL
 from tests.support.pytorch_index import R2
 from tests.support.wheelhouse import (
@@ -72,39 +70,13 @@ def test_body_longer_than_the_locks_size_is_refused(project, indexes, tmp_path, 
 
 # --- mirror failures ----------------------------------------------------------------------------
 
-class _Broken:
-    """A mirror that answers every request with HTTP 500."""
-
-    def __init__(self) -> None:
-        self.requests: list[str] = []
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                outer.requests.append(urllib.parse.unquote(self.path))
-                self.send_response(500)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture
 def broken_mirror(project, indexes):
     """The lock's torch URL made a loopback "official host" (the replica's R2 host), and a
     mirror of it that fails with HTTP 500 on every request."""
     lock = compiled(project, indexes)
     lock.write_text(lock.read_text().replace(R2, indexes.pt.r2))
-    broken = _Broken()
+    broken = FailingHost("500")  # a mirror that answers HTTP 500 to everything
     (project / "lockkit.toml").write_text(
         f'index-url = "{indexes.url}/simple"\nplatforms = ["linux-cpu"]\n'
         f'[mirrors]\n"{indexes.pt.r2}" = "{broken.url}/r2"\n"{OFFICIAL}" = "{broken.url}/pt"\n')
