@@ -168,6 +168,10 @@ def verify(sub: Any) -> None:
                           "RECORD lists, fail the inventory")
     ver.add_argument("--probe-timeout", type=float, default=300.0, metavar="S",
                      help="seconds before a hung probe counts as failed (default 300)")
+    ver.add_argument("--collect-env", action="store_true",
+                     help="record torch's collect_env report in the dossier even when the GPU "
+                          "step passes (it always runs when that step fails; it costs "
+                          "seconds: pip, nvidia-smi and a torch import of its own)")
     ver.add_argument("--cache-dir", type=Path, metavar="DIR",
                      help="download cache when fetching the lock's URLs (with --existing: "
                           "where the lock's wheels are looked for, for their RECORD)")

@@ -59,6 +59,7 @@ def handle(args: argparse.Namespace) -> int:
             existing=existing, strict=args.strict,
             installer=args.installer, no_gpu=args.no_gpu,
             keep_venv=args.keep_venv, probe_timeout=args.probe_timeout,
+            collect_env=args.collect_env,
             cache_root=(args.cache_dir or default_cache_dir()).absolute(),
             command_line=tuple(["lockkit", *sys.argv[1:]]), variant=variant,
             fetch=(lock_fetcher(project, platform, args.cache_dir)

@@ -32,7 +32,8 @@ from lockkit.verify import probe
 from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, StepFailed
 
-__all__ = ["DriverCheck", "driver_check", "gpu_args", "gpu_step", "locked_backend", "system_step"]
+__all__ = ["DriverCheck", "driver_check", "gpu_args", "gpu_step", "locked_backend", "system_step",
+           "with_collect_env"]
 
 _CU = re.compile(r"cu(\d+)(\d)")
 _ROCM = re.compile(r"rocm(\d+)\.(\d+)(?:\.[\w.]+)?")
@@ -63,6 +64,23 @@ def system_step(step: Step, python: Path, found: Findings, *, timeout: float,
         step.detail["torch"] = f"not checked: {no_torch}"
     elif not torch.version:
         raise StepFailed(f"torch: {torch.error or 'reports no version (not importable?)'}")
+
+
+def with_collect_env(system: SystemFacts | None, gpu_failed: bool, python: Path,
+                     timeout: float, record: proc.Recorder | None = None) -> SystemFacts | None:
+    """*system* with torch's ``collect_env`` when the GPU step failed, else with why not.
+
+    Run only where its answers help: it costs seconds (pip, nvidia-smi, a torch import of
+    its own) and, on a rebuild whose GPU step passed, repeats what the system probe and the
+    inventory recorded (issues 26 and 35). ``verify --collect-env`` runs it always, beside
+    the GPU checks; a failed system step leaves it nothing to add (it imports torch)."""
+    if system is None:
+        return None
+    if gpu_failed:
+        info = probe.run_collect_env(python, timeout, record)
+    else:
+        info = {"skipped": "run only when the gpu step fails"}
+    return SystemFacts(raw={**system.raw, "collect_env": info})
 
 
 def locked_backend(locked: Mapping[str, str] | None) -> tuple[str | None, str | None, str]:

@@ -52,6 +52,8 @@ class Options:
     no_gpu: bool = False
     keep_venv: bool = False
     probe_timeout: float = 300.0
+    # torch's collect_env in the dossier even when the GPU step passes (verify --collect-env)
+    collect_env: bool = False
     command_line: tuple[str, ...] = ()
     variant: Variant | None = None  # verify --variant: the layers the run means to change
     # builds a wheelhouse (the folder given) from the lock's URLs

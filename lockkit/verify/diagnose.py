@@ -13,11 +13,10 @@ from lockkit import __version__
 from lockkit._internal import proc
 from lockkit._internal.redact import masked
 from lockkit.errors import UsageError
-from lockkit.report.facts import SystemFacts
 from lockkit.report.model import Dossier
 from lockkit.report.records import CommandRecord
 from lockkit.report.roots import named_roots, own_roots
-from lockkit.verify import chain, probe
+from lockkit.verify import chain
 from lockkit.verify.findings import Findings
 from lockkit.verify.steps import Step, Steps, overall
 
@@ -83,19 +82,6 @@ def no_torch(dossier: Dossier) -> bool:
         "No module named 'torch'" in (torch.error or "")
 
 
-def _with_collect_env(system: SystemFacts | None, steps: Steps, python: Path, timeout: float,
-                      record: proc.Recorder) -> SystemFacts | None:
-    """*system* with torch's ``collect_env`` when the GPU step failed, else with why not:
-    it imports torch, so a failed system step leaves it nothing to add."""
-    if system is None:
-        return None
-    if steps["gpu"].status == "failed":
-        info = probe.run_collect_env(python, timeout, record)
-    else:
-        info = {"skipped": "run only when the gpu step fails"}
-    return SystemFacts(raw={**system.raw, "collect_env": info})
-
-
 def diagnose(python: Path | None = None, expect: str | None = None, *, source: str = "",
              timeout: float = 300.0, command_line: tuple[str, ...] = ()) -> Dossier:
     """Run the probes with *python* (default: :func:`default_python`); return the
@@ -137,7 +123,8 @@ def diagnose(python: Path | None = None, expect: str | None = None, *, source: s
 
     steps.execute("system", system)
     steps.execute("gpu", gpu)
-    found.system = _with_collect_env(found.system, steps, python, timeout, recorder("gpu"))
+    found.system = chain.with_collect_env(found.system, steps["gpu"].status == "failed",
+                                         python, timeout, recorder("gpu"))
     return Dossier(kind="diagnose", lockkit_version=__version__,
                    started=started.strftime("%Y-%m-%dT%H:%M:%SZ"),
                    command_line=command_line, python=str(python), result=overall(steps),

@@ -48,7 +48,7 @@ from lockkit.report.roots import named_roots, own_roots
 from lockkit.verify import chain, existing, install, probe, rebuild
 from lockkit.verify.checks import CHECKS
 from lockkit.verify.context import UV_CACHE, Options, Run
-from lockkit.verify.steps import Step, Steps, StepSkipped, overall
+from lockkit.verify.steps import Step, StepFailed, Steps, StepSkipped, overall
 from lockkit.verify.workspace import git_state
 
 __all__ = ["Outcome", "PLAN", "execute", "make_dossier", "new_run", "step_bodies", "verify"]
@@ -143,7 +143,8 @@ def step_bodies(run: Run) -> dict[str, Callable[[Step], None]]:
         chain.system_step(step, run.python, run.found, timeout=opts.probe_timeout,
                           record=run.recorder("system"), pycache=run.pycache,
                           gpu_args=chain.gpu_args(opts.platform, run.expected)
-                          if probe_gpu else None, no_torch=no_torch())
+                          if probe_gpu else None, no_torch=no_torch(),
+                          collect_env=opts.collect_env)
 
     def gpu(step: Step) -> None:
         if no_torch():
@@ -155,8 +156,17 @@ def step_bodies(run: Run) -> dict[str, Callable[[Step], None]]:
             step.detail["no_gpu"] = (f"no effect: {opts.platform.name} has no GPU, its CPU "
                                      "checks ran")
         assert run.python is not None
-        chain.gpu_step(step, run.python, chain.gpu_args(opts.platform, run.expected), run.found,
-                       timeout=opts.probe_timeout, record=run.recorder("gpu"))
+        try:
+            chain.gpu_step(step, run.python, chain.gpu_args(opts.platform, run.expected),
+                           run.found, timeout=opts.probe_timeout, record=run.recorder("gpu"))
+        except StepFailed:
+            if not opts.collect_env:  # its answers help here: run it now
+                run.found.system = chain.with_collect_env(
+                    run.found.system, True, run.python, opts.probe_timeout, run.recorder("gpu"))
+            raise
+        if not opts.collect_env:
+            run.found.system = chain.with_collect_env(run.found.system, False, run.python,
+                                                      opts.probe_timeout)
 
     return {
         "host": host, "venv": lambda s: rebuild.venv_step(run, s),

@@ -140,8 +140,9 @@ def test_the_result_round_trips_and_renders():
 
 def test_the_example_s_extensions_pass_with_real_cpu_torch(copy_of):
     root = copy_of()
+    # --collect-env: torch's own report too, though the GPU (here CPU) step passes
     run = lockkit("verify", "--project", str(root), "--platform", "linux-cpu", "--report-dir",
-                  str(root / "report"), network=False)
+                  str(root / "report"), "--collect-env", network=False)
     doc = json.loads((root / "report" / "dossier.json").read_text())
     steps = {s["name"]: s for s in doc["steps"]}
     assert steps["extensions"]["status"] == "passed", steps["extensions"]

@@ -59,6 +59,9 @@ def test_offline_verify_of_the_example_passes_every_step(example):
     torch = doc["system"]["torch"]
     assert torch["version"] == "2.13.0+cpu" and torch["cuda"] is None and torch["hip"] is None
     assert doc["checks"]["gpu"]["checks"]["matmul"]["status"] == "passed"
+    # the GPU step passed: torch's collect_env (a torch import of its own) did not run
+    assert doc["system"]["collect_env"] == {"skipped": "run only when the gpu step fails"}
+    assert not any("--collect-env" in c["argv"] for c in doc["commands"])
     app = doc["checks"]["application"]
     assert app["passed"] and app["max_abs_diff"] is not None
     steps_of_commands = [c["step"] for c in doc["commands"]]
