@@ -165,9 +165,10 @@ def _toolchain(d: Dossier) -> list[str]:
         lines += [f"- {k}: `{v}`" for k, v in env.items() if v]
     info = d.system.section("collect_env")
     if info:
+        why = info.get("error") or info.get("skipped")
         lines += ["", "torch.utils.collect_env: "
                   + (f"recorded in the JSON dossier ({info.get('seconds')} s)"
-                     if "info" in info else f"not recorded ({info.get('error')})")]
+                     if "info" in info else f"not recorded ({why})")]
     return lines
 
 

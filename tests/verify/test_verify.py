@@ -72,6 +72,7 @@ def test_offline_verify_of_the_example_passes_every_step(example):
     md = (folder / "dossier.md").read_text()
     app_row = f"| {ORDER.index('application') + 1} | application | passed |"
     assert "**Result: passed**" in md and app_row in md
+    assert "torch.utils.collect_env: not recorded (run only when the gpu step fails)" in md
     assert "verify linux-cpu: passed" in run.stdout
     assert "s3cret" not in (folder / "dossier.json").read_text()
     # issue 36: the application's and resume's commands and logs name no machine path
