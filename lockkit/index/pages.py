@@ -26,8 +26,8 @@ class Http:
 
     Pages go through httpx as every other request does. Measured in issue 25 against the
     standard library's urllib it cost ~15-25 ms more per compile on a loopback index
-    (httpx's import, and its TLS context, built even for an ``http://`` index; urllib
-    builds one too for the ``https://`` of a real index): the price of one library.
+    (httpx's import; its TLS context was built even for an ``http://`` index then, and
+    is loaded for an ``https://`` one only since issue 35): the price of one library.
 
     Failing fast: *timeout* bounds the connection and each read (seconds without an
     answer). A host that cannot be resolved, refuses, or does not answer in time is not

@@ -210,6 +210,36 @@ def test_https_pages_trust_ssl_cert_file_and_refuse_an_unknown_certificate(
         http_for(tmp_path, "https://127.0.0.1/simple").page(url)
 
 
+def test_an_http_page_loads_no_ca_bundle(servers, tmp_path, monkeypatch):
+    """A page from an http:// host never makes a TLS connection: it is fetched with a CA
+    bundle that cannot be loaded (loading one cost the page uv waits on ~20 ms)."""
+    home, _ = servers
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("not a certificate\n")
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    assert http_for(tmp_path, f"{home.url}/simple").page(f"{home.url}/simple/torch/") == \
+        (200, PAGE)
+
+
+def test_a_redirect_from_http_to_https_verifies_the_certificate(tls_server, servers,
+                                                                  tmp_path, monkeypatch):
+    """The http:// page's route trusts no certificate: a redirect to https:// goes by the
+    route with the CA bundle, which trusts SSL_CERT_FILE's and refuses any other."""
+    tls, cert = tls_server
+    home, _ = servers
+    home.redirect_to = f"https://127.0.0.1:{tls.server_address[1]}/simple/torch/"
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    http = http_for(tmp_path, f"{home.url}/simple")
+    assert http.page(f"{home.url}/simple/torch/") == (200, PAGE)  # a plain page first
+    assert http.page(f"{home.url}/moved/torch/") == (200, PAGE)
+    assert tls.seen == [("/simple/torch/", "")]
+    monkeypatch.delenv("SSL_CERT_FILE")  # certifi's bundle does not know this certificate
+    with pytest.raises(IndexError_, match="CERTIFICATE_VERIFY_FAILED"):
+        http_for(tmp_path, f"{home.url}/simple").page(f"{home.url}/moved/torch/")
+
+
 def test_verbose_says_each_attempt_of_a_retried_page_and_the_pause(tmp_path, capsys):
     home = Recorder()
     threading.Thread(target=home.serve_forever, daemon=True).start()
