@@ -4,9 +4,11 @@ of files whose page gave none (:class:`Http`), sent as :mod:`lockkit.index.http`
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from typing import TYPE_CHECKING
 
+from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import masked
 from lockkit.errors import IndexError_
 from lockkit.index.http import MAX_PAGE, TIMEOUT, Client, Policy, read_page
@@ -15,6 +17,8 @@ if TYPE_CHECKING:
     from lockkit.index.auth import Credentials
 
 __all__ = ["Http", "parse_links"]
+
+_log = logging.getLogger(__name__)
 
 
 class Http:
@@ -37,6 +41,11 @@ class Http:
     an unreachable host once). What is remembered is only that the host failed, in this
     process's memory, never on disk.
 
+    A page is fetched once per run: a platform asking for a URL another platform of this
+    run has fetched (``compile --all``: 20 platforms on 9 PyTorch indexes) gets the same
+    answer, and one asking while it comes waits for it. A 5xx answer is not kept (the
+    next asker tries again), nor is a failure; nothing is kept beyond this object.
+
     A page is read as a stream, at most *max_page* bytes (the project's ``max-page-size``,
     64 MiB unless it says more) and refused past that (``lockkit.index.http.read_page``:
     :class:`~lockkit.index.http.PageTooLarge`, which the routing index reports for the
@@ -58,11 +67,42 @@ class Http:
         self.max_page = max_page or MAX_PAGE
         self._lock = threading.Lock()
         self.failed: dict[str, str] = {}  # origin -> why it failed, in this run
+        self._pages: dict[str, tuple[int, str]] = {}  # URL -> its answer, in this run
+        self._loading: dict[str, threading.Event] = {}  # URLs being fetched now
 
     def page(self, url: str) -> tuple[int, str]:
         """GET a PEP 503 page (HTML: the PyTorch index has no JSON API); 5xx and resets
         are retried by the client's transport, whose last answer this is. A page past
-        :attr:`max_page` bytes is :class:`~lockkit.index.http.PageTooLarge`."""
+        :attr:`max_page` bytes is :class:`~lockkit.index.http.PageTooLarge`. Once per run
+        (see the class's docstring)."""
+        with self._lock:
+            known = self._pages.get(url)
+            loading = self._loading.get(url) if known is None else None
+            mine = known is None and loading is None
+            if mine:
+                loading = self._loading[url] = threading.Event()
+        if known is not None:
+            _log.log(VERBOSE, "GET %s: %s, as fetched earlier in this run", url, known[0])
+            return known
+        if not mine:
+            assert loading is not None
+            loading.wait()  # the first asker's answer, or its failure: then ask anew
+            with self._lock:
+                known = self._pages.get(url)
+            return known if known is not None else self._get(url)
+        try:
+            answer = self._get(url)
+            if answer[0] < 500:
+                with self._lock:
+                    self._pages[url] = answer
+            return answer
+        finally:
+            with self._lock:
+                self._loading.pop(url, None)
+            assert loading is not None
+            loading.set()
+
+    def _get(self, url: str) -> tuple[int, str]:
         import httpx
 
         from lockkit.index.urls import origin
