@@ -17,8 +17,8 @@ made from one :class:`Policy`, which decides, once for all of them:
 - timeouts: *timeout* seconds for the connection and for each read (seconds without a
   byte), the connection bounded by *connect* when that is given;
 - pages: read as a stream, at most ``max-page-size`` (:data:`MAX_PAGE`, 64 MiB by default)
-  of them kept, the rest never read (:func:`read_page`): a mirror serving a 1.5 GB page
-  took a compile to 4.6 GiB of memory;
+  of them kept, the rest never read (:func:`read_page`, which decodes a gzip page itself,
+  its output bounded): a mirror serving a 1.5 GB page took a compile to 4.6 GiB of memory;
 - the wire: httpx's own, or with *bulk* (downloads) http.client's, read 1 MiB at a time
   (:mod:`lockkit.index.bulk`, for requests that go straight to their host);
 - retries: *attempts* in all, ``backoff * 2 ** n`` seconds apart (:meth:`Policy.pause`),
@@ -58,9 +58,9 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["CONNECT_TIMEOUT", "MAX_PAGE", "PAGE_HINT", "STOP", "TIMEOUT", "USER_AGENT", "Client",
-           "PageTooLarge", "Policy", "mib", "read_page", "timed_out", "tls_context",
-           "unreachable"]
+__all__ = ["CONNECT_TIMEOUT", "MAX_PAGE", "PAGE_ENCODING", "PAGE_HINT", "STOP", "TIMEOUT",
+           "USER_AGENT", "Client", "PageTooLarge", "Policy", "mib", "read_page", "timed_out",
+           "tls_context", "unreachable"]
 
 USER_AGENT = f"lockkit/{__version__}"
 TIMEOUT = 30.0  # seconds: compile --timeout's default (connect, and each read)
@@ -203,15 +203,49 @@ def mib(size: int) -> str:
     return f"{size >> 20} MiB" if size and not size % (1 << 20) else f"{size} bytes"
 
 
+# What an index page is asked in (PAGE_ENCODING) and read from by read_page itself, its
+# output bounded; another coding a server sends unasked is httpx's to decode
+PAGE_ENCODING = "gzip"
+
+
 def read_page(resp: httpx.Response, url: str, limit: int = MAX_PAGE) -> bytes:
     """The body of the streamed response *resp* to *url* (decoded, as ``resp.read()``
     gives it), at most *limit* bytes, else :class:`PageTooLarge`: before any byte of it
     when its Content-Length says more; else as soon as the bytes read pass it, so what is
-    held is the limit and one chunk (a compressed chunk is decoded whole: one network read
-    of 64 KiB, or more for a body that compresses very well)."""
+    held is the limit and one network read (up to 1 MiB on the bulk wire). A gzip body
+    (:data:`PAGE_ENCODING`) is decoded here, never more than the limit allows past it
+    (``zlib``'s *max_length*): a page that compresses a thousandfold is refused at the
+    limit, not inflated a network read at a time; another coding a server sends unasked
+    is decoded by httpx, a network read at a time."""
     length = resp.headers.get("Content-Length", "").strip()
     if length.isdigit() and int(length) > limit:
         raise PageTooLarge(url, limit)
+    coding = resp.headers.get("Content-Encoding", "").strip().lower()
+    if coding not in ("", "identity", PAGE_ENCODING):
+        return _read_decoded(resp, url, limit)
+    import zlib
+
+    gzip = zlib.decompressobj(16 + zlib.MAX_WBITS) if coding == PAGE_ENCODING else None
+    body = bytearray()
+    try:
+        for raw in resp.iter_raw():
+            # past the limit by one byte at most: refused, whatever the rest would give
+            body += gzip.decompress(raw, limit + 1 - len(body)) if gzip else raw
+            if len(body) > limit:
+                raise PageTooLarge(url, limit)
+        body += gzip.flush() if gzip else b""
+    except zlib.error as exc:
+        import httpx
+
+        raise httpx.DecodingError(f"{masked(url)}: not gzip as it says: {exc}",
+                                  request=resp.request) from exc
+    if len(body) > limit:
+        raise PageTooLarge(url, limit)
+    return bytes(body)
+
+
+def _read_decoded(resp: httpx.Response, url: str, limit: int) -> bytes:
+    """:func:`read_page` of a body in a coding httpx decodes (each network read whole)."""
     body = bytearray()
     for chunk in resp.iter_bytes():
         if len(body) + len(chunk) > limit:

@@ -4,17 +4,21 @@ of files whose page gave none (:class:`Http`), sent as :mod:`lockkit.index.http`
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from typing import TYPE_CHECKING
 
+from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import masked
 from lockkit.errors import IndexError_
-from lockkit.index.http import MAX_PAGE, TIMEOUT, Client, Policy, read_page
+from lockkit.index.http import MAX_PAGE, PAGE_ENCODING, TIMEOUT, Client, Policy, read_page
 
 if TYPE_CHECKING:
     from lockkit.index.auth import Credentials
 
 __all__ = ["Http", "parse_links"]
+
+_log = logging.getLogger(__name__)
 
 
 class Http:
@@ -24,10 +28,15 @@ class Http:
     go with *credentials*, the project's by host (``lockkit.index.auth``): a page or file
     URL without user info of its own may still be on a host that needs them.
 
-    Pages go through httpx as every other request does. Measured in issue 25 against the
-    standard library's urllib it cost ~15-25 ms more per compile on a loopback index
-    (httpx's import, and its TLS context, built even for an ``http://`` index; urllib
-    builds one too for the ``https://`` of a real index): the price of one library.
+    Pages go through the one client as every other request does, on the policy's *bulk*
+    wire (:mod:`lockkit.index.bulk`: http.client, which the routing index's server has
+    loaded already) when they go straight to their host, as downloads do: the page uv
+    waits on first comes ~12 ms sooner than on httpx's own wire, which imports httpcore
+    and h11 for it (issue 35; the CA bundle is loaded at the first ``https://``
+    connection on either). They are asked in gzip (:data:`~lockkit.index.http.
+    PAGE_ENCODING`), which :func:`~lockkit.index.http.read_page` decodes within the page
+    limit. Measured in issue 25 against the standard library's urllib, httpx cost ~15-25
+    ms more per compile on a loopback index: the price of one library.
 
     Failing fast: *timeout* bounds the connection and each read (seconds without an
     answer). A host that cannot be resolved, refuses, or does not answer in time is not
@@ -36,6 +45,11 @@ class Http:
     run, which shares this object (``compile --all``: 20 platforms on 9 index URLs pay for
     an unreachable host once). What is remembered is only that the host failed, in this
     process's memory, never on disk.
+
+    A page is fetched once per run: a platform asking for a URL another platform of this
+    run has fetched (``compile --all``: 20 platforms on 9 PyTorch indexes) gets the same
+    answer, and one asking while it comes waits for it. A 5xx answer is not kept (the
+    next asker tries again), nor is a failure; nothing is kept beyond this object.
 
     A page is read as a stream, at most *max_page* bytes (the project's ``max-page-size``,
     64 MiB unless it says more) and refused past that (``lockkit.index.http.read_page``:
@@ -51,18 +65,49 @@ class Http:
         if credentials is None:
             credentials = Credentials()
         self.client = Client(Policy(timeout=timeout, attempts=attempts, backoff=backoff,
-                                    fail_fast=True), credentials)
+                                    fail_fast=True, bulk=True), credentials)
         self.policy = self.client.policy
         self.credentials = credentials
         self.timeout = timeout
         self.max_page = max_page or MAX_PAGE
         self._lock = threading.Lock()
         self.failed: dict[str, str] = {}  # origin -> why it failed, in this run
+        self._pages: dict[str, tuple[int, str]] = {}  # URL -> its answer, in this run
+        self._loading: dict[str, threading.Event] = {}  # URLs being fetched now
 
     def page(self, url: str) -> tuple[int, str]:
         """GET a PEP 503 page (HTML: the PyTorch index has no JSON API); 5xx and resets
         are retried by the client's transport, whose last answer this is. A page past
-        :attr:`max_page` bytes is :class:`~lockkit.index.http.PageTooLarge`."""
+        :attr:`max_page` bytes is :class:`~lockkit.index.http.PageTooLarge`. Once per run
+        (see the class's docstring)."""
+        with self._lock:
+            known = self._pages.get(url)
+            loading = self._loading.get(url) if known is None else None
+            mine = known is None and loading is None
+            if mine:
+                loading = self._loading[url] = threading.Event()
+        if known is not None:
+            _log.log(VERBOSE, "GET %s: %s, as fetched earlier in this run", url, known[0])
+            return known
+        if not mine:
+            assert loading is not None
+            loading.wait()  # the first asker's answer, or its failure: then ask anew
+            with self._lock:
+                known = self._pages.get(url)
+            return known if known is not None else self._get(url)
+        try:
+            answer = self._get(url)
+            if answer[0] < 500:
+                with self._lock:
+                    self._pages[url] = answer
+            return answer
+        finally:
+            with self._lock:
+                self._loading.pop(url, None)
+            assert loading is not None
+            loading.set()
+
+    def _get(self, url: str) -> tuple[int, str]:
         import httpx
 
         from lockkit.index.urls import origin
@@ -74,7 +119,7 @@ class Http:
             raise IndexError_(f"cannot fetch {masked(url)}: not asked again, its host failed "
                               f"earlier in this run: {known}")
         try:
-            with self.client.stream("GET", url, headers={"Accept": "text/html"}) as resp:
+            with self.client.stream("GET", url, headers=_PAGE_HEADERS) as resp:
                 body = read_page(resp, url, self.max_page)
         except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
             why = self.policy.why(exc, url)
@@ -98,6 +143,9 @@ class Http:
 
     def close(self) -> None:
         self.client.close()
+
+
+_PAGE_HEADERS = {"Accept": "text/html", "Accept-Encoding": PAGE_ENCODING}
 
 
 def parse_links(text: str) -> list[dict[str, str]]:

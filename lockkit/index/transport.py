@@ -73,8 +73,8 @@ class Retrying(httpx.BaseTransport):
     transport per proxy (``httpx.HTTPTransport``, or with *bulk* a
     :class:`~lockkit.index.bulk.Bulk` for requests straight to their host), made with
     *limits* on first use and the TLS context *verify* makes (called once, when the first
-    transport that needs it is made: a download from ``http://`` URLs never loads a CA
-    bundle); the request extension *stop* holds the event that ends the pauses."""
+    transport that needs it is made: a page or download from ``http://`` URLs never loads
+    a CA bundle); the request extension *stop* holds the event that ends the pauses."""
 
     def __init__(self, policy: RetryRule, *, verify: Callable[[], ssl.SSLContext],
                  limits: httpx.Limits, stop: str, bulk: bool = False) -> None:
@@ -83,7 +83,7 @@ class Retrying(httpx.BaseTransport):
         self._context: ssl.SSLContext | None = None
         self._context_lock = threading.Lock()
         self._proxies = urllib.request.getproxies()
-        self._routes: dict[str | None, httpx.BaseTransport] = {}
+        self._routes: dict[tuple[str | None, bool], httpx.BaseTransport] = {}
         self._lock = threading.Lock()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -138,18 +138,30 @@ class Retrying(httpx.BaseTransport):
 
     def _route(self, url: httpx.URL) -> httpx.BaseTransport:
         proxy = proxy_for(url, self._proxies)
+        # httpx's wire takes its TLS context when it is made: requests straight to an
+        # http:// host get one of their own that never makes a TLS connection, so that
+        # an http:// mirror's pages load no CA bundle (~20 ms, on the path of the page
+        # uv waits for); a redirect to https:// takes the other route
+        plain = proxy is None and url.scheme == "http" and not self._bulk
         with self._lock:
-            transport = self._routes.get(proxy)
+            transport = self._routes.get((proxy, plain))
             if transport is None:
-                transport = self._routes[proxy] = self._transport(proxy)
+                transport = self._routes[proxy, plain] = self._transport(proxy, plain)
             return transport
 
-    def _transport(self, proxy: str | None) -> httpx.BaseTransport:
-        """The wire for requests through *proxy* (None: straight to their host)."""
+    def _transport(self, proxy: str | None, plain: bool = False) -> httpx.BaseTransport:
+        """The wire for requests through *proxy* (None: straight to their host); *plain*:
+        for ``http://`` URLs straight to their host only, with a TLS context that trusts
+        no certificate (it is never used: no CA bundle is loaded for it)."""
         if self._bulk and proxy is None:
             from lockkit.index.bulk import Bulk
 
             return Bulk(verify=self._tls, limits=self._limits)
+        if plain:
+            import ssl
+
+            verify = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # no CA: refuses every peer
+            return httpx.HTTPTransport(verify=verify, limits=self._limits)
         return httpx.HTTPTransport(verify=self._tls(), limits=self._limits, proxy=proxy)
 
     def _tls(self) -> ssl.SSLContext:

@@ -13,13 +13,15 @@ from __future__ import annotations
 import http.server
 import threading
 import time
+import tracemalloc
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lockkit.config.project import load_project
-from lockkit.errors import ConfigError, UsageError
+from lockkit.errors import ConfigError, IndexError_, UsageError
 from lockkit.index.http import PageTooLarge
 from lockkit.index.pages import Http
 from tests.support.project import lockkit
@@ -135,6 +137,83 @@ def test_without_max_page_size_a_page_past_64_mib_is_refused(tmp_path):
         server.shutdown()
         server.server_close()
     assert server.sent < 88 * MIB
+
+
+class GzipPages(http.server.ThreadingHTTPServer):
+    """Every path: ``body`` as a gzip page (Content-Encoding: gzip, its Content-Length);
+    the Accept-Encoding of each request in ``asked``."""
+
+    daemon_threads = True
+
+    def __init__(self, body: bytes) -> None:
+        super().__init__(("127.0.0.1", 0), _GzipHandler)
+        self.body = body
+        self.asked: list[str] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _GzipHandler(http.server.BaseHTTPRequestHandler):
+    server: GzipPages
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.asked.append(self.headers.get("Accept-Encoding", ""))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(self.server.body)))
+        self.end_headers()
+        self.wfile.write(self.server.body)
+
+
+def _gzipped(pieces: Iterator[bytes]) -> bytes:
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return b"".join([*(packer.compress(p) for p in pieces), packer.flush()])
+
+
+@pytest.fixture
+def gzip_pages(request) -> Iterator[GzipPages]:
+    server = GzipPages(request.param)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("gzip_pages", [_gzipped(CHUNK for _ in range(64 * 16))],
+                         indirect=True)  # 64 MiB of HTML in ~70 KiB
+def test_a_gzip_page_is_refused_at_the_limit_not_inflated_first(gzip_pages, tmp_path):
+    """A page that compresses a thousandfold is one network read: decoded whole, it would
+    be its 64 MiB in memory before the limit is looked at. It is refused at the limit."""
+    http = Http(max_page=_max_page(tmp_path, "max-page-size = 1\n"), timeout=10)
+    tracemalloc.start()
+    try:
+        with pytest.raises(PageTooLarge, match="larger than 1 MiB"):
+            http.page(f"{gzip_pages.url}/whl/cpu/torch/")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * MIB
+    assert gzip_pages.asked == ["gzip"]
+
+
+@pytest.mark.parametrize("gzip_pages", [_gzipped(CHUNK for _ in range(40))], indirect=True)
+def test_a_gzip_page_within_the_limit_is_read_whole(gzip_pages, tmp_path):
+    status, text = Http(max_page=_max_page(tmp_path, "max-page-size = 4\n"),
+                        timeout=10).page(f"{gzip_pages.url}/whl/cpu/torch/")
+    assert (status, text) == (200, (CHUNK * 40).decode())
+
+
+@pytest.mark.parametrize("gzip_pages", [b"\x1f\x8b not gzip at all"], indirect=True)
+def test_a_page_that_is_not_the_gzip_it_says_is_an_index_error(gzip_pages, tmp_path):
+    with pytest.raises(IndexError_, match=r"cannot fetch http://127\.0\.0\.1:\d+/x/: .*"
+                                          "not gzip as it says"):
+        Http(timeout=10).page(f"{gzip_pages.url}/x/")
 
 
 def test_max_page_size_is_a_whole_number_of_mib_from_the_file_or_the_flag(tmp_path):

@@ -15,6 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif self.path.startswith("/flaky/") and self.server.failures:
             self.server.failures -= 1
             self._send(503, b"try later")
+        elif self.path.startswith("/slow/"):
+            time.sleep(0.3)
+            self._send(200, PAGE.encode())
         elif self.path.startswith("/gz/"):
             assert "gzip" in self.headers.get("Accept-Encoding", "")
             self._send(200, gzip.compress(PAGE.encode()), **{"Content-Encoding": "gzip"})
@@ -103,6 +107,7 @@ def test_credentials_follow_a_redirect_on_the_same_origin_only(servers, tmp_path
     assert home.seen == [("/moved/torch/", basic("me", "s3cret")),
                          ("/simple/torch/", basic("me", "s3cret"))]
     home.redirect_to = f"{other.url}/simple/torch/"
+    http = http_for(tmp_path, f"http://me:s3cret@{home.url[len('http://'):]}/simple")  # a new run
     assert http.page(f"{home.url}/moved/torch/") == (200, PAGE)
     assert other.seen == [("/simple/torch/", "")]  # another origin: no Authorization
 
@@ -122,8 +127,36 @@ def test_gzip_is_decoded_and_5xx_retried(servers, tmp_path):
     home.failures = 2
     assert http.page(f"{home.url}/flaky/torch/") == (200, PAGE)
     home.failures = 5
+    http = http_for(tmp_path, f"{home.url}/simple")  # a new run: the 200 above is this one's
     assert http.page(f"{home.url}/flaky/torch/") == (503, "try later")  # after 3 attempts
     assert len([p for p, _ in home.seen if p.startswith("/flaky/")]) == 3 + 3
+
+
+def test_a_page_is_fetched_once_per_run_but_a_5xx_is_asked_again(servers, tmp_path):
+    """compile --all: the platforms on one PyTorch index share its pages' answers, as
+    fetched in this run; a 5xx (after the transport's attempts) is not kept."""
+    home, _ = servers
+    http = http_for(tmp_path, f"{home.url}/simple")
+    assert http.page(f"{home.url}/simple/torch/") == http.page(f"{home.url}/simple/torch/") \
+        == (200, PAGE)
+    assert home.seen == [("/simple/torch/", "")]
+    home.failures = 3
+    assert http.page(f"{home.url}/flaky/torch/") == (503, "try later")
+    assert http.page(f"{home.url}/flaky/torch/") == (200, PAGE)  # asked again: 4th attempt
+    assert http.page(f"{home.url}/flaky/torch/") == (200, PAGE)
+    assert len([p for p, _ in home.seen if p.startswith("/flaky/")]) == 3 + 1
+    assert http_for(tmp_path, f"{home.url}/simple").page(f"{home.url}/simple/torch/") == \
+        (200, PAGE)  # another run asks for itself
+    assert home.seen.count(("/simple/torch/", "")) == 2
+
+
+def test_askers_of_a_page_being_fetched_wait_for_that_answer(servers, tmp_path):
+    home, _ = servers
+    http = http_for(tmp_path, f"{home.url}/simple")
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(http.page, [f"{home.url}/slow/torch/"] * 4))
+    assert answers == [(200, PAGE)] * 4
+    assert home.seen == [("/slow/torch/", "")]
 
 
 def test_a_dead_host_is_an_error_naming_the_url_without_credentials(tmp_path):
@@ -208,6 +241,36 @@ def test_https_pages_trust_ssl_cert_file_and_refuse_an_unknown_certificate(
     monkeypatch.delenv("SSL_CERT_FILE")  # certifi's bundle does not know this certificate
     with pytest.raises(IndexError_, match="CERTIFICATE_VERIFY_FAILED"):
         http_for(tmp_path, "https://127.0.0.1/simple").page(url)
+
+
+def test_an_http_page_loads_no_ca_bundle(servers, tmp_path, monkeypatch):
+    """A page from an http:// host never makes a TLS connection: it is fetched with a CA
+    bundle that cannot be loaded (loading one cost the page uv waits on ~20 ms)."""
+    home, _ = servers
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("not a certificate\n")
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    assert http_for(tmp_path, f"{home.url}/simple").page(f"{home.url}/simple/torch/") == \
+        (200, PAGE)
+
+
+def test_a_redirect_from_http_to_https_verifies_the_certificate(tls_server, servers,
+                                                                  tmp_path, monkeypatch):
+    """The http:// page's route trusts no certificate: a redirect to https:// goes by the
+    route with the CA bundle, which trusts SSL_CERT_FILE's and refuses any other."""
+    tls, cert = tls_server
+    home, _ = servers
+    home.redirect_to = f"https://127.0.0.1:{tls.server_address[1]}/simple/torch/"
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    http = http_for(tmp_path, f"{home.url}/simple")
+    assert http.page(f"{home.url}/simple/torch/") == (200, PAGE)  # a plain page first
+    assert http.page(f"{home.url}/moved/torch/") == (200, PAGE)
+    assert tls.seen == [("/simple/torch/", "")]
+    monkeypatch.delenv("SSL_CERT_FILE")  # certifi's bundle does not know this certificate
+    with pytest.raises(IndexError_, match="CERTIFICATE_VERIFY_FAILED"):
+        http_for(tmp_path, f"{home.url}/simple").page(f"{home.url}/moved/torch/")
 
 
 def test_verbose_says_each_attempt_of_a_retried_page_and_the_pause(tmp_path, capsys):
