@@ -37,13 +37,8 @@ def handle(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     from lockkit._internal.outdir import check
     from lockkit.cache.layout import default_cache_dir
-    from lockkit.cache.store import Cache
     from lockkit.cli.common import load
-    from lockkit.index.auth import Credentials
-    from lockkit.lock.freshness import stale_warning
     from lockkit.platforms.definitions import load_catalog
-    from lockkit.wheelhouse import build as wheelhouse
-    from lockkit.wheelhouse.fetch import http_client
 
     for folder in args.find_links:
         if not folder.is_dir():
@@ -53,6 +48,15 @@ def _build(args: argparse.Namespace) -> int:
     out = check(args.out or project.root / "wheelhouse" / platform.name, kind="wheelhouse",
                 platform=platform.name, project=project.root,
                 flag="--out" if args.out else None)  # before any download
+    cache_root = (args.cache_dir or default_cache_dir()).absolute()
+    if args.no_tools and _up_to_date(project, platform, out, cache_root):
+        return 0  # nothing new: none of the build's modules is imported
+    from lockkit.cache.store import Cache
+    from lockkit.index.auth import Credentials
+    from lockkit.lock.freshness import stale_warning
+    from lockkit.wheelhouse import build as wheelhouse
+    from lockkit.wheelhouse.fetch import http_client
+
     lock, items = wheelhouse.plan(project, platform,
                                   fallback_to_official=args.fallback_to_official)
     stale = stale_warning(project, platform, lock)  # after plan: an unreadable lock is its error
@@ -61,7 +65,7 @@ def _build(args: argparse.Namespace) -> int:
     with_tools = _tools_wanted(args, platform, lock)
     total = sum(i.want.size or 0 for i in items)
     unknown = sum(i.want.size is None for i in items)
-    cache = Cache((args.cache_dir or default_cache_dir()).absolute(), by_identity=True)
+    cache = Cache(cache_root, by_identity=True)
     phase = f"{platform.name}: fetching {ui.fetch_summary(len(items), total, unknown)}..."
     credentials = Credentials.for_indexes(project.index_url, project.mirrors)
     try:
@@ -87,6 +91,32 @@ def _build(args: argparse.Namespace) -> int:
         ui.say(f"{platform.name}: tools/ has lockkit and its dependencies "
                f"({len(list((out / 'tools').glob('*.whl')))} wheels) for the offline machine")
     return 0
+
+
+def _up_to_date(project: Any, platform: Any, out: Path, cache_root: Path) -> bool:
+    """The folder is what this build would write again, checked by the identities of its
+    files (:mod:`lockkit.wheelhouse.current`): said in one line. Not for a build with
+    tools/, whose pins the lock alone does not decide."""
+    import hashlib
+
+    from lockkit.wheelhouse import current
+
+    lock_path = project.lock_path(platform.name)
+    try:
+        raw = lock_path.read_bytes()
+    except OSError:
+        return False  # the normal build names the problem
+    key = current.build_key(hashlib.sha256(raw).hexdigest(), raw.decode("utf-8", "replace"),
+                            lock_path.name, platform.fingerprint, with_tools=False,
+                            concealed=project.secrets.forms)
+    checked = None if key is None else current.check(cache_root, out, key)
+    if checked is None:
+        return False
+    again = (f"; {checked.hashed} whose identity moved hashed again" if checked.hashed
+             else "")
+    ui.say(f"{platform.name}: up to date, {checked.wheels} wheels, checked by identity "
+           f"({checked.files} files{again}) -> {shown_path(out)}")
+    return True
 
 
 def _shown_done(shown: ui.Transfer, got: Any) -> None:
