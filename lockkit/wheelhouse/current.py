@@ -35,7 +35,7 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from lockkit import __version__
 from lockkit._internal.log import VERBOSE
@@ -51,12 +51,14 @@ _CHUNK = 1 << 20
 _log = logging.getLogger(__name__)
 
 
-class Checked(NamedTuple):
-    """An up-to-date folder: its wheels, its files, and how many were hashed again."""
+class Checked:
+    """An up-to-date folder: its wheels, its files, and how many were hashed again. (A
+    plain class, as :class:`lockkit._internal.outdir.Made`: this path stays light.)"""
 
-    wheels: int
-    files: int
-    hashed: int
+    __slots__ = ("files", "hashed", "wheels")
+
+    def __init__(self, *, wheels: int, files: int, hashed: int) -> None:
+        self.wheels, self.files, self.hashed = wheels, files, hashed
 
 
 def build_key(lock_sha256: str, lock_text: str, lock_name: str, platform_fingerprint: str,
