@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from lockkit._internal import outdir, proc
+from lockkit._internal import outdir
 from lockkit._internal.endings import interrupt_held
 from lockkit._internal.fs import ignored_folder, sha256_file, temp_dir
 from lockkit._internal.redact import masked
@@ -52,7 +51,6 @@ from lockkit.wheelhouse.manifest import Entry
 from lockkit.wheelhouse.meta import FileRecord, write_meta
 from lockkit.wheelhouse.sources import sources
 from lockkit.wheelhouse.trust import FileKind, file_name_problem, inside
-from lockkit.wheelhouse.wheelzip import normalize_wheel, source_epoch
 
 if TYPE_CHECKING:
     from lockkit.wheelhouse.toolpins import Toolset
@@ -225,6 +223,11 @@ def _place(project: Project, stage: Path, item: Item, got: Got, cache: Cache) ->
 
 def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path:
     """A pure-Python wheel from an sdist, the same bytes each time (``wheelzip``)."""
+    import tempfile  # this and the next: a build of wheels only never needs them
+
+    from lockkit._internal import proc
+    from lockkit.wheelhouse.wheelzip import normalize_wheel, source_epoch
+
     epoch = source_epoch(item.entry)
     extra = {"SOURCE_DATE_EPOCH": str(epoch), "PYTHONHASHSEED": "0"}
     if project.index_url:  # the build backend from the project's index, as tools/ does;
