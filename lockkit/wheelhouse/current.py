@@ -23,7 +23,12 @@ wheelhouse linking the same blob moves its ctime, and the cache recorded that), 
 file hashed again and found to be its recorded sha256 (the line says how many). A file
 that differs, a file missing or extra, a link, FIFO or device, another lock, platform
 definition, lockkit or ``tools/`` choice, a lock showing a ``${VAR}`` value the SBOM
-would conceal: the normal build runs, and records the folder it writes.
+would conceal: the normal build runs, and records the folder it writes. As for blobs,
+nothing is recorded where ``ctime`` tells too little: on Windows (its ``st_ctime`` is the
+creation time), or where times are whole seconds. What lockkit itself just wrote is
+recorded as it is right after the build (the one tick of the file system's clock
+:mod:`lockkit.cache.identity` describes); a file hashed again by a check is recorded only
+once its ``ctime`` has settled.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import json
 import logging
 import os
 import stat
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -48,6 +54,7 @@ __all__ = ["KIND", "Checked", "build_key", "check", "remember"]
 
 KIND = "wheelhouse"
 _CHUNK = 1 << 20
+_SECOND = 1_000_000_000
 _log = logging.getLogger(__name__)
 
 
@@ -80,7 +87,8 @@ def check(cache_root: Path, folder: Path, key: str) -> Checked | None:
     """The folder *folder* as the build of *key* last recorded it, checked now (see the
     module); None, with the reason at ``-v``, when the normal build must run."""
     memo = MemoStore(cache_root)
-    record = _parse(memo.get(KIND, _memo_key(folder)), folder)
+    record = None if sys.platform == "win32" else _parse(memo.get(KIND, _memo_key(folder)),
+                                                          folder)
     if record is None:
         return _no(folder, "no record of a build into it in this cache")
     if record["build"] != key:
@@ -121,11 +129,14 @@ def remember(cache_root: Path, folder: Path, key: str | None, *,
     memo = MemoStore(cache_root)
     if not memo.trusted:
         return False
-    record = None if key is None else _record_of(folder, vouched)
+    record = None if key is None or sys.platform == "win32" else _record_of(folder, vouched)
     if key is None or record is None:
         memo.forget(KIND, _memo_key(folder))
         return False
     wheels, files = record
+    if any(not row[-1] % _SECOND for row in files.values()):
+        memo.forget(KIND, _memo_key(folder))  # times in whole seconds: ctime tells too little
+        return False
     return memo.put(KIND, _memo_key(folder), _value(folder, key, wheels, files))
 
 
