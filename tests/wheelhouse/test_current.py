@@ -22,6 +22,7 @@ from lockkit import __version__
 from lockkit.cache.identity import SETTLE_NS
 from lockkit.cache.memo import MemoStore
 from lockkit.cli import main
+from lockkit.platforms.folders import shipped_dir
 from lockkit.wheelhouse.current import KIND, build_key
 from tests.support.wheelhouse import compiled, wheel_requests
 
@@ -167,7 +168,7 @@ def test_another_wheelhouse_linking_the_same_blobs_leaves_this_one_up_to_date(
         assert f"{UP_TO_DATE} (11 files) -> " in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("change", ["missing", "extra", "lock", "group-writable",
+@pytest.mark.parametrize("change", ["missing", "extra", "lock", "platform", "group-writable",
                                     "shared-cache"])
 def test_anything_changed_rebuilds(built, project, tmp_path, capsys, change):
     lock = project / "locks" / "pylock.linux-cpu.toml"
@@ -178,6 +179,10 @@ def test_anything_changed_rebuilds(built, project, tmp_path, capsys, change):
         (built / "SHA256SUMS").write_text("")
     elif change == "lock":
         lock.write_text(lock.read_text() + "# a comment: other bytes\n")
+    elif change == "platform":  # the project's own definition of it: another fingerprint
+        shipped = shipped_dir() / "linux-cpu.toml"
+        (project / "platforms" / "linux-cpu.toml").write_text(
+            shipped.read_text().replace("CPU-only", "CPU-only (ours)"))
     elif change == "group-writable":
         os.chmod(built / "simple", 0o775)
     else:
