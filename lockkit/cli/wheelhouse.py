@@ -49,7 +49,9 @@ def _build(args: argparse.Namespace) -> int:
                 platform=platform.name, project=project.root,
                 flag="--out" if args.out else None)  # before any download
     cache_root = (args.cache_dir or default_cache_dir()).absolute()
-    if args.no_tools and _up_to_date(project, platform, out, cache_root):
+    read = _lock_of(project, platform)  # once, for the check and the build alike
+    if args.no_tools and read is not None and \
+            _up_to_date(project, platform, read, out, cache_root, args.project):
         return 0  # nothing new: none of the build's modules is imported
     from lockkit.cache.store import Cache
     from lockkit.index.auth import Credentials
@@ -57,7 +59,7 @@ def _build(args: argparse.Namespace) -> int:
     from lockkit.wheelhouse import build as wheelhouse
     from lockkit.wheelhouse.fetch import http_client
 
-    lock, items = wheelhouse.plan(project, platform,
+    lock, items = wheelhouse.plan(project, platform, lock=read,
                                   fallback_to_official=args.fallback_to_official)
     stale = stale_warning(project, platform, lock)  # after plan: an unreadable lock is its error
     if stale:
@@ -93,25 +95,33 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _up_to_date(project: Any, platform: Any, out: Path, cache_root: Path) -> bool:
-    """The folder is what this build would write again, checked by the identities of its
-    files (:mod:`lockkit.wheelhouse.current`): said in one line. Not for a build with
-    tools/, whose pins the lock alone does not decide."""
-    import hashlib
+def _lock_of(project: Any, platform: Any) -> Lock | None:
+    """The platform's lock, read once (its errors are the build's); None when there is no
+    such file (:func:`lockkit.wheelhouse.build.read_lock` says why)."""
+    from lockkit.lock.model import Lock
 
+    path = project.lock_path(platform.name)
+    return Lock.read(path).of_platform(platform.name) if path.is_file() else None
+
+
+def _up_to_date(project: Any, platform: Any, lock: Lock, out: Path, cache_root: Path,
+                given: Path | None) -> bool:
+    """The folder is what this build would write again, checked by the identities of its
+    files (:mod:`lockkit.wheelhouse.current`): said in one line, after the lock's
+    staleness, as every build warns of it. Not for a build with tools/, whose pins the
+    lock alone does not decide."""
     from lockkit.wheelhouse import current
 
-    lock_path = project.lock_path(platform.name)
-    try:
-        raw = lock_path.read_bytes()
-    except OSError:
-        return False  # the normal build names the problem
-    key = current.build_key(hashlib.sha256(raw).hexdigest(), raw.decode("utf-8", "replace"),
-                            lock_path.name, platform.fingerprint, with_tools=False,
-                            concealed=project.secrets.forms)
+    key = current.build_key(lock.sha256, lock.text, lock.path.name, platform.fingerprint,
+                            with_tools=False, concealed=project.secrets.forms)
     checked = None if key is None else current.check(cache_root, out, key)
     if checked is None:
         return False
+    from lockkit.lock.freshness import stale_warning
+
+    stale = stale_warning(project, platform, lock)
+    if stale:
+        ui.warn(for_project(stale, given) or stale)
     again = (f"; {checked.hashed} whose identity moved hashed again" if checked.hashed
              else "")
     ui.say(f"{platform.name}: up to date, {checked.wheels} wheels, checked by identity "

@@ -98,7 +98,7 @@ def test_nothing_new_is_up_to_date_by_identity_reading_no_wheel(built, indexes, 
 
 def test_nothing_new_imports_none_of_the_build(built, project, tmp_path):
     """The up-to-date path, a whole process: none of the build's, the SBOM's or the
-    network's modules is imported."""
+    network's modules is imported (the lock is read, as the stale-lock warning needs it)."""
     argv = [sys.executable, "-X", "importtime", "-m", "lockkit", "wheelhouse", "build",
             "--project", str(project), "--platform", "linux-cpu", "--cache-dir",
             str(tmp_path / "cache"), "--no-tools"]
@@ -109,8 +109,19 @@ def test_nothing_new_imports_none_of_the_build(built, project, tmp_path):
                 if line.startswith("import time:")}
     assert "lockkit.wheelhouse.current" in imported  # the list is the one asked for
     for heavy in ("cyclonedx", "lockkit.wheelhouse.build", "lockkit.wheelhouse.sbom",
-                  "httpx", "packaging.pylock", "lockkit.lock.model", "lockkit.cache.store"):
+                  "httpx", "lockkit.wheelhouse.fetch", "lockkit.cache.store", "rich"):
         assert heavy not in imported, heavy
+
+
+def test_an_up_to_date_folder_of_a_stale_lock_still_warns(built, project, tmp_path, capsys):
+    """Up to date means: what the lock gives. A lock stale against its inputs is said, as
+    every build says it."""
+    with open(project / "requirements.in", "a") as fh:
+        fh.write("filelock\n")
+    assert build(project, tmp_path) == 0
+    err = capsys.readouterr().err
+    assert f"{UP_TO_DATE} (11 files) -> " in err
+    assert "warning: pylock.linux-cpu.toml is stale against its inputs" in err
 
 
 def test_a_file_rewritten_with_its_mtime_put_back_is_caught_by_ctime(built, project,
