@@ -40,9 +40,7 @@ def _build(args: argparse.Namespace) -> int:
     from lockkit.cli.common import load
     from lockkit.platforms.definitions import load_catalog
 
-    for folder in args.find_links:
-        if not folder.is_dir():
-            raise UsageError(f"--find-links {folder}: not a folder")
+    _find_links_checked(args.find_links)
     project = load(args.project, mirrors=args.mirror, index_url=args.index_url)
     platform, = load_catalog(project.root).select([args.platform], False, project.platforms)
     out = check(args.out or project.root / "wheelhouse" / platform.name, kind="wheelhouse",
@@ -50,8 +48,9 @@ def _build(args: argparse.Namespace) -> int:
                 flag="--out" if args.out else None)  # before any download
     cache_root = (args.cache_dir or default_cache_dir()).absolute()
     read = _lock_of(project, platform)  # once, for the check and the build alike
-    if args.no_tools and read is not None and \
-            _up_to_date(project, platform, read, out, cache_root, args.project):
+    with_tools = None if read is None else _tools_wanted(args, platform, read)
+    if read is not None and _up_to_date(project, platform, read, bool(with_tools), out,
+                                        cache_root, args.project):
         return 0  # nothing new: none of the build's modules is imported
     from lockkit.cache.store import Cache
     from lockkit.index.auth import Credentials
@@ -64,7 +63,8 @@ def _build(args: argparse.Namespace) -> int:
     stale = stale_warning(project, platform, lock)  # after plan: an unreadable lock is its error
     if stale:
         ui.warn(for_project(stale, args.project) or stale)
-    with_tools = _tools_wanted(args, platform, lock)
+    if with_tools is None:
+        with_tools = _tools_wanted(args, platform, lock)
     total = sum(i.want.size or 0 for i in items)
     unknown = sum(i.want.size is None for i in items)
     cache = Cache(cache_root, by_identity=True)
@@ -95,6 +95,12 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _find_links_checked(folders: list[Path]) -> None:
+    for folder in folders:
+        if not folder.is_dir():
+            raise UsageError(f"--find-links {folder}: not a folder")
+
+
 def _lock_of(project: Any, platform: Any) -> Lock | None:
     """The platform's lock, read once (its errors are the build's); None when there is no
     such file (:func:`lockkit.wheelhouse.build.read_lock` says why)."""
@@ -104,16 +110,21 @@ def _lock_of(project: Any, platform: Any) -> Lock | None:
     return Lock.read(path).of_platform(platform.name) if path.is_file() else None
 
 
-def _up_to_date(project: Any, platform: Any, lock: Lock, out: Path, cache_root: Path,
-                given: Path | None) -> bool:
+def _up_to_date(project: Any, platform: Any, lock: Lock, with_tools: bool, out: Path,
+                cache_root: Path, given: Path | None) -> bool:
     """The folder is what this build would write again, checked by the identities of its
     files (:mod:`lockkit.wheelhouse.current`): said in one line, after the lock's
-    staleness, as every build warns of it. Not for a build with tools/, whose pins the
-    lock alone does not decide."""
+    staleness, as every build warns of it. With tools/, the key holds its pins'
+    resolution key (everything that decides them)."""
     from lockkit.wheelhouse import current
 
+    tools_key = None
+    if with_tools:
+        from lockkit.wheelhouse import tools
+
+        tools_key = tools.key_of(project, platform, lock.python)
     key = current.build_key(lock.sha256, lock.text, lock.path.name, platform.fingerprint,
-                            with_tools=False, concealed=project.secrets.forms)
+                            tools_key=tools_key, concealed=project.secrets.forms)
     checked = None if key is None else current.check(cache_root, out, key)
     if checked is None:
         return False

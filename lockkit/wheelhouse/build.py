@@ -153,11 +153,9 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
     result = _assemble(project, platform, out, lock, list(zip(items, gots, strict=True)),
                        kit, cache=cache)
     cache.remember()  # the blobs' identities, for the next build (lockkit.cache.identity)
-    # the folder's files and identities, for the next build's "nothing new" check; not with
-    # tools/, whose pins are not decided by the lock alone (lockkit.wheelhouse.tools)
-    key = None if with_tools else build_key(
-        lock.sha256, lock.text, lock.path.name, platform.fingerprint, with_tools=False,
-        concealed=project.secrets.forms)
+    # the folder's files and identities, for the next build's "nothing new" check
+    key = build_key(lock.sha256, lock.text, lock.path.name, platform.fingerprint,
+                    tools_key=kit.key if kit else None, concealed=project.secrets.forms)
     remember(cache.root, out, key, vouched=cache.vouched())
     return result
 

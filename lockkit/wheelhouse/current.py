@@ -2,13 +2,16 @@
 
 After ``wheelhouse build`` writes a folder it records (:func:`remember`) what decided it
 (:func:`build_key`: lockkit's version, the lock's sha256 and name, the platform's
-definition, whether ``tools/`` is in it) and every file of the folder with its sha256 and
-stat identity (device, inode, size, ``mtime_ns``, ``ctime_ns``), in the memo store of its
-cache (kind ``wheelhouse``, keyed by the folder's path and lockkit's code digest). The next
-build of the same folder asks :func:`check` first. When the record's key is this build's,
-every recorded file is there and nothing else is, and each file still has the identity it
-was recorded with, the folder is what the build would write again (same lock, same bytes):
-the build stops there, having downloaded, rendered and imported nothing more.
+definition, and ``tools/``'s resolution key when it has one) and every file of the folder
+with its sha256 and stat identity (device, inode, size, ``mtime_ns``, ``ctime_ns``), in
+the memo store of its cache (kind ``wheelhouse``, keyed by the folder's path and
+lockkit's code digest). The next build of the same folder asks :func:`check` first. When
+the record's key is this build's, every recorded file is there and nothing else is, and
+each file still has the identity it was recorded with, the folder is what the build
+would write again (same lock, same bytes): the build stops there, having downloaded,
+rendered and imported nothing more. The lockkit wheel in ``tools/`` and its pins are part
+of the record like any other file: the key holds their resolution key, which holds
+lockkit's own code.
 
 **When an identity is believed.** As the cache believes a blob's
 (:mod:`lockkit.cache.identity`): only under a private cache (the memo store's trust rule),
@@ -22,7 +25,7 @@ is still the cache's blob, which the cache knows by its own identity record (ano
 wheelhouse linking the same blob moves its ctime, and the cache recorded that), or any
 file hashed again and found to be its recorded sha256 (the line says how many). A file
 that differs, a file missing or extra, a link, FIFO or device, another lock, platform
-definition, lockkit or ``tools/`` choice, a lock showing a ``${VAR}`` value the SBOM
+definition, lockkit or ``tools/`` resolution, a lock showing a ``${VAR}`` value the SBOM
 would conceal: the normal build runs, and records the folder it writes. As for blobs,
 nothing is recorded where ``ctime`` tells too little: on Windows (its ``st_ctime`` is the
 creation time), or where times are whole seconds. What lockkit itself just wrote is
@@ -69,13 +72,15 @@ class Checked:
 
 
 def build_key(lock_sha256: str, lock_text: str, lock_name: str, platform_fingerprint: str,
-              *, with_tools: bool, concealed: tuple[tuple[str, str], ...]) -> str | None:
+              *, tools_key: str | None, concealed: tuple[tuple[str, str], ...]) -> str | None:
     """The sha256 of what decides a wheelhouse's bytes, or None when no record may stand
-    for them: *concealed* (the project's ``${VAR}`` values, in every form) showing in the
-    lock's text would make the SBOM's text depend on the environment."""
+    for them. *tools_key*: None without ``tools/``, else the resolution key of its pins
+    (:func:`lockkit.wheelhouse.tools.key_of`: everything that decides them). *concealed*
+    (the project's ``${VAR}`` values, in every form) showing in the lock's text would make
+    the SBOM's text depend on the environment."""
     if any(value in lock_text for value, _ in concealed):
         return None
-    decides = [__version__, lock_sha256, lock_name, platform_fingerprint, with_tools]
+    decides = [__version__, lock_sha256, lock_name, platform_fingerprint, tools_key]
     return hashlib.sha256(json.dumps(decides).encode()).hexdigest()
 
 
@@ -161,7 +166,7 @@ def _record_of(folder: Path, vouched: dict[tuple[int, int], tuple[str, Identity]
             continue
         if entry is None:
             return None
-        if entry.get("kind") in ("wheel", "tool"):
+        if entry.get("kind") in ("wheel", "tool") and rel.endswith(".whl"):
             wheels += entry.get("kind") == "wheel"
             sha, ident = vouched.get((st.st_dev, st.st_ino), ("", None))
             if sha != entry["sha256"] or ident != Identity.of(st):

@@ -121,6 +121,12 @@ def prepare(project: Project, platform: Platform, lock: Lock,
     return Toolset(platform=platform.name, python=python, tools=tools, key=key)
 
 
+def key_of(project: Project, platform: Platform, python: str) -> str:
+    """The resolution key of the running lockkit's tools for *platform* and Python
+    *python* (:func:`resolution_key` of its source tree, or of its code when installed)."""
+    return resolution_key(project, platform, python, source_tree())
+
+
 def resolution_key(project: Project, platform: Platform, python: str,
                    root: Path | None) -> str:
     """The sha256 of everything that decides ``tools/`` (see the module)."""

@@ -209,20 +209,23 @@ def test_anything_changed_rebuilds(built, project, tmp_path, capsys, change):
 
 def test_the_record_is_keyed_by_what_decides_the_folder(built, project, tmp_path):
     """The folder's record is kept by its path; its key changes with the lock's bytes and
-    name, the platform's definition and the tools/ choice (lockkit's version is in it)."""
+    name, the platform's definition and tools/'s resolution key (lockkit's version is in
+    it)."""
     memo = MemoStore(tmp_path / "cache")
     assert memo.get(KIND, MemoStore.key(KIND, str(built.resolve()))) is not None
     lock = project / "locks" / "pylock.linux-cpu.toml"
     text = lock.read_text()
     sha = hashlib.sha256(lock.read_bytes()).hexdigest()
     args = (sha, text, lock.name, "sha256:platform")
-    plain = build_key(*args, with_tools=False, concealed=())
-    assert build_key(*args, with_tools=True, concealed=()) != plain
-    assert build_key(sha, text, lock.name, "sha256:other", with_tools=False,
+    plain = build_key(*args, tools_key=None, concealed=())
+    with_tools = build_key(*args, tools_key="a" * 64, concealed=())
+    assert with_tools != plain
+    assert build_key(*args, tools_key="b" * 64, concealed=()) != with_tools
+    assert build_key(sha, text, lock.name, "sha256:other", tools_key=None,
                      concealed=()) != plain
-    assert build_key(sha, text, "pylock.other.toml", *args[3:], with_tools=False,
+    assert build_key(sha, text, "pylock.other.toml", *args[3:], tools_key=None,
                      concealed=()) != plain
-    assert build_key(hashlib.sha256(b"x").hexdigest(), text, *args[2:], with_tools=False,
+    assert build_key(hashlib.sha256(b"x").hexdigest(), text, *args[2:], tools_key=None,
                      concealed=()) != plain
     assert plain is not None and __version__
 
@@ -232,5 +235,5 @@ def test_a_lock_showing_a_concealed_value_keeps_no_record(built, project, tmp_pa
     text = lock.read_text()
     word = text.split("url = ")[1][1:9]  # a piece of a URL the lock holds
     sha = hashlib.sha256(lock.read_bytes()).hexdigest()
-    assert build_key(sha, text, lock.name, "p", with_tools=False,
+    assert build_key(sha, text, lock.name, "p", tools_key=None,
                      concealed=((word, "${TOKEN}"),)) is None
