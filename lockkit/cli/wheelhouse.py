@@ -120,9 +120,9 @@ def _up_to_date(project: Any, platform: Any, lock: Lock, with_tools: bool, out: 
 
     tools_key = None
     if with_tools:
-        from lockkit.wheelhouse import tools
+        from lockkit.wheelhouse import ownwheel
 
-        tools_key = tools.key_of(project, platform, lock.python)
+        tools_key = ownwheel.key_of(project, platform, lock.python)
     key = current.build_key(lock.sha256, lock.text, lock.path.name, platform.fingerprint,
                             tools_key=tools_key, concealed=project.secrets.forms)
     checked = None if key is None else current.check(cache_root, out, key)
@@ -169,9 +169,9 @@ def _tools_wanted(args: argparse.Namespace, platform: Any, lock: Lock) -> bool:
     """tools/ unless --no-tools, or the lock's Python is one lockkit cannot run on (a note)."""
     if args.no_tools:
         return False
-    from lockkit.wheelhouse import tools
+    from lockkit.wheelhouse import ownwheel  # not tools: its ~50 ms of imports wait for a build
 
-    reason = tools.skip_reason(lock.python)
+    reason = ownwheel.skip_reason(lock.python)
     if reason:
         ui.say(f"{platform.name}: no tools/ in this wheelhouse: {reason}")
     return reason is None

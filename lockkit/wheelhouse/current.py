@@ -75,7 +75,7 @@ def build_key(lock_sha256: str, lock_text: str, lock_name: str, platform_fingerp
               *, tools_key: str | None, concealed: tuple[tuple[str, str], ...]) -> str | None:
     """The sha256 of what decides a wheelhouse's bytes, or None when no record may stand
     for them. *tools_key*: None without ``tools/``, else the resolution key of its pins
-    (:func:`lockkit.wheelhouse.tools.key_of`: everything that decides them). *concealed*
+    (:func:`lockkit.wheelhouse.ownwheel.key_of`: everything that decides them). *concealed*
     (the project's ``${VAR}`` values, in every form) showing in the lock's text would make
     the SBOM's text depend on the environment."""
     if any(value in lock_text for value, _ in concealed):

@@ -91,7 +91,7 @@ def test_a_python_lockkit_does_not_run_on_gets_a_note_and_no_tools(project, with
 @pytest.mark.parametrize(("python", "skipped"), [("3.9", True), ("3.10", False),
                                                  ("3.11", False), ("3.14", False)])
 def test_skip_reason_follows_requires_python(python, skipped):
-    assert (tools.skip_reason(python) is not None) is skipped
+    assert (ownwheel.skip_reason(python) is not None) is skipped
 
 
 def test_runtime_requirements_are_the_installed_metadata_without_extras():
