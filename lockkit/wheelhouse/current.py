@@ -3,9 +3,9 @@
 After ``wheelhouse build`` writes a folder it records (:func:`remember`) what decided it
 (:func:`build_key`: lockkit's version, the lock's sha256 and name, the platform's
 definition, and ``tools/``'s resolution key when it has one) and every file of the folder
-with its sha256 and stat identity (device, inode, size, ``mtime_ns``, ``ctime_ns``), in
-the memo store of its cache (kind ``wheelhouse``, keyed by the folder's path and
-lockkit's code digest). The next build of the same folder asks :func:`check` first. When
+with its sha256, mode and stat identity (device, inode, size, ``mtime_ns``,
+``ctime_ns``), in the memo store of its cache (kind ``wheelhouse``, keyed by the folder's
+path and lockkit's code digest). The next build of the same folder asks :func:`check` first. When
 the record's key is this build's, every recorded file is there and nothing else is, and
 each file still has the identity it was recorded with, the folder is what the build
 would write again (same lock, same bytes): the build stops there, having downloaded,
@@ -19,14 +19,16 @@ for a file of this user's that nobody else can write, in folders of this user's 
 nobody else can write. ``ctime`` cannot be put back, so a file touched, chmod'ed, linked
 or unlinked elsewhere, or rewritten with its mtime put back, shows a new identity.
 
-**When it is not.** A folder that others can write is not checked here: the normal build
-runs. A file whose identity moved is believed only for what is checked now: a wheel that
-is still the cache's blob, which the cache knows by its own identity record (another
-wheelhouse linking the same blob moves its ctime, and the cache recorded that), or any
-file hashed again and found to be its recorded sha256 (the line says how many). A file
-that differs, a file missing or extra, a link, FIFO or device, another lock, platform
-definition, lockkit or ``tools/`` resolution, a lock showing a ``${VAR}`` value the SBOM
-would conceal: the normal build runs, and records the folder it writes. As for blobs,
+**When it is not.** A folder or file that others can write, or a file whose mode is not
+the one the build gave it, is not checked here: the normal build runs (and writes the
+folder again with the umask's modes). A file whose identity moved is believed only for
+what is checked now: a wheel that is still the cache's blob, which the cache knows by its
+own identity record (another wheelhouse linking the same blob moves its ctime, and the
+cache recorded that), or any file hashed again and found to be its recorded sha256 (the
+line says how many). A file that differs, a file missing or extra, a link, FIFO or
+device, another lock, platform definition, lockkit or ``tools/`` resolution, a lock
+showing a ``${VAR}`` value the SBOM would conceal: the normal build runs, and records the
+folder it writes. As for blobs,
 nothing is recorded where ``ctime`` tells too little: on Windows (its ``st_ctime`` is the
 creation time), or where times are whole seconds. What lockkit itself just wrote is
 recorded as it is right after the build (the one tick of the file system's clock
@@ -106,19 +108,21 @@ def check(cache_root: Path, folder: Path, key: str) -> Checked | None:
         moved = sorted(set(found) ^ set(files))
         return _no(folder, f"{moved[0]} is {'extra' if moved[0] in found else 'missing'}")
     hashed, identities = 0, Identities(cache_root, enabled=True)
-    for rel, (sha256, *ident) in sorted(files.items()):
+    for rel, (sha256, mode, *ident) in sorted(files.items()):
         st = found[rel]
-        if owned_and_closed(st) and Identity.of(st) == Identity(*ident):
+        if not owned_and_closed(st) or stat.S_IMODE(st.st_mode) != mode:
+            return _no(folder, f"{rel}: its mode is not the one the build gave it")
+        if Identity.of(st) == Identity(*ident):
             continue
         if _cache_knows(identities, cache_root, sha256, st):
-            files[rel] = [sha256, *Identity.of(st)]
+            files[rel] = [sha256, mode, *Identity.of(st)]
             continue
         since = time.time_ns()
         now = _hashed(folder / rel)
         if now is None or now[0] != sha256:
             return _no(folder, f"{rel} changed")
         hashed += 1
-        files[rel] = [sha256, *_settled(now[1], since)]
+        files[rel] = [sha256, mode, *_settled(now[1], since)]
     if files != record["files"]:
         memo.put(KIND, _memo_key(folder), _value(folder, key, record["wheels"], files))
     return Checked(wheels=record["wheels"], files=len(files), hashed=hashed)
@@ -158,7 +162,8 @@ def _record_of(folder: Path, vouched: dict[tuple[int, int], tuple[str, Identity]
         entries = {e["path"]: e for e in json.loads(raw)["files"]}
     except (ValueError, KeyError, TypeError):
         return None
-    files = {"manifest.json": [hashlib.sha256(raw).hexdigest(), *Identity.of(st)]}
+    files = {"manifest.json": [hashlib.sha256(raw).hexdigest(), stat.S_IMODE(st.st_mode),
+                               *Identity.of(st)]}
     wheels = 0
     for rel, st in found.items():
         entry = entries.get(rel)
@@ -171,12 +176,12 @@ def _record_of(folder: Path, vouched: dict[tuple[int, int], tuple[str, Identity]
             sha, ident = vouched.get((st.st_dev, st.st_ino), ("", None))
             if sha != entry["sha256"] or ident != Identity.of(st):
                 return None
-            files[rel] = [sha, *ident]
+            files[rel] = [sha, stat.S_IMODE(st.st_mode), *ident]
         else:
             now = _hashed(folder / rel)
             if now is None or now[0] != entry["sha256"]:
                 return None
-            files[rel] = [now[0], *now[1]]
+            files[rel] = [now[0], stat.S_IMODE(st.st_mode), *now[1]]
     return wheels, files
 
 
@@ -193,7 +198,7 @@ def _parse(value: Any, folder: Path) -> dict[str, Any] | None:
     if not isinstance(files, dict):
         return None
     for row in files.values():
-        if not isinstance(row, list) or len(row) != 1 + len(Identity._fields) or \
+        if not isinstance(row, list) or len(row) != 2 + len(Identity._fields) or \
                 not isinstance(row[0], str) or not all(type(n) is int for n in row[1:]):
             return None
     return value

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from lockkit import __version__
+from lockkit._internal.fs import umask
 from lockkit.cache.identity import SETTLE_NS
 from lockkit.cache.memo import MemoStore
 from lockkit.cli import main
@@ -180,7 +181,7 @@ def test_another_wheelhouse_linking_the_same_blobs_leaves_this_one_up_to_date(
 
 
 @pytest.mark.parametrize("change", ["missing", "extra", "lock", "platform", "group-writable",
-                                    "shared-cache"])
+                                    "group-writable-file", "mode", "shared-cache"])
 def test_anything_changed_rebuilds(built, project, tmp_path, capsys, change):
     lock = project / "locks" / "pylock.linux-cpu.toml"
     page = built / "simple" / "index.html"
@@ -196,6 +197,10 @@ def test_anything_changed_rebuilds(built, project, tmp_path, capsys, change):
             shipped.read_text().replace("CPU-only", "CPU-only (ours)"))
     elif change == "group-writable":
         os.chmod(built / "simple", 0o775)
+    elif change == "group-writable-file":  # its bytes the same, but the group could write
+        os.chmod(page, 0o664)
+    elif change == "mode":  # not the mode the build gives it
+        os.chmod(page, 0o600)
     else:
         os.chmod(tmp_path / "cache", 0o770)
     assert build(project, tmp_path, "-v") == 0
@@ -203,6 +208,7 @@ def test_anything_changed_rebuilds(built, project, tmp_path, capsys, change):
     assert "up to date" not in err
     assert "linux-cpu: 3 wheels, 0 bytes downloaded" in err  # the normal build ran
     assert page.is_file() and not (built / "SHA256SUMS").exists()
+    assert stat.S_IMODE(page.stat().st_mode) == 0o666 & ~umask()  # written again
     manifest = json.loads((built / "manifest.json").read_text())
     assert manifest["lock_sha256"] == hashlib.sha256(lock.read_bytes()).hexdigest()
 
