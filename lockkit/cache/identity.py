@@ -116,6 +116,11 @@ class Identities:
                 else:
                     self._seen.pop(s, None)
 
+    def seen(self) -> dict[str, Identity]:
+        """The identity each blob checked this run has now, as far as this run knows
+        (its own links and unlinks taken in): sha256 -> identity."""
+        return dict(self._seen)
+
     def remember(self) -> None:
         """Write the records that changed this run; a blob changed since it was checked
         is not recorded."""

@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -58,11 +57,13 @@ def code_digest() -> str:
 
 @lru_cache(maxsize=1)
 def _code_digest() -> str:
-    package = Path(__file__).resolve().parents[1]  # lockkit/
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # lockkit/
+    found = [os.path.relpath(os.path.join(folder, name), package).split(os.sep)
+             for folder, _, names in os.walk(package) for name in names if name.endswith(".py")]
     digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+    for parts in sorted(found):  # in path order, part by part (as pathlib sorts)
+        digest.update("/".join(parts).encode() + b"\0")
+        digest.update(Path(package, *parts).read_bytes() + b"\0")
     return digest.hexdigest()
 
 
@@ -126,6 +127,8 @@ class MemoStore:
                     return False
             text = json.dumps({"format": FORMAT, "key": key, "value": value},
                               sort_keys=True, default=str)
+            import tempfile  # (and shutil, bz2, lzma, random: off a check that writes nothing)
+
             fd, tmp = tempfile.mkstemp(prefix=".memo-", suffix=".tmp", dir=path.parent)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:

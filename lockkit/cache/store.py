@@ -43,7 +43,7 @@ from lockkit._internal.leftovers import hold, owner_tag, release
 from lockkit._internal.log import VERBOSE
 from lockkit._internal.private import open_regular, owned_and_closed
 from lockkit.cache import inuse
-from lockkit.cache.identity import Identities
+from lockkit.cache.identity import Identities, Identity
 from lockkit.cache.layout import blob_path, make_root, sweep_partials
 from lockkit.errors import HashMismatch
 
@@ -66,6 +66,8 @@ class Cache:
         # known by get(), or a download written and hashed through new_partial()'s file
         self._hashed: dict[str, tuple[int, int]] = {}
         self._written: dict[Path, tuple[int, int]] = {}  # partial file -> its inode
+        # (st_dev, st_ino) -> (sha256, identity) of each copy place() wrote and hashed
+        self._copies: dict[tuple[int, int], tuple[str, Identity]] = {}
         # the blob store held shared from here to release(): prune waits for no one, and
         # skips the blobs it would remove while a build holds them (lockkit.cache.inuse)
         self._held = inuse.use(root, "sha256")
@@ -186,6 +188,16 @@ class Cache:
             raise HashMismatch(f"{dest.name}: the cache's copy changed while it was placed "
                                f"(sha256 {digest}, expected {sha256}); it was removed from "
                                "the cache", hint="run the build again: it fetches the file anew")
+        st = os.lstat(dest)
+        self._copies[(st.st_dev, st.st_ino)] = (sha256, Identity.of(st))
+
+    def vouched(self) -> dict[tuple[int, int], tuple[str, Identity]]:
+        """(st_dev, st_ino) -> (sha256, identity) of every file this run knows the bytes
+        of and has not seen change since: the blobs it checked (by_identity only), with
+        its own links and unlinks taken in, and the copies :meth:`place` wrote. A file
+        with that identity now is that sha256 (:mod:`lockkit.wheelhouse.current`)."""
+        found = {(i.device, i.inode): (sha, i) for sha, i in self.identities.seen().items()}
+        return {**found, **self._copies}
 
     def remember(self) -> None:
         """Record the identities of the blobs checked this run (by_identity only)."""

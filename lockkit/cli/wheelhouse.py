@@ -37,31 +37,37 @@ def handle(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     from lockkit._internal.outdir import check
     from lockkit.cache.layout import default_cache_dir
-    from lockkit.cache.store import Cache
     from lockkit.cli.common import load
-    from lockkit.index.auth import Credentials
-    from lockkit.lock.freshness import stale_warning
     from lockkit.platforms.definitions import load_catalog
-    from lockkit.wheelhouse import build as wheelhouse
-    from lockkit.wheelhouse.fetch import http_client
 
-    for folder in args.find_links:
-        if not folder.is_dir():
-            raise UsageError(f"--find-links {folder}: not a folder")
+    _find_links_checked(args.find_links)
     project = load(args.project, mirrors=args.mirror, index_url=args.index_url)
     platform, = load_catalog(project.root).select([args.platform], False, project.platforms)
     out = check(args.out or project.root / "wheelhouse" / platform.name, kind="wheelhouse",
                 platform=platform.name, project=project.root,
                 flag="--out" if args.out else None)  # before any download
-    lock, items = wheelhouse.plan(project, platform,
+    cache_root = (args.cache_dir or default_cache_dir()).absolute()
+    read = _lock_of(project, platform)  # once, for the check and the build alike
+    with_tools = None if read is None else _tools_wanted(args, platform, read)
+    if read is not None and _up_to_date(project, platform, read, bool(with_tools), out,
+                                        cache_root, args.project):
+        return 0  # nothing new: none of the build's modules is imported
+    from lockkit.cache.store import Cache
+    from lockkit.index.auth import Credentials
+    from lockkit.lock.freshness import stale_warning
+    from lockkit.wheelhouse import build as wheelhouse
+    from lockkit.wheelhouse.fetch import http_client
+
+    lock, items = wheelhouse.plan(project, platform, lock=read,
                                   fallback_to_official=args.fallback_to_official)
     stale = stale_warning(project, platform, lock)  # after plan: an unreadable lock is its error
     if stale:
         ui.warn(for_project(stale, args.project) or stale)
-    with_tools = _tools_wanted(args, platform, lock)
+    if with_tools is None:
+        with_tools = _tools_wanted(args, platform, lock)
     total = sum(i.want.size or 0 for i in items)
     unknown = sum(i.want.size is None for i in items)
-    cache = Cache((args.cache_dir or default_cache_dir()).absolute(), by_identity=True)
+    cache = Cache(cache_root, by_identity=True)
     phase = f"{platform.name}: fetching {ui.fetch_summary(len(items), total, unknown)}..."
     credentials = Credentials.for_indexes(project.index_url, project.mirrors)
     try:
@@ -87,6 +93,51 @@ def _build(args: argparse.Namespace) -> int:
         ui.say(f"{platform.name}: tools/ has lockkit and its dependencies "
                f"({len(list((out / 'tools').glob('*.whl')))} wheels) for the offline machine")
     return 0
+
+
+def _find_links_checked(folders: list[Path]) -> None:
+    for folder in folders:
+        if not folder.is_dir():
+            raise UsageError(f"--find-links {folder}: not a folder")
+
+
+def _lock_of(project: Any, platform: Any) -> Lock | None:
+    """The platform's lock, read once (its errors are the build's); None when there is no
+    such file (:func:`lockkit.wheelhouse.build.read_lock` says why)."""
+    from lockkit.lock.model import Lock
+
+    path = project.lock_path(platform.name)
+    return Lock.read(path).of_platform(platform.name) if path.is_file() else None
+
+
+def _up_to_date(project: Any, platform: Any, lock: Lock, with_tools: bool, out: Path,
+                cache_root: Path, given: Path | None) -> bool:
+    """The folder is what this build would write again, checked by the identities of its
+    files (:mod:`lockkit.wheelhouse.current`): said in one line, after the lock's
+    staleness, as every build warns of it. With tools/, the key holds its pins'
+    resolution key (everything that decides them)."""
+    from lockkit.wheelhouse import current
+
+    tools_key = None
+    if with_tools:
+        from lockkit.wheelhouse import ownwheel
+
+        tools_key = ownwheel.key_of(project, platform, lock.python)
+    key = current.build_key(lock.sha256, lock.text, lock.path.name, platform.fingerprint,
+                            tools_key=tools_key, concealed=project.secrets.forms)
+    checked = None if key is None else current.check(cache_root, out, key)
+    if checked is None:
+        return False
+    from lockkit.lock.freshness import stale_warning
+
+    stale = stale_warning(project, platform, lock)
+    if stale:
+        ui.warn(for_project(stale, given) or stale)
+    again = (f"; {checked.hashed} whose identity moved hashed again" if checked.hashed
+             else "")
+    ui.say(f"{platform.name}: up to date, {checked.wheels} wheels, checked by identity "
+           f"({checked.files} files{again}) -> {shown_path(out)}")
+    return True
 
 
 def _shown_done(shown: ui.Transfer, got: Any) -> None:
@@ -118,9 +169,9 @@ def _tools_wanted(args: argparse.Namespace, platform: Any, lock: Lock) -> bool:
     """tools/ unless --no-tools, or the lock's Python is one lockkit cannot run on (a note)."""
     if args.no_tools:
         return False
-    from lockkit.wheelhouse import tools
+    from lockkit.wheelhouse import ownwheel  # not tools: its ~50 ms of imports wait for a build
 
-    reason = tools.skip_reason(lock.python)
+    reason = ownwheel.skip_reason(lock.python)
     if reason:
         ui.say(f"{platform.name}: no tools/ in this wheelhouse: {reason}")
     return reason is None

@@ -1,7 +1,8 @@
 """``lockkit wheelhouse``: every wheel of a lock in one folder that installs offline
-(:mod:`~lockkit.wheelhouse.build`), downloads by hash (:mod:`~lockkit.wheelhouse.fetch`)
-from the places a file is looked for, a failing PyTorch host's twin last
-(:mod:`~lockkit.wheelhouse.sources`),
+(:mod:`~lockkit.wheelhouse.build`), or found up to date by its files' identities when
+nothing is new (:mod:`~lockkit.wheelhouse.current`), downloads by hash
+(:mod:`~lockkit.wheelhouse.fetch`) from the places a file is looked for, a failing
+PyTorch host's twin last (:mod:`~lockkit.wheelhouse.sources`),
 written and hashed on a second thread (:mod:`~lockkit.wheelhouse.sink`), on a few threads
 (:mod:`~lockkit.wheelhouse.download`), the files beside the wheels: lock,
 requirements, ``simple/``, manifest (:mod:`~lockkit.wheelhouse.meta`), the folder checked

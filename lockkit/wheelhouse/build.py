@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from lockkit._internal import outdir, proc
+from lockkit._internal import outdir
 from lockkit._internal.endings import interrupt_held
 from lockkit._internal.fs import ignored_folder, sha256_file, temp_dir
 from lockkit._internal.redact import masked
@@ -45,13 +44,13 @@ from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.targets import NothingInstallable, select
 from lockkit.wheelhouse import sbom
+from lockkit.wheelhouse.current import build_key, remember
 from lockkit.wheelhouse.download import fetch_items
 from lockkit.wheelhouse.fetch import Fetcher, Got, Item, Want
 from lockkit.wheelhouse.manifest import Entry
 from lockkit.wheelhouse.meta import FileRecord, write_meta
 from lockkit.wheelhouse.sources import sources
 from lockkit.wheelhouse.trust import FileKind, file_name_problem, inside
-from lockkit.wheelhouse.wheelzip import normalize_wheel, source_epoch
 
 if TYPE_CHECKING:
     from lockkit.wheelhouse.toolpins import Toolset
@@ -154,6 +153,10 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
     result = _assemble(project, platform, out, lock, list(zip(items, gots, strict=True)),
                        kit, cache=cache)
     cache.remember()  # the blobs' identities, for the next build (lockkit.cache.identity)
+    # the folder's files and identities, for the next build's "nothing new" check
+    key = build_key(lock.sha256, lock.text, lock.path.name, platform.fingerprint,
+                    tools_key=kit.key if kit else None, concealed=project.secrets.forms)
+    remember(cache.root, out, key, vouched=cache.vouched())
     return result
 
 
@@ -218,6 +221,11 @@ def _place(project: Project, stage: Path, item: Item, got: Got, cache: Cache) ->
 
 def _build_sdist(project: Project, item: Item, sdist: Path, stage: Path) -> Path:
     """A pure-Python wheel from an sdist, the same bytes each time (``wheelzip``)."""
+    import tempfile  # this and the next: a build of wheels only never needs them
+
+    from lockkit._internal import proc
+    from lockkit.wheelhouse.wheelzip import normalize_wheel, source_epoch
+
     epoch = source_epoch(item.entry)
     extra = {"SOURCE_DATE_EPOCH": str(epoch), "PYTHONHASHSEED": "0"}
     if project.index_url:  # the build backend from the project's index, as tools/ does;

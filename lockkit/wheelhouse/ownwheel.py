@@ -13,22 +13,32 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import json
 import os
 import sys
 import zipfile
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from lockkit import __version__
 from lockkit._internal import proc
 from lockkit._internal.compat import tomllib
 from lockkit._internal.uv import uv_bin
+from lockkit.cache.memo import code_digest
 from lockkit.config.project import Project
 from lockkit.errors import BuildError
 from lockkit.index.urls import Mirrors
 
-__all__ = ["build_from_source", "distribution", "own_source", "rebuild_installed",
-           "runtime_requirements", "source_tree", "tree_digest"]
+if TYPE_CHECKING:
+    from lockkit.platforms.definitions import Platform
+
+__all__ = ["build_from_source", "distribution", "key_of", "own_source", "rebuild_installed",
+           "resolution_key", "runtime_requirements", "skip_reason", "source_tree",
+           "tree_digest"]
 
 # 1980-01-01, the earliest time a zip member can carry: the wheel's bytes do not depend
 # on when or where it was built (a SOURCE_DATE_EPOCH in the environment wins)
@@ -162,3 +172,32 @@ def distribution() -> metadata.Distribution:
         raise BuildError("lockkit runs without its distribution metadata (not installed)",
                          hint="install lockkit (pip install -e . in its source tree), "
                               "or pass --no-tools") from None
+
+
+def skip_reason(python: str) -> str | None:
+    """Why lockkit cannot run on Python *python* (its Requires-Python), else None."""
+    spec = next(iter(distribution().metadata.get_all("Requires-Python") or []), "")
+    if spec and not SpecifierSet(spec).contains(Version(python), prereleases=True):
+        return f"lockkit needs Python {spec}, the lock is for Python {python}"
+    return None
+
+
+def key_of(project: Project, platform: Platform, python: str) -> str:
+    """The resolution key of the running lockkit's tools for *platform* and Python
+    *python* (:func:`resolution_key` of its source tree, or of its code when installed)."""
+    return resolution_key(project, platform, python, source_tree())
+
+
+def resolution_key(project: Project, platform: Platform, python: str,
+                   root: Path | None) -> str:
+    """The sha256 of everything that decides ``tools/`` (:mod:`lockkit.wheelhouse.tools`
+    says what and why), written in ``tools/requirements.txt`` and in a wheelhouse's
+    record (:mod:`lockkit.wheelhouse.current`)."""
+    from lockkit._internal.redact import strip_credentials
+
+    decides = [__version__, runtime_requirements(), platform.fingerprint, python,
+               strip_credentials(project.index_url or ""),
+               sorted((k, strip_credentials(v)) for k, v in project.mirrors.items()),
+               project.exclude_newer or "",
+               tree_digest(root) if root is not None else code_digest()]
+    return hashlib.sha256(json.dumps(decides).encode()).hexdigest()

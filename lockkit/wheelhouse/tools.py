@@ -53,21 +53,16 @@ unpack carry and check them.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from packaging.pylock import PackageWheel, Pylock, PylockValidationError
-from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import Version
 
 from lockkit import __version__
 from lockkit._internal.fs import sha256_file
-from lockkit.cache.memo import code_digest
 from lockkit.cache.store import Cache, copy_hashing
 from lockkit.config.project import Project
 from lockkit.errors import BuildError, FetchError, LockkitError
@@ -80,25 +75,16 @@ from lockkit.wheelhouse.fetch import Fetcher, Want
 from lockkit.wheelhouse.manifest import Entry
 from lockkit.wheelhouse.ownwheel import (
     build_from_source,
-    distribution,
     own_source,
     rebuild_installed,
+    resolution_key,
     runtime_requirements,
     source_tree,
-    tree_digest,
 )
 from lockkit.wheelhouse.toolpins import FOLDER, Tool, Toolset, kept_pins, requirements_text
 from lockkit.wheelhouse.trust import file_name_problem, inside
 
-__all__ = ["own_wheel", "place", "prepare", "resolve_runtime", "skip_reason"]
-
-
-def skip_reason(python: str) -> str | None:
-    """Why lockkit cannot run on Python *python* (its Requires-Python), else None."""
-    spec = next(iter(distribution().metadata.get_all("Requires-Python") or []), "")
-    if spec and not SpecifierSet(spec).contains(Version(python), prereleases=True):
-        return f"lockkit needs Python {spec}, the lock is for Python {python}"
-    return None
+__all__ = ["own_wheel", "place", "prepare", "resolve_runtime"]
 
 
 def prepare(project: Project, platform: Platform, lock: Lock,
@@ -119,19 +105,6 @@ def prepare(project: Project, platform: Platform, lock: Lock,
                              sha256=want.sha256, path=got.path, source=want.source))
         tools = (own_wheel(fetcher.cache, project), *deps)
     return Toolset(platform=platform.name, python=python, tools=tools, key=key)
-
-
-def resolution_key(project: Project, platform: Platform, python: str,
-                   root: Path | None) -> str:
-    """The sha256 of everything that decides ``tools/`` (see the module)."""
-    from lockkit._internal.redact import strip_credentials
-
-    decides = [__version__, runtime_requirements(), platform.fingerprint, python,
-               strip_credentials(project.index_url or ""),
-               sorted((k, strip_credentials(v)) for k, v in project.mirrors.items()),
-               project.exclude_newer or "",
-               tree_digest(root) if root is not None else code_digest()]
-    return hashlib.sha256(json.dumps(decides).encode()).hexdigest()
 
 
 def _from_kept(folder: Path, key: str, project: Project, platform: Platform,

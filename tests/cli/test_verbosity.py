@@ -170,7 +170,9 @@ def test_verbose_wheelhouse_build_says_cache_misses_then_hits_and_the_urls(proje
     assert re.search(r"^numpy-\S+\.whl: cache miss \(sha256 [0-9a-f]{16}\)$", first, re.M), first
     assert re.search(r"^GET http://127\.0\.0\.1:\d+/\S+/numpy-\S+\.whl: 200 \(", first, re.M)
     assert "cache hit" not in first
-    assert main(build) == 0  # the same lock again: every file from the cache, no URL
+    # the same lock again, into a new folder (the same one is up to date: nothing fetched):
+    # every file from the cache, no URL
+    assert main([*build, "--out", str(tmp_path / "again")]) == 0
     second = capsys.readouterr().err
     assert re.search(r"^numpy-\S+\.whl: cache hit \(sha256 [0-9a-f]{16}\)$", second, re.M)
     assert "cache miss" not in second and "GET " not in second, second

@@ -91,7 +91,7 @@ def test_a_python_lockkit_does_not_run_on_gets_a_note_and_no_tools(project, with
 @pytest.mark.parametrize(("python", "skipped"), [("3.9", True), ("3.10", False),
                                                  ("3.11", False), ("3.14", False)])
 def test_skip_reason_follows_requires_python(python, skipped):
-    assert (tools.skip_reason(python) is not None) is skipped
+    assert (ownwheel.skip_reason(python) is not None) is skipped
 
 
 def test_runtime_requirements_are_the_installed_metadata_without_extras():
@@ -306,7 +306,7 @@ def test_an_installed_lockkit_rebuilds_its_wheel(built, machine):
 
 @pytest.mark.slow
 @pytest.mark.network
-def test_a_rebuild_of_the_folder_takes_its_pins_and_asks_no_index(built, tmp_path):
+def test_a_rebuild_of_the_folder_takes_its_pins_and_asks_no_index(built, tmp_path, capsys):
     """The tools' resolution is kept in the wheelhouse's own tools/requirements.txt, under
     its resolution key: a build into the same folder sends no request
     to either index and builds nothing (every file by hash; lockkit's own wheel is the one
@@ -323,7 +323,16 @@ def test_a_rebuild_of_the_folder_takes_its_pins_and_asks_no_index(built, tmp_pat
         reqs = (tmp_path / "first" / "tools" / "requirements.txt").read_text()
         assert "# resolution: " in reqs
         asked = len(server.requests), len(pt.requests)
+        # a file of it gone: not up to date, so the build runs, and takes the folder's pins
+        (tmp_path / "first" / "simple" / "index.html").unlink()
         assert main([*argv, "--out", str(tmp_path / "first")]) == 0
+        assert (len(server.requests), len(pt.requests)) == asked
+        assert (tmp_path / "first" / "simple" / "index.html").is_file()
+        # nothing new: up to date, tools/ checked by identity with the rest (its key is the
+        # pins' resolution key)
+        capsys.readouterr()
+        assert main([*argv, "--out", str(tmp_path / "first")]) == 0
+        assert ": up to date, " in capsys.readouterr().err
         assert (len(server.requests), len(pt.requests)) == asked
         assert main([*argv, "--out", str(tmp_path / "again")]) == 0
         assert len(server.requests) > asked[0]  # a new folder: resolved again
