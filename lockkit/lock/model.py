@@ -290,11 +290,6 @@ class LockTables:
             raise ConfigError(f"{path}: is a folder, not a lock") from None
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        return LockTables.of_bytes(raw, path)
-
-    @classmethod
-    def of_bytes(cls, raw: bytes, path: Path) -> LockTables:
-        """The tables of the lock whose file *path* holds *raw*."""
         try:
             text = raw.decode("utf-8")
             data = parse_toml(text, path)
