@@ -3,12 +3,14 @@
 Paired with their baselines in this run (``_harness.measure_pairs``):
   - the venv's `lockkit --version` console script <= 2.5x `python -c pass` (same
     interpreter; issue 35's limit): argparse answers it, with the flags of no command
-    built, and neither the flags' modules nor the signal handling imported;
+    built, and neither the flags' modules, typing nor textwrap imported
+    (tests/cli/test_budget.py);
   - `python -m lockkit --version` <= 3x `python -c pass` (runpy's imports on top);
   - `lockkit compile --check` of fresh locks (every shipped platform, a synthetic project
     compiled once against a loopback index) <= 1.3x (issue 35) `benchmarks/floor_check.py`,
     which does the same check with the standard library only: every lock parsed and its
-    packages digest taken, the inputs normalised.
+    packages digest taken, the inputs normalised (lockkit reads each lock once, without
+    the PEP 751 validation its verdict does not rest on: tests/lock/test_freshness.py).
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ a test keeps them equal.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+# typing.TYPE_CHECKING without importing typing (every start imports this module): mypy
+# reads any constant of this name as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import ClassVar
 

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 __all__ = ["Terminated", "interrupt_held", "raise_for", "raising", "raising_now"]
 
@@ -77,20 +75,24 @@ def raising_now() -> list[int]:
     return held + [sig for sig in _signals() if signal.getsignal(sig) is _raise]
 
 
-@contextmanager
-def raising() -> Iterator[None]:
+class raising:  # noqa: N801 - used as a context manager, named as one
     """Inside the block (main thread), SIGTERM and SIGHUP raise :class:`Terminated`; the
     handlers found (a library caller's own) are put back on the way out. A signal found
-    ignored, or handled by someone else, is left as it is."""
-    old: dict[int, object] = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in _signals():
-            if signal.getsignal(sig) is signal.SIG_DFL:
-                old[sig] = signal.signal(sig, _raise)
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
+    ignored, or handled by someone else, is left as it is. (A class, as
+    :class:`interrupt_held` is: every start enters it, and contextlib is not imported for
+    it.)"""
+
+    def __init__(self) -> None:
+        self._old: dict[int, object] = {}
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            for sig in _signals():
+                if signal.getsignal(sig) is signal.SIG_DFL:
+                    self._old[sig] = signal.signal(sig, _raise)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._old.items():
             signal.signal(sig, handler)  # type: ignore[arg-type]
 
 

@@ -8,11 +8,13 @@ import argparse
 import math
 import os
 import sys
-from typing import TYPE_CHECKING
 
 from lockkit import __version__
 from lockkit.errors import UsageError
 
+# typing.TYPE_CHECKING without importing typing, which every start would pay for: mypy
+# reads any constant of this name as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
@@ -34,15 +36,23 @@ class _Formatter(argparse.HelpFormatter):
     def _split_lines(self, text: str, width: int) -> list[str]:
         """argparse's lines, never broken at a hyphen: a step (``pip-check``) or a flag
         (``--find-links``) named in a help text stays whole."""
-        import textwrap
-
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+        return _wrapped(text, width)
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        import textwrap
+        return "\n".join(_wrapped(text, width, indent))
 
-        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent,
-                             subsequent_indent=indent, break_on_hyphens=False)
+
+def _wrapped(text: str, width: int, indent: str = "") -> list[str]:
+    """*text*'s words in lines of *width* at most, each after *indent*, never broken at a
+    hyphen: textwrap's lines. A text that fits on one line is that line, as textwrap
+    would make it, without importing textwrap (``--version``'s one line)."""
+    text = " ".join(text.split())
+    if text and len(indent) + len(text) <= width:
+        return [indent + text]
+    import textwrap
+
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent,
+                         break_on_hyphens=False)
 
 
 def _columns() -> int:

@@ -28,19 +28,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, TypeVar
 
 from lockkit._internal.compat import tomllib
 from lockkit._internal.parse import parse_toml
 from lockkit._internal.redact import masked, strip_credentials
 from lockkit.config.inputs import normalized_inputs
 from lockkit.config.project import Project
+from lockkit.config.reqfile import canonical_name
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.index.urls import expand, placeholders
-from lockkit.lock.model import Lock, LockMeta
+from lockkit.lock.model import Lock, LockMeta, LockTables
 from lockkit.lock.origins import Origins
 from lockkit.lock.python import lock_python
 from lockkit.platforms.definitions import Platform
@@ -158,7 +159,9 @@ def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome
     """Each lock's state: fresh, stale (naming the change), modified or missing. Every
     lock is read once, its packages digest taken and its file URLs checked against the
     hosts the project and platform allow, and the inputs are normalised (once for all of
-    them): no part of a lock, which anyone can edit, vouches for the rest."""
+    them): no part of a lock, which anyone can edit, vouches for the rest. Nothing here
+    rests on the lock being valid PEP 751, so it is not validated (:class:`LockTables`):
+    the commands that use its packages refuse one that is not."""
     requirements: dict[str, list[str]] | None = None
     outcomes = []
     for platform in platforms:
@@ -166,7 +169,7 @@ def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome
         requirements = requirements or normalized_inputs(project)
         current = inputs_record(project, platform, lock_python(project, platform),
                                 requirements)
-        origins, read = Origins.of(project, platform), read_lock(path)
+        origins, read = Origins.of(project, platform), _judged(path, LockTables.read)
         said = read if isinstance(read, Verdict) else verdict(read, current, platform, origins)
         outcomes.append(Outcome(platform=platform.name, path=path, status=said.status,
                                 detail=said.detail, note=said.unchecked))
@@ -177,10 +180,19 @@ def read_lock(path: Path) -> Lock | Verdict:
     """The lock at *path*, read once (:meth:`Lock.read`) for :func:`verdict`; where there
     is none to judge, the verdict itself: *missing*, or *modified* where :meth:`Lock.read`
     refuses it (not an error: a lock anyone can edit is judged, not trusted)."""
+    return _judged(path, Lock.read)
+
+
+_Read = TypeVar("_Read", bound=LockTables)
+
+
+def _judged(path: Path, read: Callable[[Path], _Read]) -> _Read | Verdict:
+    """The lock at *path* as *read* reads it (:meth:`Lock.read`; the gate's
+    :meth:`LockTables.read`, without the PEP 751 validation), or the verdict itself."""
     if not path.is_file():
         return Verdict(status="missing")
     try:
-        return Lock.read(path)
+        return read(path)
     except ConfigError as exc:
         return _refused(path, exc)
 
@@ -202,7 +214,7 @@ def _refused(path: Path, exc: ConfigError) -> Verdict:
     return Verdict(status="modified", detail=_EDITED if edited else why)
 
 
-def verdict(lock: Lock, current: InputsRecord, platform: Platform | None = None,
+def verdict(lock: LockTables, current: InputsRecord, platform: Platform | None = None,
             origins: Origins | None = None) -> Verdict:
     """The state of *lock* against the *current* inputs record; with the *platform*, a
     changed platform is told in words (renamed, moved index, new backend); with its
@@ -232,8 +244,6 @@ def _old_form(data: Mapping[str, Any], current: InputsRecord,
     """What a lock of an older form holds that lockkit no longer writes, in words: an
     ``environments`` without the architecture (pip and uv install it on any CPU) and sdists
     of packages not in allow-sdist (an installer builds them where no wheel fits)."""
-    from packaging.utils import canonicalize_name
-
     said = []
     envs = data.get("environments")
     shown = ", ".join(map(str, envs)) if isinstance(envs, list) else repr(envs)
@@ -241,10 +251,10 @@ def _old_form(data: Mapping[str, Any], current: InputsRecord,
         said.append(f"its environments name no architecture ({shown})")
     elif platform is not None and envs != [platform.marker]:
         said.append(f"its environments are {shown}, not {platform.marker}")
-    allowed = {canonicalize_name(n) for n in current["options"].get("allow-sdist", [])}
+    allowed = {canonical_name(n) for n in current["options"].get("allow-sdist", [])}
     sdists = [str(p.get("name")) for p in data.get("packages", [])
               if isinstance(p, dict) and "sdist" in p
-              and canonicalize_name(str(p.get("name"))) not in allowed]
+              and canonical_name(str(p.get("name"))) not in allowed]
     if sdists:
         more = f" and {len(sdists) - 5} more" if len(sdists) > 5 else ""
         said.append(f"it lists the sdist of {len(sdists)} package(s) not in allow-sdist "
@@ -252,7 +262,7 @@ def _old_form(data: Mapping[str, Any], current: InputsRecord,
     return "; ".join(said)
 
 
-def stale_warning(project: Project, platform: Platform, lock: Lock) -> str | None:
+def stale_warning(project: Project, platform: Platform, lock: LockTables) -> str | None:
     """For the commands that use *lock* as it is: None when fresh, else what changed."""
     try:
         record = inputs_record(project, platform, lock_python(project, platform),

@@ -7,6 +7,8 @@ PyTorch index, the Python, the inputs and their fingerprint, the packages digest
 sha256 a wheelhouse's manifest names and the tables come from the same bytes), its TOML
 once, validated as PEP 751 and its ``[tool.lockkit]`` as :class:`LockMeta`. Every command
 reads each lock once and hands the :class:`Lock` down; no stage parses a lock again.
+``compile --check`` reads its half, :meth:`LockTables.read` (the same reading without the
+PEP 751 validation, which its verdict does not rest on).
 
 Every ``[tool.lockkit]`` key is spelled here and nowhere else: compile writes the table with
 :meth:`LockMeta.to_table` (:func:`with_meta`), readers take :attr:`Lock.meta`. The few
@@ -39,8 +41,8 @@ from lockkit.errors import ConfigError
 if TYPE_CHECKING:
     from packaging.pylock import Pylock
 
-__all__ = ["NOT_CONTENT", "TOOL", "Backend", "FileTable", "Lock", "LockMeta", "PackageTable",
-           "dumps", "named_platform", "own_table", "python_of", "with_meta"]
+__all__ = ["NOT_CONTENT", "TOOL", "Backend", "FileTable", "Lock", "LockMeta", "LockTables",
+           "PackageTable", "dumps", "named_platform", "own_table", "python_of", "with_meta"]
 
 _AGAIN = "compile the lock again"
 
@@ -260,23 +262,25 @@ def dumps(tables: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
-class Lock:
-    """One lock file, read once: its bytes' text and sha256, the PEP 751 lock, its
-    ``[tool.lockkit]``, and its tables as read (*data*: what a wheelhouse's ``pylock.toml``
-    and SBOM are derived from, byte for byte)."""
+class LockTables:
+    """One lock file, read and parsed once, not validated as PEP 751: its bytes' text and
+    sha256, its tables as read (*data*) and its ``[tool.lockkit]`` (*meta*). What
+    ``compile --check`` judges (:mod:`lockkit.lock.freshness`): its verdict rests on the
+    digests the lock records and the hosts its URLs name, so the gate spares the PEP 751
+    validation and ``packaging.pylock``'s imports (more than the rest of the check costs).
+    A command that uses a lock's packages reads a :class:`Lock`, which adds it."""
 
     path: Path
     text: str
     sha256: str
-    pylock: Pylock
     meta: LockMeta
     data: Mapping[str, Any]
 
     @classmethod
-    def read(cls, path: Path) -> Lock:
-        """Read, parse and validate the lock at *path*: the one place a lock is parsed.
-        Every problem is one :class:`~lockkit.errors.ConfigError` line naming the file
-        (and the key path: PEP 751's, or ``tool.lockkit.<key>``); exit 2."""
+    def read(cls, path: Path) -> LockTables:
+        """Read and parse the lock at *path*: the one place a lock's bytes are read and
+        parsed. Every problem is one :class:`~lockkit.errors.ConfigError` line naming the
+        file (and the key path ``tool.lockkit.<key>``); exit 2."""
         try:
             raw = path.read_bytes()
         except FileNotFoundError as exc:
@@ -286,11 +290,6 @@ class Lock:
             raise ConfigError(f"{path}: is a folder, not a lock") from None
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        return cls.of_bytes(raw, path)
-
-    @classmethod
-    def of_bytes(cls, raw: bytes, path: Path) -> Lock:
-        """The lock whose file *path* holds *raw*."""
         try:
             text = raw.decode("utf-8")
             data = parse_toml(text, path)
@@ -299,14 +298,37 @@ class Lock:
                               f"{exc.start})") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
-        from packaging.pylock import Pylock, PylockValidationError  # ~20 ms: compile needs none
+        return LockTables(path=path, text=text, sha256=hashlib.sha256(raw).hexdigest(),
+                          meta=LockMeta.of(data, path), data=data)
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Lock(LockTables):
+    """One lock file, read once and validated: :class:`LockTables` and the PEP 751 lock
+    (*data* is what a wheelhouse's ``pylock.toml`` and SBOM are derived from, byte for
+    byte)."""
+
+    pylock: Pylock
+
+    @classmethod
+    def read(cls, path: Path) -> Lock:
+        """Read, parse and validate the lock at *path* (:meth:`LockTables.read`, then
+        :meth:`validated`): every problem is one :class:`~lockkit.errors.ConfigError` line
+        naming the file (and the key path: PEP 751's, or ``tool.lockkit.<key>``); exit 2."""
+        return cls.validated(LockTables.read(path))
+
+    @classmethod
+    def validated(cls, tables: LockTables) -> Lock:
+        """*tables* validated as a PEP 751 lock (``Pylock.from_dict``); one ConfigError
+        line naming the file where it is none."""
+        from packaging.pylock import Pylock, PylockValidationError  # ~20 ms: --check needs none
 
         try:
-            pylock = Pylock.from_dict(data)
+            pylock = Pylock.from_dict(tables.data)
         except PylockValidationError as exc:
-            raise ConfigError(f"{path}: invalid PEP 751 lock: {exc}") from exc
-        return cls(path=path, text=text, sha256=hashlib.sha256(raw).hexdigest(),
-                   pylock=pylock, meta=LockMeta.of(data, path), data=data)
+            raise ConfigError(f"{tables.path}: invalid PEP 751 lock: {exc}") from exc
+        return cls(path=tables.path, text=tables.text, sha256=tables.sha256, pylock=pylock,
+                   meta=tables.meta, data=tables.data)
 
     @classmethod
     def built(cls, path: Path, *, environments: list[str], packages: list[PackageTable],

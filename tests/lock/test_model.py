@@ -16,7 +16,7 @@ import pytest
 from lockkit._internal.compat import tomllib
 from lockkit.cli import main
 from lockkit.errors import ConfigError
-from lockkit.lock.model import Backend, Lock, LockMeta, PackageTable, with_meta
+from lockkit.lock.model import Backend, Lock, LockMeta, LockTables, PackageTable, with_meta
 from tests.support.wheelhouse import compiled
 
 TABLE = {  # as compile writes it, in its order
@@ -99,6 +99,49 @@ def test_a_malformed_table_stops_a_command_with_exit_2(project, indexes, tmp_pat
                  "--cache-dir", str(tmp_path / "cache")]) == 2
     err = capsys.readouterr().err
     assert f"{lock}: tool.lockkit.python: expected a version" in err and "Traceback" not in err
+
+
+_V2 = "pylock version 2.0 is not supported"  # packaging's words for lock-version 2.0
+
+
+def test_the_tables_are_read_without_pep_751_and_the_lock_with_it(tmp_path):
+    """LockTables.read (what compile --check judges) does not validate PEP 751; Lock.read,
+    which every command that uses the packages reads, refuses such a lock in one line."""
+    path = tmp_path / "pylock.linux-cpu.toml"
+    path.write_text(HEAD.replace('"1.0"', '"2.0"') + '[tool.lockkit]\npython = "3.11"\n',
+                    encoding="utf-8")
+    tables = LockTables.read(path)
+    assert tables.data["lock-version"] == "2.0" and tables.meta.python == "3.11"
+    assert tables.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(ConfigError) as caught:
+        Lock.read(path)
+    assert str(caught.value) == f"{path}: invalid PEP 751 lock: {_V2}"
+    assert caught.value.exit_code == 2
+
+
+@pytest.mark.parametrize("command,code", [
+    (["wheelhouse", "build", "--cache-dir", "{tmp}/cache"], 2),
+    (["export"], 2),
+    (["cache", "info", "--cache-dir", "{tmp}/cache"], 2),
+    # the rebuild's first step reads the lock, and fails as that step, with the same line
+    (["verify", "--no-gpu", "--cache-dir", "{tmp}/cache", "--report-dir", "{tmp}/report"], 1),
+    (["sync", "--venv", "{tmp}/venv"], 1),
+], ids=["wheelhouse build", "export", "cache info", "verify", "sync"])
+def test_a_command_that_uses_the_packages_refuses_an_invalid_pep_751_lock(
+        project, indexes, tmp_path, capsys, command, code):
+    """The PEP 751 validation compile --check spares: every command that takes the
+    packages from the lock still refuses one that is not PEP 751, in one line."""
+    lock = compiled(project)
+    lock.write_text(lock.read_text().replace('lock-version = "1.0"', 'lock-version = "2.0"'))
+    capsys.readouterr()
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in command]
+    if argv[0] != "cache":
+        argv += ["--platform", "linux-cpu"]
+    assert main([*argv, "--project", str(project)]) == code
+    err = capsys.readouterr().err
+    said = f"{lock}: invalid PEP 751 lock: {_V2}"
+    assert (f"lockkit: error: {said}\n" if code == 2 else said) in err, err
+    assert "Traceback" not in err
 
 
 # --- one parse per lock per command ------------------------------------------------------
