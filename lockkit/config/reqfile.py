@@ -126,7 +126,7 @@ def canonical_name(name: str) -> str:
 def normalize_requirement(spec: str) -> str:
     """``spec`` as packaging prints it, names canonical; raises ``ValueError`` (one line)
     for what lockkit cannot lock or parse. A line packaging prints back as it is
-    (``_AS_PRINTED``) is its own answer, without importing packaging's parser (most
+    (:data:`_AS_PRINTED`) is its own answer, without importing packaging's parser (most
     lines of most files: ``compile --check`` normalises every input)."""
     if _AS_PRINTED.fullmatch(spec):
         return spec
