@@ -15,6 +15,8 @@ from collections.abc import Callable, Container, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packaging.utils import canonicalize_name
+
 from lockkit._internal.keys import KeyReader
 from lockkit.config.inputfile import (
     NOT_FOUND,
@@ -24,7 +26,6 @@ from lockkit.config.inputfile import (
     load_toml,
     not_regular,
 )
-from lockkit.config.reqfile import canonical_name
 from lockkit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -205,7 +206,7 @@ def _specs(r: KeyReader, values: object, key: str) -> list[str]:
 def _undeclared(name: str, table: str, declared: list[str]) -> str:
     import difflib
 
-    close = difflib.get_close_matches(canonical_name(name), declared, n=3)
+    close = difflib.get_close_matches(canonicalize_name(name), declared, n=3)
     tip = (f"did you mean {' or '.join(map(repr, close))}?" if close else
            f"declared: {', '.join(declared) or 'none'}")
     return f"{name!r} is not declared in [{table}] ({tip})"
@@ -213,7 +214,7 @@ def _undeclared(name: str, table: str, declared: list[str]) -> str:
 
 def _by_name(table: object) -> dict[str, object]:
     """A table keyed by canonical names: extras and groups compare normalised."""
-    return {canonical_name(k): v for k, v in table.items()} if isinstance(table, dict) \
+    return {canonicalize_name(k): v for k, v in table.items()} if isinstance(table, dict) \
         else {}
 
 
@@ -223,7 +224,7 @@ def _selected(r: KeyReader, label: str, declared: Mapping[str, object], wanted: 
     """The wanted extras or groups, each read by ``read``; an undeclared one is an error."""
     found = {}
     for want in wanted:
-        name = canonical_name(want)
+        name = canonicalize_name(want)
         if name in declared:
             found[f"{label}[{section}.{name}]"] = sorted(read(name))
         else:
@@ -245,7 +246,7 @@ def _group(r: KeyReader, declared: Mapping[str, object], name: str,
     out: list[str] = []
     for i, item in enumerate(items):
         if isinstance(item, dict) and set(item) == {"include-group"}:
-            include = canonical_name(str(item["include-group"]))
+            include = canonicalize_name(str(item["include-group"]))
             if include in declared:
                 out += _group(r, declared, include, (*trail, name))
             else:

@@ -19,11 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, Specifier
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from lockkit.config.inputfile import NOT_FOUND, OUTSIDE_HINT, is_inside, not_regular, read_text
 from lockkit.errors import ConfigError
 
-__all__ = ["MAX_DEPTH", "Include", "RequirementFile", "canonical_name", "flatten",
-           "logical_lines", "normalize_requirement", "read_file", "read_tree"]
+__all__ = ["MAX_DEPTH", "Include", "RequirementFile", "flatten", "logical_lines",
+           "normalize_requirement", "read_file", "read_tree"]
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")  # pip's: '#' at the start or after whitespace
 _OPTION = re.compile(r"^(--[A-Za-z][\w-]*|-[A-Za-z])(?:=|\s+)?(.*)$")
@@ -104,37 +109,12 @@ def logical_lines(text: str) -> Iterator[tuple[int, str]]:
         yield first, line
 
 
-# A name in canonical form (lowercase letters and digits, one hyphen between them), which
-# packaging's canonicalize_name gives back as it is; and a requirement line packaging
-# prints back as it is: such a name, then at most one version clause of digits and dots
-# (``torch==2.5.1``, ``numpy>=2``). tests/config/test_reqfile.py holds both to packaging.
-_CANONICAL = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-_AS_PRINTED = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*(?:(?:==|!=|>=|<=|>|<)[0-9]+(?:\.[0-9]+)*)?")
-
-
-def canonical_name(name: str) -> str:
-    """packaging's ``canonicalize_name(name)``. A name already canonical (every name uv
-    writes in a lock, most names a requirement file gives) is its own answer: ``compile
-    --check`` does not import ``packaging.utils``, which imports ``packaging.tags``."""
-    if _CANONICAL.fullmatch(name):
-        return name
-    from packaging.utils import canonicalize_name
-
-    return canonicalize_name(name)
-
-
 def normalize_requirement(spec: str) -> str:
     """``spec`` as packaging prints it, names canonical; raises ``ValueError`` (one line)
-    for what lockkit cannot lock or parse. A line packaging prints back as it is
-    (:data:`_AS_PRINTED`) is its own answer, without importing packaging's parser (most
-    lines of most files: ``compile --check`` normalises every input)."""
-    if _AS_PRINTED.fullmatch(spec):
-        return spec
+    for what lockkit cannot lock or parse."""
     kind = _bare_kind(spec)
     if kind:
         raise ValueError(f"{spec!r} is {kind}; {_FROM_INDEXES}")
-    from packaging.requirements import InvalidRequirement, Requirement
-
     try:
         req = Requirement(spec)
     except InvalidRequirement as exc:
@@ -143,8 +123,8 @@ def normalize_requirement(spec: str) -> str:
         raise ValueError(f"{spec!r}: {_in_words(spec, str(exc).splitlines()[0])}") from None
     if req.url:
         raise ValueError(f"{spec!r} is {_url_kind(req.url)}; {_FROM_INDEXES}")
-    req.name = canonical_name(req.name)
-    req.extras = {canonical_name(e) for e in req.extras}
+    req.name = canonicalize_name(req.name)
+    req.extras = {canonicalize_name(e) for e in req.extras}
     return str(req)
 
 
@@ -191,9 +171,6 @@ def _clause_problem(clause: str) -> str | None:
         return f"a version is missing after {op[0]!r}"
     if re.search(r"\s|[=<>!~]", version):
         return f"{clause!r}: separate version clauses with ','"
-    from packaging.specifiers import InvalidSpecifier, Specifier
-    from packaging.version import InvalidVersion, Version
-
     try:
         Specifier(clause)
         return None

@@ -38,7 +38,6 @@ from lockkit._internal.parse import parse_toml
 from lockkit._internal.redact import masked, strip_credentials
 from lockkit.config.inputs import normalized_inputs
 from lockkit.config.project import Project
-from lockkit.config.reqfile import canonical_name
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.index.urls import expand, placeholders
 from lockkit.lock.model import Lock, LockMeta, LockTables
@@ -244,6 +243,8 @@ def _old_form(data: Mapping[str, Any], current: InputsRecord,
     """What a lock of an older form holds that lockkit no longer writes, in words: an
     ``environments`` without the architecture (pip and uv install it on any CPU) and sdists
     of packages not in allow-sdist (an installer builds them where no wheel fits)."""
+    from packaging.utils import canonicalize_name
+
     said = []
     envs = data.get("environments")
     shown = ", ".join(map(str, envs)) if isinstance(envs, list) else repr(envs)
@@ -251,10 +252,10 @@ def _old_form(data: Mapping[str, Any], current: InputsRecord,
         said.append(f"its environments name no architecture ({shown})")
     elif platform is not None and envs != [platform.marker]:
         said.append(f"its environments are {shown}, not {platform.marker}")
-    allowed = {canonical_name(n) for n in current["options"].get("allow-sdist", [])}
+    allowed = {canonicalize_name(n) for n in current["options"].get("allow-sdist", [])}
     sdists = [str(p.get("name")) for p in data.get("packages", [])
               if isinstance(p, dict) and "sdist" in p
-              and canonical_name(str(p.get("name"))) not in allowed]
+              and canonicalize_name(str(p.get("name"))) not in allowed]
     if sdists:
         more = f" and {len(sdists) - 5} more" if len(sdists) > 5 else ""
         said.append(f"it lists the sdist of {len(sdists)} package(s) not in allow-sdist "

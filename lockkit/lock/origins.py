@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lockkit._internal.redact import masked
-from lockkit.config.reqfile import canonical_name
 from lockkit.index.urls import Mirrors, expand, origin
 
 if TYPE_CHECKING:
@@ -94,9 +93,11 @@ class Origins:
 
     @classmethod
     def of(cls, project: Project, platform: Platform) -> Origins:
+        from packaging.utils import canonicalize_name
+
         mirrors = Mirrors(project.mirrors, project.secrets)
         torch = platform.torch_index
-        family = frozenset(canonical_name(n) for n in platform.torch_packages) \
+        family = frozenset(canonicalize_name(n) for n in platform.torch_packages) \
             if torch else frozenset()
         hosts = [torch, *platform.torch_file_hosts] if torch else []
         index = project.index_url
@@ -115,11 +116,13 @@ class Origins:
     def strays(self, data: Mapping[str, Any]) -> list[str]:
         """Every file of the lock *data* that is on none of its hosts, named with its
         package, or a source compile never writes; [] for a lock compile could have written."""
+        from packaging.utils import canonicalize_name
+
         said = []
         for pkg in data.get("packages", []):
             if not isinstance(pkg, dict):
                 continue
-            name = canonical_name(str(pkg.get("name")))
+            name = canonicalize_name(str(pkg.get("name")))
             why = [f"a {key} source, which compile never writes" for key in _SOURCES
                    if key in pkg]
             why += [w for entry in _entries(pkg) for w in self._stray(name, entry)]
