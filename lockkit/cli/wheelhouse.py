@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from lockkit._internal.redact import Secrets
-    from lockkit.lock.model import Lock
+    from lockkit.lock.model import Lock, LockTables
 
 __all__ = ["handle"]
 
@@ -47,19 +47,20 @@ def _build(args: argparse.Namespace) -> int:
                 platform=platform.name, project=project.root,
                 flag="--out" if args.out else None)  # before any download
     cache_root = (args.cache_dir or default_cache_dir()).absolute()
-    read = _lock_of(project, platform)  # once, for the check and the build alike
-    with_tools = None if read is None else _tools_wanted(args, platform, read)
-    if read is not None and _up_to_date(project, platform, read, bool(with_tools), out,
-                                        cache_root, args.project):
+    tables = _lock_of(project, platform)  # once, for the check and the build alike
+    with_tools = None if tables is None else _tools_wanted(args, platform, tables)
+    if tables is not None and _up_to_date(project, platform, tables, bool(with_tools), out,
+                                          cache_root, args.project):
         return 0  # nothing new: none of the build's modules is imported
     from lockkit.cache.store import Cache
     from lockkit.index.auth import Credentials
     from lockkit.lock.freshness import stale_warning
+    from lockkit.lock.model import Lock
     from lockkit.wheelhouse import build as wheelhouse
     from lockkit.wheelhouse.fetch import http_client
 
-    lock, items = wheelhouse.plan(project, platform, lock=read,
-                                  fallback_to_official=args.fallback_to_official)
+    lock, items = wheelhouse.plan(project, platform, fallback_to_official=args.fallback_to_official,
+                                  lock=None if tables is None else Lock.validated(tables))
     stale = stale_warning(project, platform, lock)  # after plan: an unreadable lock is its error
     if stale:
         ui.warn(for_project(stale, args.project) or stale)
@@ -101,16 +102,20 @@ def _find_links_checked(folders: list[Path]) -> None:
             raise UsageError(f"--find-links {folder}: not a folder")
 
 
-def _lock_of(project: Any, platform: Any) -> Lock | None:
+def _lock_of(project: Any, platform: Any) -> LockTables | None:
     """The platform's lock, read once (its errors are the build's); None when there is no
-    such file (:func:`lockkit.wheelhouse.build.read_lock` says why)."""
-    from lockkit.lock.model import Lock
+    such file (:func:`lockkit.wheelhouse.build.read_lock` says why).
+
+    Not yet validated as PEP 751: a folder found up to date was built from these very bytes
+    (its record's key holds their sha256) by this very lockkit (the record is keyed by its
+    code digest), which validated them then; any other build validates them first."""
+    from lockkit.lock.model import LockTables
 
     path = project.lock_path(platform.name)
-    return Lock.read(path).of_platform(platform.name) if path.is_file() else None
+    return LockTables.read(path).of_platform(platform.name) if path.is_file() else None
 
 
-def _up_to_date(project: Any, platform: Any, lock: Lock, with_tools: bool, out: Path,
+def _up_to_date(project: Any, platform: Any, lock: LockTables, with_tools: bool, out: Path,
                 cache_root: Path, given: Path | None) -> bool:
     """The folder is what this build would write again, checked by the identities of its
     files (:mod:`lockkit.wheelhouse.current`): said in one line, after the lock's
@@ -165,7 +170,7 @@ def _printed(platform: str, out: Path, rows: list[tuple[str, str, str, str, str]
            f"downloaded{local} -> {shown_path(out)}")
 
 
-def _tools_wanted(args: argparse.Namespace, platform: Any, lock: Lock) -> bool:
+def _tools_wanted(args: argparse.Namespace, platform: Any, lock: LockTables) -> bool:
     """tools/ unless --no-tools, or the lock's Python is one lockkit cannot run on (a note)."""
     if args.no_tools:
         return False

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from lockkit._internal.compat import tomllib
 from lockkit._internal.parse import parse_toml
@@ -261,6 +261,9 @@ def dumps(tables: Mapping[str, Any]) -> str:
     return _HEADER + tomli_w.dumps(tables)
 
 
+_Tables = TypeVar("_Tables", bound="LockTables")
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class LockTables:
     """One lock file, read and parsed once, not validated as PEP 751: its bytes' text and
@@ -300,6 +303,18 @@ class LockTables:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
         return LockTables(path=path, text=text, sha256=hashlib.sha256(raw).hexdigest(),
                           meta=LockMeta.of(data, path), data=data)
+
+    def of_platform(self: _Tables, name: str) -> _Tables:
+        """This lock, which must be platform *name*'s (when its ``[tool.lockkit]`` names one)."""
+        if (self.meta.platform or name) != name:
+            raise ConfigError(f"{self.path}: lock is for platform {self.meta.platform!r}, "
+                              f"not {name!r}")
+        return self
+
+    @property
+    def python(self) -> str:
+        """The lock's Python (:func:`python_of`); a ConfigError where it names none."""
+        return python_of(self.data, self.path)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -362,18 +377,6 @@ class Lock(LockTables):
         text = dumps(tables)
         return cls(path=path, text=text, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
                    pylock=pylock, meta=meta, data=tables)
-
-    def of_platform(self, name: str) -> Lock:
-        """This lock, which must be platform *name*'s (when its ``[tool.lockkit]`` names one)."""
-        if (self.meta.platform or name) != name:
-            raise ConfigError(f"{self.path}: lock is for platform {self.meta.platform!r}, "
-                              f"not {name!r}")
-        return self
-
-    @property
-    def python(self) -> str:
-        """The lock's Python (:func:`python_of`); a ConfigError where it names none."""
-        return python_of(self.data, self.path)
 
     def package_tables(self) -> dict[str, dict[str, Any]]:
         """Each ``[[packages]]`` table as read, by canonical name."""
