@@ -38,6 +38,7 @@ from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import load_platforms
 from lockkit.verify.install import shared_root
 from lockkit.wheelhouse import archive, ownwheel
+from tests.support.files import rewrite_in_place
 from tests.support.project import lockkit
 from tests.support.tools import mirrors_of, tool_wheels  # noqa: F401 - the session's download
 
@@ -308,19 +309,6 @@ def test_memos_with_escaping_names_or_foreign_hashes_in_a_private_cache_change_n
 
 
 # --- blobs ------------------------------------------------------------------------------------
-
-def rewrite_in_place(path: Path, data: bytes) -> None:
-    """New bytes in the same inode, its mode and times put back (``utime`` with ns)."""
-    st = path.stat()
-    os.chmod(path, 0o644)
-    with open(path, "r+b") as fh:
-        fh.write(data)
-    os.chmod(path, stat.S_IMODE(st.st_mode))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    after = path.stat()
-    assert (after.st_ino, after.st_size, after.st_mtime_ns) == \
-        (st.st_ino, st.st_size, st.st_mtime_ns)
-
 
 def test_a_blob_rewritten_in_place_with_its_mtime_put_back_is_fetched_again(project, indexes,
                                                                             tmp_path):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import sys
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 from lockkit.cache.identity import KIND, SETTLE_NS
 from lockkit.cache.memo import MemoStore
 from lockkit.cache.store import Cache
+from tests.support.files import rewrite_in_place
 
 SIZE = 4 << 20
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX owners, modes, ctime")
@@ -52,16 +52,6 @@ def recorded_blob(root: Path) -> tuple[str, Path]:
     assert MemoStore(root).get(KIND, sha256) is not None
     time.sleep(3 * SETTLE_NS / 1e9)  # past the tick of the rename's ctime (the module says)
     return sha256, blob
-
-
-def rewrite_in_place(path: Path, data: bytes) -> None:
-    """New bytes in the same inode, its mode and mtime put back."""
-    st = path.stat()
-    os.chmod(path, 0o644)
-    with open(path, "r+b") as fh:
-        fh.write(data)
-    os.chmod(path, stat.S_IMODE(st.st_mode))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 @posix_only

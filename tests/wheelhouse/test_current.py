@@ -25,6 +25,7 @@ from lockkit.cache.memo import MemoStore
 from lockkit.cli import main
 from lockkit.platforms.folders import shipped_dir
 from lockkit.wheelhouse.current import KIND, build_key
+from tests.support.files import rewrite_in_place
 from tests.support.wheelhouse import compiled, wheel_requests
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX owners, modes, ctime")
@@ -57,21 +58,6 @@ def files_of(folder: Path) -> dict[str, tuple[int, bytes]]:
     """Every file of *folder*: its inode and bytes."""
     return {p.relative_to(folder).as_posix(): (p.stat().st_ino, p.read_bytes())
             for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def rewrite_in_place(path: Path, data: bytes) -> None:
-    """New bytes of the same size in the same inode, its mode and mtime put back: only
-    its ctime tells."""
-    st = path.stat()
-    assert len(data) == st.st_size
-    os.chmod(path, 0o644)
-    with open(path, "r+b") as fh:
-        fh.write(data)
-    os.chmod(path, stat.S_IMODE(st.st_mode))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    after = path.stat()
-    assert (after.st_ino, after.st_size, after.st_mtime_ns, after.st_mode) == \
-        (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
 
 
 @pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="Linux /proc/self/io")
