@@ -15,9 +15,8 @@ a test keeps them equal.
 
 from __future__ import annotations
 
-# typing.TYPE_CHECKING without importing typing (every start imports this module): mypy
-# reads any constant of this name as true.
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import ClassVar
 

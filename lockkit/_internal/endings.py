@@ -79,8 +79,7 @@ class raising:  # noqa: N801 - used as a context manager, named as one
     """Inside the block (main thread), SIGTERM and SIGHUP raise :class:`Terminated`; the
     handlers found (a library caller's own) are put back on the way out. A signal found
     ignored, or handled by someone else, is left as it is. (A class, as
-    :class:`interrupt_held` is: every start enters it, and contextlib is not imported for
-    it.)"""
+    :class:`interrupt_held` is.)"""
 
     def __init__(self) -> None:
         self._old: dict[int, object] = {}

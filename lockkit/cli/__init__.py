@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-# typing.TYPE_CHECKING without importing typing, which costs every start (``--version``
-# included) a few ms: mypy reads any constant of this name as true.
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 

@@ -8,13 +8,11 @@ import argparse
 import math
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from lockkit import __version__
 from lockkit.errors import UsageError
 
-# typing.TYPE_CHECKING without importing typing, which every start would pay for: mypy
-# reads any constant of this name as true.
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
