@@ -26,6 +26,7 @@ from lockkit.errors import IndexError_
 from lockkit.index.auth import Credentials
 from lockkit.index.pages import Http as _Http
 from tests.support.silent_server import Silent, dead_port
+from tests.support.tls import loopback_certificate
 
 PAGE = '<!DOCTYPE html><html><body><a href="/x/torch-2.5.1-py3-none-any.whl">t</a></body></html>'
 
@@ -211,16 +212,9 @@ def test_a_host_that_hangs_up_mid_request_is_retried():
 @pytest.fixture
 def tls_server(tmp_path) -> Iterator[tuple[Recorder, Path]]:
     """The recorder behind TLS, with a certificate for 127.0.0.1 made by the openssl CLI."""
-    import shutil
     import ssl
-    import subprocess
 
-    if shutil.which("openssl") is None:
-        pytest.skip("needs the openssl command to make a certificate for 127.0.0.1")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    cert, key = loopback_certificate(tmp_path)
     server = Recorder()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)

@@ -8,10 +8,8 @@ import gzip
 import hashlib
 import http.server
 import os
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +23,7 @@ from lockkit.errors import FetchError, HashMismatch
 from lockkit.index.bulk import READ
 from lockkit.wheelhouse.download import fetch_items
 from lockkit.wheelhouse.fetch import Fetcher, Item, Stopped, Want, http_client
+from tests.support.tls import loopback_certificate
 from tests.support.wheelhouse import partials
 
 BIG = 24 << 20  # many pieces of fetch's CHUNK, several of them queued for the sink
@@ -237,13 +236,7 @@ def test_a_connection_the_server_closed_while_idle_is_not_used_again(tmp_path):
 @pytest.fixture
 def certificate(tmp_path) -> tuple[Path, Path]:
     """A certificate for 127.0.0.1 and its key, made by the openssl CLI."""
-    if shutil.which("openssl") is None:
-        pytest.skip("needs the openssl command to make a certificate for 127.0.0.1")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
-    return cert, key
+    return loopback_certificate(tmp_path)
 
 
 def test_https_downloads_trust_ssl_cert_file_and_refuse_an_unknown_certificate(
