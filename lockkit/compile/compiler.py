@@ -127,13 +127,11 @@ def locked_one(project: Project, platform: Platform, uv: str, http: Http,
     ``--check`` gives it), then every difference from the lock a fresh resolution makes
     (:mod:`lockkit.compile.locked`), its pins preferred. Nothing is written, the memo is
     neither read nor written."""
-    from lockkit.compile.locked import differences  # --locked only
+    from lockkit.compile.locked import committed, differences  # --locked only
 
     path = project.lock_path(platform.name)
     record = inputs_record(project, platform, lock_python(project, platform), requirements)
-    origins, read = Origins.of(project, platform), read_lock(path)
-    lock = read if isinstance(read, Lock) else None
-    said_of = read if isinstance(read, Verdict) else verdict(read, record, platform, origins)
+    said_of, lock = committed(path, record, platform, Origins.of(project, platform))
     if said_of.status == "missing":
         return Outcome(platform=platform.name, path=path, status="missing")
     # uv reads only the versions of its preferences; one that is no lock it cannot read

@@ -16,14 +16,21 @@ serve now.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.utils import canonicalize_name
 
+from lockkit.errors import ConfigError
+from lockkit.lock.freshness import InputsRecord, Verdict, read_tables, verdict
 from lockkit.lock.model import NOT_CONTENT, TOOL, Lock, own_table
-from lockkit.lock.origins import shown
+from lockkit.lock.origins import Origins, shown
 
-__all__ = ["differences"]
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from lockkit.platforms.definitions import Platform
+
+__all__ = ["committed", "differences"]
 
 # [tool.lockkit] keys that are not the lock's content: lockkit's own version is not an
 # input (an upgrade invalidates locks only through LOCK_FORMAT), nor is uv's.
@@ -124,3 +131,22 @@ def differences(committed: Lock, fresh: Lock) -> list[str]:
         else:
             said.append(_differ("[tool.lockkit]", key, old.get(key), new.get(key)))
     return said
+
+
+def committed(path: Path, record: InputsRecord, platform: Platform,
+              origins: Origins) -> tuple[Verdict, Lock | None]:
+    """The committed lock's verdict, as ``--check`` gives it (read without the PEP 751
+    validation), and the lock a fresh resolution is compared with: None where there is none
+    or ``--check`` finds it modified and it is no PEP 751 lock (uv then gets no
+    preferences). A lock found unchanged yet no PEP 751 lock cannot be compared: its
+    one-line error (exit 2), as every command that uses the packages gives it."""
+    read = read_tables(path)
+    if isinstance(read, Verdict):
+        return read, None
+    said = verdict(read, record, platform, origins)
+    try:
+        return said, Lock.validated(read)
+    except ConfigError:
+        if said.status == "modified":
+            return said, None
+        raise

@@ -47,7 +47,8 @@ from lockkit.platforms.definitions import Platform
 
 __all__ = ["LOCK_FORMAT", "InputsRecord", "Options", "Outcome", "Status", "Verdict",
            "check_platforms", "fingerprint", "index_url_digest", "input_changes",
-           "inputs_record", "packages_digest_of_read", "read_lock", "requirement_changes",
+           "inputs_record", "packages_digest_of_read", "read_lock", "read_tables",
+           "requirement_changes",
            "stale_warning", "verdict"]
 
 # Bump when what lockkit writes changes in a way old locks must be redone for (it is in
@@ -168,7 +169,7 @@ def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome
         requirements = requirements or normalized_inputs(project)
         current = inputs_record(project, platform, lock_python(project, platform),
                                 requirements)
-        origins, read = Origins.of(project, platform), _judged(path, LockTables.read)
+        origins, read = Origins.of(project, platform), read_tables(path)
         said = read if isinstance(read, Verdict) else verdict(read, current, platform, origins)
         outcomes.append(Outcome(platform=platform.name, path=path, status=said.status,
                                 detail=said.detail, note=said.unchecked))
@@ -180,6 +181,11 @@ def read_lock(path: Path) -> Lock | Verdict:
     is none to judge, the verdict itself: *missing*, or *modified* where :meth:`Lock.read`
     refuses it (not an error: a lock anyone can edit is judged, not trusted)."""
     return _judged(path, Lock.read)
+
+
+def read_tables(path: Path) -> LockTables | Verdict:
+    """:func:`read_lock` without the PEP 751 validation: the lock as ``--check`` judges it."""
+    return _judged(path, LockTables.read)
 
 
 _Read = TypeVar("_Read", bound=LockTables)

@@ -126,7 +126,9 @@ def test_the_tables_are_read_without_pep_751_and_the_lock_with_it(tmp_path):
     # the rebuild's first step reads the lock, and fails as that step, with the same line
     (["verify", "--no-gpu", "--cache-dir", "{tmp}/cache", "--report-dir", "{tmp}/report"], 1),
     (["sync", "--venv", "{tmp}/venv"], 1),
-], ids=["wheelhouse build", "export", "cache info", "verify", "sync"])
+    # --check finds it fresh (its digests hold); --locked cannot compare with it
+    (["compile", "--locked"], 2),
+], ids=["wheelhouse build", "export", "cache info", "verify", "sync", "compile --locked"])
 def test_a_command_that_uses_the_packages_refuses_an_invalid_pep_751_lock(
         project, indexes, tmp_path, capsys, command, code):
     """The PEP 751 validation compile --check spares: every command that takes the
@@ -142,6 +144,9 @@ def test_a_command_that_uses_the_packages_refuses_an_invalid_pep_751_lock(
     said = f"{lock}: invalid PEP 751 lock: {_V2}"
     assert (f"lockkit: error: {said}\n" if code == 2 else said) in err, err
     assert "Traceback" not in err
+    if argv[0] == "compile":  # the gate's verdict on the same lock: fresh
+        assert main(["compile", "--check", "--platform", "linux-cpu", "--project",
+                     str(project)]) == 0
 
 
 # --- one parse per lock per command ------------------------------------------------------
