@@ -162,3 +162,21 @@ def _no_network() -> list[str]:
     if subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode != 0:
         pytest.skip("unshare -rn (a private network namespace) is not available here")
     return ["unshare", "-rn"]
+
+
+def verify_refused_early(root: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """``lockkit verify`` of *root* (a config it must refuse; a lock stands in for the
+    committed one) ends exit 2 before any work: in seconds, where a rebuild first takes
+    minutes, with no traceback. Its stderr, for the test to read the line."""
+    import time
+
+    from lockkit.cli import main
+
+    (root / "locks").mkdir()
+    (root / "locks" / "pylock.linux-cpu.toml").write_text('lock-version = "1.0"\n')
+    started = time.monotonic()
+    assert main(["verify", "--project", str(root)]) == 2
+    assert time.monotonic() - started < 5  # ~0.05 s here; a rebuild first is minutes
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
