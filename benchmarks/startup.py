@@ -3,7 +3,7 @@
 Paired with their baselines in this run (``_harness.measure_pairs``):
   - the venv's `lockkit --version` console script <= 2.5x `python -c pass` (same
     interpreter; issue 35's limit): argparse answers it, with the flags of no command
-    built, and neither the flags' modules nor textwrap imported
+    built, and none of the flags' modules imported
     (tests/cli/test_budget.py);
   - `python -m lockkit --version` <= 3x `python -c pass` (runpy's imports on top);
   - `lockkit compile --check` of fresh locks (every shipped platform, a synthetic project

@@ -42,15 +42,11 @@ class _Formatter(argparse.HelpFormatter):
 
 def _wrapped(text: str, width: int, indent: str = "") -> list[str]:
     """*text*'s words in lines of *width* at most, each after *indent*, never broken at a
-    hyphen: textwrap's lines. A text that fits on one line is that line, as textwrap
-    would make it, without importing textwrap (``--version``'s one line)."""
-    text = " ".join(text.split())
-    if text and len(indent) + len(text) <= width:
-        return [indent + text]
+    hyphen."""
     import textwrap
 
-    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent,
-                         break_on_hyphens=False)
+    return textwrap.wrap(" ".join(text.split()), width, initial_indent=indent,
+                         subsequent_indent=indent, break_on_hyphens=False)
 
 
 def _columns() -> int:
