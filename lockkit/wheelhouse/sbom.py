@@ -6,16 +6,18 @@ of the file (credentials stripped: the lock never holds a secret's value, and us
 is dropped here too). A wheel built from an sdist names the sdist as its source
 distribution and pedigree ancestor. A site reviews this file before it lets the folder in.
 
-The same lock gives the same bytes: the serial number is a uuid5 of the platform, the
-lock's sha256 and lockkit's version (the library draws a random uuid4 by default:
-cyclonedx-python-lib ``cyclonedx/model/bom.py``, ``Bom.__init__``); every component has an
-explicit ``bom-ref`` (a missing one gets a random value: ``cyclonedx/contrib/bom/utils.py``,
-``BomRefDiscriminator``); the metadata timestamp, which the library sets to the wall clock
-(``BomMetaData.__init__``), is ``SOURCE_DATE_EPOCH`` when that is set and left out
-otherwise; the JSON is written with sorted keys.
+The document is the one cyclonedx-python-lib writes for this model, key for key and in
+its order of components, dependencies and properties; the standard library's ``json``
+writes it (the library's import cost 40 to 80 ms of every cold build, and it brought a
+tree of runtime dependencies). tests/wheelhouse/test_sbom_library.py holds the two equal
+for the same files, and the document valid under the library's strict CycloneDX 1.6
+validator. The package URL is made by ``packageurl`` (the purl spec's encoding, in one
+place), imported only when an SBOM is rendered.
 
-``cyclonedx`` and ``packageurl`` are imported only when an SBOM is rendered: they cost
-start-up time that no other command should pay.
+The same lock gives the same bytes: the serial number is a uuid5 of the platform, the
+lock's sha256 and lockkit's version; every component's ``bom-ref`` is its path in the
+folder; the metadata timestamp is ``SOURCE_DATE_EPOCH`` when that is set and left out
+otherwise (never the wall clock); the JSON is written with sorted keys.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from packaging.utils import NormalizedName, canonicalize_name
+
 from lockkit import __version__
 from lockkit._internal.fs import write_atomic
 from lockkit._internal.redact import Secrets, masked, strip_credentials
@@ -38,9 +42,6 @@ from lockkit.errors import ConfigError
 from lockkit.lock.model import LockMeta
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; the import is deferred at run time
-    from cyclonedx.model.bom import Bom
-    from cyclonedx.model.component import Component
-
     from lockkit._internal.outfile import Target
     from lockkit.lock.model import Lock
 
@@ -54,6 +55,14 @@ _NAMESPACE = uuid.UUID("6c6f636b-6b69-7400-8000-73626f6d0001")
 _PROP = "lockkit:"  # CycloneDX property names are namespaced by the tool that writes them
 WHAT = "an SBOM lockkit wrote"  # what -o is replaced only over (lockkit as a tool in it)
 _MAX_SBOM = 256 << 20  # an SBOM read to recognise it: far above a wheelhouse's
+# `$schema`, as cyclonedx-python-lib writes it (cyclonedx/output/json.py, JsonV1Dot6)
+_SCHEMA_URI = f"http://cyclonedx.org/schema/bom-{SCHEMA_VERSION}.schema.json"
+# What a URI cannot hold, percent-encoded as the library encodes it (XsUri._spec_migrate),
+# except an IPv6 host's brackets (RFC 3986 3.2.2): the library's %5B::1%5D names no host
+_IN_HOST = str.maketrans({c: f"%{ord(c):02X}" for c in " \"'<>{}"})
+_ELSEWHERE = str.maketrans({c: f"%{ord(c):02X}" for c in " \"'<>{}[]"})
+_AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")
+_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 class _Record(Protocol):
@@ -114,7 +123,7 @@ def files_of_manifest(manifest: Mapping[str, Any], lock: Mapping[str, Any],
                       where: Path) -> list[File]:
     """The wheel and tool entries of a wheelhouse's ``manifest.json`` (*where*), each with
     its package's index from the lock it was built from."""
-    entries = {_canonical(p.get("name")): p for p in lock.get("packages", [])}
+    entries = {_name_of(p): p for p in lock.get("packages", [])}
     files = []
     for i, f in enumerate(manifest.get("files", [])):
         if f.get("kind") not in ("wheel", "tool") or (f["kind"] == "tool" and "package" not in f):
@@ -123,7 +132,7 @@ def files_of_manifest(manifest: Mapping[str, Any], lock: Mapping[str, Any],
         if missing:
             raise ConfigError(f"{where}: files[{i}] has no {', '.join(missing)}",
                               hint="build the wheelhouse again")
-        index = entries.get(_canonical(f["package"]), {}).get("index")
+        index = entries.get(canonicalize_name(f["package"]), {}).get("index")
         files.append(File(name=f["package"], version=f["version"], path=f["path"],
                           sha256=f["sha256"], size=f["size"],
                           source_url=_url_or_empty(f.get("source")),
@@ -197,11 +206,8 @@ def _relist(folder: Path, manifest: Mapping[str, Any], text: str) -> None:
 
 
 def load() -> None:
-    """Import what :func:`render` uses (CycloneDX's model and writer: about 0.1 s on a
-    loaded 2-core machine, a third of the work after the last byte of a one-wheel build):
-    ``wheelhouse build`` has its main thread do it while the files download."""
-    import cyclonedx.model.bom  # noqa: F401
-    import cyclonedx.output.json  # noqa: F401
+    """Import what :func:`render` imports (``packageurl``: about 2 ms): ``wheelhouse
+    build`` has its main thread do it while the files download."""
     import packageurl  # noqa: F401
 
 
@@ -209,17 +215,32 @@ def render(files: Iterable[File], *, platform: str, lock: Mapping[str, Any],
            lock_sha256: str, secrets: Secrets) -> str:
     """The SBOM as CycloneDX JSON text, the project's *secrets* concealed in every URL; the
     same inputs give the same text."""
-    from cyclonedx.output.json import BY_SCHEMA_VERSION
-    from cyclonedx.schema import SchemaVersion
-
     shown = [replace(f, source_url=secrets.conceal(f.source_url),
                      index=f.index and secrets.conceal(f.index)) for f in files]
-    bom = _bom(sorted(shown, key=lambda f: f.path), platform, lock, lock_sha256, secrets)
-    outputter = BY_SCHEMA_VERSION[SchemaVersion.from_version(SCHEMA_VERSION)](bom)
-    data = json.loads(outputter.output_as_string())
-    if _epoch() is None:
-        data["metadata"].pop("timestamp", None)  # no wall clock in a reproducible file
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    torch_index = LockMeta.of(lock, "the lock").torch_index
+    torch_index = torch_index and secrets.conceal(torch_index)  # compared with files' index
+    doc: dict[str, Any] = {
+        "$schema": _SCHEMA_URI, "bomFormat": "CycloneDX", "specVersion": SCHEMA_VERSION,
+        "serialNumber": serial_number(platform, lock_sha256).urn, "version": 1,
+        "metadata": _metadata(platform, lock_sha256)}
+    if shown:  # the library's order: a component's (name, version, bom-ref)
+        ordered = sorted(shown, key=lambda f: (f.name, f.version, f.path))
+        doc["components"] = [_component(f, torch_index) for f in ordered]
+        doc["dependencies"] = _dependencies(shown, lock)
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _metadata(platform: str, lock_sha256: str) -> dict[str, Any]:
+    """lockkit as the tool, the build's facts as properties, ``SOURCE_DATE_EPOCH`` as the
+    timestamp (no wall clock in a reproducible file)."""
+    tool = {"type": "application", "name": "lockkit", "version": __version__,
+            "bom-ref": f"lockkit@{__version__}"}
+    metadata = {"tools": {"components": [tool]},
+                "properties": _properties(platform=platform, lock_sha256=lock_sha256)}
+    epoch = _epoch()
+    if epoch is not None:
+        metadata["timestamp"] = epoch.isoformat()
+    return metadata
 
 
 def _epoch() -> datetime | None:
@@ -239,83 +260,63 @@ def serial_number(platform: str, lock_sha256: str) -> uuid.UUID:
     return uuid.uuid5(_NAMESPACE, f"{platform}\n{lock_sha256}\n{__version__}")
 
 
-def _bom(files: list[File], platform: str, lock: Mapping[str, Any], lock_sha256: str,
-         secrets: Secrets) -> Bom:
-    from cyclonedx.model import Property
-    from cyclonedx.model.bom import Bom, BomMetaData
-    from cyclonedx.model.component import Component, ComponentType
-    from cyclonedx.model.tool import ToolRepository
-
-    tool = Component(type=ComponentType.APPLICATION, name="lockkit", version=__version__,
-                     bom_ref=f"lockkit@{__version__}")
-    props = [Property(name=f"{_PROP}platform", value=platform),
-             Property(name=f"{_PROP}lock_sha256", value=lock_sha256)]
-    torch_index = LockMeta.of(lock, "the lock").torch_index
-    torch_index = torch_index and secrets.conceal(torch_index)  # compared with files' index
-    components = [_component(f, torch_index) for f in files]
-    metadata = BomMetaData(tools=ToolRepository(components=[tool]), properties=props,
-                           timestamp=_epoch())
-    bom = Bom(serial_number=serial_number(platform, lock_sha256), metadata=metadata,
-              components=components)
-    _depend(bom, [c for f, c in zip(files, components, strict=True) if f.kind == "wheel"], lock)
-    return bom
-
-
-def _component(f: File, torch_index: str | None) -> Component:
-    from cyclonedx.model import ExternalReference, ExternalReferenceType, Property, XsUri
-    from cyclonedx.model.component import Component, ComponentType, Pedigree
-
-    purl = _purl(f.name, f.version, f.filename, _repository(f.index, torch_index))
-    pedigree = Pedigree(ancestors=[_sdist(f, torch_index)]) if f.built_from else None
-    refs = []
-    if f.source_url:  # a wheel built here has no URL: the lock's is its sdist's
-        kind = (ExternalReferenceType.SOURCE_DISTRIBUTION if f.built_from
-                else ExternalReferenceType.DISTRIBUTION)
+def _component(f: File, torch_index: str | None) -> dict[str, Any]:
+    """A library component: the file's hash, purl and lockkit's properties; the lock's URL
+    with its hash (the sdist's, for a wheel built here, which no URL serves), and the
+    sdist as its pedigree's ancestor."""
+    repository = _repository(f.index, torch_index)
+    component: dict[str, Any] = {
+        "type": "library", "name": f.name, "version": f.version, "bom-ref": f.path,
+        "purl": _purl(f.name, f.version, f.filename, repository),
+        "hashes": [_sha(f.sha256)],
+        "properties": _properties(path=f.path, kind=f.kind, size=str(f.size))}
+    if f.source_url:
+        kind = "source-distribution" if f.built_from else "distribution"
         sha = f.built_from["sha256"] if f.built_from else f.sha256
-        refs.append(ExternalReference(type=kind, url=XsUri(_url(f.source_url)),
-                                      hashes=[_sha(sha)]))
-    props = [Property(name=f"{_PROP}path", value=f.path),
-             Property(name=f"{_PROP}kind", value=f.kind),
-             Property(name=f"{_PROP}size", value=str(f.size))]
-    return Component(type=ComponentType.LIBRARY, name=f.name, version=f.version, purl=purl,
-                     bom_ref=f.path, hashes=[_sha(f.sha256)], external_references=refs,
-                     properties=props, pedigree=pedigree)
+        component["externalReferences"] = [
+            {"type": kind, "url": _uri(_url(f.source_url)), "hashes": [_sha(sha)]}]
+    if f.built_from:
+        sdist = f.built_from["sdist"]
+        component["pedigree"] = {"ancestors": [{
+            "type": "library", "name": f.name, "version": f.version,
+            "bom-ref": f"{f.path} built from {sdist}",
+            "purl": _purl(f.name, f.version, sdist, repository),
+            "hashes": [_sha(f.built_from["sha256"])]}]}
+    return component
 
 
-def _sdist(f: File, torch_index: str | None) -> Component:
-    from cyclonedx.model.component import Component, ComponentType
-
-    assert f.built_from is not None
-    purl = _purl(f.name, f.version, f.built_from["sdist"], _repository(f.index, torch_index))
-    return Component(type=ComponentType.LIBRARY, name=f.name, version=f.version, purl=purl,
-                     bom_ref=f"{f.path} built from {f.built_from['sdist']}",
-                     hashes=[_sha(f.built_from["sha256"])])
-
-
-def _depend(bom: Bom, components: list[Component], lock: Mapping[str, Any]) -> None:
-    """The lock's ``packages[].dependencies`` between the wheels' components, where the
-    lock has them (PEP 751 makes the key optional; uv writes none today)."""
-    by_name = {c.name: c for c in components}
+def _dependencies(files: list[File], lock: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One entry per component, by bom-ref: the lock's ``packages[].dependencies`` between
+    the wheels, where the lock has them (PEP 751 makes the key optional; uv writes none
+    today), never a tool's."""
+    by_name = {canonicalize_name(f.name): f.path
+               for f in sorted(files, key=lambda f: f.path) if f.kind == "wheel"}
+    needs: dict[str, set[str]] = {f.path: set() for f in files}
     for package in lock.get("packages", []):
-        source = by_name.get(_canonical(package.get("name")))
-        needs = [by_name[_canonical(d.get("name"))] for d in package.get("dependencies", [])
-                 if isinstance(d, Mapping) and _canonical(d.get("name")) in by_name]
-        if source is not None and needs:
-            bom.register_dependency(source, needs)
+        source = by_name.get(_name_of(package))
+        if source is not None:
+            needs[source].update(by_name[n] for d in package.get("dependencies", [])
+                                 if (n := _name_of(d)) in by_name)
+    return [{"ref": ref, "dependsOn": sorted(on)} if on else {"ref": ref}
+            for ref, on in sorted(needs.items())]
 
 
-def _canonical(name: object) -> str:
-    """PEP 503 normalisation (packaging's ``canonicalize_name``, without importing it)."""
-    return re.sub(r"[-_.]+", "-", str(name or "")).lower()
+def _name_of(table: object) -> NormalizedName:
+    """The normalised name a lock's table gives (``""``: none)."""
+    name = table.get("name") if isinstance(table, Mapping) else None
+    return canonicalize_name(name if isinstance(name, str) else "")
 
 
-def _sha(hexdigest: str) -> Any:
-    from cyclonedx.model import HashAlgorithm, HashType
+def _properties(**values: str) -> list[dict[str, str]]:
+    """lockkit's properties, sorted by name as the library writes them."""
+    return [{"name": f"{_PROP}{key}", "value": value} for key, value in sorted(values.items())]
 
-    return HashType(alg=HashAlgorithm.SHA_256, content=hexdigest)
+
+def _sha(hexdigest: str) -> dict[str, str]:
+    return {"alg": "SHA-256", "content": hexdigest}
 
 
-def _purl(name: str, version: str, filename: str, repository: str | None) -> Any:
+def _purl(name: str, version: str, filename: str, repository: str | None) -> str:
     """``pkg:pypi/<name>@<version>?file_name=...`` (purl-spec ``types/pypi-definition.json``:
     the name lowercased with ``-``; ``file_name`` picks the distribution file;
     ``repository_url`` is the core spec's qualifier for a non-default repository)."""
@@ -325,7 +326,7 @@ def _purl(name: str, version: str, filename: str, repository: str | None) -> Any
     if repository:
         qualifiers["repository_url"] = repository
     return PackageURL(type="pypi", name=name.lower().replace("_", "-"), version=version,
-                      qualifiers=qualifiers)
+                      qualifiers=qualifiers).to_string()
 
 
 def _repository(index: str | None, torch_index: str | None) -> str | None:
@@ -339,3 +340,18 @@ def _url(url: str) -> str:
     """The official URL fit to publish: no user info at all (its ``${VAR}`` values were
     concealed by :func:`render`)."""
     return strip_credentials(masked(url))
+
+
+def _uri(url: str) -> str:
+    """*url* as an ``iri-reference`` (the schema's format of a URL): the characters a URI
+    cannot hold percent-encoded as cyclonedx-python-lib encodes them (``XsUri``), and what
+    the library gets wrong made valid too: an IPv6 host keeps its brackets (the library's
+    ``%5B::1%5D`` fails the schema), a ``%`` that starts no escape and a second ``#``
+    (which the library refuses) are encoded."""
+    head = _AUTHORITY.match(url)
+    cut = head.end() if head else 0
+    url = _STRAY_PERCENT.sub("%25", url[:cut].translate(_IN_HOST)
+                             + url[cut:].translate(_ELSEWHERE))
+    fragment = url.find("#")
+    return url if fragment < 0 else \
+        url[:fragment + 1] + url[fragment + 1:].replace("#", "%23")

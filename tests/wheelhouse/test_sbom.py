@@ -226,7 +226,7 @@ sys.stdout.write(sbom.render(order, platform="p", lock=lock, lock_sha256="cd" * 
 
 
 def test_the_bytes_do_not_depend_on_hash_seed_or_order():
-    """Sets inside the library must not leak Python's per-process hash seed."""
+    """The sets of dependencies must not leak Python's per-process hash seed."""
     texts = {subprocess.run([sys.executable, "-c", _RENDER, order], capture_output=True,
                             text=True, check=True,
                             env={**os.environ, "PYTHONHASHSEED": seed}).stdout
