@@ -16,6 +16,8 @@ The limits are issue 35's ("compile close to bare uv").
 Every lockkit run parses its arguments, reads the config and the inputs and starts uv;
 an unchanged recompile only skips rebuilding a lock its memo says these inputs made.
 Both sides share one uv cache (the benchmark's own), warmed before timing.
+Under each one-platform row, its floor (``floors.py``): the lockkit run's modules that are
+not lockkit's, imported bare, then the same bare uv call.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import _harness as h
+import floors
 from _projects import synthetic_project
 
 from lockkit._internal.redact import NO_SECRETS
@@ -82,7 +85,8 @@ def concurrently(calls: list[UvCall]) -> float:
     return time.perf_counter() - start
 
 
-def one_platform(packages: int, limit: float, opts: h.Options, first: bool = False) -> h.Result:
+def one_platform(packages: int, limit: float, opts: h.Options,
+                 first: bool = False) -> list[h.Result]:
     kind = "first compile" if first else "unchanged recompile"
     with h.workdir(f"compile{packages}") as work, h.FastIndex(work / "index") as index:
         env = h.bench_env(work)
@@ -91,9 +95,13 @@ def one_platform(packages: int, limit: float, opts: h.Options, first: bool = Fal
                 "--project", str(project)]
         lock = project / "locks" / "pylock.linux-cpu.toml"
         h.run(argv, env)
+        if first:
+            lock.unlink()
+        modules = floors.modules_of(argv, env)  # of the very run the row times
         (work / "out").mkdir()
         uv = dataclasses.replace(uv_calls(project, work / "out", env)["linux-cpu"],
                                  first=first)
+        bare = dataclasses.replace(uv, argv=floors.program(modules, uv.argv))
 
         def lockkit() -> float:
             if first:
@@ -101,11 +109,13 @@ def one_platform(packages: int, limit: float, opts: h.Options, first: bool = Fal
             return h.run_timed(argv, env).seconds
 
         name = f"{kind} linux-cpu, {packages} packages"
+        target = h.Target(op="<=", limit=limit)
         pairs = h.measure_pairs(lockkit, uv, opts, name)
-    return h.Result(name=name, subject=h.median_s(pairs.subject),
-                    baseline=f"{h.median_s(pairs.baseline)} bare uv pip compile",
-                    value=pairs.ratio, target=h.Target(op="<=", limit=limit),
-                    note=pairs.spread())
+        floor = floors.row(name, target, bare, uv, "bare uv pip compile", len(modules), opts,
+                           then="the same uv call")
+    return [h.Result(name=name, subject=h.median_s(pairs.subject),
+                     baseline=f"{h.median_s(pairs.baseline)} bare uv pip compile",
+                     value=pairs.ratio, target=target, note=pairs.spread()), floor]
 
 
 def all_platforms(opts: h.Options) -> h.Result:
@@ -129,8 +139,8 @@ def all_platforms(opts: h.Options) -> h.Result:
 
 def measure(opts: h.Options) -> list[h.Result]:
     large = 50 if opts.quick else 200
-    return [one_platform(10, 1.4, opts, first=True), one_platform(10, 1.4, opts),
-            one_platform(large, 1.05, opts), all_platforms(opts)]
+    return [*one_platform(10, 1.4, opts, first=True), *one_platform(10, 1.4, opts),
+            *one_platform(large, 1.05, opts), all_platforms(opts)]
 
 
 def main() -> int:

@@ -11,6 +11,8 @@ Paired with their baselines in this run (``_harness.measure_pairs``):
     which does the same check with the standard library only: every lock parsed and its
     packages digest taken, the inputs normalised (lockkit reads each lock once, without
     the PEP 751 validation its verdict does not rest on: tests/lock/test_freshness.py).
+Under the console script's rows, their floors (``floors.py``): the same run's modules that
+are not lockkit's, imported bare, against the same baseline.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 from pathlib import Path
 
 import _harness as h
+import floors
 from _projects import synthetic_project
 
 __all__ = ["measure"]
@@ -30,14 +33,25 @@ def measure(opts: h.Options) -> list[h.Result]:
     with h.workdir("startup") as work:
         env = h.bench_env(work)
         python = [sys.executable, "-c", "pass"]
-        results = [_versus_python("lockkit --version (console script)",
-                                  [*h.lockkit_argv(console_script=True), "--version"],
-                                  python, env, opts, limit=2.5),
+        version = [*h.lockkit_argv(console_script=True), "--version"]
+        results = [_versus_python("lockkit --version (console script)", version, python, env,
+                                  opts, limit=2.5),
+                   _floor_of_version(version, python, env, opts),
                    _versus_python("python -m lockkit --version",
                                   [*h.lockkit_argv(), "--version"], python, env, opts,
                                   limit=3)]
-        results.append(_check(work, env, opts))
+        results += _check(work, env, opts)
     return results
+
+
+def _floor_of_version(version: list[str], python: list[str], env: dict[str, str],
+                      opts: h.Options) -> h.Result:
+    modules = floors.modules_of(version, env)
+    bare = floors.program(modules)
+    return floors.row("lockkit --version (console script)", h.Target(op="<=", limit=2.5),
+                      lambda: h.run_timed(bare, env).seconds,
+                      lambda: h.run_timed(python, env).seconds, "python -c pass",
+                      len(modules), opts)
 
 
 def _versus_python(name: str, argv: list[str], python: list[str], env: dict[str, str],
@@ -49,7 +63,7 @@ def _versus_python(name: str, argv: list[str], python: list[str], env: dict[str,
                     target=h.Target(op="<=", limit=limit), note=pairs.spread())
 
 
-def _check(work: Path, env: dict[str, str], opts: h.Options) -> h.Result:
+def _check(work: Path, env: dict[str, str], opts: h.Options) -> list[h.Result]:
     from lockkit.platforms.folders import shipped_dir
 
     with h.FastIndex(work / "index") as index:
@@ -65,10 +79,16 @@ def _check(work: Path, env: dict[str, str], opts: h.Options) -> h.Result:
     pairs = h.measure_pairs(lambda: h.run_timed(lockkit, env).seconds,
                             lambda: h.run_timed(floor, env).seconds, opts, "compile --check")
     locks = len(list((project / "locks").glob("pylock.*.toml")))
-    return h.Result(name="compile --check", subject=h.median_s(pairs.subject),
-                    baseline=f"{h.median_s(pairs.baseline)} floor_check.py", value=pairs.ratio,
-                    target=h.Target(op="<=", limit=1.3),
-                    note=f"{locks} fresh locks; {pairs.spread()}")
+    modules = floors.modules_of(lockkit, env)
+    bare = floors.program(modules, script=floor[1:])  # then the same check, in-process
+    target = h.Target(op="<=", limit=1.3)
+    return [h.Result(name="compile --check", subject=h.median_s(pairs.subject),
+                     baseline=f"{h.median_s(pairs.baseline)} floor_check.py",
+                     value=pairs.ratio, target=target,
+                     note=f"{locks} fresh locks; {pairs.spread()}"),
+            floors.row("compile --check", target, lambda: h.run_timed(bare, env).seconds,
+                       lambda: h.run_timed(floor, env).seconds, "floor_check.py",
+                       len(modules), opts, then="floor_check.py's check")]
 
 
 def main() -> int:

@@ -18,19 +18,24 @@ written):
     after each pair would unlink every blob's other name, which moves its ctime, and the
     cache would rightly hash each blob again (lockkit.cache.identity).
 The server's own CPU time while curl runs is printed: far below one core, it is not what
-limits curl.
+limits curl. Under the one-wheel and the warm rows, their floors (``floors.py``): the
+lockkit run's modules that are not lockkit's, imported bare, then the same curl (cold) or
+nothing (warm), against the row's baseline.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 
 import _harness as h
+import floors
 from _projects import wheel_project
 
 __all__ = ["measure"]
@@ -65,12 +70,12 @@ def measure(opts: h.Options) -> list[h.Result]:
     sizes = [int(s * MB / scale) for s in SIZES_MB]
     with h.workdir("wheelhouse") as work, h.FastIndex(work / "index") as index:
         env = h.bench_env(work)
-        one = [cold(*built(work / "one", index, [int(TORCH_SIZE / scale)], env, "bench-torch"),
-                    env, opts,
-                    target=h.Target(op=">=", limit=0.8), label="torch-sized wheel")]
+        one = cold(*built(work / "one", index, [int(TORCH_SIZE / scale)], env, "bench-torch"),
+                   env, opts, target=h.Target(op=">=", limit=0.8), label="torch-sized wheel",
+                   floor=True)
         build, urls = built(work / "eight", index, sizes, env)
-        return [*one, cold(build, urls, env, opts, target=h.Target(op=">=", limit=0.67)),
-                warm(work / "eight", build, env, opts)]
+        return [*one, *cold(build, urls, env, opts, target=h.Target(op=">=", limit=0.67)),
+                *warm(work / "eight", build, env, opts)]
 
 
 def built(work: Path, index: h.FastIndex, sizes: list[int], env: dict[str, str],
@@ -86,7 +91,7 @@ def built(work: Path, index: h.FastIndex, sizes: list[int], env: dict[str, str],
 
 
 def cold(build: list[str], urls: list[str], env: dict[str, str], opts: h.Options, *,
-         target: h.Target, label: str = "") -> h.Result:
+         target: h.Target, label: str = "", floor: bool = False) -> list[h.Result]:
     work = Path(build[build.index("--project") + 1]).parent
     curl = ["curl", "--silent", "--show-error", "--fail", "--parallel", "--parallel-max", "8"]
     for url in urls:
@@ -100,14 +105,25 @@ def cold(build: list[str], urls: list[str], env: dict[str, str], opts: h.Options
     total = sum((work / "wheels" / url.rsplit("/", 1)[1]).stat().st_size for url in urls)
     lk, base = total / 1e6 / median(pairs.subject), total / 1e6 / median(pairs.baseline)
     what = f"1 {label}" if len(urls) == 1 else f"{len(urls)} files"
-    return h.Result(name=f"cold wheelhouse ({what}, {total / 1e6:.0f} MB)",
-                    subject=f"{lk:.0f} MB/s ({h.median_s(pairs.subject)})",
-                    baseline=f"{base:.0f} MB/s curl -Z ({h.median_s(pairs.baseline)})",
-                    value=1 / pairs.ratio, target=target,
-                    note=f"{pairs.spread()} (time ratios); {load}")
+    name = f"cold wheelhouse ({what}, {total / 1e6:.0f} MB)"
+    results = [h.Result(name=name, subject=f"{lk:.0f} MB/s ({h.median_s(pairs.subject)})",
+                        baseline=f"{base:.0f} MB/s curl -Z ({h.median_s(pairs.baseline)})",
+                        value=1 / pairs.ratio, target=target,
+                        note=f"{pairs.spread()} (time ratios); {load}")]
+    if floor:
+        imports = Path(tempfile.mkdtemp(dir=work))  # a cold run of its own, as the row's
+        modules = floors.modules_of([*build, "--cache-dir", imports / "cache", "--out",
+                                     imports / "out"], env)
+        shutil.rmtree(imports)
+        bare = floors.program(modules, curl)
+        results.append(floors.row(
+            name, target, h.fresh(work, lambda d: h.run_timed(bare, env, cwd=d).seconds),
+            h.fresh(work, lambda d: h.run_timed(curl, env, cwd=d).seconds), "curl -Z",
+            len(modules), opts, then="the same curl"))
+    return results
 
 
-def warm(work: Path, build: list[str], env: dict[str, str], opts: h.Options) -> h.Result:
+def warm(work: Path, build: list[str], env: dict[str, str], opts: h.Options) -> list[h.Result]:
     cache, done, ref = work / "cache", work / "built", work / "reference"
     h.run([*build, "--cache-dir", cache, "--out", done], env)
     # the baseline links a copy: links to the built folder's files are links to the cache's
@@ -118,15 +134,21 @@ def warm(work: Path, build: list[str], env: dict[str, str], opts: h.Options) -> 
     if "up to date" not in again.stderr:  # the row times the nothing-new path, or says so
         raise SystemExit(f"benchmark: the rebuild was not found up to date:\n{again.stderr}")
     python = [sys.executable, "-c", "pass"]
+    baseline = h.fresh(work, lambda d: h.run_timed(["cp", "-al", ref, d / "copy"], env).seconds
+                       + h.run_timed(python, env).seconds)
     pairs = h.measure_pairs(
         lambda: h.run_timed([*build, "--cache-dir", cache, "--out", done], env).seconds,
-        h.fresh(work, lambda d: h.run_timed(["cp", "-al", ref, d / "copy"], env).seconds
-              + h.run_timed(python, env).seconds),
-        opts, "warm wheelhouse")
-    return h.Result(name="warm wheelhouse rebuild", subject=h.median_s(pairs.subject),
-                    baseline=f"{h.median_s(pairs.baseline)} cp -al + python -c pass",
-                    value=pairs.ratio, target=h.Target(op="<=", limit=3.0),
-                    note=pairs.spread())
+        baseline, opts, "warm wheelhouse")
+    target = h.Target(op="<=", limit=3.0)
+    modules = floors.modules_of([*build, "--cache-dir", cache, "--out", done], env)
+    return [h.Result(name="warm wheelhouse rebuild", subject=h.median_s(pairs.subject),
+                     baseline=f"{h.median_s(pairs.baseline)} cp -al + python -c pass",
+                     value=pairs.ratio, target=target, note=pairs.spread()),
+            floors.row("warm wheelhouse rebuild", target,
+                       h.fresh(work, lambda d: h.run_timed(
+                           floors.program(modules, ["cp", "-al", ref, d / "copy"]), env).seconds),
+                       baseline, "cp -al + python -c pass", len(modules), opts,
+                       then="the same cp -al")]
 
 
 def main() -> int:

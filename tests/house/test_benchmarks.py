@@ -3,6 +3,7 @@ noise on a shared machine: `nox -s benchmark` is where they are judged)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -104,3 +105,24 @@ def test_floor_check_agrees_with_compile_check(tmp_path: Path) -> None:
     lock.write_text(lock.read_text().replace('version = "1.0.0"', 'version = "1.0.1"', 1))
     (_, lk_err), (_, fl_err) = both()
     assert "linux-cpu: modified" in lk_err and "linux-cpu: modified" in fl_err
+
+
+def test_a_floor_imports_the_runs_modules_but_lockkits_then_does_the_baselines_work(
+        tmp_path: Path) -> None:
+    """A floor row's program: the modules a lockkit run imported (its own left out), then
+    the baseline's process (its exit code the program's) or script (its argv its own)."""
+    import floors
+
+    modules = floors.modules_of([*h.lockkit_argv(), "--version"], dict(os.environ))
+    assert "argparse" in modules and not [m for m in modules if m.startswith("lockkit")]
+    bare = floors.program(modules)
+    probe = "import sys; sys.exit(0 if 'argparse' in sys.modules else 3)"
+    assert subprocess.run([*bare[:2], bare[2] + probe]).returncode == 0
+    assert subprocess.run(floors.program(["json"], [sys.executable, "-c", "raise SystemExit(5)"])
+                          ).returncode == 5
+    script = tmp_path / "argv.py"
+    script.write_text("import sys; open(sys.argv[1], 'w').write(' '.join(sys.argv[2:]))\n")
+    out = tmp_path / "out.txt"
+    assert subprocess.run(floors.program(["json"], script=[script, out, "a", "b"])
+                          ).returncode == 0
+    assert out.read_text() == "a b"
