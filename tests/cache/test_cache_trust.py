@@ -40,7 +40,7 @@ from lockkit.verify.install import shared_root
 from lockkit.wheelhouse import archive, ownwheel
 from tests.support.files import rewrite_in_place
 from tests.support.project import lockkit
-from tests.support.tools import mirrors_of, tool_wheels  # noqa: F401 - the session's download
+from tests.support.tools import compiled_with_tools, tool_wheels  # noqa: F401 - the download
 
 PLATFORM = "linux-cpu"
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX owners and modes")
@@ -507,24 +507,7 @@ def test_verify_under_a_group_writable_cache_uses_no_uv_cache_or_bytecode_there(
 
 @pytest.fixture
 def tools_project(tmp_path, tool_wheels):  # noqa: F811 - the fixture imported above
-    from tests.support.fake_torch import build_fake_torch
-    from tests.support.index_server import IndexServer
-    from tests.support.pytorch_index import PyTorchIndex
-
-    pt, server = PyTorchIndex(tmp_path / "pytorch"), IndexServer(tmp_path / "index")
-    with pt, server, pytest.MonkeyPatch.context() as mp:
-        mp.delenv("LOCKKIT_NO_TOOLS", raising=False)
-        default = server.index("/simple")
-        for wheel in tool_wheels:
-            default.put(wheel)
-        pt.put("cpu", build_fake_torch(tmp_path / "built", version="2.5.1+cpu", cuda=None))
-        root = tmp_path / "proj"
-        root.mkdir()
-        (root / "requirements.in").write_text("torch==2.5.1\n")
-        (root / "lockkit.toml").write_text(
-            f'index-url = "{server.url}/simple"\nplatforms = ["{PLATFORM}"]\n'
-            + mirrors_of(pt))
-        assert main(["compile", "--project", str(root)]) == 0
+    with compiled_with_tools(tmp_path, tool_wheels) as (root, server, _):
         yield root, server
 
 

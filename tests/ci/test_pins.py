@@ -27,10 +27,8 @@ from lockkit import __version__
 from lockkit.ci import pins
 from lockkit.cli import main
 from lockkit.config.keys import LockkitRequirement
-from tests.support.fake_torch import build_fake_torch
-from tests.support.index_server import IndexServer, build_wheel
-from tests.support.pytorch_index import PyTorchIndex
-from tests.support.tools import mirrors_of
+from tests.support.index_server import build_wheel
+from tests.support.tools import compiled_with_tools
 
 PIP = ("python -m pip install --disable-pip-version-check --require-hashes "
        "--only-binary :all: -r .lockkit/ci/requirements.txt")
@@ -48,20 +46,9 @@ def ci_repo(tmp_path_factory, tool_wheels):
     replica, lockkit's real dependencies on a loopback default index) has a committed lock
     and ran ``lockkit ci github --refresh weekly``; yields (repo, stderr of ci github)."""
     base = tmp_path_factory.mktemp("pins")
-    pt, server = PyTorchIndex(base / "pytorch"), IndexServer(base / "index")
-    with pt, server, pytest.MonkeyPatch.context() as mp:
-        default = server.index("/simple")
-        for wheel in tool_wheels:
-            default.put(wheel)
-        pt.put("cpu", build_fake_torch(base / "built", version="2.5.1+cpu", cuda=None))
-        repo = base / "repo"
-        repo.mkdir()
+    with compiled_with_tools(base, tool_wheels, "repo", tools=False) as (repo, _, _), \
+            pytest.MonkeyPatch.context() as mp:
         _git(repo, "init", "-q")
-        (repo / "requirements.in").write_text("torch==2.5.1\n")
-        (repo / "lockkit.toml").write_text(
-            f'index-url = "{server.url}/simple"\nplatforms = ["linux-cpu"]\n'
-            + mirrors_of(pt))
-        assert main(["compile", "--project", str(repo)]) == 0
         _git(repo, "add", "-A")
         _git(repo, "commit", "-q", "-m", "locks")
         mp.chdir(repo)

@@ -1,21 +1,54 @@
-"""Shared by several stages' tests (from test_tools.py)."""
+"""Shared by several stages' tests: lockkit's real dependencies on a loopback default index
+(the tools/ folder's), downloaded once; a project compiled against them."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from lockkit.cli import main
 from lockkit.wheelhouse import ownwheel
+from tests.support.fake_torch import build_fake_torch
+from tests.support.index_server import IndexServer
 from tests.support.pytorch_index import PyTorchIndex
 
 
 def mirrors_of(pt: PyTorchIndex) -> str:
     return "[mirrors]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in pt.mirrors().items())
+
+
+@contextmanager
+def compiled_with_tools(base: Path, tool_wheels: Sequence[Path], name: str = "proj", *,
+                  requirements: str = "torch==2.5.1\n", config: str = "",
+                  tools: bool = True) -> Iterator[tuple[Path, IndexServer, PyTorchIndex]]:
+    """A linux-cpu project compiled over loopback: the PyTorch index replica serving a
+    fake CPU torch 2.5.1, a default index serving lockkit's real dependencies
+    (*tool_wheels*), so that ``tools/`` resolves as it does for a user. *config* goes
+    into lockkit.toml before the mirrors; *tools*: ``LOCKKIT_NO_TOOLS`` (set for the
+    suite, which skips tools/ elsewhere) unset meanwhile. Yields (project, default
+    index server, PyTorch index); both stop on the way out."""
+    pt, server = PyTorchIndex(base / "pytorch"), IndexServer(base / "index")
+    with pt, server, pytest.MonkeyPatch.context() as mp:
+        if tools:
+            mp.delenv("LOCKKIT_NO_TOOLS", raising=False)
+        default = server.index("/simple")
+        for wheel in tool_wheels:
+            default.put(wheel)
+        pt.put("cpu", build_fake_torch(base / "built", version="2.5.1+cpu", cuda=None))
+        root = base / name
+        root.mkdir()
+        (root / "requirements.in").write_text(requirements)
+        (root / "lockkit.toml").write_text(
+            f'index-url = "{server.url}/simple"\nplatforms = ["linux-cpu"]\n{config}'
+            + mirrors_of(pt))
+        assert main(["compile", "--project", str(root)]) == 0
+        yield root, server, pt
 
 
 @pytest.fixture(scope="session")

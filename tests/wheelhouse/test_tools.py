@@ -27,10 +27,7 @@ from lockkit.config.project import load_project
 from lockkit.lock.model import Lock
 from lockkit.wheelhouse import archive, ownwheel, tools, trust
 from lockkit.wheelhouse.manifest import Manifest
-from tests.support.fake_torch import build_fake_torch
-from tests.support.index_server import IndexServer
-from tests.support.pytorch_index import PyTorchIndex
-from tests.support.tools import mirrors_of
+from tests.support.tools import compiled_with_tools
 
 PLATFORM = "linux-cpu"
 
@@ -109,22 +106,10 @@ def built(tmp_path_factory, tool_wheels):
     """A linux-cpu project (fake CPU torch, no application) with its wheelhouse and tools/,
     both indexes on loopback; yields (project, wheelhouse, server, pytorch index)."""
     base = tmp_path_factory.mktemp("tools")
-    pt, server = PyTorchIndex(base / "pytorch"), IndexServer(base / "index")
-    with pt, server, pytest.MonkeyPatch.context() as mp:
-        mp.delenv("LOCKKIT_NO_TOOLS", raising=False)
-        default = server.index("/simple")
-        for wheel in tool_wheels:
-            default.put(wheel)
-        pt.put("cpu", build_fake_torch(base / "built", version="2.5.1+cpu", cuda=None))
-        root = base / "proj"
-        root.mkdir()
-        (root / "requirements.in").write_text("torch==2.5.1\nnumpy\n")  # the probe needs numpy
-        (root / "lockkit.toml").write_text(
-            f'index-url = "{server.url}/simple"\nplatforms = ["{PLATFORM}"]\n'
-            '[verify]\napplication = "none"\nreason = "the fake torch has no model to run"\n'
-            '[verify.resume]\nnone = "nothing here trains"\n'
-            + mirrors_of(pt))
-        assert main(["compile", "--project", str(root)]) == 0
+    with compiled_with_tools(
+            base, tool_wheels, requirements="torch==2.5.1\nnumpy\n",  # the probe needs numpy
+            config='[verify]\napplication = "none"\nreason = "the fake torch has no model to '
+                   'run"\n[verify.resume]\nnone = "nothing here trains"\n') as (root, server, pt):
         assert build(root) == 0
         yield root, root / "wheelhouse" / PLATFORM, server, pt
     shutil.rmtree(base, ignore_errors=True)
