@@ -164,8 +164,11 @@ def verify(sub: Any) -> None:
                      help="with --existing: fetch the lock's wheels that are not at hand (by "
                           "hash, through the download cache) to compare their RECORD")
     ver.add_argument("--strict", action="store_true",
-                     help="with --existing: packages the lock does not name, and files no "
-                          "RECORD lists, fail the inventory")
+                     help="with --existing: packages the lock does not name (but pip, "
+                          "setuptools, wheel), and files no RECORD lists, fail the inventory")
+    ver.add_argument("--allow-extra", action="append", default=[], metavar="NAME",
+                     help="with --existing: accept this package the lock does not name, its "
+                          "start-up code too, on your word (repeatable; the dossier lists it)")
     ver.add_argument("--probe-timeout", type=float, default=300.0, metavar="S",
                      help="seconds before a hung probe counts as failed (default 300)")
     ver.add_argument("--collect-env", action="store_true",

@@ -56,7 +56,7 @@ def handle(args: argparse.Namespace) -> int:
             project=project, platform=platform,
             wheelhouse=args.wheelhouse.absolute() if args.wheelhouse else None,
             python=args.python.absolute() if args.python else None,
-            existing=existing, strict=args.strict,
+            existing=existing, strict=args.strict, allow_extra=tuple(args.allow_extra),
             installer=args.installer, no_gpu=args.no_gpu,
             keep_venv=args.keep_venv, probe_timeout=args.probe_timeout,
             collect_env=args.collect_env,
@@ -100,6 +100,9 @@ def _existing(args: argparse.Namespace) -> Path | None:
         if args.strict:
             raise UsageError("--strict goes with --existing PYTHON (a rebuilt venv's extras "
                              "always fail its inventory)")
+        if args.allow_extra:
+            raise UsageError("--allow-extra goes with --existing PYTHON (a rebuilt venv holds "
+                             "the lock's packages only)")
         if args.fetch_wheels:
             raise UsageError("--fetch-wheels goes with --existing PYTHON (a rebuild fetches "
                              "the lock's wheels anyway when there is no wheelhouse)")

@@ -9,7 +9,10 @@ one beside each verify dossier:
 - ``subject``: the lock that was verified, named by its path in the project
   (``locks/pylock.<platform>.toml``) with its ``sha256``, the digest the dossier records;
 - ``predicateType``: :data:`PREDICATE_TYPE`, lockkit's own, versioned with the dossier's
-  schema;
+  schema; a ``verify --existing`` run (an environment lockkit did not build) gets
+  :data:`EXISTING_PREDICATE_TYPE` instead, and its predicate's ``environment`` and
+  ``taken_on_its_word`` say what was not built or checked here. The predicate's
+  ``result`` is the run's: a failed run attests ``failed``, never ``passed``;
 - ``predicate``: the dossier's JSON document itself, as ``dossier.json`` holds it (redacted,
   its paths relative to the roots).
 
@@ -28,10 +31,14 @@ from typing import Any
 
 from lockkit.report.model import SCHEMA_VERSION, Dossier
 
-__all__ = ["FILE_NAME", "PREDICATE_TYPE", "STATEMENT_TYPE", "render", "statement"]
+__all__ = ["EXISTING_PREDICATE_TYPE", "FILE_NAME", "PREDICATE_TYPE", "STATEMENT_TYPE",
+           "render", "statement"]
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = f"https://lockkit.dev/attestation/verify/v{SCHEMA_VERSION}"
+# verify --existing: an environment lockkit did not build, whose predicate lists what its
+# verdict took on its word (``taken_on_its_word``): never to be read as a rebuild's
+EXISTING_PREDICATE_TYPE = f"https://lockkit.dev/attestation/verify-existing/v{SCHEMA_VERSION}"
 FILE_NAME = "dossier.intoto.json"
 
 
@@ -53,7 +60,8 @@ def statement(dossier: Dossier, document: dict[str, Any]) -> dict[str, Any] | No
     name = _subject_name(lock if isinstance(lock, str) else dossier.lock)
     return {"_type": STATEMENT_TYPE,
             "subject": [{"name": name, "digest": {"sha256": dossier.lock_sha256}}],
-            "predicateType": PREDICATE_TYPE, "predicate": document}
+            "predicateType": EXISTING_PREDICATE_TYPE if dossier.environment else PREDICATE_TYPE,
+            "predicate": document}
 
 
 def render(dossier: Dossier, document: dict[str, Any]) -> str | None:

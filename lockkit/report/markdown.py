@@ -33,6 +33,8 @@ def _verdict(d: Dossier) -> list[str]:
                                           if d.first_error else ""), ""]
     if d.environment:  # verify --existing: never to be read as a rebuild
         lines += [f"**{d.environment[0].upper()}{d.environment[1:]}:** `{d.interpreter}`", ""]
+        lines += ["**Taken on its word** (not checked by this run):", "",
+                  *(f"- {item}" for item in d.taken_on_its_word), ""]
     if d.hang:  # the procedure: aim the diagnosis at the layer where it stalled
         lines += [f"> **Stalled:** {d.hang.get('step')}: {d.hang.get('phase')}"
                   + (f" at `{d.hang['frame']}`" if d.hang.get("frame") else "")

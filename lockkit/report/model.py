@@ -15,7 +15,8 @@ change its result, such as a stale lock), a step's ``waived`` and a fingerprint'
 ``uncommitted`` flag, the ``command`` kind of the application check, ``roots``: the
 folders the document's paths are written relative to (:mod:`~lockkit.report.roots`;
 absent in the absolute form, ``--absolute-paths``), and, from ``verify --existing``,
-``environment``, the result ``passed-existing`` and the inventory's ``altered`` files.
+``environment``, the result ``passed-existing``, the inventory's ``altered`` files, and
+``taken_on_its_word``: what such a run's verdict did not check itself.
 """
 
 from __future__ import annotations
@@ -106,6 +107,8 @@ class Dossier:
     roots: Mapping[str, str] = field(default_factory=dict)
     # verify --existing: "existing environment (not rebuilt)"; None for a rebuild
     environment: str | None = None
+    # verify --existing: what its verdict took on someone's word (see verify.existing)
+    taken_on_its_word: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -156,6 +159,7 @@ class Dossier:
             doc["python"] = self.python
         if self.environment is not None:  # only then: a rebuild's document is unchanged
             doc["environment"] = self.environment
+            doc["taken_on_its_word"] = list(self.taken_on_its_word)
         doc.update({"result": self.result, "first_error": self.first_error,
                     "warnings": list(self.warnings)})
         if self.hang is not None:  # only then: documents of runs that did not hang unchanged
@@ -241,6 +245,7 @@ class Dossier:
                 resume=_opt(ResumeResult, checks.get("resume")),
                 warnings=tuple(map(str, d.get("warnings") or ())), roots=_roots(d.get("roots")),
                 environment=d.get("environment"),
+                taken_on_its_word=tuple(map(str, d.get("taken_on_its_word") or ())),
                 hang=d["hang"] if isinstance(d.get("hang"), Mapping) else None)
         except SchemaError:
             raise

@@ -272,6 +272,9 @@ class Inventory:
     import_variables: Mapping[str, str] = field(default_factory=dict)
     import_paths: tuple[str, ...] = ()
     shadowed: tuple[str, ...] = ()
+    # installer tooling with no start-up code (not an extra), extras the user vouched for
+    tooling: tuple[str, ...] = ()
+    allowed_extra: tuple[str, ...] = ()
 
     @property
     def problems(self) -> list[str]:
@@ -311,9 +314,11 @@ class Inventory:
 
 
 _EXISTING_KEYS: tuple[Literal["altered", "unowned_code", "unowned", "record_from_wheel",
-                              "record_on_its_word", "import_paths", "shadowed"], ...]
+                              "record_on_its_word", "import_paths", "shadowed", "tooling",
+                              "allowed_extra"], ...]
 _EXISTING_KEYS = ("altered", "unowned_code", "unowned", "record_from_wheel",
-                  "record_on_its_word", "import_paths", "shadowed")
+                  "record_on_its_word", "import_paths", "shadowed", "tooling",
+                  "allowed_extra")
 
 
 def _first(what: str, items: tuple[str, ...]) -> list[str]:

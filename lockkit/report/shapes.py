@@ -123,6 +123,8 @@ class InventoryDoc(_InventoryDoc, total=False):
     record_on_its_word: list[str]
     import_paths: list[str]
     shadowed: list[str]
+    tooling: list[str]
+    allowed_extra: list[str]
     import_variables: dict[str, str]
 
 
@@ -225,6 +227,7 @@ class DossierDoc(TypedDict, total=False):
     variant: VariantDoc | None
     python: str | None
     environment: str | None  # only for verify --existing
+    taken_on_its_word: list[str]  # only for verify --existing
     result: Result
     first_error: str | None
     warnings: list[str]

@@ -48,6 +48,7 @@ class Options:
     # (lockkit.verify.existing); strict: packages the lock does not name fail its inventory
     existing: Path | None = None
     strict: bool = False
+    allow_extra: tuple[str, ...] = ()  # extras accepted on the user's word (--allow-extra)
     installer: str = "uv"
     no_gpu: bool = False
     keep_venv: bool = False

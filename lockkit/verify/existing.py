@@ -6,7 +6,13 @@ a host step that takes the interpreter as it is, and the inventory reads what th
 interpreter sees (its ``sys.path``, as the probes see it: ``-I``, the allow-listed
 variables) instead of a venv's folder:
 
-    host -> pip-check -> inventory -> system -> gpu -> extensions -> application -> resume
+    host -> start-up -> inventory -> pip-check -> system -> gpu -> extensions -> application
+    -> resume
+
+The host step reads the interpreter without running its start-up code (``python -I -S``,
+``probes/site_probe.py``), and the start-up step judges that code before anything starts
+the interpreter the usual way (:mod:`lockkit.verify.startup`): ``pip-check``, the probes
+and the checks come after it, and do not run when it fails.
 
 The inventory holds the environment to the lock: every locked package installed at its
 locked version, and every file its ``*.dist-info/RECORD`` lists with a hash hashing to it
@@ -60,7 +66,7 @@ from lockkit._internal.private import open_regular
 from lockkit.cache.store import Cache
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.report.records import Inventory
-from lockkit.verify import importenv, probe, rebuild
+from lockkit.verify import importenv, probe, rebuild, startup
 from lockkit.verify.checks import CHECKS
 from lockkit.verify.context import Run
 from lockkit.verify.interpreter import given_interpreter, lock_python
@@ -77,38 +83,43 @@ from lockkit.verify.workspace import git_state
 from lockkit.wheelhouse import trust
 
 __all__ = ["LABEL", "PLAN", "bodies", "host_step", "inventory_step", "record_problems",
-           "venv_root"]
+           "startup_step", "taken_on_its_word", "venv_root"]
 
 LABEL = "existing environment (not rebuilt)"
 PLAN: list[tuple[str, tuple[str, ...]]] = [
-    ("host", ()), ("pip-check", ("host",)), ("inventory", ("host",)),
-    ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
+    ("host", ()), ("start-up", ("host",)), ("inventory", ("host",)),
+    ("pip-check", ("start-up",)), ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
     *((check.key, check.after) for check in CHECKS),
 ]
 _SHOWN = 20  # altered files named in the dossier; the count says how many more
 
-# Each distribution the interpreter sees, first on sys.path first (the one imported):
-# [name, version, the folder its RECORD paths are relative to, RECORD's text or None],
-# and its site-packages folders.
-_LIST = ("import importlib.metadata as m, json, site; print(json.dumps({'dists': "
-         "[[d.metadata['Name'], d.version, str(d.locate_file('')), d.read_text('RECORD')] "
-         "for d in m.distributions()], 'sites': site.getsitepackages()}))")
 
 
 def bodies(run: Run) -> dict[str, Callable[[Step], None]]:
-    """The steps that differ from a rebuild's (:func:`lockkit.verify.run.execute`)."""
-    return {"host": lambda s: host_step(run, s), "inventory": lambda s: inventory_step(run, s)}
+    """The steps that differ from a rebuild's (:func:`lockkit.verify.run.execute`): the
+    host step reads the interpreter's site once (``site_probe.py``, nothing run), and the
+    start-up and inventory steps judge what it read."""
+    read: dict[str, startup.Site] = {}
+    return {"host": lambda s: host_step(run, s, read),
+            "start-up": lambda s: startup_step(run, s, read["site"]),
+            "inventory": lambda s: inventory_step(
+                run, s, read["site"], startup.judge(read["site"], run.expected,
+                                                    run.opts.allow_extra))}
 
 
-def host_step(run: Run, step: Step) -> None:
+def host_step(run: Run, step: Step, read: dict[str, startup.Site]) -> None:
     """This machine against the platform, the interpreter against the lock's Python, and
-    what the lock selects for the platform: the versions the inventory holds it to."""
+    what the lock selects for the platform: the versions the inventory holds it to. The
+    interpreter's facts come from ``site_probe.py``, which runs none of its start-up code
+    (:mod:`lockkit.verify.startup`)."""
     opts = run.opts
     assert opts.existing is not None
     run.found.code = git_state(run, opts.project.root)
     rebuild.check_machine(opts.platform, step)
     run.wheelhouse = opts.wheelhouse  # only read: the lock's wheels, for their RECORD
-    python, facts = given_interpreter(run, opts.existing, lock_python(run), "--existing")
+    read["site"] = site = _read_site(run, opts.existing)
+    python, facts = given_interpreter(run, opts.existing, lock_python(run), "--existing",
+                                      facts=site.facts)
     step.detail.update(interpreter=facts, environment=LABEL)
     run.found.python, run.interpreter, run.python = facts, python, python
     run.pycache = run.work / "pyc"  # the probes' and commands' bytecode: not in site-packages
@@ -119,15 +130,38 @@ def host_step(run: Run, step: Step) -> None:
         raise StepFailed(str(exc)) from None
 
 
-def inventory_step(run: Run, step: Step) -> None:
+def startup_step(run: Run, step: Step, site: startup.Site) -> None:
+    """What the interpreter runs at start-up, judged before anything starts it
+    (:mod:`lockkit.verify.startup`); what passed on someone's word is a warning."""
+    found = startup.judge(site, run.expected, run.opts.allow_extra)
+    step.detail.update(code_lines=len(site.code), customize=len(site.customize),
+                       failures=found.failures, taken_on_its_word=found.taken)
+    run.found.warnings = (*run.found.warnings,
+                          *(f"start-up code taken on its word: {t}" for t in found.taken))
+    run.found.taken = (*run.found.taken, *(f"start-up code: {t}" for t in found.taken))
+    if found.failures:
+        raise StepFailed("code that runs at start-up or changes what an import loads is "
+                         "not the lock's: " + "; ".join(found.failures[:3])
+                         + (f" (and {len(found.failures) - 3} more)"
+                            if len(found.failures) > 3 else "")
+                         + ("; --allow-extra NAME accepts an extra you vouch for"
+                            if any("(not in the lock)" in f for f in found.failures) else ""))
+
+
+def inventory_step(run: Run, step: Step, site: startup.Site,
+                   judged: startup.Judgement) -> None:
     """The environment against the lock: versions, RECORD hashes (and RECORD against the
     lock's wheel where one is at hand), files no RECORD owns, what the environment's
-    variables add; see the module."""
+    variables add; see the module. Installer tooling without start-up code and the extras
+    the user allowed are named apart, not as extras (*judged*)."""
     assert run.python is not None
-    listing = _listing(run)
+    listing = _listing(site)
     seen = listing.first
-    installed = {name: d[0] for name, d in seen.items()}
     expected = run.expected
+    installed = {name: d[0] for name, d in seen.items()}
+    allowed = {canonicalize_name(a) for a in run.opts.allow_extra} & installed.keys()
+    tooling = {canonicalize_name(t.rsplit(" ", 1)[0]) for t in judged.tooling} - allowed
+    apart = (allowed | tooling) - expected.keys()
     same = sorted(n for n in expected if n in installed
                   and rebuild.same_version(installed[n], expected[n]))
     labels = {n: f"{n} {installed[n]}" for n in installed}
@@ -144,7 +178,8 @@ def inventory_step(run: Run, step: Step) -> None:
     inventory = Inventory(
         expected=len(expected), installed=len(installed),
         missing=tuple(sorted(f"{n}=={v}" for n, v in expected.items() if n not in installed)),
-        extra=tuple(sorted(f"{n}=={v}" for n, v in installed.items() if n not in expected)),
+        extra=tuple(sorted(f"{n}=={v}" for n, v in installed.items()
+                           if n not in expected and n not in apart)),
         mismatched=tuple(sorted(f"{n}: lock {expected[n]}, installed {v}"
                                 for n, v in installed.items()
                                 if n in expected and n not in same)),
@@ -152,7 +187,9 @@ def inventory_step(run: Run, step: Step) -> None:
         unowned=_shown(files.other), record_from_wheel=tuple(labels[n] for n in checked),
         record_on_its_word=tuple(labels[n] for n in same if n not in checked),
         import_variables=importenv.variables(os.environ),
-        import_paths=tuple(surveyed.added), shadowed=tuple(surveyed.failures))
+        import_paths=tuple(surveyed.added), shadowed=tuple(surveyed.failures),
+        tooling=tuple(sorted(f"{n}=={installed[n]}" for n in tooling & apart)),
+        allowed_extra=tuple(sorted(f"{n}=={installed[n]}" for n in allowed & apart)))
     _record(run, step, inventory, installed, counts={
         "record_files_altered": len(altered), "unowned_files": len(files.other)})
     problems = inventory.failures(extras=run.opts.strict)
@@ -182,6 +219,23 @@ def _record(run: Run, step: Step, inventory: Inventory, installed: dict[str, str
     run.found.warnings = (*run.found.warnings, *notes)
 
 
+def taken_on_its_word(run: Run) -> tuple[str, ...]:
+    """What an ``--existing`` verdict did not check itself, for the dossier and its
+    attestation: the environment's making, the interpreter, and what the steps accepted
+    on someone's word."""
+    inventory = run.found.inventory
+    return (
+        "the environment: built by someone else; this run did not install it from the lock",
+        "the interpreter and its standard library, as found",
+        *run.found.taken,
+        *(f"RECORD (no wheel of the lock at hand): {n}"
+          for n in (inventory.record_on_its_word if inventory else ())),
+        *(f"installer tooling not in the lock, with no start-up code: {n}"
+          for n in (inventory.tooling if inventory else ())),
+        *(f"an extra you vouched for (--allow-extra): {n}"
+          for n in (inventory.allowed_extra if inventory else ())))
+
+
 def _shown(items: list[str]) -> tuple[str, ...]:
     """The first ``_SHOWN`` of *items*, and how many more there are."""
     return tuple(items[:_SHOWN]) + ((f"... and {len(items) - _SHOWN} more",)
@@ -209,26 +263,30 @@ class _Listing:
     sites: list[str]
 
 
-def _listing(run: Run) -> _Listing:
-    """The distributions and site folders of the interpreter, asked as the probes ask it:
-    ``-I``, the allow-listed variables, no bytecode written."""
-    assert run.python is not None
-    result = run.call("inventory", [str(run.python), "-I", "-B", "-c", _LIST], timeout=300,
+def _read_site(run: Run, python: Path) -> startup.Site:
+    """What ``site_probe.py`` reads of *python* under ``-I -S -B``: the site module does
+    not run, so none of the start-up code being judged runs (the allow-listed variables,
+    as for every probe)."""
+    script = probe.PROBES_DIR / "site_probe.py"
+    result = run.call("host", [str(python), "-I", "-S", "-B", str(script)], timeout=300,
                       env=probe.probe_env())
     try:
-        doc = parse_json(result.stdout, run.python) if result.ok else None
-    except json.JSONDecodeError:
-        doc = None
+        doc = parse_json(result.stdout, python) if result.ok else None
+        if isinstance(doc, dict) and isinstance(doc.get("facts"), dict):
+            return startup.Site.from_doc(doc)
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        pass
     except ConfigError as exc:  # nested too deeply: that line, as the step's failure
         raise StepFailed(str(exc)) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("dists"), list):
-        raise StepFailed(f"cannot list the distributions of {run.python}: "
-                         f"{proc.outcome(result)}")
-    rows = [(str(n), str(v), str(b), r) for n, v, b, r in doc["dists"] if n and v]
+    raise StepFailed(f"cannot read the site of {python}: {proc.outcome(result)}")
+
+
+def _listing(site: startup.Site) -> _Listing:
+    """The distributions and site folders the site probe read."""
     found: dict[str, tuple[str, str, str | None]] = {}
-    for name, version, base, record in rows:
+    for name, version, base, record in site.dists:
         found.setdefault(canonicalize_name(name), (version, base, record))
-    return _Listing(first=found, rows=rows, sites=[str(s) for s in doc.get("sites") or []])
+    return _Listing(first=found, rows=site.dists, sites=site.sites)
 
 
 def _ownership(listing: _Listing, locked: list[str]) -> Unowned:

@@ -37,6 +37,7 @@ class Findings:
 
     # things the run noticed that do not change its result (a stale lock)
     warnings: tuple[str, ...] = ()
+    taken: tuple[str, ...] = ()  # verify --existing: what its verdict took on its word
     # host: the project's revision and whether its files differ from it
     code: GitState | None = None
     # host: the interpreter the venv is made from (version, full, implementation,

@@ -64,12 +64,12 @@ def find_interpreter(run: Run, version: str) -> tuple[Path, Foreign]:
                      f"('uv python install {version}')")
 
 
-def given_interpreter(run: Run, given: Path, version: str, flag: str
-                      ) -> tuple[Path, Foreign]:
-    """*given* (by *flag*: ``--python``, ``verify --existing``) and its facts; it must be
-    Python *version*, the lock's."""
+def given_interpreter(run: Run, given: Path, version: str, flag: str,
+                      facts: Foreign | None = None) -> tuple[Path, Foreign]:
+    """*given* (by *flag*: ``--python``, ``verify --existing``) and its *facts* (asked
+    here when not given); it must be Python *version*, the lock's."""
     lock = run.opts.project.lock_path(run.opts.platform.name).name
-    facts = _interpreter_facts(run, given)
+    facts = facts if facts is not None else _interpreter_facts(run, given)
     if facts["version"] != version:
         raise StepFailed(f"{flag} {given} is Python {facts['version']}; {lock} is for "
                          f"Python {version}: pass {flag} with a Python {version} interpreter")

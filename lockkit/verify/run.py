@@ -197,9 +197,10 @@ def make_dossier(run: Run, started: _dt.datetime) -> Dossier:
         options={"platform": opts.platform.name, "installer": opts.installer,
                  "no_gpu": opts.no_gpu, "probe_timeout": opts.probe_timeout,
                  "python": (found.python or {}).get("full"),
-                 **({"existing": str(opts.existing), "strict": opts.strict}
-                    if opts.existing else {})},
+                 **({"existing": str(opts.existing), "strict": opts.strict,
+                     "allow_extra": list(opts.allow_extra)} if opts.existing else {})},
         environment=existing.LABEL if opts.existing else None,
+        taken_on_its_word=existing.taken_on_its_word(run) if opts.existing else (),
         variant=opts.variant,
         result=result, first_error=run.steps.first_error,
         steps=tuple(s.result() for s in run.steps), commands=tuple(run.commands),

@@ -75,7 +75,8 @@ FULL = [
     (Inventory(expected=1, installed=1, import_variables={"PYTHONPATH": "***"},
                **{k: ("x",) for k in ("altered", "unowned_code", "unowned",
                                        "record_from_wheel", "record_on_its_word",
-                                       "import_paths", "shadowed")}), shapes.InventoryDoc),
+                                       "import_paths", "shadowed", "tooling",
+                                       "allowed_extra")}), shapes.InventoryDoc),
     (GitState(git=True, revision="abc", dirty=False), shapes.GitDoc),
 ]
 

@@ -58,9 +58,10 @@ def test_records_that_match_the_lock_wheels_are_named_as_checked(locked, tmp_pat
     """What each installer adds (its INSTALLER, bytecode, scripts; pip and setuptools with
     their RECORDs in a stdlib venv) is its own: nothing unowned, nothing altered."""
     python = built_env(locked, tmp_path, installer)
+    seeded = list(site(python).glob("distutils-precedence.pth"))  # setuptools' start-up code
     code, doc, out = verify_existing(locked, python, "--wheelhouse", wheelhouse(locked),
-                                     "--installer", installer,
-                                     *(["--strict"] if installer == "uv" else []))
+                                     "--installer", installer, "--strict",
+                                     *(["--allow-extra", "setuptools"] if seeded else []))
     assert code == 0 and doc["result"] == "passed-existing", out
     assert not {"altered", "unowned", "unowned_code", "shadowed"} & set(doc["inventory"])
     checked = doc["inventory"]["record_from_wheel"]
@@ -118,8 +119,10 @@ def test_unowned_startup_code_in_site_packages_fails_the_inventory_by_name(
     assert code == 1 and statuses(doc)["inventory"] == "failed", out
     (found,) = doc["inventory"]["unowned_code"]
     assert found.startswith(f"<venv>/{planted.relative_to(python.parent.parent)}: {why}")
-    assert doc["first_error"].startswith("inventory: the environment differs from the lock: "
-                                         "files no RECORD lists that Python runs: <venv>/")
+    assert statuses(doc)["start-up"] == "failed"  # judged before anything ran it
+    assert doc["first_error"].startswith("start-up: code that runs at start-up or changes "
+                                         "what an import loads is not the lock's: <venv>/")
+    assert doc["first_error"].endswith("and no RECORD lists it")  # no --allow-extra hint
 
 
 def test_an_unowned_module_inside_a_locked_package_folder_fails(locked, tmp_path):
@@ -196,7 +199,7 @@ def test_the_user_site_is_read_when_the_interpreter_enables_it(tmp_path):
 
 
 @pytest.mark.slow
-def test_an_owned_sitecustomize_gets_no_bytecode_written_into_the_environment(locked,
+def test_an_extra_sitecustomize_fails_until_allowed_and_no_bytecode_is_written(locked,
                                                                               tmp_path):
     python = built_env(locked, tmp_path)
     wheel = build_wheel(tmp_path / "sc", "sitecust", "1.0",
@@ -205,8 +208,12 @@ def test_an_owned_sitecustomize_gets_no_bytecode_written_into_the_environment(lo
     env = python.parent.parent
     before = tree(env)
     code, doc, out = verify_existing(locked, python)
+    assert code == 1 and statuses(doc)["start-up"] == "failed", out
+    assert "sitecust 1.0 (not in the lock): <venv>/" in doc["first_error"]
+    assert tree(env) == before  # judged before anything imported it
+    code, doc, out = verify_existing(locked, python, "--allow-extra", "sitecust")
     assert code == 0 and doc["result"] == "passed-existing", out
-    assert doc["inventory"]["extra"] == ["sitecust==1.0"]
+    assert doc["inventory"]["allowed_extra"] == ["sitecust==1.0"]
     assert tree(env) == before  # no __pycache__/sitecustomize.cpython-*.pyc
 
 

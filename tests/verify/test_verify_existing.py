@@ -25,8 +25,8 @@ from tests.support.index_server import IndexServer, build_wheel
 from tests.support.project import lockkit
 from tests.support.pytorch_index import PyTorchIndex
 
-STEPS = ["host", "pip-check", "inventory", "system", "gpu", "extensions", "application",
-         "resume"]
+STEPS = ["host", "start-up", "inventory", "pip-check", "system", "gpu", "extensions",
+         "application", "resume"]
 WAIVER = ('[verify]\napplication = "none"\nreason = "no application in this test project"\n'
           '[verify.resume]\nnone = "nothing trains in this test project"\n')
 
@@ -199,11 +199,27 @@ def test_an_extra_package_is_listed_and_fails_only_with_strict(locked, tmp_path)
 
 
 @pytest.mark.slow
-def test_an_environment_built_by_pip_lists_pip_as_an_extra(locked, tmp_path):
+def test_a_stdlib_venv_fails_on_setuptools_startup_code_until_the_user_vouches_for_it(
+        locked, tmp_path):
+    """``python -m venv`` on 3.11 seeds setuptools, whose distutils-precedence.pth installs
+    a meta-path finder at every start: named, and nothing run, until --allow-extra."""
     python = built_env(locked, tmp_path, installer="pip")
+    if not list(site(python).glob("distutils-precedence.pth")):
+        pytest.skip("this Python's venv seeds no setuptools .pth")
     code, doc, out = verify_existing(locked, python, "--installer", "pip")
+    assert code == 1 and statuses(doc)["start-up"] == "failed", out
+    assert statuses(doc)["pip-check"] == "not-run"  # nothing started the interpreter
+    assert doc["first_error"].startswith("start-up: code that runs at start-up or changes "
+                                         "what an import loads is not the lock's: setuptools ")
+    assert "distutils-precedence.pth: line 1 runs at every start" in doc["first_error"]
+    code, doc, out = verify_existing(locked, python, "--installer", "pip",
+                                     "--allow-extra", "setuptools", "--strict")
     assert code == 0 and doc["result"] == "passed-existing", out
-    assert any(e.startswith("pip==") for e in doc["inventory"]["extra"])
+    assert doc["inventory"]["extra"] == []
+    assert [e.split("==")[0] for e in doc["inventory"]["tooling"]] == ["pip"]
+    assert [e.split("==")[0] for e in doc["inventory"]["allowed_extra"]] == ["setuptools"]
+    assert any(t.startswith("start-up code: setuptools ") and "(not in the lock, "
+               "--allow-extra)" in t for t in doc["taken_on_its_word"])
     check = next(c for c in doc["commands"] if c["step"] == "pip-check")
     assert check["argv"] == ["<venv>/bin/python", "-m", "pip", "check", "--isolated",
                              "--disable-pip-version-check"]
@@ -211,9 +227,9 @@ def test_an_environment_built_by_pip_lists_pip_as_an_extra(locked, tmp_path):
 
 def test_another_python_version_fails_the_host_step(locked, tmp_path):
     fake = tmp_path / "python"
-    fake.write_text("#!/bin/sh\necho '{\"version\": \"3.9\", \"full\": \"3.9.0\", "
-                    "\"implementation\": \"cpython\", \"platform\": \"linux-x86_64\", "
-                    "\"executable\": \"/x\"}'\n")
+    fake.write_text("#!/bin/sh\necho '{\"facts\": {\"version\": \"3.9\", \"full\": "
+                    "\"3.9.0\", \"implementation\": \"cpython\", \"platform\": "
+                    "\"linux-x86_64\", \"executable\": \"/x\"}}'\n")
     fake.chmod(0o755)
     code, doc, _ = verify_existing(locked, fake)
     assert code == 1 and statuses(doc)["host"] == "failed"
