@@ -30,6 +30,7 @@ from lockkit.errors import ConfigError
 
 if TYPE_CHECKING:
     from lockkit.config.project import Project
+    from lockkit.platforms.definitions import Platform
 
 __all__ = ["normalized_inputs", "resolver_inputs"]
 
@@ -100,7 +101,8 @@ def _named_at(project: Project, index: int) -> str:
     return f"{project.config_file}: requirements[{index}]"
 
 
-def resolver_inputs(project: Project, workdir: Path) -> tuple[list[Path], tuple[str, ...]]:
+def resolver_inputs(project: Project, workdir: Path, platform: Platform | None = None
+                    ) -> tuple[list[Path], tuple[str, ...]]:
     """The files uv reads and the options that select from the pyproject.toml ones
     (``--extra``, ``--group <file>:<name>``).
 
@@ -108,13 +110,25 @@ def resolver_inputs(project: Project, workdir: Path) -> tuple[list[Path], tuple[
     written into ``workdir``. A pyproject.toml without a [project] table gives its groups
     only (uv refuses it as a source file). ``--no-sources`` keeps [tool.uv.sources] out:
     lockkit, not the project, decides each package's index, per platform.
+
+    *platform*'s own lines (``[platform-requirements]``) each replace the lines of their
+    name, in the requirement files and in a pyproject.toml (then given to uv as a copy in
+    ``workdir``), or are added.
     """
+    from lockkit.config.platformreqs import platform_lines
+
+    lines = platform_lines(project, platform) if platform is not None else None
+    own, names = (lines.lines, lines.names()) if lines is not None else ((), set())
     plain = [project.root / e for e in project.requirements if not is_pyproject(e)]
-    files: list[Path] = [_write_flat(plain, workdir, project.root)] if plain else []
+    files: list[Path] = [_write_flat(plain, workdir, project.root, own, names)] \
+        if plain or own else []
     options: list[str] = []
-    for entry in filter(is_pyproject, project.requirements):
+    for i, entry in enumerate(filter(is_pyproject, project.requirements)):
         path = (project.root / entry).resolve()
-        if "project" in load_toml(path):
+        data = load_toml(path)
+        if names:
+            path = _without(data, names, workdir / f"pyproject-{i}" / "pyproject.toml")
+        if "project" in data:
             files.append(path)
         options += [f"--group={path}:{group}" for group in project.groups]
     if any(map(is_pyproject, project.requirements)):
@@ -122,15 +136,42 @@ def resolver_inputs(project: Project, workdir: Path) -> tuple[list[Path], tuple[
     return files, tuple(options)
 
 
-def _write_flat(paths: list[Path], workdir: Path, root: Path) -> Path:
+def _write_flat(paths: list[Path], workdir: Path, root: Path, own: tuple[str, ...] = (),
+                names: Container[str | None] = ()) -> Path:
+    from lockkit.config.platformreqs import requirement_name
     from lockkit.config.reqfile import flatten
 
-    requirements, constraints = flatten(paths, root)
+    requirements, constraints = flatten(paths, root) if paths else ([], [])
+    requirements = [r for r in requirements if requirement_name(r) not in names] + list(own)
+    constraints = [r for r in constraints if requirement_name(r) not in names]
     out = workdir / "requirements.txt"
     if constraints:
         (workdir / "constraints.txt").write_text("\n".join(constraints) + "\n", encoding="utf-8")
         requirements = [*requirements, "-c constraints.txt"]
     out.write_text("".join(f"{r}\n" for r in requirements), encoding="utf-8")
+    return out
+
+
+def _without(data: dict[str, object], names: Container[str | None], out: Path) -> Path:
+    """A copy of a pyproject.toml at *out* without the requirements of *names* in its
+    dependencies, optional dependencies and groups (the platform's own lines replace them
+    in the flat requirements file); *data* is changed to the copy's."""
+    import tomli_w
+
+    from lockkit.config.platformreqs import requirement_name
+
+    project = data.get("project")
+    project = project if isinstance(project, dict) else {}
+    extras = project.get("optional-dependencies")
+    groups = data.get("dependency-groups")
+    lists = [project.get("dependencies"), *(extras.values() if isinstance(extras, dict) else ()),
+             *(groups.values() if isinstance(groups, dict) else ())]
+    for items in lists:
+        if isinstance(items, list):
+            items[:] = [r for r in items
+                        if not (isinstance(r, str) and requirement_name(r) in names)]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(tomli_w.dumps(data), encoding="utf-8")
     return out
 
 
