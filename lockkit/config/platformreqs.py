@@ -86,8 +86,9 @@ def read_table(c: KeyReader, root: Path, data: Mapping[str, object],
         if target is None or target not in wanted:
             close = closest_platform(key, [*configured, *(n for n, t in known.items()
                                                           if t in wanted)])
-            tip = f"did you mean {close!r}?" if close else \
-                f"the project compiles {', '.join(configured)}"
+            tip = f"did you mean {close!r}?" if close and target is None else \
+                f"the project compiles {', '.join(configured)}" + (
+                    f"; add {key} to platforms to compile it" if target else "")
             c.fail(f"{KEY}.{key}", "names no platform the project compiles "
                    f"(its platforms key); {tip}", hint=_HINT)
             continue

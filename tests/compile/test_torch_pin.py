@@ -47,4 +47,6 @@ def test_only_an_exact_torch_pin_is_checked():
     assert platforms[0].torch_releases == ">=2.6"
     assert input_warnings(platforms, {"requirements.in": lines}) == [
         "requirements.in: torch==2.5.1+cu126 is outside the releases linux-cu126 serves "
-        "(>=2.6, its [torch] releases); it is locked as written if an index has it"]
+        "(>=2.6, its [torch] releases); it is locked as written if an index has it. To "
+        'lock another torch on linux-cu126 alone: [platform-requirements] linux-cu126 = '
+        '["torch==X"], X in >=2.6']
