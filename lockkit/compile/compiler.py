@@ -31,8 +31,7 @@ from lockkit._internal.uv import uv_bin, uv_version
 from lockkit.cache.layout import default_cache_dir
 from lockkit.cache.memo import MemoStore, code_digest
 from lockkit.compile.slips import asked_names, input_warnings
-from lockkit.config.inputs import normalized_inputs, resolver_inputs
-from lockkit.config.platformreqs import effective_inputs
+from lockkit.config.inputs import effective_inputs, normalized_inputs, resolver_inputs
 from lockkit.config.project import Project
 from lockkit.errors import ConfigError, GuardError, LockkitError, ResolutionError
 from lockkit.index.http import TIMEOUT

@@ -13,7 +13,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from lockkit.config.platformreqs import effective_inputs
+from lockkit.config.inputs import effective_inputs
 from lockkit.platforms.definitions import Platform
 
 if TYPE_CHECKING:

@@ -2,10 +2,11 @@
 
 Requirement files (see ``lockkit.config.reqfile``) and pyproject.toml (``[project].dependencies``,
 the selected extras and PEP 735 dependency groups): what uv is given (:func:`resolver_inputs`)
-and what ``compile --check`` compares (:func:`normalized_inputs`). Every problem of a file is
-reported at once, naming the file and the key or line. Only regular files are read, and
-what is wrong in a file outside the project is said without quoting it
-(:mod:`lockkit.config.inputfile`).
+and what ``compile --check`` compares (:func:`normalized_inputs`), as each platform resolves
+them, its ``[platform-requirements]`` lines applied (:func:`effective_inputs`). Every
+problem of a file is reported at once, naming the file and the key or line. Only regular
+files are read, and what is wrong in a file outside the project is said without quoting
+it (:mod:`lockkit.config.inputfile`).
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ from lockkit.config.inputfile import (
 from lockkit.errors import ConfigError
 
 if TYPE_CHECKING:
+    from lockkit.config.platformreqs import PlatformLines
     from lockkit.config.project import Project
     from lockkit.platforms.definitions import Platform
 
-__all__ = ["normalized_inputs", "resolver_inputs"]
+__all__ = ["effective_inputs", "normalized_inputs", "platform_lines", "resolver_inputs"]
 
 
 def _label(project: Project, path: Path) -> str:
@@ -65,6 +67,32 @@ def normalized_inputs(project: Project) -> dict[str, list[str]]:
             found[_label(project, f.path)] = sorted(
                 f"{e.kind} {_label(project, e.path)}" if isinstance(e, Include) else e
                 for e in f.entries)
+    return found
+
+
+def platform_lines(project: Project, platform: Platform) -> PlatformLines | None:
+    """The table's key for *platform* (by its name, or the platform an alias stands for)."""
+    target = platform.alias_of or platform.name
+    return next((p for p in project.platform_requirements
+                 if p.key == platform.name or p.target == target), None)
+
+
+def effective_inputs(project: Project, platform: Platform,
+                     requirements: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """*requirements* (:func:`lockkit.config.inputs.normalized_inputs`) as *platform*
+    resolves them: each line whose name the platform's own lines name taken out (a
+    constraint too), and those lines under their own label. Without such lines, the
+    inputs as they are: the lock of a platform the table does not name is unchanged."""
+    own = platform_lines(project, platform)
+    if own is None:
+        return dict(requirements)
+    from lockkit.config.platformreqs import requirement_name
+
+    names = own.names()
+    label = own.label(project.config_file, project.root)
+    found = {lb: [r for r in reqs if requirement_name(r) not in names]
+             for lb, reqs in requirements.items() if lb != label}
+    found[label] = sorted(own.lines)
     return found
 
 
@@ -115,8 +143,6 @@ def resolver_inputs(project: Project, workdir: Path, platform: Platform | None =
     name, in the requirement files and in a pyproject.toml (then given to uv as a copy in
     ``workdir``), or are added.
     """
-    from lockkit.config.platformreqs import platform_lines
-
     lines = platform_lines(project, platform) if platform is not None else None
     own, names = (lines.lines, lines.names()) if lines is not None else ((), set())
     plain = [project.root / e for e in project.requirements if not is_pyproject(e)]

@@ -5,11 +5,11 @@ One torch pin cannot serve two backends: each PyTorch index serves its own range
 releases (``linux-rocm6`` serves torch ``>=2.8,<2.10``, ``linux-cu132`` ``>=2.12``), so a
 project that locks both says ``torch==2.13.0`` once and ``linux-rocm6 = ["torch==2.9.1"]``
 here. The table is read with the project (:func:`read_table`, every problem by its key
-path); a platform's *effective* inputs (:func:`effective_inputs`) are the project's inputs
-with the replaced names taken out and the platform's lines under a label of their own
-(``lockkit.toml[platform-requirements.linux-rocm6]``): what uv resolves, what the lock's
-``[tool.lockkit] inputs`` records (so ``compile --check`` finds only that platform stale
-when its line changes) and what ``lockkit diff`` names.
+path); a platform's *effective* inputs (:func:`lockkit.config.inputs.effective_inputs`)
+are the project's inputs with the replaced names taken out and the platform's lines under
+a label of their own (``lockkit.toml[platform-requirements.linux-rocm6]``): what uv
+resolves, what the lock's ``[tool.lockkit] inputs`` records (so ``compile --check`` finds
+only that platform stale when its line changes) and what ``lockkit diff`` names.
 """
 
 from __future__ import annotations
@@ -17,16 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lockkit._internal.keys import KeyReader
 
-if TYPE_CHECKING:
-    from lockkit.config.project import Project
-    from lockkit.platforms.definitions import Platform
-
-__all__ = ["KEY", "PlatformLines", "effective_inputs", "platform_lines", "read_table",
-           "requirement_name"]
+__all__ = ["KEY", "PlatformLines", "read_table", "requirement_name"]
 
 KEY = "platform-requirements"
 _HINT = ('e.g. [platform-requirements] linux-rocm6 = ["torch==2.9.1", '
@@ -104,27 +98,3 @@ def read_table(c: KeyReader, root: Path, data: Mapping[str, object],
                 c.fail(f"{KEY}.{key}[{i}]", str(exc))
         found[target] = PlatformLines(key=key, target=target, lines=tuple(normalised))
     return tuple(found.values())
-
-
-def platform_lines(project: Project, platform: Platform) -> PlatformLines | None:
-    """The table's key for *platform* (by its name, or the platform an alias stands for)."""
-    target = platform.alias_of or platform.name
-    return next((p for p in project.platform_requirements
-                 if p.key == platform.name or p.target == target), None)
-
-
-def effective_inputs(project: Project, platform: Platform,
-                     requirements: Mapping[str, list[str]]) -> dict[str, list[str]]:
-    """*requirements* (:func:`lockkit.config.inputs.normalized_inputs`) as *platform*
-    resolves them: each line whose name the platform's own lines name taken out (a
-    constraint too), and those lines under their own label. Without such lines, the
-    inputs as they are: the lock of a platform the table does not name is unchanged."""
-    own = platform_lines(project, platform)
-    if own is None:
-        return dict(requirements)
-    names = own.names()
-    label = own.label(project.config_file, project.root)
-    found = {lb: [r for r in reqs if requirement_name(r) not in names]
-             for lb, reqs in requirements.items() if lb != label}
-    found[label] = sorted(own.lines)
-    return found

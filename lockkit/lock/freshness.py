@@ -36,8 +36,7 @@ from typing import Any, Literal, TypedDict, TypeVar
 from lockkit._internal.compat import tomllib
 from lockkit._internal.parse import parse_toml
 from lockkit._internal.redact import masked, strip_credentials
-from lockkit.config.inputs import normalized_inputs
-from lockkit.config.platformreqs import effective_inputs
+from lockkit.config.inputs import effective_inputs, normalized_inputs
 from lockkit.config.project import Project
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.index.urls import expand, placeholders

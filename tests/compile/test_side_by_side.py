@@ -79,6 +79,17 @@ def test_check_is_fresh_and_a_changed_rocm_line_makes_only_rocm_stale(side_by_si
             "torch==2.9.1 → torch==2.9.0\n") in err
 
 
+def test_a_new_shared_pin_leaves_the_platform_that_replaces_it_fresh(side_by_side, capsys):
+    """ROCm's own torch line replaces requirements.in's pin there: a new pin in the file
+    makes CPU and CUDA stale, and the ROCm lock, whose effective inputs did not move, fresh."""
+    (side_by_side / "requirements.in").write_text("torch==2.13.1\nfilelock\n")
+    capsys.readouterr()
+    assert main(["compile", "--project", str(side_by_side), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "locks not fresh: linux-cpu (stale), linux-cu132 (stale)" in err
+    assert "linux-rocm6: fresh (" in err
+
+
 def test_diff_of_two_rocm_locks_names_the_changed_line(side_by_side, tmp_path, capsys):
     before = tmp_path / "before.toml"
     shutil.copy(side_by_side / "locks" / "pylock.linux-rocm6.toml", before)

@@ -11,7 +11,7 @@ import pytest
 
 from lockkit._internal.compat import tomllib
 from lockkit.cli import main
-from lockkit.config.platformreqs import effective_inputs
+from lockkit.config.inputs import effective_inputs
 from lockkit.config.project import load_project
 from lockkit.platforms.definitions import load_platforms
 from tests.support.pytorch_variants import fill_side_by_side
