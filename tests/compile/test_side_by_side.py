@@ -127,3 +127,15 @@ def test_a_pin_outside_a_platforms_releases_points_at_the_table(tmp_path, indexe
                                            'linux-rocm6 = ["torch==2.9.1"]\n'))
     assert main(["compile", "--project", str(root)]) == 0
     assert "releases" not in capsys.readouterr().err
+
+
+def test_each_platforms_wheelhouse_holds_the_torch_its_lock_names(side_by_side, tmp_path):
+    """The locks are used as they are: wheelhouse build fetches ROCm's torch 2.9.1 and
+    torchvision and CUDA's torch 2.13.0, each from its own lock."""
+    for platform, wanted in (("linux-rocm6", {"torch-2.9.1+rocm6.4", "torchvision-0.24.1"}),
+                             ("linux-cu132", {"torch-2.13.0+cu132"})):
+        out = tmp_path / platform
+        assert main(["wheelhouse", "build", "--project", str(side_by_side), "--platform",
+                     platform, "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]) == 0
+        names = {w.name for w in out.glob("*.whl")}
+        assert all(any(n.startswith(w) for n in names) for w in wanted), names
