@@ -51,9 +51,9 @@ def input_warnings(platforms: list[Platform], requirements: dict[str, list[str]]
                             f"{meant!r}? ({name!r} is locked as written, from the default "
                             "index)")
     for platform in platforms:
-        if project is not None:
-            requirements = effective_inputs(project, platform, requirements)
-        said += _pins_outside_releases(platform, requirements)
+        own = requirements if project is None else \
+            effective_inputs(project, platform, requirements)
+        said += _pins_outside_releases(platform, own)
     return said
 
 
