@@ -80,6 +80,7 @@ class _Parser(argparse.ArgumentParser):
         given to (argparse reports it from the top, where no flag could be suggested)."""
         parsed, extras = super().parse_known_args(args, namespace)
         if extras and self.prog == "lockkit":
+            _refuse_flags(parsed, extras)
             _innermost(self, parsed).error(
                 f"unrecognized arguments: {' '.join(extras)}" + _close_flag(self, parsed, extras))
         return parsed, extras
@@ -137,6 +138,31 @@ def _innermost(parser: argparse.ArgumentParser,
             break
         parser = subparsers.choices[name]
     return parser
+
+
+# Flags a command refuses on purpose, each with where its value belongs instead:
+# (command, flag) -> (why, hint); VALUE is the value given, or a placeholder.
+_REFUSED: dict[tuple[str, str], tuple[str, str]] = {
+    ("compile", "--python"): (
+        "the lock's Python comes from the project, not from a flag",
+        'set python = "VALUE" in lockkit.toml (or [tool.lockkit]), or requires-python in '
+        "pyproject.toml's [project]; 'lockkit compile -v' says which Python each lock is for"),
+}
+
+
+def _refuse_flags(parsed: argparse.Namespace, extras: list[str]) -> None:
+    """A flag of :data:`_REFUSED` among *extras*: one line saying where its value belongs
+    (argparse alone says "unrecognized arguments", which leads nowhere)."""
+    for i, extra in enumerate(extras):
+        flag, sep, value = extra.partition("=")
+        refused = _REFUSED.get((getattr(parsed, "command", None) or "", flag))
+        if refused is None:
+            continue
+        if not sep:
+            value = extras[i + 1] if i + 1 < len(extras) else ""
+        why, hint = refused
+        value = value if value[:2] == "3." and value[2:].isdigit() else "X.Y"
+        raise UsageError(f"{parsed.command} {flag}: {why}", hint=hint.replace("VALUE", value))
 
 
 def _close_flag(parser: argparse.ArgumentParser, parsed: argparse.Namespace,

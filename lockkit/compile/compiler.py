@@ -31,7 +31,7 @@ from lockkit._internal.uv import uv_bin, uv_version
 from lockkit.cache.layout import default_cache_dir
 from lockkit.cache.memo import MemoStore, code_digest
 from lockkit.compile.slips import asked_names, input_warnings
-from lockkit.config.inputs import normalized_inputs, resolver_inputs
+from lockkit.config.inputs import effective_inputs, normalized_inputs, resolver_inputs
 from lockkit.config.project import Project
 from lockkit.errors import ConfigError, GuardError, LockkitError, ResolutionError
 from lockkit.index.http import TIMEOUT
@@ -195,8 +195,9 @@ def _resolve(project: Project, platform: Platform, python: str, indexes: Indexes
     """uv's resolution of the project's inputs for *platform*; a failure for want of a
     torch the platform's index serves says so plainly (:func:`.resolve.no_such_torch`)."""
     pages: dict[str, tuple[int, str]] = {}  # on a failure: what the PyTorch index served
+    requirements = effective_inputs(project, platform, requirements)
     with temp_folder("lockkit-inputs-") as tmp:
-        reqs, input_options = resolver_inputs(project, Path(tmp))
+        reqs, input_options = resolver_inputs(project, Path(tmp), platform)
         try:
             return resolve(reqs, platform, python, indexes, binary=uv,
                            fetch_page=http.page, options=options,
@@ -329,7 +330,6 @@ def compile_platforms(project: Project, platforms: list[Platform],
     platform as its work begins."""
     requirements = _before_work(project, platforms, upgrade or force or locked, on_warning)
     uv = uv_bin()
-
     memos = MemoStore(default_cache_dir())
 
     def run(platform: Platform) -> Outcome:
@@ -371,7 +371,7 @@ def _before_work(project: Project, platforms: list[Platform], edited_ok: bool,
         _existing_lock(project.lock_path(platform.name))
     if not edited_ok:
         _refuse_edited(project, platforms, requirements)
-    for warning in input_warnings(platforms, requirements):
+    for warning in input_warnings(platforms, requirements, project):
         if on_warning is not None:
             on_warning(warning)
     return requirements

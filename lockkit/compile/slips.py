@@ -6,13 +6,18 @@ pinned to a release outside a platform's ``[torch] releases``."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from lockkit.config.inputs import effective_inputs
 from lockkit.platforms.definitions import Platform
+
+if TYPE_CHECKING:
+    from lockkit.config.project import Project
 
 __all__ = ["asked_names", "input_warnings"]
 
@@ -25,11 +30,14 @@ def asked_names(requirements: dict[str, list[str]]) -> list[str]:
             if not r.startswith("-") and (m := _NAME.match(r))]
 
 
-def input_warnings(platforms: list[Platform], requirements: dict[str, list[str]]) -> list[str]:
+def input_warnings(platforms: list[Platform], requirements: dict[str, list[str]],
+                   project: Project | None = None) -> list[str]:
     """What the inputs (:func:`lockkit.config.inputs.normalized_inputs`) seem not to mean: a
-    requirement file that names no requirement (its part of the lock is empty), and a
+    requirement file that names no requirement (its part of the lock is empty), a
     name one slip away from a torch-family package of the *platforms* (``torchh``,
-    ``torch-vision``), which would be locked as written, from the default index."""
+    ``torch-vision``), which would be locked as written, from the default index, and a
+    torch pin outside a platform's releases (with the *project*, each platform's pins as
+    it resolves them, its ``[platform-requirements]`` applied)."""
     family = sorted({name for p in platforms for name in p.torch_packages})
     said = []
     for label, reqs in requirements.items():
@@ -42,25 +50,31 @@ def input_warnings(platforms: list[Platform], requirements: dict[str, list[str]]
                 said.append(f"{label}: {name!r} is not a PyTorch package; did you mean "
                             f"{meant!r}? ({name!r} is locked as written, from the default "
                             "index)")
-    return said + _pins_outside_releases(platforms, requirements)
+    for platform in platforms:
+        own = requirements if project is None else \
+            effective_inputs(project, platform, requirements)
+        said += _pins_outside_releases(platform, own)
+    return said
 
 
-def _pins_outside_releases(platforms: list[Platform],
-                           requirements: dict[str, list[str]]) -> list[str]:
+def _pins_outside_releases(platform: Platform, requirements: dict[str, list[str]]
+                           ) -> list[str]:
     """A ``torch==X`` whose X is outside a platform's ``[torch] releases`` (what its PyTorch
     index serves, as the platform file says): it is locked as written when some index has
     it, and the lock then holds a torch the platform was not meant for; said, not refused
-    (``releases`` is the platform file's word, not the index's)."""
+    (``releases`` is the platform file's word, not the index's), with the table that pins
+    another torch on that platform alone."""
     said = []
     for label, reqs in requirements.items():
         for pinned in _torch_pins(reqs):
-            for platform in platforms:
-                if platform.torch_releases and not SpecifierSet(
-                        platform.torch_releases).contains(pinned, prereleases=True):
-                    said.append(f"{label}: torch=={pinned} is outside the releases "
-                                f"{platform.name} serves ({platform.torch_releases}, its "
-                                "[torch] releases); it is locked as written if an index "
-                                "has it")
+            if platform.torch_releases and not SpecifierSet(
+                    platform.torch_releases).contains(pinned, prereleases=True):
+                said.append(f"{label}: torch=={pinned} is outside the releases "
+                            f"{platform.name} serves ({platform.torch_releases}, its "
+                            "[torch] releases); it is locked as written if an index has "
+                            f"it. To lock another torch on {platform.name} alone: "
+                            f'[platform-requirements] {platform.name} = ["torch==X"], X in '
+                            f"{platform.torch_releases}")
     return said
 
 

@@ -6,8 +6,10 @@ read by the one key-path reader, each problem named by its key path (it lives in
 (:mod:`~lockkit.config.keys`), the ``[verify.*]`` tables, one reader per check with the
 rules their tables share (``checks/``: the step that runs each check is verify's), and the
 inputs: requirement files as pip and uv read them (:mod:`~lockkit.config.reqfile`),
-pyproject inputs (:mod:`~lockkit.config.inputs`), and the rule that an input is a regular
-file whose lines outside the project are never quoted (:mod:`~lockkit.config.inputfile`).
+pyproject inputs (:mod:`~lockkit.config.inputs`), each platform's own lines that replace
+the inputs' requirements of their names (``[platform-requirements]``,
+:mod:`~lockkit.config.platformreqs`), and the rule that an input is a regular file whose
+lines outside the project are never quoted (:mod:`~lockkit.config.inputfile`).
 
 May import: lockkit.errors, lockkit._internal, lockkit.platforms, lockkit.index.urls
 """

@@ -2,10 +2,11 @@
 
 Requirement files (see ``lockkit.config.reqfile``) and pyproject.toml (``[project].dependencies``,
 the selected extras and PEP 735 dependency groups): what uv is given (:func:`resolver_inputs`)
-and what ``compile --check`` compares (:func:`normalized_inputs`). Every problem of a file is
-reported at once, naming the file and the key or line. Only regular files are read, and
-what is wrong in a file outside the project is said without quoting it
-(:mod:`lockkit.config.inputfile`).
+and what ``compile --check`` compares (:func:`normalized_inputs`), as each platform resolves
+them, its ``[platform-requirements]`` lines applied (:func:`effective_inputs`). Every
+problem of a file is reported at once, naming the file and the key or line. Only regular
+files are read, and what is wrong in a file outside the project is said without quoting
+it (:mod:`lockkit.config.inputfile`).
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ from lockkit.config.inputfile import (
 from lockkit.errors import ConfigError
 
 if TYPE_CHECKING:
+    from lockkit.config.platformreqs import PlatformLines
     from lockkit.config.project import Project
+    from lockkit.platforms.definitions import Platform
 
-__all__ = ["normalized_inputs", "resolver_inputs"]
+__all__ = ["effective_inputs", "normalized_inputs", "platform_lines", "resolver_inputs"]
 
 
 def _label(project: Project, path: Path) -> str:
@@ -64,6 +67,32 @@ def normalized_inputs(project: Project) -> dict[str, list[str]]:
             found[_label(project, f.path)] = sorted(
                 f"{e.kind} {_label(project, e.path)}" if isinstance(e, Include) else e
                 for e in f.entries)
+    return found
+
+
+def platform_lines(project: Project, platform: Platform) -> PlatformLines | None:
+    """The table's key for *platform* (by its name, or the platform an alias stands for)."""
+    target = platform.alias_of or platform.name
+    return next((p for p in project.platform_requirements
+                 if p.key == platform.name or p.target == target), None)
+
+
+def effective_inputs(project: Project, platform: Platform,
+                     requirements: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """*requirements* (:func:`lockkit.config.inputs.normalized_inputs`) as *platform*
+    resolves them: each line whose name the platform's own lines name taken out (a
+    constraint too), and those lines under their own label. Without such lines, the
+    inputs as they are: the lock of a platform the table does not name is unchanged."""
+    own = platform_lines(project, platform)
+    if own is None:
+        return dict(requirements)
+    from lockkit.config.platformreqs import requirement_name
+
+    names = own.names()
+    label = own.label(project.config_file, project.root)
+    found = {lb: [r for r in reqs if requirement_name(r) not in names]
+             for lb, reqs in requirements.items() if lb != label}
+    found[label] = sorted(own.lines)
     return found
 
 
@@ -100,7 +129,8 @@ def _named_at(project: Project, index: int) -> str:
     return f"{project.config_file}: requirements[{index}]"
 
 
-def resolver_inputs(project: Project, workdir: Path) -> tuple[list[Path], tuple[str, ...]]:
+def resolver_inputs(project: Project, workdir: Path, platform: Platform | None = None
+                    ) -> tuple[list[Path], tuple[str, ...]]:
     """The files uv reads and the options that select from the pyproject.toml ones
     (``--extra``, ``--group <file>:<name>``).
 
@@ -108,13 +138,23 @@ def resolver_inputs(project: Project, workdir: Path) -> tuple[list[Path], tuple[
     written into ``workdir``. A pyproject.toml without a [project] table gives its groups
     only (uv refuses it as a source file). ``--no-sources`` keeps [tool.uv.sources] out:
     lockkit, not the project, decides each package's index, per platform.
+
+    *platform*'s own lines (``[platform-requirements]``) each replace the lines of their
+    name, in the requirement files and in a pyproject.toml (then given to uv as a copy in
+    ``workdir``), or are added.
     """
+    lines = platform_lines(project, platform) if platform is not None else None
+    own, names = (lines.lines, lines.names()) if lines is not None else ((), set())
     plain = [project.root / e for e in project.requirements if not is_pyproject(e)]
-    files: list[Path] = [_write_flat(plain, workdir, project.root)] if plain else []
+    files: list[Path] = [_write_flat(plain, workdir, project.root, own, names)] \
+        if plain or own else []
     options: list[str] = []
-    for entry in filter(is_pyproject, project.requirements):
+    for i, entry in enumerate(filter(is_pyproject, project.requirements)):
         path = (project.root / entry).resolve()
-        if "project" in load_toml(path):
+        data = load_toml(path)
+        if names:
+            path = _without(data, names, workdir / f"pyproject-{i}" / "pyproject.toml")
+        if "project" in data:
             files.append(path)
         options += [f"--group={path}:{group}" for group in project.groups]
     if any(map(is_pyproject, project.requirements)):
@@ -122,15 +162,42 @@ def resolver_inputs(project: Project, workdir: Path) -> tuple[list[Path], tuple[
     return files, tuple(options)
 
 
-def _write_flat(paths: list[Path], workdir: Path, root: Path) -> Path:
+def _write_flat(paths: list[Path], workdir: Path, root: Path, own: tuple[str, ...] = (),
+                names: Container[str | None] = ()) -> Path:
+    from lockkit.config.platformreqs import requirement_name
     from lockkit.config.reqfile import flatten
 
-    requirements, constraints = flatten(paths, root)
+    requirements, constraints = flatten(paths, root) if paths else ([], [])
+    requirements = [r for r in requirements if requirement_name(r) not in names] + list(own)
+    constraints = [r for r in constraints if requirement_name(r) not in names]
     out = workdir / "requirements.txt"
     if constraints:
         (workdir / "constraints.txt").write_text("\n".join(constraints) + "\n", encoding="utf-8")
         requirements = [*requirements, "-c constraints.txt"]
     out.write_text("".join(f"{r}\n" for r in requirements), encoding="utf-8")
+    return out
+
+
+def _without(data: dict[str, object], names: Container[str | None], out: Path) -> Path:
+    """A copy of a pyproject.toml at *out* without the requirements of *names* in its
+    dependencies, optional dependencies and groups (the platform's own lines replace them
+    in the flat requirements file); *data* is changed to the copy's."""
+    import tomli_w
+
+    from lockkit.config.platformreqs import requirement_name
+
+    project = data.get("project")
+    project = project if isinstance(project, dict) else {}
+    extras = project.get("optional-dependencies")
+    groups = data.get("dependency-groups")
+    lists = [project.get("dependencies"), *(extras.values() if isinstance(extras, dict) else ()),
+             *(groups.values() if isinstance(groups, dict) else ())]
+    for items in lists:
+        if isinstance(items, list):
+            items[:] = [r for r in items
+                        if not (isinstance(r, str) and requirement_name(r) in names)]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(tomli_w.dumps(data), encoding="utf-8")
     return out
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Literal, TypedDict
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
 
 from lockkit._internal.keys import KeyReader
 from lockkit._internal.redact import NO_SECRETS, Secrets
@@ -31,10 +32,12 @@ from lockkit.config.keys import (
     lockkit_requirement,
     runner_labels,
 )
+from lockkit.config.platformreqs import KEY as PLATFORM_REQUIREMENTS
+from lockkit.config.platformreqs import PlatformLines, read_table
 from lockkit.errors import ConfigError, UsageError
 from lockkit.index.urls import is_index_url, secrets_of
 
-__all__ = ["Project", "find_project", "load_project", "project_root"]
+__all__ = ["Project", "find_project", "load_project", "project_root", "python_allowed"]
 
 # the lists of strings, each with its Project field
 _LISTS: dict[str, Literal["requirements", "platforms", "allow_sdist", "extras", "groups"]] = {
@@ -45,7 +48,8 @@ _ONE_OR_MORE = {"requirements": "requirement file or pyproject.toml", "platforms
 _INDEX_URL_EXPECTED = "expected an http(s):// URL or a ${VAR} holding one"
 _TABLES = {"verify": ("[verify]", VERIFY_KEYS),
            "ci": ("[ci]", {"runners", "lockkit", "refresh"})}
-_KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer", "max-page-size"}
+_KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer", "max-page-size",
+         PLATFORM_REQUIREMENTS}
 _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
 _RFC3339_HINT = "e.g. 2024-10-01 or 2024-10-01T00:00:00Z"
 _PAGE_SIZE = "a whole number of MiB, at least 1 (the largest index page read)"
@@ -67,6 +71,7 @@ class _Options(TypedDict, total=False):
     max_page_size: int
     verify: VerifyConfig
     ci: CiConfig
+    platform_requirements: tuple[PlatformLines, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,6 +93,8 @@ class Project:
     groups: tuple[str, ...] = ()  # from their [dependency-groups] (PEP 735)
     verify: VerifyConfig = field(default_factory=VerifyConfig)  # [verify], validated at load
     ci: CiConfig = field(default_factory=CiConfig)  # [ci], validated at load
+    # [platform-requirements]: a platform's own lines (lockkit.config.platformreqs)
+    platform_requirements: tuple[PlatformLines, ...] = ()
     max_page_size: int = 64  # MiB: the largest index page read (lockkit.index.http.read_page)
     # the ${VAR} values of index-url and the mirrors (file and flags), filled in at load:
     # what this project's output conceals (lockkit._internal.redact)
@@ -169,8 +176,28 @@ def load_project(root: Path | None = None, *, mirrors: list[str] | None = None,
         if max_page_size < 1:
             raise UsageError(f"--max-page-size {max_page_size}: expected {_PAGE_SIZE}")
         options["max_page_size"] = max_page_size
-    return Project(root=root, config_file=path, requires_python=_requires_python(root),
+    requires_python = _requires_python(root)
+    _check_python(path, options.get("python"), requires_python)
+    return Project(root=root, config_file=path, requires_python=requires_python,
                    secrets=secrets, **options)
+
+
+def python_allowed(spec: SpecifierSet, minor: str) -> bool:
+    """Whether a release of Python *minor* (its first or a late patch) is in *spec*: the
+    one rule for a lock's Python against ``requires-python`` (``>=3.11.4`` keeps 3.11)."""
+    return any(spec.contains(Version(f"{minor}.{patch}"), prereleases=True)
+               for patch in (0, 99))
+
+
+def _check_python(path: Path | None, python: str | None, spec: SpecifierSet | None) -> None:
+    """The lock's Python has one source, the project: a ``python`` key that pyproject.toml's
+    ``requires-python`` excludes is refused (uv refuses that pair too), naming both."""
+    if python is None or spec is None or python_allowed(spec, python):
+        return
+    raise ConfigError(f"{path}: python {python!r} is outside pyproject.toml's "
+                      f"project.requires-python {str(spec)!r}: the lock would be for a "
+                      "Python the project excludes",
+                      hint="make the two agree: change python, or widen requires-python")
 
 
 def _requires_python(root: Path) -> SpecifierSet | None:
@@ -248,6 +275,8 @@ def _from_file(root: Path, path: Path | None, table: object) -> _Options:
         options["max_page_size"] = c.number("max-page-size", data["max-page-size"], 1,
                                             integer=True, expected=_PAGE_SIZE)
     options["verify"] = _verify(c, root, data)
+    options["platform_requirements"] = read_table(
+        c, root, data, options.get("platforms", Project.platforms))
     options["ci"] = _ci(c, data)
     c.raise_if_any()
     return options

@@ -36,7 +36,7 @@ from typing import Any, Literal, TypedDict, TypeVar
 from lockkit._internal.compat import tomllib
 from lockkit._internal.parse import parse_toml
 from lockkit._internal.redact import masked, strip_credentials
-from lockkit.config.inputs import normalized_inputs
+from lockkit.config.inputs import effective_inputs, normalized_inputs
 from lockkit.config.project import Project
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.index.urls import expand, placeholders
@@ -48,8 +48,7 @@ from lockkit.platforms.definitions import Platform
 __all__ = ["LOCK_FORMAT", "InputsRecord", "Options", "Outcome", "Status", "Verdict",
            "check_platforms", "fingerprint", "index_url_digest", "input_changes",
            "inputs_record", "packages_digest_of_read", "read_lock", "read_tables",
-           "requirement_changes",
-           "stale_warning", "verdict"]
+           "requirement_changes", "stale_warning", "verdict"]
 
 # Bump when what lockkit writes changes in a way old locks must be redone for (it is in
 # every inputs fingerprint and, through the lock's metadata, in compile's memo key).
@@ -102,11 +101,11 @@ class Verdict:
 
 def inputs_record(project: Project, platform: Platform, python: str,
                   requirements: Mapping[str, list[str]]) -> InputsRecord:
-    """*requirements* is :func:`lockkit.config.inputs.normalized_inputs`, read once per command."""
+    """*requirements*: :func:`.normalized_inputs`, as *platform* resolves them (its own lines)."""
     return {
         # a direct URL in a requirement may carry user:token@: recorded redacted
-        "requirements": {label: [masked(r) for r in reqs]
-                         for label, reqs in requirements.items()},
+        "requirements": {label: [masked(r) for r in reqs] for label, reqs in
+                         effective_inputs(project, platform, requirements).items()},
         "options": _options(project, platform, python),
     }
 

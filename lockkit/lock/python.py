@@ -7,12 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from packaging.version import Version
-
+from lockkit.config.project import python_allowed
 from lockkit.errors import ConfigError
 
 if TYPE_CHECKING:
-    from packaging.specifiers import SpecifierSet
 
     from lockkit.config.project import Project
     from lockkit.platforms.definitions import Platform
@@ -39,19 +37,13 @@ def lock_python_why(project: Project, platform: Platform) -> tuple[str, str]:
     spec = project.requires_python
     if spec is None:
         return platform.python, "the platform's default; no requires-python"
-    if _satisfies(spec, platform.python):
+    if python_allowed(spec, platform.python):
         return platform.python, f"the platform's default, within requires-python {spec}"
     for minor in KNOWN_PYTHONS:
-        if _satisfies(spec, minor):
+        if python_allowed(spec, minor):
             return minor, (f"the lowest within requires-python {spec}; the platform's "
                            f"default {platform.python} is not")
     raise ConfigError(f"pyproject.toml's requires-python {str(spec)!r} is satisfied by no "
                       f"Python platform {platform.name} supports ({platform.python}, the "
                       f"default, and {KNOWN_PYTHONS[0]} to {KNOWN_PYTHONS[-1]}): widen it, "
                       "or name the lock's Python with the python key")
-
-
-def _satisfies(spec: SpecifierSet, minor: str) -> bool:
-    """Whether a release of Python *minor* (its first or a late patch) is in *spec*."""
-    return any(spec.contains(Version(f"{minor}.{patch}"), prereleases=True)
-               for patch in (0, 99))

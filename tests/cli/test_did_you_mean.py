@@ -94,3 +94,26 @@ def _build_error(argv: list[str], capsys) -> str:
     code = main(argv)
     err = capsys.readouterr().err
     return "" if code == 0 else _error_and_hint(err)[0]
+
+
+@pytest.mark.parametrize(("argv", "python"), [
+    (["compile", "--python", "3.13"], "3.13"),
+    (["compile", "--platform", "linux-cpu", "--python=3.12", "--check"], "3.12"),
+    (["compile", "--python", "/usr/bin/python3"], "X.Y"),  # not a version: a placeholder
+    (["compile", "--python"], "X.Y"),
+])
+def test_compile_python_is_refused_naming_where_the_locks_python_is_set(capsys, argv, python):
+    """``compile --python 3.13`` said only "unrecognized arguments" (issue 42): the lock's
+    Python has one source, the project, and the line says where; exit 2, before any work."""
+    assert main(argv) == 2
+    error, hint = _error_and_hint(capsys.readouterr().err)
+    assert error == ("lockkit: error: compile --python: the lock's Python comes from the "
+                     "project, not from a flag")
+    assert hint.startswith(f'set python = "{python}" in lockkit.toml (or [tool.lockkit]), '
+                           "or requires-python in pyproject.toml's [project]")
+
+
+def test_another_commands_python_flag_is_still_an_unrecognized_argument(capsys):
+    assert main(["export", "--platform", "linux-cpu", "--python", "3.13"]) == 2
+    error, _ = _error_and_hint(capsys.readouterr().err)
+    assert error == "lockkit: error: export: unrecognized arguments: --python 3.13"

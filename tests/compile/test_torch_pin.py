@@ -47,4 +47,28 @@ def test_only_an_exact_torch_pin_is_checked():
     assert platforms[0].torch_releases == ">=2.6"
     assert input_warnings(platforms, {"requirements.in": lines}) == [
         "requirements.in: torch==2.5.1+cu126 is outside the releases linux-cu126 serves "
-        "(>=2.6, its [torch] releases); it is locked as written if an index has it"]
+        "(>=2.6, its [torch] releases); it is locked as written if an index has it. To "
+        'lock another torch on linux-cu126 alone: [platform-requirements] linux-cu126 = '
+        '["torch==X"], X in >=2.6']
+
+
+def test_each_platform_is_warned_of_its_own_pins(tmp_path):
+    """With [platform-requirements], each platform's pins are the ones it resolves: ROCm 6's
+    own torch 2.9.1 is inside its releases (nothing said), and the shared torch 2.13.0 is
+    still checked against the platform listed after it (a linux-cpu that ends at 2.13)."""
+    from lockkit.config.project import load_project
+
+    (tmp_path / "lockkit.toml").write_text(
+        'platforms = ["linux-rocm6", "linux-cpu"]\n'
+        '[platform-requirements]\nlinux-rocm6 = ["torch==2.9.1"]\n')
+    project, known = load_project(tmp_path), load_platforms()
+    shared = {"requirements.in": ["torch==2.13.0"]}
+    (tmp_path / "platforms").mkdir()
+    own_linux_cpu(tmp_path, ">=2.0,<2.13")
+    platforms = [known["linux-rocm6"], load_platforms(tmp_path)["linux-cpu"]]
+    assert input_warnings(platforms, shared, project) == [
+        "requirements.in: torch==2.13.0 is outside the releases linux-cpu serves (>=2.0,<2.13, "
+        "its [torch] releases); it is locked as written if an index has it. To lock another "
+        'torch on linux-cpu alone: [platform-requirements] linux-cpu = ["torch==X"], X in '
+        ">=2.0,<2.13"]
+    assert len(input_warnings(platforms, shared)) == 2  # without the table: ROCm 6 too

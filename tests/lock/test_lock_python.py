@@ -261,18 +261,34 @@ def test_requires_python_keeps_the_default_when_it_satisfies_else_the_lowest_tha
     assert python_in(kept) == ("==3.13.*", "3.13")
 
 
-def test_a_requires_python_no_python_satisfies_is_one_line_and_exit_2_unless_python_names_one(
-        make, capsys):
-    """Nothing is written; the ``python`` key, which wins over requires-python, then
-    locks for the Python it names."""
+def test_a_requires_python_no_python_satisfies_is_one_line_and_exit_2(make, capsys):
+    """Nothing is written."""
     root = make(None, requires_python=">=3.15", exit_code=2)
     err = capsys.readouterr().err
     assert "pyproject.toml's requires-python '>=3.15' is satisfied by no Python platform " \
         "linux-cpu supports" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not (root / "locks").exists()
+
+
+@pytest.mark.parametrize("command", [["compile"], ["compile", "--check"],
+                                     ["export", "--platform", "linux-cpu"]])
+def test_a_python_key_that_requires_python_excludes_is_refused_naming_both(
+        make, capsys, command):
+    """The old failure (issue 42): ``python = "3.11"`` with ``requires-python = ">=3.12"``
+    wrote a 3.11 lock with cp311 wheels; uv lock refuses the pair. Now every command that
+    reads the project ends exit 2 in one line naming both, and nothing is written; a
+    ``python`` key inside requires-python still names the lock's Python."""
+    root = make("3.11", requires_python=">=3.12", exit_code=2)
+    assert main([*command, "--project", str(root)]) == 2
+    err = capsys.readouterr().err
+    line = (f"{root / 'lockkit.toml'}: python '3.11' is outside pyproject.toml's "
+            "project.requires-python '>=3.12'")
+    assert err.count(line) == 2 and "Traceback" not in err
+    assert "hint: make the two agree: change python, or widen requires-python" in err
+    assert not (root / "locks").exists()
     config = root / "lockkit.toml"
-    config.write_text('python = "3.12"\n' + config.read_text())
+    config.write_text(config.read_text().replace('python = "3.11"', 'python = "3.12"'))
     assert main(["compile", "--project", str(root), "--platform", "linux-cpu"]) == 0
     assert python_in(root) == ("==3.12.*", "3.12")
 

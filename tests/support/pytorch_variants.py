@@ -103,3 +103,30 @@ def fill_as_of_2_14(pt: PyTorchIndex, rows: tuple[Any, ...] = AS_OF_2_14) -> Non
                 pt.add(variant, "torch", f"{version}+{variant}", tag=tag)
     pt.add("cpu", "torch", "2.14.0", tag=MAC)
     pt.add(None, "setuptools", "70.2.0")
+
+
+# -- several backends side by side (issue 42) ------------------------------------------------
+# One project, three indexes, two torch release lines: whl/cpu and whl/cu132 serve torch
+# 2.13 (AS_OF_2_14: both serve 2.12 to 2.14), whl/rocm6.4 ends at 2.9.1 (its last torch,
+# as in CURRENT, with 2.9.0 before it). Each torch declares its family dependency on its
+# own index, as pytorch's builds do (triton for CUDA: CURRENT's 2.12 pin; the ROCm triton
+# of each 2.9 release), and torchvision 0.24.1, the torchvision of torch 2.9.1, pins it
+# (vision's release builds declare ``torch==<its torch>`` without the local label).
+SIDE_BY_SIDE = (
+    ("cpu", "2.13.0+cpu", None),
+    ("cu132", "2.13.0+cu132", ("triton", "3.7.0")),
+    ("rocm6.4", "2.9.1+rocm6.4", ("pytorch-triton-rocm", "3.5.1")),
+    ("rocm6.4", "2.9.0+rocm6.4", ("pytorch-triton-rocm", "3.5.0")),
+)
+
+
+def fill_side_by_side(pt: PyTorchIndex) -> None:
+    """The folders of SIDE_BY_SIDE, each torch with its family dependency, and the ROCm 6
+    torchvision of torch 2.9.1."""
+    for variant, version, dep in SIDE_BY_SIDE:
+        requires = ["filelock"]
+        if dep:
+            requires.append(f"{dep[0]}=={dep[1]}; {LINUX}")
+            pt.add(variant, dep[0], dep[1], tag=X86)
+        pt.add(variant, "torch", version, requires=requires, tag=X86)
+    pt.add("rocm6.4", "torchvision", "0.24.1+rocm6.4", requires=["torch==2.9.1"], tag=X86)
