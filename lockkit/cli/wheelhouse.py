@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lockkit._internal import ui
+from lockkit._internal import tables, ui
 from lockkit._internal.ui import human_size
 from lockkit.cli.common import (
     for_project,
@@ -161,9 +161,9 @@ def _printed(platform: str, out: Path, rows: list[tuple[str, str, str, str, str]
              result: Any, secrets: Secrets) -> None:
     """The table, then what was downloaded and what was not (the bytes the cache or a
     --find-links folder gave: a warm rebuild says so, not "0 bytes downloaded" alone)."""
-    ui.print_table(f"lockkit wheelhouse build {platform}",
-                   ("package", "version", "file", "size", "from"), rows, stream=sys.stdout,
-                   secrets=secrets, whole=("file",))
+    tables.print_table(f"lockkit wheelhouse build {platform}",
+                       ("package", "version", "file", "size", "from"), rows,
+                       stream=sys.stdout, secrets=secrets, whole=("file",), detail=("from",))
     local = "".join(f", {human_size(size)} {_LOCAL[where]} ({files} files)"
                     for where, (files, size) in result.local.items() if files)
     ui.say(f"{platform}: {len(rows)} wheels, {human_size(result.downloaded_bytes)} "
