@@ -69,7 +69,7 @@ def _build(args: argparse.Namespace) -> int:
     total = sum(i.want.size or 0 for i in items)
     unknown = sum(i.want.size is None for i in items)
     cache = Cache(cache_root, by_identity=True)
-    phase = f"{platform.name}: fetching {ui.fetch_summary(len(items), total, unknown)}..."
+    phase = _phase(platform.name, items, cache, args.find_links)
     credentials = Credentials.for_indexes(project.index_url, project.mirrors)
     try:
         with http_client(connections=args.jobs, timeout=args.timeout,
@@ -94,6 +94,26 @@ def _build(args: argparse.Namespace) -> int:
         ui.say(f"{platform.name}: tools/ has lockkit and its dependencies "
                f"({len(list((out / 'tools').glob('*.whl')))} wheels) for the offline machine")
     return 0
+
+
+def _phase(name: str, items: list[Any], cache: Any, find_links: list[Path]) -> str:
+    """The fetching line off a terminal: what will be downloaded, and apart from it what
+    the cache or a --find-links folder holds (issue 42: "fetching 10 files (10.5 MB)"
+    then "0 bytes downloaded, 202.2 MB from the cache")."""
+    held = [cache.holds(i.want.sha256, i.want.size)
+            or any((f / i.want.filename).is_file() for f in find_links) for i in items]
+    get, have = ([i for i, h in zip(items, held, strict=True) if h is kept]
+                 for kept in (False, True))
+
+    def summary(part: list[Any]) -> str:
+        return ui.fetch_summary(len(part), sum(i.want.size or 0 for i in part),
+                                sum(i.want.size is None for i in part))
+    where = "the cache or --find-links" if find_links else "the cache"
+    if not have:
+        return f"{name}: fetching {summary(get)}..."
+    if not get:
+        return f"{name}: {summary(have)} from {where}, nothing to download..."
+    return f"{name}: fetching {summary(get)}, {summary(have)} from {where}..."
 
 
 def _find_links_checked(folders: list[Path]) -> None:
