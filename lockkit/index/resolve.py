@@ -227,20 +227,20 @@ def _raise_for(stderr: str, platform: Platform, indexes: Indexes,
     if routing is not None:  # uv names the routing index where the PyTorch index is meant
         stderr = stderr.replace(routing.url, routing.official_index)
     why = _explain(stderr)
-    torch = masked(indexes.torch_official or "")
+    torch = indexes.torch_answering  # the mirror that answered, with the official URL
     asked = [p for name, p in routing.pages.items() if name in routing.asked] if routing else []
     for page in asked:  # a page only prefetched is not what uv failed on
         if page.status is None:
             raise _unreachable_error(platform, indexes, page)
         if page.status == 401:
             raise IndexError_(
-                f"{platform.name}: the PyTorch index {torch} refused access ({page.status}); "
+                f"{platform.name}: {torch} refused access ({page.status}); "
                 "lockkit never falls back to the default index",
                 hint="check the credentials (user:${VAR}@ in [mirrors], or ~/.netrc) "
                      "or the --mirror for that index")
         if page.status != 200 or not page.files:
             raise IndexError_(
-                f"{platform.name}: {page.name} must come from the PyTorch index {torch}, which "
+                f"{platform.name}: {page.name} must come from {torch}, which "
                 f"does not serve it (HTTP {page.status}, {len(page.files)} files); "
                 "lockkit never falls back to the default index",
                 hint="check the platform's torch.index and --mirror, or the version asked for")
