@@ -42,17 +42,28 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     cells = [[secrets.redact("" if c is None else str(c)) for c in row] for row in rows]
     width = _width(stream)
     moved = [c for c in detail if c in columns]
-    if not moved or width is None or _fitted(columns, cells, width - _chrome(
-            stream, columns), [False] * len(columns)) == [None] * len(columns):
-        _one_table(title, columns, cells, whole, width, stream)
-        return
     key = columns.index(next((c for c in columns if c in whole), columns[0]))
     kept = [i for i, c in enumerate(columns) if c not in moved]
+    if not moved or width is None or _fits(columns, cells, range(len(columns)), (), width,
+                                           stream) or not _fits(columns, cells, kept, whole,
+                                                                width, stream):
+        _one_table(title, columns, cells, whole, width, stream)  # as lines where it must
+        return
     _one_table(title, [columns[i] for i in kept], [[r[i] for i in kept] for r in cells],
                whole, width, stream)
     aside = [key, *(columns.index(c) for c in moved)]
     _one_table(f"{title}: {', '.join(moved)}", [columns[i] for i in aside],
-               [[r[i] for i in aside] for r in cells], whole, width, stream)
+               [[r[i] for i in aside] for r in cells], (*whole, *moved), width, stream)
+
+
+def _fits(columns: Sequence[str], cells: Sequence[Sequence[str]], which: Sequence[int],
+          whole: Sequence[str], width: int, stream: TextIO) -> bool:
+    """The columns *which* make a table of *width* (as they are, with no *whole*; else
+    wrapped, the *whole* ones kept whole)."""
+    shown = [columns[i] for i in which]
+    fitted = _fitted(shown, [[r[i] for i in which] for r in cells],
+                     width - _chrome(stream, shown), [c in whole for c in shown])
+    return fitted is not None and (bool(whole) or fitted == [None] * len(shown))
 
 
 def _width(stream: TextIO) -> int | None:
