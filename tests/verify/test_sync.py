@@ -259,7 +259,7 @@ def test_verify_keep_venv_says_where_the_venv_is(small, capsys):
 
     code = main(["verify", "--project", str(small), "--platform", "linux-cpu", "--keep-venv",
                  "--report-dir", str(small / "report")])
-    assert code == 1  # no torch in this lock: the system step fails, the venv is kept
+    assert code == 1  # incomplete (no application check declared): the venv is kept
     err = capsys.readouterr().err
     found = re.search(r"venv kept: (\S+) \(remove (\S+) when done; 'lockkit sync'", err)
     assert found, err
