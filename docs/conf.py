@@ -24,6 +24,11 @@ root_doc = "index"
 exclude_patterns = ["_build"]
 myst_heading_anchors = 3  # [text](page.md#a-heading) links to headings down to ###
 nitpicky = True
+# No smart quotes: docutils' "smartquotes" turned the flags in the generated reference and
+# the exit-code table into en dashes (``--check`` shown as an en dash and ``check``) and
+# the quotes around commands into curly ones, and a pasted command broke. Pages say what
+# they mean with the characters they are written with.
+smartquotes = False
 
 try:
     import furo  # noqa: F401

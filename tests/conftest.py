@@ -30,6 +30,16 @@ def _no_tools():
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _no_columns():
+    """No ``$COLUMNS``: pytest-xdist's workers have ``COLUMNS=80`` and a plain run has none,
+    and piped tables honour it; the tests of a width set it themselves."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("COLUMNS", raising=False)
+        mp.delenv("LINES", raising=False)
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _session_cache(tmp_path_factory):
     """lockkit's default cache (downloads, verify's unpacked wheels: ~700 MB for the real
     torch) in the session's temp folder, not the user's, and removed with it."""

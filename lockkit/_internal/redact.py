@@ -17,7 +17,7 @@ There is no registry: two projects read in one process (tests, a library caller)
 conceal their own values, and a value one of them filled in never turns up as the other's
 placeholder. Where output leaves lockkit the secrets are a required argument: the stderr
 handler of the command (:func:`lockkit._internal.log.hide`, set by the command line as it
-loads the project), :func:`lockkit._internal.ui.print_table`, and each dossier renderer
+loads the project), :func:`lockkit._internal.tables.print_table`, and each dossier renderer
 (``report.json``, ``report.markdown``, ``report.junit``, ``report.write_folder``'s
 attachments).
 """

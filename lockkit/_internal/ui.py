@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from lockkit._internal import log
@@ -21,10 +21,9 @@ if TYPE_CHECKING:
     import logging
     from typing import Any, TextIO
 
-    from lockkit._internal.redact import Secrets
 
 __all__ = ["Advance", "Transfer", "console", "error", "fetch_summary", "human_size",
-           "interactive", "print_table", "progress", "quiet", "say", "transfer", "warn"]
+           "interactive", "progress", "quiet", "say", "transfer", "warn"]
 
 
 def interactive(stream: TextIO | None = None) -> bool:
@@ -101,92 +100,6 @@ def _once(message: str | None) -> Callable[[], None]:
             except IndexError:
                 pass
     return announce
-
-
-def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
-                stream: TextIO | None = None, *, secrets: Secrets,
-                whole: Sequence[str] = ()) -> None:
-    """A table (a step's note may hold an error's text: every cell is redacted with the
-    project's *secrets*, as :func:`say` redacts its line). Cells are text, never rich
-    markup: a package's ``torch[cuda]`` is shown as it is.
-
-    On a terminal narrower than the table, columns wrap at spaces, and a word is folded
-    only where the width leaves no other way (:func:`_fitted`); the columns named in
-    *whole* (a wheel's file name) are never cut: where they cannot be kept whole in a
-    table, each row is shown as lines (:func:`_stacked`). Piped, the rows are plain
-    aligned text, never cut."""
-    stream = stream or sys.stderr
-    if stream is sys.stderr and quiet():
-        return
-    title = secrets.redact(title)
-    cells = [[secrets.redact("" if c is None else str(c)) for c in row] for row in rows]
-    if interactive(stream):
-        from rich.table import Column, Table
-        from rich.text import Text
-
-        shown = console(stream)
-        fitted = _fitted(columns, cells, shown.width - 3 * len(columns) - 1,
-                         [c in whole for c in columns])
-        if fitted is None:
-            _stacked(title, columns, cells, whole, shown.width, stream)
-            return
-        table = Table(*(Column(Text(c), width=w, overflow="fold")
-                        for c, w in zip(columns, fitted, strict=True)), title=Text(title))
-        for row in cells:
-            table.add_row(*map(Text, row))
-        shown.print(table)
-        return
-    print(title, file=stream)
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    for row in [list(columns), *cells]:
-        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip(), file=stream)
-
-
-_NARROWEST = 8  # a column folded narrower than this reads as noise
-
-
-def _fitted(columns: Sequence[str], cells: Sequence[Sequence[str]], room: int,
-            whole: Sequence[bool]) -> list[int | None] | None:
-    """Column widths that fit *room* characters (the terminal less the table's borders
-    and padding): None for each when the table fits as it is. The widest column shrinks
-    first, down to its longest word (its text wraps at spaces, no word cut); then the
-    words of the columns not *whole* are folded, down to a few characters; None when the
-    *whole* columns still do not fit (rich alone narrows every column alike, and cut a
-    wheel's file name and its tags at 80 columns)."""
-    words = [[*col.split(), *(w for r in cells for w in r[i].split())]
-             for i, col in enumerate(columns)]
-    full = [max([len(c)] + [len(ln) for r in cells for ln in r[i].splitlines()])
-            for i, c in enumerate(columns)]
-    if sum(full) <= room:
-        return [None] * len(columns)
-    longest = [max((len(w) for w in ws), default=1) for ws in words]
-    widths = list(full)
-    folded = [n if keep else min(n, _NARROWEST) for n, keep in zip(longest, whole, strict=True)]
-    for floor in (longest, folded) if any(whole) else (longest, folded, [1] * len(columns)):
-        while sum(widths) > room:
-            slack = [w - f for w, f in zip(widths, floor, strict=True)]
-            if max(slack) <= 0:
-                break
-            widest = max((i for i, s in enumerate(slack) if s > 0), key=lambda i: widths[i])
-            widths[widest] -= 1
-    return list(widths) if sum(widths) <= room else None
-
-
-def _stacked(title: str, columns: Sequence[str], cells: Sequence[Sequence[str]],
-             whole: Sequence[str], width: int, stream: TextIO) -> None:
-    """A table too wide for the terminal, row by row: the *whole* columns' values on a
-    line each, then the other columns as ``name value``, wrapped at spaces only."""
-    import textwrap
-
-    print(title, file=stream)
-    for row in cells:
-        named = dict(zip(columns, row, strict=True))
-        for column in whole:
-            print(named[column], file=stream)
-        rest = "; ".join(f"{c} {v}" for c, v in named.items() if c not in whole and v)
-        for line in textwrap.wrap(rest, width, initial_indent="  ", subsequent_indent="  ",
-                                  break_long_words=False, break_on_hyphens=False):
-            print(line, file=stream)
 
 
 @contextlib.contextmanager

@@ -112,6 +112,16 @@ class Cache:
         self._hashed[sha256] = (st.st_dev, st.st_ino)
         return path
 
+    def holds(self, sha256: str, size: int | None) -> bool:
+        """A blob for *sha256* is in place, of *size* when the lock gives one: what a fetch
+        will most likely take from here. A look only (``os.stat``); :meth:`get` checks the
+        bytes when the fetch comes to it."""
+        try:
+            st = os.stat(self.path(sha256), follow_symlinks=False)
+        except OSError:
+            return False
+        return stat.S_ISREG(st.st_mode) and (size is None or st.st_size == size)
+
     def evict(self, path: Path) -> None:
         """Remove the name *path* (never following a link)."""
         try:

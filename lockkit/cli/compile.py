@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from lockkit._internal import ui
+from lockkit._internal import tables, ui
 from lockkit.errors import StaleLockError, UsageError
 
 if TYPE_CHECKING:
@@ -49,9 +49,11 @@ def handle(args: argparse.Namespace) -> int:
                                      timeout=args.timeout, on_start=phase,
                                      force=args.force,
                                      on_warning=ui.warn)
-    ui.print_table("lockkit compile", ("platform", "status", "packages", "lock"),
-                   [(o.platform, o.status, o.packages or "", o.path.relative_to(project.root))
-                    for o in outcomes], stream=sys.stdout, secrets=project.secrets)
+    tables.print_table("lockkit compile", ("platform", "status", "packages", "lock"),
+                       [(o.platform, o.status, o.packages or "",
+                         o.path.relative_to(project.root)) for o in outcomes],
+                       stream=sys.stdout, secrets=project.secrets, whole=("platform",),
+                       detail=("lock",))
     failed = [o for o in outcomes if o.error]
     for o in failed[1:]:
         ui.error(f"error: {o.error}")

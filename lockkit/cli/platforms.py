@@ -11,7 +11,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from lockkit._internal import ui
+from lockkit._internal import tables, ui
 from lockkit._internal.redact import NO_SECRETS  # platform files: no project secrets
 from lockkit.cli.common import project_root
 from lockkit.errors import UsageError
@@ -121,9 +121,10 @@ def _show(platforms: dict[str, Platform], args: argparse.Namespace) -> None:
     else:
         rows = [(p.name, p.os, p.arch, p.python, p.backend_label, _torch_from(p),
                  p.torch_releases) for p in platforms.values()]
-        ui.print_table("lockkit platforms", ("name", "os", "arch", "python", "backend",
-                                             "torch index", "torch releases"), rows,
-                       stream=sys.stdout, secrets=NO_SECRETS)
+        tables.print_table("lockkit platforms", ("name", "os", "arch", "python", "backend",
+                                                 "torch index", "torch releases"), rows,
+                           stream=sys.stdout, secrets=NO_SECRETS, whole=("name",),
+                           detail=("torch index",))
 
 
 def _torch_from(p: Platform) -> str:
@@ -144,8 +145,8 @@ def _host(platforms: Mapping[str, Platform], as_json: bool) -> None:
     rows: list[tuple[int | str, str, str, str]] = [
         (i, r.platform.name, "runs here", r.reason) for i, r in enumerate(fits, 1)]
     rows += [("", r.platform.name, "ruled out", r.reason) for r in out]
-    ui.print_table("lockkit platforms --host", ("#", "platform", "verdict", "why"), rows,
-                   stream=sys.stdout, secrets=NO_SECRETS)
+    tables.print_table("lockkit platforms --host", ("#", "platform", "verdict", "why"), rows,
+                       stream=sys.stdout, secrets=NO_SECRETS, whole=("platform",))
 
 
 def _drafts(listing: Listing, drift: Drift,
@@ -194,10 +195,10 @@ def _drift_text(listing: Listing, drift: Drift, platforms: dict[str, Platform],
              "current" if listing.current(s.name) else f"stopped at {s.newest}",
              ", ".join(f"{o} {a}" for o, a in s.systems) or "-",
              ", ".join(drift.named.get(s.name, [])) or "none") for s in shown]
-    ui.print_table(f"lockkit platforms --check-index {listing.url} (newest torch {newest}, "
-                   f"read as {listing.form})",
-                   ("variant", "torch", "status", "wheels for", "platforms"), rows,
-                   stream=sys.stdout, secrets=secrets)
+    tables.print_table(f"lockkit platforms --check-index {listing.url} (newest torch "
+                       f"{newest}, read as {listing.form})",
+                       ("variant", "torch", "status", "wheels for", "platforms"), rows,
+                       stream=sys.stdout, secrets=secrets, whole=("variant",))
     older = len(listing.variants) - len(shown)
     if older:
         print(f"{older} older variant folders serve no torch {newest} and no platform names "

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from lockkit._internal import ui
+from lockkit._internal import tables, ui
 from lockkit.cli.common import (
     check_given_paths,
     lock_fetcher,
@@ -52,12 +52,12 @@ def _report(done: Synced, project: Project, platform: Platform,
             args: argparse.Namespace) -> int:
     d = done.dossier
     shown = shown_path(done.venv)
-    ui.print_table(f"lockkit sync {platform.name}: "
-                   + ("synced" if done.swapped else f"not synced ({d.result})"),
-                   ("#", "step", "status", "seconds", "first error / reason"),
-                   [(i, s.name, s.shown_status, f"{s.duration_s:.2f}", s.note)
-                    for i, s in enumerate(d.steps, 1)], stream=sys.stdout,
-                   secrets=project.secrets)
+    tables.print_table(f"lockkit sync {platform.name}: "
+                       + ("synced" if done.swapped else f"not synced ({d.result})"),
+                       ("#", "step", "status", "seconds", "first error / reason"),
+                       [(i, s.name, s.shown_status, f"{s.duration_s:.2f}", s.note)
+                        for i, s in enumerate(d.steps, 1)], stream=sys.stdout,
+                       secrets=project.secrets, whole=("step",))
     if args.verify:
         _write_dossier(done, project, platform, absolute_paths=args.absolute_paths)
     for warning in d.warnings:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lockkit._internal import ui
+from lockkit._internal import tables, ui
 from lockkit._internal.ui import human_size
 from lockkit.cli.common import (
     for_project,
@@ -69,7 +69,7 @@ def _build(args: argparse.Namespace) -> int:
     total = sum(i.want.size or 0 for i in items)
     unknown = sum(i.want.size is None for i in items)
     cache = Cache(cache_root, by_identity=True)
-    phase = f"{platform.name}: fetching {ui.fetch_summary(len(items), total, unknown)}..."
+    phase = _phase(platform.name, items, cache, args.find_links)
     credentials = Credentials.for_indexes(project.index_url, project.mirrors)
     try:
         with http_client(connections=args.jobs, timeout=args.timeout,
@@ -94,6 +94,26 @@ def _build(args: argparse.Namespace) -> int:
         ui.say(f"{platform.name}: tools/ has lockkit and its dependencies "
                f"({len(list((out / 'tools').glob('*.whl')))} wheels) for the offline machine")
     return 0
+
+
+def _phase(name: str, items: list[Any], cache: Any, find_links: list[Path]) -> str:
+    """The fetching line off a terminal: what will be downloaded, and apart from it what
+    the cache or a --find-links folder holds (issue 42: "fetching 10 files (10.5 MB)"
+    then "0 bytes downloaded, 202.2 MB from the cache")."""
+    held = [cache.holds(i.want.sha256, i.want.size)
+            or any((f / i.want.filename).is_file() for f in find_links) for i in items]
+    get, have = ([i for i, h in zip(items, held, strict=True) if h is kept]
+                 for kept in (False, True))
+
+    def summary(part: list[Any]) -> str:
+        return ui.fetch_summary(len(part), sum(i.want.size or 0 for i in part),
+                                sum(i.want.size is None for i in part))
+    where = "the cache or --find-links" if find_links else "the cache"
+    if not have:
+        return f"{name}: fetching {summary(get)}..."
+    if not get:
+        return f"{name}: {summary(have)} from {where}, nothing to download..."
+    return f"{name}: fetching {summary(get)}, {summary(have)} from {where}..."
 
 
 def _find_links_checked(folders: list[Path]) -> None:
@@ -161,9 +181,9 @@ def _printed(platform: str, out: Path, rows: list[tuple[str, str, str, str, str]
              result: Any, secrets: Secrets) -> None:
     """The table, then what was downloaded and what was not (the bytes the cache or a
     --find-links folder gave: a warm rebuild says so, not "0 bytes downloaded" alone)."""
-    ui.print_table(f"lockkit wheelhouse build {platform}",
-                   ("package", "version", "file", "size", "from"), rows, stream=sys.stdout,
-                   secrets=secrets, whole=("file",))
+    tables.print_table(f"lockkit wheelhouse build {platform}",
+                       ("package", "version", "file", "size", "from"), rows,
+                       stream=sys.stdout, secrets=secrets, whole=("file",), detail=("from",))
     local = "".join(f", {human_size(size)} {_LOCAL[where]} ({files} files)"
                     for where, (files, size) in result.local.items() if files)
     ui.say(f"{platform}: {len(rows)} wheels, {human_size(result.downloaded_bytes)} "

@@ -10,6 +10,7 @@ index, everything else only from the default index.
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import sys
@@ -23,13 +24,16 @@ from typing import TYPE_CHECKING, Any
 from lockkit._internal import proc
 from lockkit._internal.compat import tomllib
 from lockkit._internal.fs import temp_folder
+from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import masked
 from lockkit._internal.uv import UV_TIMEOUT, uv_bin
 from lockkit.errors import IndexError_, ResolutionError
 from lockkit.index.http import PAGE_HINT, TIMEOUT
 from lockkit.index.routing import Page, RoutingIndex
-from lockkit.index.urls import Indexes, printable
+from lockkit.index.urls import Indexes, origin, printable
 from lockkit.platforms.definitions import Platform
+
+_log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -185,6 +189,7 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
         argv = uv_command(binary, requirements, platform, python, out, options, input_options)
         env = proc.isolated_env({**extra, **uv_environment(
             indexes, routing.url if routing else None, Path(tmp), timeout)})
+        _say_indexes(platform, indexes, routing)
         if routing is not None:
             routing.prefetch(prefetch, then=meanwhile)
             result = proc.call(argv, timeout=UV_TIMEOUT, env=env, stop=stop)
@@ -199,6 +204,23 @@ def resolve(requirements: list[Path], platform: Platform, python: str, indexes: 
                                   for name, page in routing.pages.items()})
             _raise_for(result.stderr, platform, indexes, routing)
         return Resolution(text=out.read_text(encoding="utf-8"), routing=routing)
+
+
+def _say_indexes(platform: Platform, indexes: Indexes, routing: RoutingIndex | None) -> None:
+    """``-v``: every index uv is pointed at, and the mirrors, printable (user info
+    ``***``; the log conceals ``${VAR}`` values), even where every package comes from the
+    default index and no routing line would name one."""
+    name = platform.name
+    _log.log(VERBOSE, "%s: uv's default index: %s", name,
+             printable(indexes.default_effective) if indexes.default_effective
+             else "uv's own (no index-url configured)")
+    if routing is not None:
+        _log.log(VERBOSE, "%s: uv's first index: lockkit's routing index on %s, which serves "
+                 "%s from %s and sends uv on to the default index for every other name",
+                 name, origin(routing.url), ", ".join(sorted(routing.family)),
+                 indexes.torch_answering)  # its path is private to this run: not shown
+    for official, mirror in indexes.mirrors.table.items():
+        _log.log(VERBOSE, "%s: mirror: %s -> %s", name, official, printable(mirror))
 
 
 def _in_thread(work: Callable[[], None] | None) -> Callable[[], None] | None:
@@ -227,20 +249,20 @@ def _raise_for(stderr: str, platform: Platform, indexes: Indexes,
     if routing is not None:  # uv names the routing index where the PyTorch index is meant
         stderr = stderr.replace(routing.url, routing.official_index)
     why = _explain(stderr)
-    torch = masked(indexes.torch_official or "")
+    torch = indexes.torch_answering  # the mirror that answered, with the official URL
     asked = [p for name, p in routing.pages.items() if name in routing.asked] if routing else []
     for page in asked:  # a page only prefetched is not what uv failed on
         if page.status is None:
             raise _unreachable_error(platform, indexes, page)
         if page.status == 401:
             raise IndexError_(
-                f"{platform.name}: the PyTorch index {torch} refused access ({page.status}); "
+                f"{platform.name}: {torch} refused access ({page.status}); "
                 "lockkit never falls back to the default index",
                 hint="check the credentials (user:${VAR}@ in [mirrors], or ~/.netrc) "
                      "or the --mirror for that index")
         if page.status != 200 or not page.files:
             raise IndexError_(
-                f"{platform.name}: {page.name} must come from the PyTorch index {torch}, which "
+                f"{platform.name}: {page.name} must come from {torch}, which "
                 f"does not serve it (HTTP {page.status}, {len(page.files)} files); "
                 "lockkit never falls back to the default index",
                 hint="check the platform's torch.index and --mirror, or the version asked for")

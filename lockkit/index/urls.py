@@ -199,6 +199,16 @@ class Indexes:
     default_official: str | None = None  # as written to the lock: no credentials, no mirror
     mirrors: Mirrors
 
+    @property
+    def torch_answering(self) -> str:
+        """The PyTorch index as the host that answers for it, printable: its mirror, with
+        the official URL the mirror stands for, or the official URL where no mirror covers
+        it. A message about an answer (a 404, a 401) names who gave it."""
+        official = f"the PyTorch index {printable(self.torch_official or '')}"
+        if self.torch_official and self.mirrors.covers(self.torch_official):
+            return f"the mirror {printable(self.torch_effective or '')} (for {official})"
+        return official
+
     @classmethod
     def for_platform(cls, platform: Platform, mirrors: dict[str, str],
                      index_url: str | None, secrets: Secrets) -> Indexes:

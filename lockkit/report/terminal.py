@@ -1,7 +1,7 @@
 """What commands print: result tables on stdout (the command's answer), status on stderr.
 
 Plain aligned text when stdout is a pipe or a file, a rich table on a terminal
-(:func:`lockkit._internal.ui.print_table` decides).
+(:func:`lockkit._internal.tables.print_table` decides).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from lockkit._internal import ui
+from lockkit._internal import tables, ui
 from lockkit._internal.redact import NO_SECRETS, Secrets
 from lockkit.report.model import Dossier
 
@@ -22,11 +22,12 @@ __all__ = ["diagnose_facts", "diff_json", "diff_text", "steps_table", "warnings"
 
 
 def steps_table(d: Dossier, secrets: Secrets) -> None:
-    ui.print_table(f"lockkit {d.kind} {d.platform or ''}".rstrip() + f": {d.result}"
-                   + (f" ({d.environment})" if d.environment else ""),
-                   ("#", "step", "status", "seconds", "first error / reason"),
-                   [(i, s.name, s.shown_status, f"{s.duration_s:.2f}", s.note)
-                    for i, s in enumerate(d.steps, 1)], stream=sys.stdout, secrets=secrets)
+    tables.print_table(f"lockkit {d.kind} {d.platform or ''}".rstrip() + f": {d.result}"
+                       + (f" ({d.environment})" if d.environment else ""),
+                       ("#", "step", "status", "seconds", "first error / reason"),
+                       [(i, s.name, s.shown_status, f"{s.duration_s:.2f}", s.note)
+                        for i, s in enumerate(d.steps, 1)], stream=sys.stdout,
+                       secrets=secrets, whole=("step",))
 
 
 def warnings(d: Dossier) -> None:
@@ -63,10 +64,11 @@ def diff_text(layers: Sequence[str], differing: Sequence[str], found: Sequence[D
         print("differs in: " + ", ".join(differing) +
               (f" (declared by variant: {', '.join(declared)})" if declared else ""))
     for layer in differing:
-        ui.print_table(f"{layer}", ("key", "A", "B", "declared"),
-                       [(d.key, _cell(d.a), _cell(d.b), "yes" if d.declared else "")
-                        for d in found if d.layer == layer], stream=sys.stdout,
-                       secrets=NO_SECRETS)  # two dossiers as written: already redacted
+        # two dossiers as written: already redacted
+        tables.print_table(f"{layer}", ("key", "A", "B", "declared"),
+                           [(d.key, _cell(d.a), _cell(d.b), "yes" if d.declared else "")
+                            for d in found if d.layer == layer], stream=sys.stdout,
+                           secrets=NO_SECRETS, whole=("key",))
         for line in (said for d in found if d.layer == layer for said in d.said):
             print(line)
     for side in sides:

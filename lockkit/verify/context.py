@@ -23,12 +23,13 @@ from lockkit.verify.steps import Step, StepFailed, Steps
 if TYPE_CHECKING:
     from lockkit.wheelhouse.build import BuildResult
 
-__all__ = ["Options", "Run", "UV_CACHE", "torch_device"]
+__all__ = ["NO_TORCH", "Options", "Run", "UV_CACHE", "torch_device"]
 
 # uv's cache for one verify, inside its temp folder: the user's cache would keep an
 # unpacked copy of torch (~700 MB) for every wheelhouse path verified, and nothing
 # removes those. Same filesystem as the venv, so uv hard-links from it (no second copy).
 UV_CACHE = "uv-cache"
+NO_TORCH = "no torch in this lock"  # a service that needs none: nothing of torch to check
 
 
 def torch_device(gpu: str) -> str:
@@ -100,6 +101,14 @@ class Run:
     # the committed lock, read once when the run begins (read_lock), or why it could not be
     lock: Lock | None = None
     lock_error: str = ""
+
+    @property
+    def no_torch(self) -> str | None:
+        """Why nothing of torch is checked: the lock names no torch (a service that needs
+        none, on any platform), known once the install step has read the lock; None when
+        it names torch. The torch, gpu, extensions and resume steps say so, and none of
+        them fails for it."""
+        return None if "torch" in self.expected else NO_TORCH
 
     def read_lock(self) -> None:
         """Read the platform's committed lock, once for the whole run; a lock that cannot

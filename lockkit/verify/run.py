@@ -19,12 +19,15 @@ every step runs (the gpu step's checks run on the CPU). On a GPU platform it ski
 gpu step, and so the application and resume steps that need it (they would run on that
 GPU, against references made there): the result is ``incomplete``, never ``passed``.
 
-A platform without torch (no ``[torch]`` packages) whose lock names no torch has nothing to
-check on a device: the system step records the interpreter and OS without torch, and the
-gpu step is skipped saying so, a skip that blocks nothing and leaves the result
-``passed`` (as a declared waiver does). The application and resume steps run as the
-project declares them: a service's own check needs no torch. Should the lock name torch
-all the same (from the default index), it is checked as on any CPU platform.
+A lock that names no torch (a service that needs none, whatever the platform: one without
+``[torch]``, or ``linux-cpu``) has nothing to check on a device: the system step records
+the interpreter and OS without torch, and the gpu step is skipped saying "no torch in this
+lock", a skip that blocks nothing and leaves the result ``passed`` (as a declared waiver
+does). The extensions step imports the declared modules without torch; the resume step,
+undeclared, is skipped the same way (no torch, no training to resume). The application
+step, and a declared resume, run as the project declares them: a service's own check
+needs no torch. Should the lock name torch (from the default index on a platform without
+``[torch]``), it is checked as on any CPU platform.
 
 ``--existing PYTHON`` checks that interpreter's environment instead of a rebuild
 (:mod:`lockkit.verify.existing`, its own plan); its pass reads ``passed-existing``.
@@ -47,7 +50,7 @@ from lockkit.report.model import Dossier
 from lockkit.report.roots import named_roots, own_roots
 from lockkit.verify import chain, existing, install, probe, rebuild
 from lockkit.verify.checks import CHECKS
-from lockkit.verify.context import UV_CACHE, Options, Run
+from lockkit.verify.context import NO_TORCH, UV_CACHE, Options, Run
 from lockkit.verify.steps import Step, StepFailed, Steps, StepSkipped, overall
 from lockkit.verify.workspace import git_state
 
@@ -58,7 +61,6 @@ PLAN: list[tuple[str, tuple[str, ...]]] = [
     ("inventory", ("install",)), ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
     *((check.key, check.after) for check in CHECKS),
 ]
-NO_TORCH = "the platform has no torch ([torch] absent or empty) and its lock names none"
 ISOLATION = ("installer calls ran with --no-config/--isolated and without PIP_*/UV_* "
              "variables: no user or global pip/uv configuration was used")
 
@@ -130,24 +132,21 @@ def step_bodies(run: Run) -> dict[str, Callable[[Step], None]]:
     opts = run.opts
     skip_gpu = opts.no_gpu and opts.platform.backend.kind != "cpu"
 
-    def no_torch() -> str | None:  # known once the install step has read the lock
-        return None if opts.platform.has_torch or "torch" in run.expected else NO_TORCH
-
     def host(step: Step) -> None:
         run.found.code = git_state(run, opts.project.root)
         rebuild.host_step(run, step)
 
     def system(step: Step) -> None:
         assert run.python is not None
-        probe_gpu = not (skip_gpu or no_torch())
+        probe_gpu = not (skip_gpu or run.no_torch)
         chain.system_step(step, run.python, run.found, timeout=opts.probe_timeout,
                           record=run.recorder("system"), pycache=run.pycache,
                           gpu_args=chain.gpu_args(opts.platform, run.expected)
-                          if probe_gpu else None, no_torch=no_torch(),
+                          if probe_gpu else None, no_torch=run.no_torch,
                           collect_env=opts.collect_env)
 
     def gpu(step: Step) -> None:
-        if no_torch():
+        if run.no_torch:
             raise StepSkipped(f"{NO_TORCH}: nothing to check on a device", waived=True)
         if skip_gpu:
             raise StepSkipped("--no-gpu: the device was not checked, so the rebuild is not "

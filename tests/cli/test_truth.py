@@ -9,58 +9,17 @@ from the terminal, as a user's shell gives it), against the loopback indexes.
 
 from __future__ import annotations
 
-import fcntl
-import os
-import pty
 import re
-import select
-import struct
 import subprocess
 import sys
-import termios
 import time
 from pathlib import Path
 
 import pytest
 
 from lockkit._internal.ui import human_size
+from tests.support import terminal
 from tests.support.wheelhouse import compiled
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
-
-
-def _terminal(*argv: str, columns: int = 80, timeout: float = 300) -> tuple[int, str]:
-    """``python -m lockkit *argv`` in a pseudo-terminal *columns* wide (stdout and stderr
-    both on it); its exit code and what the terminal received, control codes removed."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    env = {**os.environ, "COLUMNS": str(columns), "TERM": "xterm-256color"}
-    env.pop("NO_COLOR", None)
-    proc = subprocess.Popen([sys.executable, "-m", "lockkit", *argv], stdin=slave,
-                            stdout=slave, stderr=slave, env=env, close_fds=True)
-    os.close(slave)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 1)
-            if not ready:
-                if proc.poll() is not None:
-                    break
-                continue
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the child's side is closed
-                break
-            if not data:
-                break
-            chunks.append(data)
-        code = proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        os.close(master)
-    return code, _ANSI.sub("", b"".join(chunks).decode("utf-8", "replace"))
 
 
 def _with_sizes(lock: Path, files: dict[str, int]) -> None:
@@ -105,13 +64,13 @@ def test_a_cold_build_s_line_and_bar_agree_and_a_warm_one_says_the_cache(project
     assert f"3 wheels, {human_size(everything)} downloaded ->" in piped.stderr
 
     cache = str(tmp_path / "cache")
-    code, cold = _terminal(*base, "--cache-dir", cache)
+    code, cold = terminal.run(*base, "--cache-dir", cache)
     assert code == 0, cold
     cold = " ".join(cold.split())  # a bar's row may wrap at 80 columns
     assert f"/{human_size(everything)}" in cold  # the bar's total, torch's size included
     assert f"3 wheels, {human_size(everything)} downloaded ->" in cold
     # into a new folder: the same folder again is up to date, and nothing is fetched
-    code, warm = _terminal(*base, "--cache-dir", cache, "--out", str(tmp_path / "warm"))
+    code, warm = terminal.run(*base, "--cache-dir", cache, "--out", str(tmp_path / "warm"))
     assert code == 0, warm
     warm = " ".join(warm.split())
     assert f"0/0 bytes ?, {human_size(everything)} from the cache" in warm  # the bar

@@ -176,3 +176,24 @@ def test_verbose_wheelhouse_build_says_cache_misses_then_hits_and_the_urls(proje
     second = capsys.readouterr().err
     assert re.search(r"^numpy-\S+\.whl: cache hit \(sha256 [0-9a-f]{16}\)$", second, re.M)
     assert "cache miss" not in second and "GET " not in second, second
+
+
+def test_verbose_compile_names_every_index_uv_is_pointed_at_when_all_is_default(
+        project, indexes, capsys, monkeypatch):
+    """Issue 42: ``-v`` named no index on a compile whose packages all come from the
+    default index. It names the default index, the routing index uv asks first and the
+    PyTorch index (its mirror, with the official URL) behind it, and each mirror, the
+    credentials masked."""
+    mirrors = _with_pytorch_token(project, indexes, monkeypatch)
+    (project / "requirements.in").write_text("numpy\nfilelock\n")
+    assert compile_(project, "-v", "--platform", "linux-cpu", *mirrors) == 0
+    err = capsys.readouterr().err
+    assert "pt-s3cr3t" not in err and "bob" not in err, err
+    assert f"linux-cpu: uv's default index: {indexes.url}/simple\n" in err, err
+    first = next(ln for ln in err.splitlines() if "uv's first index" in ln)
+    assert re.search(r"lockkit's routing index on http://127\.0\.0\.1:\d+,", first), first
+    assert "torch" in first and "the mirror http://***@127.0.0.1:" in first, first
+    assert "(for the PyTorch index https://download.pytorch.org/whl/cpu)" in first, first
+    for official in indexes.pt.mirrors():
+        assert re.search(rf"^linux-cpu: mirror: {re.escape(official)} -> http://\*\*\*@127",
+                         err, re.M), err

@@ -180,7 +180,10 @@ def test_pytorch_index_refusing_a_family_package_is_an_error_not_a_fallback(proj
     (project / "requirements.in").write_text("torch\n")
     assert compile_(project, "--platform", "linux-rocm6") == 1
     msg = capsys.readouterr().err
-    assert "torch must come from the PyTorch index https://download.pytorch.org/whl/rocm6.2" in msg
+    # issue 42: the host that answered 403 is the mirror, named with what it stands for
+    assert (f"torch must come from the mirror {indexes.pt.main}/whl/xpu-empty/rocm6.2 (for "
+            "the PyTorch index https://download.pytorch.org/whl/rocm6.2), which does not "
+            "serve it (HTTP 403") in msg
     assert "HTTP 403" in msg and "never falls back" in msg
     assert not (project / "locks" / "pylock.linux-rocm6.toml").exists()
 
@@ -476,7 +479,8 @@ def test_bad_exclude_newer_is_a_config_error(project, indexes, capsys, value):
 @pytest.mark.parametrize("served", [False, True], ids=["no-index-there", "index-without-torch"])
 def test_a_short_mirror_path_lacking_torch_never_falls_back(project, indexes, capsys, served):
     """A mirror of the CPU index at ``<host>/torch-cpu`` that has no torch: the guard names
-    torch and the PyTorch index, and the torch planted on the default index stays unused."""
+    torch, the mirror that answered and the PyTorch index it stands for, and the torch
+    planted on the default index stays unused."""
     indexes.default.add("torch", "2.5.1", requires=["filelock"], tag=LINUX)
     if served:
         indexes.server.index("/torch-cpu").add("filelock", "3.16.1")
@@ -487,7 +491,8 @@ def test_a_short_mirror_path_lacking_torch_never_falls_back(project, indexes, ca
     indexes.forget_requests()
     assert compile_(project, "--platform", "linux-cpu") == 1
     msg = capsys.readouterr().err
-    assert f"torch must come from the PyTorch index {OFFICIAL}/cpu" in msg
+    assert (f"torch must come from the mirror {indexes.url}/torch-cpu (for the PyTorch "
+            f"index {OFFICIAL}/cpu)") in msg  # issue 42: the host that answered
     assert "never falls back" in msg
     assert not (project / "locks" / "pylock.linux-cpu.toml").exists()
     assert not [w for w in indexes.wheel_requests() if w.startswith("/simple/torch")]

@@ -80,3 +80,21 @@ def test_requirement_form_gives_pip_and_uv_the_placeholder_they_fill_in(url, wri
 ])
 def test_a_pytorch_file_host_has_the_other_as_its_twin_with_the_same_path(official, other):
     assert twin(official) == other
+
+
+@pytest.mark.parametrize("mirrors,said", [
+    ({}, "the PyTorch index https://download.pytorch.org/whl/cu132"),
+    ({"https://download.pytorch.org/whl": "http://u:${LK_TEST_TOKEN}@127.0.0.1:9/pt"},
+     "the mirror http://***@127.0.0.1:9/pt/cu132 (for the PyTorch index "
+     "https://download.pytorch.org/whl/cu132)"),
+])
+def test_an_answer_is_told_as_from_the_host_that_gave_it(monkeypatch, mirrors, said):
+    """Issue 42: a mirror's 404 named the official URL alone. The mirror that answers is
+    named, with the official URL it stands for, its credentials masked."""
+    from lockkit.index.urls import Indexes
+    from lockkit.platforms.definitions import load_platforms
+
+    monkeypatch.setenv("LK_TEST_TOKEN", "s3cret-token")
+    indexes = Indexes.for_platform(load_platforms()["linux-cu132"], mirrors, None,
+                                   secrets_of(mirrors.values()))
+    assert indexes.torch_answering == said

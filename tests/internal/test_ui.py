@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from lockkit._internal import ui
+from lockkit._internal import tables, ui
 from lockkit._internal.redact import NO_SECRETS
 from lockkit._internal.ui import human_size
 
@@ -60,13 +60,13 @@ def _on_terminal(monkeypatch, width: int = 80) -> io.StringIO:
 
 
 def _tables(stream) -> None:
-    ui.print_table("lockkit wheelhouse build linux-cu124",
+    tables.print_table("lockkit wheelhouse build linux-cu124",
                    ("package", "version", "file", "size", "from"), _WHEELS, stream=stream,
                    whole=("file",), secrets=NO_SECRETS)
-    ui.print_table("lockkit verify linux-cu124: failed",
+    tables.print_table("lockkit verify linux-cu124: failed",
                    ("#", "step", "status", "seconds", "first error / reason"), _STEPS,
                    stream=stream, secrets=NO_SECRETS)
-    ui.print_table("[bold]lockkit platforms[/bold]", ("name", "torch releases"),
+    tables.print_table("[bold]lockkit platforms[/bold]", ("name", "torch releases"),
                    [("linux-cu124", "torch[cuda] 2.4 to 2.6")], stream=stream,
                    secrets=NO_SECRETS)
 
@@ -80,13 +80,47 @@ def test_tables_keep_file_names_and_wheel_tags_whole_at_80_columns(monkeypatch, 
     out = _on_terminal(monkeypatch) if where == "terminal" else stream
     if where == "piped":
         monkeypatch.setattr(ui, "interactive", lambda s=None: False)
+        monkeypatch.setenv("COLUMNS", "80")  # issue 42: honoured off a terminal too
     _tables(stream)
     text = out.getvalue() + stream.getvalue()
     for name in [w[2] for w in _WHEELS] + _TAGS:
         assert name in text, text
-    if where == "terminal":
-        assert max(len(line) for line in text.splitlines()) <= 80, text
-        assert re.search(r"│ 1 +│ install +│ failed +│", text), text  # still a table
+    assert max(len(line) for line in text.splitlines()) <= 80, text
+    assert re.search(r"1 +│? install +│? failed ", text), text  # still a table
+
+
+def test_piped_tables_without_columns_are_never_cut(monkeypatch):
+    """Off a terminal with no ``$COLUMNS``, rows stay whole on one line each (a script
+    reads them)."""
+    monkeypatch.setattr(ui, "interactive", lambda s=None: False)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    stream = io.StringIO()
+    _tables(stream)
+    assert any(line.endswith(_STEPS[0][4]) for line in stream.getvalue().splitlines())
+
+
+@pytest.mark.parametrize("where", ["terminal", "piped"])
+def test_a_url_column_moves_to_a_table_of_its_own_where_the_row_is_too_wide(monkeypatch,
+                                                                            where):
+    """Issue 42: the URLs broke mid-word at 80 columns; a *detail* column leaves the table
+    for a second one keyed by the name, each URL whole on its name's line."""
+    stream = io.StringIO()
+    out = _on_terminal(monkeypatch) if where == "terminal" else stream
+    if where == "piped":
+        monkeypatch.setattr(ui, "interactive", lambda s=None: False)
+        monkeypatch.setenv("COLUMNS", "80")
+    urls = [f"http://127.0.0.1:8080/a/long/path/to/the/mirror/whl/{v}" for v in ("cu126", "cpu")]
+    rows = [(f"linux-{v}", "linux", "x86_64", "3.11", "cuda 12.6", url, ">=2.7,<2.12")
+            for v, url in zip(("cu126", "cpu"), urls, strict=True)]
+    tables.print_table("lockkit platforms", ("name", "os", "arch", "python", "backend",
+                                             "torch index", "torch releases"), rows,
+                       stream=stream, secrets=NO_SECRETS, whole=("name",),
+                       detail=("torch index",))
+    lines = (out.getvalue() + stream.getvalue()).splitlines()
+    assert max(len(line) for line in lines) <= 80, lines
+    for name, url in zip(("linux-cu126", "linux-cpu"), urls, strict=True):
+        assert any(name in line and url in line for line in lines), lines
+        assert any(name in line and ">=2.7,<2.12" in line for line in lines), lines
 
 
 @pytest.mark.parametrize("where", ["terminal", "piped"])

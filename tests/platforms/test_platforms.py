@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ from lockkit.platforms.definitions import (
     parse_platform,
 )
 from lockkit.platforms.folders import shipped_dir
+from tests.support import terminal
 from tests.support.project import assert_conforms
 from tests.support.pytorch_variants import ARM, WIN, X86, fill_current
 
@@ -351,3 +355,26 @@ def test_a_name_far_from_every_platform_lists_the_known_ones(tmp_path, capsys):
     line = _one_line(capsys)
     assert "unknown platform 'zzz'; known: " in line and "linux-cpu" in line
     assert "did you mean" not in line
+
+
+@pytest.mark.parametrize("where", ["piped with COLUMNS=80", "terminal of 80 columns"])
+def test_the_platforms_table_fits_80_columns_with_every_name_and_url_whole(tmp_path, where):
+    """Issue 42: on a terminal rich wrapped the names (``linux-rocm`` / ``6`` read as
+    ``linux-rocm`` / ``64``) and cut the URLs; piped, ``COLUMNS=80`` was ignored (lines of
+    ~125 characters). Now every line fits, and each name and URL is on one line, whole."""
+    env = {**os.environ, "COLUMNS": "80"}
+    listed = json.loads(subprocess.run([sys.executable, "-m", "lockkit", "platforms", "--json"],
+                                       capture_output=True, text=True, check=True, env=env,
+                                       cwd=tmp_path).stdout)
+    if where.startswith("piped"):
+        run = subprocess.run([sys.executable, "-m", "lockkit", "platforms"], env=env,
+                             capture_output=True, text=True, cwd=tmp_path)
+        code, out = run.returncode, run.stdout
+    else:
+        code, out = terminal.run("platforms", "--project", str(tmp_path), columns=80)
+    assert code == 0, out
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    for p in listed:
+        assert re.search(rf"(?<![\w.-]){re.escape(p['name'])}(?![\w.-])", out), (p["name"], out)
+        if p["torch_index"]:
+            assert re.search(rf"{re.escape(p['torch_index'])}(?![\w.-])", out), out

@@ -171,7 +171,9 @@ def test_a_folder_that_is_not_a_venv_is_refused(small, tmp_path, capsys):
 
 
 def test_verify_that_fails_swaps_nothing(small, capsys):
-    """--verify runs the system step too; without torch it fails, so the old venv stays."""
+    """--verify runs verify's steps; a run that does not pass (here incomplete: its lock
+    names no torch, which passes the system step since issue 42, but no application check
+    is declared) swaps nothing, so the old venv stays."""
     assert sync(small) == 0
     venv = small / ".venv"
     module = mark_old(venv)
@@ -179,12 +181,13 @@ def test_verify_that_fails_swaps_nothing(small, capsys):
     assert sync(small, "--verify") == 1
     assert module.read_text().endswith("# from the old venv\n") and siblings(venv) == []
     out, err = capsys.readouterr()
-    assert "not synced (failed)" in out and "dossier:" in err
+    assert "not synced (incomplete)" in out and "dossier:" in err
     (report,) = (small / ".lockkit" / "reports" / "linux-cpu").iterdir()
     doc = json.loads((report / "dossier.json").read_text())
     steps = {s["name"]: s["status"] for s in doc["steps"]}
-    assert doc["first_error"].startswith("system:"), doc["first_error"]
-    assert steps["inventory"] == "passed" and steps["gpu"] == "not-run"
+    assert doc["result"] == "incomplete" and doc["first_error"] is None, doc["first_error"]
+    assert steps["inventory"] == steps["system"] == "passed"
+    assert steps["gpu"] == steps["application"] == "skipped"
 
 
 @pytest.mark.parametrize("absolute", [False, True])
@@ -256,7 +259,7 @@ def test_verify_keep_venv_says_where_the_venv_is(small, capsys):
 
     code = main(["verify", "--project", str(small), "--platform", "linux-cpu", "--keep-venv",
                  "--report-dir", str(small / "report")])
-    assert code == 1  # no torch in this lock: the system step fails, the venv is kept
+    assert code == 1  # incomplete (no application check declared): the venv is kept
     err = capsys.readouterr().err
     found = re.search(r"venv kept: (\S+) \(remove (\S+) when done; 'lockkit sync'", err)
     assert found, err

@@ -625,3 +625,32 @@ def test_stale_stage_folders_are_swept_fresh_ones_kept(project, indexes, tmp_pat
     assert all(f.is_dir() for f in fresh) and other.is_dir()
     assert (tmp_path / "wh" / TORCH).is_file()
 
+
+
+def test_the_fetching_line_counts_only_what_the_cache_does_not_hold(project, tmp_path):
+    """Issue 42: "fetching 10 files (10.5 MB...)" then "0 bytes downloaded, 202.2 MB from
+    the cache". Warm, the line says the cache and nothing to download; with one blob gone,
+    it counts that one file to fetch and the others from the cache, as the summary does."""
+    from lockkit._internal.ui import human_size
+    from tests.support.project import lockkit
+
+    lock = compiled(project)
+    base = ("wheelhouse", "build", "--project", str(project), "--platform", "linux-cpu",
+            "--cache-dir", str(tmp_path / "cache"))
+    cold = lockkit(*base, "--out", str(tmp_path / "cold"))
+    assert cold.returncode == 0 and "linux-cpu: fetching 3 files (" in cold.stderr, cold.stderr
+    warm = lockkit(*base, "--out", str(tmp_path / "warm"))
+    assert warm.returncode == 0, warm.stderr
+    assert "linux-cpu: fetching" not in warm.stderr, warm.stderr
+    assert "linux-cpu: 3 files (" in warm.stderr and "from the cache, nothing to download" \
+        in warm.stderr and "0 bytes downloaded" in warm.stderr, warm.stderr
+    gone = next(p for p in Pylock.from_dict(tomllib.loads(lock.read_text())).packages
+                if p.name == "filelock").wheels[0]
+    blob = Cache(tmp_path / "cache").path(gone.hashes["sha256"])
+    size = blob.stat().st_size
+    blob.unlink()
+    one = lockkit(*base, "--out", str(tmp_path / "one"))
+    assert one.returncode == 0, one.stderr
+    assert "linux-cpu: fetching 1 files (" in one.stderr and ", 2 files (" in one.stderr \
+        and "from the cache..." in one.stderr, one.stderr
+    assert f"{human_size(size)} downloaded, " in one.stderr, one.stderr

@@ -23,7 +23,8 @@ judges.
 ``--extensions FILE``: instead, import each module the JSON list in FILE names
 (``[{"module": ..., "smoke": ...}]``) and evaluate its smoke expression with ``torch``,
 ``device`` and ``module`` bound, printing one JSON line per module as it ends, so a
-hang or crash in one still leaves the others' results (``probe: "extensions"``).
+hang or crash in one still leaves the others' results (``probe: "extensions"``); with
+``--no-torch`` after them (a lock without torch), torch is not imported (bound to None).
 
 Top-level keys: probe, schema, args, torch, checks (build, device, matmul, torchvision,
 torchaudio).
@@ -418,10 +419,13 @@ def extension_check(torch: Any, spec: dict[str, Any], device: str) -> dict[str, 
     return result
 
 
-def run_extensions(path: str, device: str, write: Callable[[str], object]) -> None:
+def run_extensions(path: str, device: str, write: Callable[[str], object],
+                   with_torch: bool = True) -> None:
+    """*with_torch* False: the lock names no torch, so none is imported (``torch`` is None
+    in a smoke expression)."""
     with open(path, encoding="utf-8") as fh:
         specs = json.load(fh)
-    torch, failure = import_torch()
+    torch, failure = import_torch() if with_torch else (None, None)
     for spec in specs:
         if failure:
             line: dict[str, Any] = {"probe": "extensions", "module": spec.get("module"),
@@ -457,7 +461,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Print the report as the only thing on stdout, whatever the libraries print."""
     argv = sys.argv[1:] if argv is None else argv
-    extensions = argv[:1] == ["--extensions"] and len(argv) == 4 and argv[2] == "--device"
+    extensions = (argv[:1] == ["--extensions"] and len(argv) in (4, 5) and argv[2] == "--device"
+                  and argv[4:] in ([], ["--no-torch"]))
     args = None if extensions else parse_args(argv)
     real_stdout = os.dup(1)
     os.dup2(2, 1)  # C-level chatter from drivers or torch goes to stderr
@@ -465,7 +470,8 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if args is None:  # one line per module, written as each one ends
-                run_extensions(argv[1], argv[3], lambda t: os.write(real_stdout, t.encode()))
+                run_extensions(argv[1], argv[3], lambda t: os.write(real_stdout, t.encode()),
+                               with_torch=argv[4:] != ["--no-torch"])
                 return 0
             report = run_checks(args)
     finally:

@@ -65,6 +65,8 @@ def extensions_step(run: Run, step: Step) -> None:
     opts = run.opts
     native = native_packages(run.wheelhouse, run.expected)
     step.detail["native packages"] = len(native)
+    if run.no_torch:  # the modules are imported and smoke-called without it, on the CPU
+        step.detail["torch"] = f"not imported: {run.no_torch}"
     cfg = opts.project.verify.extensions
     if cfg is None:
         run.found.extensions = ExtensionsResult(native=native)
@@ -72,13 +74,14 @@ def extensions_step(run: Run, step: Step) -> None:
         return
     assert run.python is not None
     gpu_skipped = opts.no_gpu and opts.platform.gpu_device != "cpu"
-    device = "cpu" if gpu_skipped else opts.device
+    device = "cpu" if gpu_skipped or run.no_torch else opts.device
     specs = [{"module": m.module, **({} if gpu_skipped or not m.smoke else {"smoke": m.smoke})}
              for m in cfg.modules]
     spec_file = run.work / "extensions.json"
     spec_file.write_text(json.dumps(specs), encoding="utf-8")
     lines, ended, stderr = probe.run_lines(
-        run.python, "gpu_probe.py", ["--extensions", str(spec_file), "--device", device],
+        run.python, "gpu_probe.py", ["--extensions", str(spec_file), "--device", device,
+                                     *(["--no-torch"] if run.no_torch else [])],
         timeout=cfg.timeout, record=run.recorder("extensions"), pycache=run.pycache)
     stalled = hang.explain(stderr) if ended and ended.startswith("timed out") else None
     if stalled is not None:

@@ -35,6 +35,8 @@ __all__ = ["check_exit", "resume_step"]
 
 def resume_step(run: Run, step: Step) -> None:
     cfg = run.opts.project.verify.resume  # validated when the project was loaded
+    if cfg is None and run.no_torch:
+        raise StepSkipped(f"{run.no_torch}: no training to resume", waived=True)
     if cfg is None:
         raise StepSkipped("no [verify.resume] in lockkit.toml: resuming a training is "
                           "unchecked (declare one, or none = \"why\" if it never trains)")
