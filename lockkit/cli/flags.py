@@ -58,7 +58,8 @@ def platforms(sub: Any) -> None:
         description="List shipped platforms and the project's own. With --check-index, "
                     "compare them with what the PyTorch index serves: exit 0 when they are "
                     "up to date, 1 when a variant is missing, an index has gone or a "
-                    "releases range is stale, 2 for a usage error.")
+                    "releases range is stale, 2 for a usage error, 3 when the index cannot "
+                    "be read (unreachable, a page past max-page-size, not an index page).")
     plat.add_argument("--project", type=Path, default=None, metavar="DIR", help=FOUND)
     plat.add_argument("--json", action="store_true", help="print a JSON list (a CI matrix input)")
     plat.add_argument("--markdown", action="store_true",

@@ -210,7 +210,8 @@ def _pack(args: argparse.Namespace) -> int:
     with ui.progress(f"{args.platform}: packing", size, bytes_=True,
                      phase=f"{args.platform}: packing {human_size(size)}...") as advance:
         _, digest = archive.packed(folder, out, lock=lock, project_dir=root,
-                                   on_bytes=advance, force=args.force)
+                                   on_bytes=advance, force=args.force,
+                                   secrets=project.secrets)
     if out.kind != "file":
         ui.say(f"{args.platform}: packed {shown_path(folder)} -> {out.shown}")
         print(f"{digest}  {out.shown}", file=sys.stderr if out.to_stdout else sys.stdout)
@@ -303,8 +304,8 @@ def _covered(lock: Path | None, sha256: str | None, platform: str) -> str:
                     "packed (--sha256)")
     if lock is not None:
         said.append(f"checked: every file the install commands read, tools/ aside, is what "
-                    f"{lock} implies (each wheel by hash; pylock.toml, requirements.txt and "
-                    "simple/ derived again)")
+                    f"{lock} implies (each wheel by hash; pylock.toml, requirements.txt, "
+                    "simple/ and sbom.cdx.json derived again)")
     return "\n".join(said) or (
         "not verified: only that the archive agrees with its own manifest, not with a "
         "committed lock or the sender's sha256; rerun with --lock "
