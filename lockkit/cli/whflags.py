@@ -139,7 +139,8 @@ def _wheelhouse_unpack(whsub: Any) -> None:
                         help="destination folder: a new or empty one, or a wheelhouse "
                              "lockkit wrote for the archive's platform, which is replaced "
                              "(default: the archive's name without .wheelhouse.tar, in the "
-                             "current folder, as 'tar xf' extracts)")
+                             "current folder, as 'tar xf' extracts; inside a project, in its "
+                             ".lockkit/unpacked/, which git ignores)")
     unpack.add_argument("--lock", type=Path, metavar="FILE",
                         help="check every file the printed install commands read against "
                              "this committed lock (locks/pylock.<platform>.toml): each wheel "
