@@ -24,7 +24,8 @@ from lockkit.wheelhouse.implied import check_wheelhouse
 from lockkit.wheelhouse.trust import committed
 from tests.support.archive import relist
 from tests.support.project import lockkit
-from tests.support.wheelhouse import compiled
+from tests.support.pytorch_index import R2
+from tests.support.wheelhouse import build_cli, compiled, with_sdist
 
 PLATFORM = "linux-cpu"
 REFUSED = "sbom.cdx.json: not what the lock and the wheels give"
@@ -146,3 +147,17 @@ def test_a_wheelhouse_without_its_sbom_is_refused(project, genuine, tmp_path):
     read = Lock.read(project / "locks" / f"pylock.{PLATFORM}.toml")
     with pytest.raises(TrustError, match=REFUSED):
         check_wheelhouse(folder, read, committed(read, project))
+
+
+def test_a_wheel_built_from_an_sdist_through_a_credentialed_mirror_derives_the_same_sbom(
+        project, indexes, tmp_path):
+    """The SBOM names the sdist (its URL and hash, from the lock) and the lock's official
+    URLs, never the mirror the files came through: derived again, byte for byte."""
+    with_sdist(project, indexes, "purepkg", "py3-none-any")
+    lock = compiled(project, indexes)
+    mirror = f"{R2}=http://lockkit:s3cret-token@{indexes.pt.r2.split('://')[1]}"
+    assert build_cli(project, tmp_path / "cache", "--mirror", mirror) == 0
+    folder = project / "wheelhouse" / PLATFORM
+    assert '"type": "source-distribution"' in (folder / sbom.FILENAME).read_text()
+    read = Lock.read(lock)
+    assert check_wheelhouse(folder, read, committed(read, project))
