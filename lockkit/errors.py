@@ -6,7 +6,8 @@ try next (``default_hint``, shown when the raise site gives no more specific ``h
 
 The exit codes are few on purpose, and scripts rely on them: **2** bad input, found before
 any work starts (flags, lockkit.toml, platform files, requirement files, locks, diff
-inputs); **1** a failure while working; **130** interrupted (Ctrl-C, not a class here).
+inputs); **1** a failure while working; **3** ``platforms --check-index`` could not read
+the index (its 1 says "behind"); **130** interrupted (Ctrl-C, not a class here).
 The exit-2 classes are also ``ValueError``s, as packaging's bad-input errors are: a
 library caller that catches ``ValueError`` for bad input keeps working.
 The docs' table of exit codes (docs/reference/exit-codes.md) is :func:`exit_code_table`;
@@ -32,6 +33,7 @@ __all__ = [
     "GuardError",
     "HashMismatch",
     "IndexError_",
+    "IndexUnreadable",
     "LockkitError",
     "OutputError",
     "PlatformError",
@@ -116,6 +118,16 @@ class IndexError_(LockkitError):
     """An index could not be reached or refused access (named in the message)."""
 
     default_hint = "check the index URL, the --mirror flags, the network and its credentials"
+
+
+class IndexUnreadable(IndexError_):
+    """``platforms --check-index`` could not read the index (unreachable, a page past
+    max-page-size, not a PyTorch index's page): nothing was compared, so not exit 1, which
+    says the platforms are behind it."""
+
+    exit_code = 3
+    default_hint = ("check --index-url (or the platform files' index and [mirrors]), the "
+                    "network and its credentials")
 
 
 class GuardError(LockkitError):

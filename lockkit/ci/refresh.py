@@ -10,10 +10,13 @@ workflow puts lockkit's parts together on a schedule (``lockkit ci github --refr
    and the body leave the job as an artifact. This is the job that runs resolution (a
    dependency's build backend may run here), so it holds no write permission and no token.
 2. ``pull-request`` (``contents: write``, ``pull-requests: write``, ``actions: write``) runs
-   no project code and no lockkit: it copies the artifact's ``pylock.*.toml`` files over
-   ``locks/``, commits them on one fixed branch (:data:`BRANCH`, force-pushed: the newest
+   no project code: lockkit, installed by hash as the gate installs it, takes from the
+   artifact the locks of the workflow's platforms and nothing else (``lockkit ci
+   take-locks``, :mod:`lockkit.ci.intake`: anything else in the artifact fails the job);
+   then it commits them on one fixed branch (:data:`BRANCH`, force-pushed: the newest
    refresh replaces the last), opens the pull request or updates its body (``gh``, which
-   GitHub's hosted runners carry), and dispatches the gate workflow on the branch.
+   GitHub's hosted runners carry), and dispatches the gate workflow on the branch; the
+   token reaches that last step only.
 
 **Why a dispatch.** A pull request opened with the job's ``GITHUB_TOKEN`` starts no
 ``pull_request`` workflow (GitHub's rule against recursive runs); a ``workflow_dispatch``
@@ -99,10 +102,9 @@ echo "changed=$changed" >> "$GITHUB_OUTPUT"
 echo "changed: $changed"
 """
 
-# The pull-request job's script (bash): commit the new locks on BRANCH, push it, open or
-# update the pull request, start the gate on the branch.
+# The pull-request job's script (bash), after 'lockkit ci take-locks' wrote the checked
+# locks: commit them on BRANCH, push it, open or update the pull request, start the gate.
 _PULL_REQUEST = """\
-cp "$RUNNER_TEMP"/refresh/locks/pylock.*.toml "$LOCKS/"
 git switch -C "$BRANCH"
 git add -- "$LOCKS"
 git -c user.name="github-actions[bot]" \\
@@ -153,8 +155,10 @@ def _compile_job(lockkit: LockkitRequirement, project: str, locks: str,
     ]
 
 
-def _pull_request_job(locks: str, gate: str) -> list[str]:
-    """Commit, push, open or update the pull request, start the gate: no project code."""
+def _pull_request_job(lockkit: LockkitRequirement, project: str, locks: str, gate: str,
+                      take_cmd: str) -> list[str]:
+    """Take the locks only, commit, push, open or update the pull request, start the gate:
+    no project code."""
     return [
         "  pull-request:", "    name: open or update the refresh pull request",
         "    needs: compile", "    if: needs.compile.outputs.changed == 'true'",
@@ -162,10 +166,11 @@ def _pull_request_job(locks: str, gate: str) -> list[str]:
         "    permissions:", "      contents: write", "      pull-requests: write",
         "      actions: write",
         "    steps:",
-        f"      - uses: {uses('actions/checkout')}", "        with:",
-        "          persist-credentials: false",
+        *setup_steps(quoted(TOOL_PYTHON)),
+        *install_lockkit(lockkit, project),
         f"      - uses: {uses('actions/download-artifact')}", "        with:",
         f"          name: {ARTIFACT}", "          path: ${{ runner.temp }}/refresh",
+        *lockkit_step("take the locks, and nothing else, from the artifact", take_cmd),
         *_script("push the branch, open the pull request, start the gate", _PULL_REQUEST,
                  {"LOCKS": locks, "BRANCH": BRANCH, "GATE": gate,
                   "GH_TOKEN": "${{ github.token }}"}),
@@ -184,8 +189,9 @@ def refresh_workflow(platforms: Sequence[Platform], *, project: str = ".",
     """
     proj = project_arg(project)
     locks = (PurePosixPath(posix(project)) / "locks").as_posix()
-    compile_cmd = ("lockkit compile --upgrade "
-                   + "".join(f"--platform {p.name} " for p in platforms) + f"--project {proj}")
+    chosen = "".join(f"--platform {p.name} " for p in platforms)
+    compile_cmd = f"lockkit compile --upgrade {chosen}--project {proj}"
+    take_cmd = f'lockkit ci take-locks "$RUNNER_TEMP/refresh" {chosen}--project {proj}'
     lines = [
         HEADER + f"{schedule}, `lockkit compile --upgrade`, then one",
         "# pull request on the branch " + BRANCH + " with `lockkit diff` by layer in its body;",
@@ -199,7 +205,7 @@ def refresh_workflow(platforms: Sequence[Platform], *, project: str = ".",
         "concurrency:", "  group: lockkit-refresh", "  cancel-in-progress: false", "",
         "jobs:",
         *_compile_job(lockkit, project, locks, compile_cmd), "",
-        *_pull_request_job(locks, gate),
+        *_pull_request_job(lockkit, project, locks, gate, take_cmd),
     ]
     return "\n".join(lines) + "\n"
 

@@ -23,6 +23,24 @@ __all__ = ["handle"]
 
 
 def handle(args: argparse.Namespace) -> int:
+    if args.ci_command == "take-locks":
+        return _take_locks(args)
+    return _github(args)
+
+
+def _take_locks(args: argparse.Namespace) -> int:
+    """``ci take-locks``: the refresh artifact's locks into the project's, or one line."""
+    from lockkit.ci.intake import take_locks
+    from lockkit.config.project import project_root
+
+    # the folder alone: the job has none of the config's ${VAR}s, and needs none of it
+    written = take_locks(args.artifact, project_root(args.project) / "locks", args.platform)
+    for path in written:
+        ui.say(f"took {shown_path(path)}")
+    return 0
+
+
+def _github(args: argparse.Namespace) -> int:
     from lockkit._internal import outfile
     from lockkit.ci import ownwheel, pins
     from lockkit.ci import refresh as rf

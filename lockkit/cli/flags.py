@@ -58,7 +58,8 @@ def platforms(sub: Any) -> None:
         description="List shipped platforms and the project's own. With --check-index, "
                     "compare them with what the PyTorch index serves: exit 0 when they are "
                     "up to date, 1 when a variant is missing, an index has gone or a "
-                    "releases range is stale, 2 for a usage error.")
+                    "releases range is stale, 2 for a usage error, 3 when the index cannot "
+                    "be read (unreachable, a page past max-page-size, not an index page).")
     plat.add_argument("--project", type=Path, default=None, metavar="DIR", help=FOUND)
     plat.add_argument("--json", action="store_true", help="print a JSON list (a CI matrix input)")
     plat.add_argument("--markdown", action="store_true",
@@ -236,7 +237,7 @@ def ci(sub: Any) -> None:
     ci = sub.add_parser("ci", help="write a CI workflow that verifies every platform",
                         description="Generate CI configuration: a 'compile --locked' job, then "
                                     "one verify job per platform on its own runner.")
-    cisub = ci.add_subparsers(dest="ci_command", metavar="SYSTEM", required=True)
+    cisub = ci.add_subparsers(dest="ci_command", metavar="COMMAND", required=True)
     gh = cisub.add_parser(
         "github", help="write a GitHub Actions workflow",
         description="Write a GitHub Actions workflow: a 'locks' job running 'lockkit compile "
@@ -267,6 +268,18 @@ def ci(sub: Any) -> None:
                          "updates it, and starts this workflow on that branch, which verifies "
                          "every platform. Written next to the workflow as lockkit-refresh.yml; "
                          "not with '-o -'")
+    take = cisub.add_parser(
+        "take-locks", help="copy the refresh artifact's locks, and nothing else, into locks/",
+        description="The refresh workflow's pull-request job runs this before it commits: "
+                    "DIR (the compile job's artifact) must hold body.md and locks/ with "
+                    "only pylock.<platform>.toml files of the --platform names, each a PEP "
+                    "751 lock whose [tool.lockkit] table names its platform. Anything else "
+                    "fails (exit 1), naming each file, and nothing is copied.")
+    take.add_argument("artifact", type=Path, metavar="DIR", help="the artifact's folder")
+    take.add_argument("--platform", action="append", required=True, metavar="NAME",
+                      help="a platform whose lock the artifact may hold (repeatable)")
+    take.add_argument("--project", type=Path, default=Path("."), metavar="DIR",
+                      help="the project whose locks/ receives them (default: .)")
 
 
 def export(sub: Any) -> None:

@@ -1,6 +1,7 @@
 """``lockkit platforms``: the known platforms as a table, JSON or Markdown, or the ones this
 machine runs (``--host``), or how they compare with what the PyTorch index serves
-(``--check-index``: :mod:`lockkit.index.variants`, exit 1 when they have fallen behind).
+(``--check-index``: :mod:`lockkit.index.variants`, exit 1 when they have fallen behind, 3
+when the index cannot be read).
 The result goes to stdout. A malformed platform file does not hide the others: they are
 listed, then its error is raised (exit 2), naming the file and key."""
 
@@ -74,7 +75,8 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 def _check_index(args: argparse.Namespace) -> int:
     """``--check-index``: the index's root listing against the platforms (see the module's
-    docstring); 0 when up to date, 1 when something is missing, gone or stale."""
+    docstring); 0 when up to date, 1 when something is missing, gone or stale; an index
+    that cannot be read is :class:`~lockkit.errors.IndexUnreadable` (exit 3)."""
     from lockkit._internal import log
     from lockkit.cli.common import load
     from lockkit.index.auth import Credentials
@@ -96,7 +98,7 @@ def _check_index(args: argparse.Namespace) -> int:
     ui.say(f"reading the PyTorch index at {url}")
     credentials = Credentials.from_urls([url, *project.mirrors.values()])
     with Client(Policy(attempts=2), credentials) as client:
-        listing = read_index(client, url)
+        listing = read_index(client, url, project.max_page_size << 20)
     # printed and written (the drafted files) as the config spells it: ${VAR}s put back
     listing = dataclasses.replace(listing, url=secrets.redact(listing.url))
     bases = [b for b in (official, url, args.index_url) if b]

@@ -230,7 +230,8 @@ def _pack(args: argparse.Namespace) -> int:
     with ui.progress(f"{args.platform}: packing", size, bytes_=True,
                      phase=f"{args.platform}: packing {human_size(size)}...") as advance:
         _, digest = archive.packed(folder, out, lock=lock, project_dir=root,
-                                   on_bytes=advance, force=args.force)
+                                   on_bytes=advance, force=args.force,
+                                   secrets=project.secrets)
     if out.kind != "file":
         ui.say(f"{args.platform}: packed {shown_path(folder)} -> {out.shown}")
         print(f"{digest}  {out.shown}", file=sys.stderr if out.to_stdout else sys.stdout)
@@ -239,8 +240,19 @@ def _pack(args: argparse.Namespace) -> int:
     ui.say(f"{args.platform}: packed {shown_path(folder)} -> {shown_path(shown)} "
            f"({human_size(shown.stat().st_size)}); its sha256 -> {shown_path(sidecar)}: send "
            "it out of band, the receiver checks it with 'wheelhouse unpack --sha256'")
+    ui.say("the receiver runs, in the project's folder, beside the archive:\n  "
+           + _receiver_command(shown.name, digest, project.lock_path(args.platform).name))
     print(f"{digest}  {shown}")
     return 0
+
+
+def _receiver_command(archive_name: str, digest: str, lock_name: str) -> str:
+    """The command a receiver pastes: the archive by its name (where it lands there), the
+    sha256 sent out of band, and the project's committed lock of its platform."""
+    import shlex
+
+    return shlex.join(["lockkit", "wheelhouse", "unpack", archive_name, "--sha256", digest,
+                       "--lock", f"locks/{lock_name}"])
 
 
 def _inputs(project: Any, folder: Path, lock: Path | None, what: str) -> Any:
@@ -292,20 +304,34 @@ def _unpack(args: argparse.Namespace) -> int:
     if args.lock is not None and not args.lock.is_file():
         raise UsageError(f"--lock {args.lock}: no such file")
     name = args.archive.name.removesuffix(".tar").removesuffix(".wheelhouse")
-    # into the current folder, as 'tar xf' extracts (never beside the archive: that may be
-    # the source project, whose wheelhouse/<platform> is its own)
     lock = _read_lock(args.lock)
+    ignored = None if args.out else _ignored_here(project_dir)
     size = args.archive.stat().st_size
     with ui.progress(f"{name}: unpacking", size, bytes_=True,
                      phase=f"{name}: unpacking {human_size(size)}...") as advance:
-        out = archive.unpack(args.archive, args.out or Path.cwd() / name,
+        out = archive.unpack(args.archive, args.out or (ignored or Path.cwd()) / name,
                              lock=lock,
                              project_dir=project_dir, sha256=args.sha256,
                              flag="--out" if args.out else None, on_bytes=advance)
     ui.say(f"unpacked {args.archive} -> {shown_path(out)}")
+    if ignored is not None:
+        ui.say(f"in the project, under {shown_path(ignored)}, which git ignores (its "
+               ".gitignore holds '*'), as do the venvs of the commands below")
     ui.say(_covered(args.lock, args.sha256, Manifest.read(out).data["platform"]))
-    ui.say(install_hint(out, tools_checked=args.sha256 is not None))
+    ui.say(install_hint(out, tools_checked=args.sha256 is not None, venvs=ignored))
     return 0
+
+
+def _ignored_here(project_dir: Path | None) -> Path | None:
+    """Where unpack extracts with no --out: in a project, ``.lockkit/unpacked/`` (made with
+    a ``.gitignore`` of ``*``: git stays clean; never ``wheelhouse/<platform>``, which may be
+    the sender's own); elsewhere None: the current folder, as 'tar xf' extracts."""
+    from lockkit._internal.fs import ignored_folder
+
+    here = Path.cwd().resolve()
+    if project_dir is None or not here.is_relative_to(project_dir.resolve()):
+        return None
+    return ignored_folder(project_dir / ".lockkit" / "unpacked")
 
 
 def _read_lock(path: Path | None) -> Lock | None:
@@ -323,8 +349,8 @@ def _covered(lock: Path | None, sha256: str | None, platform: str) -> str:
                     "packed (--sha256)")
     if lock is not None:
         said.append(f"checked: every file the install commands read, tools/ aside, is what "
-                    f"{lock} implies (each wheel by hash; pylock.toml, requirements.txt and "
-                    "simple/ derived again)")
+                    f"{lock} implies (each wheel by hash; pylock.toml, requirements.txt, "
+                    "simple/ and sbom.cdx.json derived again)")
     return "\n".join(said) or (
         "not verified: only that the archive agrees with its own manifest, not with a "
         "committed lock or the sender's sha256; rerun with --lock "

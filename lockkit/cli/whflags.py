@@ -139,12 +139,14 @@ def _wheelhouse_unpack(whsub: Any) -> None:
                         help="destination folder: a new or empty one, or a wheelhouse "
                              "lockkit wrote for the archive's platform, which is replaced "
                              "(default: the archive's name without .wheelhouse.tar, in the "
-                             "current folder, as 'tar xf' extracts)")
+                             "current folder, as 'tar xf' extracts; inside a project, in its "
+                             ".lockkit/unpacked/, which git ignores)")
     unpack.add_argument("--lock", type=Path, metavar="FILE",
                         help="check every file the printed install commands read against "
                              "this committed lock (locks/pylock.<platform>.toml): each wheel "
-                             "by hash, pylock.toml, requirements.txt and simple/ derived "
-                             "again, no other wheel anywhere; tools/ is not covered")
+                             "by hash, pylock.toml, requirements.txt, simple/ and the "
+                             "SBOM derived again, no other wheel anywhere; tools/ is not "
+                             "covered")
     unpack.add_argument("--project", type=Path, default=None, metavar="DIR",
                         help="the project whose platforms (its platforms/ included) the "
                              "archive and --lock may be for (default: the folder of --lock's "

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from lockkit._internal.redact import masked
-from lockkit.errors import IndexError_
+from lockkit.errors import IndexUnreadable
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -106,37 +106,45 @@ class Drift:
         return not (self.missing or self.gone or self.ranges)
 
 
-def read_index(client: Client, url: str) -> Listing:
+def read_index(client: Client, url: str, max_page: int | None = None) -> Listing:
     """The variants the index root *url* serves, from its root page and its ``torch/``
-    page (see the module's docstring); :class:`~lockkit.errors.IndexError_` when either
-    cannot be fetched or is not what a PyTorch index serves."""
+    page (see the module's docstring), each read up to *max_page* bytes (None: the
+    default); :class:`~lockkit.errors.IndexUnreadable` when either cannot be fetched, is
+    larger, or is not what a PyTorch index serves: an index that cannot be read is not
+    one the platforms are behind."""
     root = url.rstrip("/") + "/"
-    form, body = _get(client, root)
+    form, body = _get(client, root, max_page)
     names = _projects(form, body, root)
     if "torch" not in names:
-        raise IndexError_(f"{masked(root)}: its root listing names no torch project: not a "
-                          "PyTorch index root (such as https://download.pytorch.org/whl)")
+        raise IndexUnreadable(f"{masked(root)}: its root listing names no torch project: "
+                              "not a PyTorch index root (such as https://download.pytorch.org/whl)")
     page = urllib.parse.urljoin(root, "torch/")
-    form, body = _get(client, page)
+    form, body = _get(client, page, max_page)
     return Listing(url=root, form=form, variants=_variants(_files(form, body, page)))
 
 
-def _get(client: Client, url: str) -> tuple[Form, str]:
+def _get(client: Client, url: str, max_page: int | None) -> tuple[Form, str]:
     import httpx
 
-    from lockkit.index.http import read_page
+    from lockkit.index.http import MAX_PAGE, PAGE_HINT, PageTooLarge, read_page
 
     try:
         with client.stream("GET", url, headers={"Accept": ACCEPT}) as resp:
-            body = read_page(resp, url)
+            body = read_page(resp, url, max_page or MAX_PAGE)
+    except PageTooLarge as exc:
+        raise IndexUnreadable(str(exc), hint=PAGE_HINT) from None
     except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
-        raise IndexError_(f"cannot fetch {masked(url)}: {client.policy.why(exc, url)}") from exc
+        raise IndexUnreadable(f"cannot fetch {masked(url)}: "
+                              f"{client.policy.why(exc, url)}") from None
     if resp.status_code != 200:
-        raise IndexError_(f"{masked(url)}: HTTP {resp.status_code}: not a page of a "
-                          "PyTorch index root")
+        raise IndexUnreadable(f"{masked(url)}: HTTP {resp.status_code}: not a page of a "
+                              "PyTorch index root")
     ctype = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
-    return ("json" if ctype == _JSON else "html"), body.decode(resp.encoding or "utf-8",
-                                                                "replace")
+    try:
+        text = body.decode(resp.encoding or "utf-8", "replace")
+    except LookupError:  # a charset no codec has: the bytes as UTF-8
+        text = body.decode("utf-8", "replace")
+    return ("json" if ctype == _JSON else "html"), text
 
 
 def _json(body: str, url: str, key: str) -> list[dict[str, Any]]:
@@ -146,7 +154,7 @@ def _json(body: str, url: str, key: str) -> list[dict[str, Any]]:
     except (ValueError, AttributeError):
         items = None
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-        raise IndexError_(f"{masked(url)}: not a PEP 691 page: no list of {key!r}")
+        raise IndexUnreadable(f"{masked(url)}: not a PEP 691 page: no list of {key!r}")
     return items
 
 

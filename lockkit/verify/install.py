@@ -79,7 +79,8 @@ def install_step(run: Run, step: Step) -> None:
     _check_wheelhouse(folder, lock)
     run.wheelhouse = folder
     try:  # the committed lock is the only authority: the folder's own lock files are not read
-        checked = check_wheelhouse(folder, lock, trust.selection(lock, opts.platform))
+        checked = check_wheelhouse(folder, lock, trust.selection(lock, opts.platform),
+                                   opts.project.secrets)
     except LockkitError as exc:
         raise StepFailed(str(exc)) from None
     run.expected = {c.package: c.version for c in checked}
@@ -235,7 +236,7 @@ def _check_wheelhouse(folder: Path, lock: Lock) -> Foreign:
         raise StepFailed(str(exc)) from None
     if manifest.get("lock_sha256") != lock.sha256:
         raise StepFailed(f"{folder} was built from another version of {lock.path.name}: "
-                         "rebuild it with 'lockkit wheelhouse build'")
+                         "pass the wheelhouse of the committed lock (--wheelhouse)")
     for entry in manifest.get("files", []):
         path = folder / entry["path"]
         if not path.is_file() or path.stat().st_size != entry["size"]:

@@ -39,6 +39,7 @@ from lockkit._internal.endings import interrupt_held
 from lockkit._internal.fs import temp_dir
 from lockkit._internal.outdir import check, swap, sweep_stale
 from lockkit._internal.outfile import Target
+from lockkit._internal.redact import NO_SECRETS, Secrets
 from lockkit.errors import ArchiveError, LockkitError, TrustError, UsageError
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform, load_catalog
@@ -56,13 +57,16 @@ from lockkit.wheelhouse.manifest import (
 from lockkit.wheelhouse.members import extract
 from lockkit.wheelhouse.trust import Selected, committed
 
-__all__ = ["ARCHIVE", "archive_platform", "named_lock", "pack", "packed", "recognise",
-           "sidecar", "sidecar_target", "unpack"]
+__all__ = ["ARCHIVE", "RECEIVER_HINT", "archive_platform", "named_lock", "pack", "packed",
+           "recognise", "sidecar", "sidecar_target", "unpack"]
 
 _LOCK_NAME = re.compile(r"pylock\.[A-Za-z0-9][A-Za-z0-9._-]*\.toml")
 _SIDECAR = re.compile(r"[0-9a-f]{64}  [^\n]+\n")
 _HEX = re.compile(r"[0-9a-fA-F]{64}")
 ARCHIVE, SIDECAR = "a wheelhouse archive", "an archive's sha256 that lockkit wrote"
+# What a receiver of a refused archive can do (no network, no project to build from)
+RECEIVER_HINT = ("get the archive again from the sender, with its sha256 (compared out of "
+                 "band, --sha256); nothing was written here")
 
 
 # -- pack ---------------------------------------------------------------------------------------
@@ -84,8 +88,9 @@ def pack(folder: Path, out: Path | Target, *, lock: Lock | None = None,
 
 def packed(folder: Path, out: Path | Target, *, lock: Lock | None = None,
            project_dir: Path | None = None, on_bytes: Callable[[int], None] | None = None,
-           force: bool = False) -> tuple[Path, str]:
-    """:func:`pack`, and the archive's sha256; *force* as ``pack --force``."""
+           force: bool = False, secrets: Secrets = NO_SECRETS) -> tuple[Path, str]:
+    """:func:`pack`, and the archive's sha256; *force* as ``pack --force``; *secrets*, the
+    project's, as the SBOM conceals them."""
     target = out if isinstance(out, Target) else outfile.check(
         out, what=ARCHIVE, recognise=recognise, inputs=outfile.Inputs(
             folders=[(folder, "the folder being packed")]))
@@ -93,7 +98,7 @@ def packed(folder: Path, out: Path | Target, *, lock: Lock | None = None,
     entries = manifest.entries
     _check_folder(folder, entries)
     if lock is not None:
-        check_wheelhouse(folder, lock, committed(lock, project_dir))
+        check_wheelhouse(folder, lock, committed(lock, project_dir), secrets)
     top = manifest.top_folder
     side = sidecar_target(target, force=force)
     with outfile.stream(target) as raw:
@@ -276,7 +281,22 @@ def unpack(archive: Path, out: Path, *, lock: Lock | None = None,
     (:func:`lockkit.wheelhouse.implied.check_wheelhouse`), checked in the temp sibling before
     anything appears at *out*. *out* is a new or empty folder, or a wheelhouse of the
     archive's platform that lockkit wrote (:func:`lockkit._internal.outdir.check`; *flag*
-    names the option it came from). *on_bytes* hears of each block extracted."""
+    names the option it came from). *on_bytes* hears of each block extracted.
+
+    Unpack runs on the receiving machine, often with no network: a refusal's hint is
+    never the sender's (``wheelhouse build``) but :data:`RECEIVER_HINT`, unless its raise
+    site gave one of its own."""
+    try:
+        return _unpack(archive, out, lock=lock, project_dir=project_dir, sha256=sha256,
+                       flag=flag, on_bytes=on_bytes)
+    except (TrustError, ArchiveError) as exc:
+        exc.hint = exc.hint or RECEIVER_HINT
+        raise
+
+
+def _unpack(archive: Path, out: Path, *, lock: Lock | None, project_dir: Path | None,
+            sha256: str | None, flag: str | None,
+            on_bytes: Callable[[int], None] | None) -> Path:
     with _opened(archive) as fh:
         if sha256 is not None:
             _check_sha256(archive, fh, sha256)
@@ -316,7 +336,9 @@ def _check_sha256(archive: Path, fh: IO[bytes], expected: str) -> None:
         digest.update(block)
     if digest.hexdigest() != expected.lower():
         raise TrustError(f"{archive}: sha256 {digest.hexdigest()}, expected {expected.lower()} "
-                         "(--sha256): not the archive the sender packed")
+                         "(--sha256): not the archive the sender packed",
+                         hint="get the archive again from the sender: this copy changed on "
+                              "the way, or the sha256 given is another archive's")
 
 
 def archive_platform(archive: Path, manifest: Manifest, known: dict[str, Platform]) -> str:
@@ -346,7 +368,9 @@ def _for_platform(archive: Path, platform: str, lock: Lock,
     locked = lock.meta.platform
     if locked != platform:
         raise TrustError(f"{archive}: a wheelhouse for {platform!r} (its manifest), and "
-                         f"--lock {lock.path} is for {locked!r}")
+                         f"--lock {lock.path} is for {locked!r}",
+                         hint=f"pass the lock of {platform!r} (locks/pylock.{platform}.toml), "
+                              "or get the archive of your platform from the sender")
     return committed(lock, project_dir)
 
 

@@ -6,9 +6,10 @@ paths), wherever in the folder they lie. Whoever can change a wheel can rewrite 
 those to agree, and the manifest and ``SHA256SUMS`` with them, so none is an authority.
 :func:`check_wheelhouse` derives the text files again from the committed lock and the
 wheels hashed against it (:func:`lockkit.wheelhouse.meta.texts_of`, the code ``build``
-writes them with) and compares bytes; every other file must be a wheel the lock selects,
-the SBOM, or ``tools/``. One function for ``pack``, ``unpack --lock`` and verify's install
-step, so the three give one verdict.
+writes them with) and compares bytes, the SBOM included (its components from the lock's
+tables and the hashed wheels, :func:`lockkit.wheelhouse.sbom.render`); every other file
+must be a wheel the lock selects, or ``tools/``. One function for ``pack``, ``unpack
+--lock`` and verify's install step, so the three give one verdict.
 
 ``tools/`` (lockkit and its dependencies) is outside the project's lock: here it is only
 checked to agree with itself. What vouches for it is the archive's sha256, compared out of
@@ -26,6 +27,7 @@ from typing import Any
 from lockkit._internal.compat import tomllib
 from lockkit._internal.fs import sha256_file
 from lockkit._internal.parse import parse_toml
+from lockkit._internal.redact import NO_SECRETS, Secrets, masked
 from lockkit.errors import ConfigError, TrustError
 from lockkit.lock.model import Lock, named_platform
 from lockkit.platforms.definitions import Platform
@@ -38,10 +40,13 @@ SBOM = "sbom.cdx.json"
 TOOLS_REQS = "tools/requirements.txt"
 
 
-def check_wheelhouse(folder: Path, lock: Lock, selected: list[Selected]) -> list[Checked]:
+def check_wheelhouse(folder: Path, lock: Lock, selected: list[Selected],
+                     secrets: Secrets = NO_SECRETS) -> list[Checked]:
     """*folder* is the wheelhouse ``lockkit wheelhouse build`` writes from *lock* (whose
     *selected* files are hashed, :func:`lockkit.wheelhouse.trust.check_folder`), or a
-    :class:`TrustError` naming every file that is not. Returns the checked wheels."""
+    :class:`TrustError` naming every file that is not. Returns the checked wheels.
+    *secrets*: the project's, concealed in the SBOM's URLs as ``build`` conceals them (a
+    receiver has none: the lock never holds their values)."""
     read = Manifest.of_folder(folder)
     manifest = read.data
     sha, platform = lock.sha256, lock.meta.platform
@@ -55,10 +60,11 @@ def check_wheelhouse(folder: Path, lock: Lock, selected: list[Selected]) -> list
     tools = {p: e for p, e in files.items() if p.startswith("tools/")}
     problems = _entry_problems(checked, files)
     texts = _derived(lock, manifest, checked, files, tools=bool(tools))
+    texts[SBOM] = _sbom(folder, lock, selected, checked, tools, secrets)
     for rel, text in texts.items():
         if rel not in files or _bytes(folder / rel) != text.encode("utf-8"):
             problems.append(f"{rel}: not what the lock and the wheels give")
-    known = {*texts, *(c.path.name for c in checked), *tools, SBOM}
+    known = {*texts, *(c.path.name for c in checked), *tools}
     problems += [f"{p}: {_why_unknown(p)}" for p in sorted(files) if p not in known]
     problems += _present_problems(folder, files, {c.path.name for c in checked})
     problems += _tools_problems(folder, tools)
@@ -107,6 +113,36 @@ def _derived(lock: Lock, manifest: Mapping[str, Any], checked: list[Checked],
                for c in checked]
     return texts_of(lock, records, platform=str(lock.meta.platform),
                     lock_name=str(manifest.get("lock")), tools=tools)
+
+
+def _sbom(folder: Path, lock: Lock, selected: list[Selected], checked: list[Checked],
+          tools: Mapping[str, Entry], secrets: Secrets) -> str:
+    """The SBOM ``build`` writes for these wheels: names, versions, hashes and sizes of the
+    hashed files, the lock's URL, index and sdist of each; ``tools/`` as its manifest lists
+    it (hashed by :func:`_tools_problems`); the folder's timestamp and writer as
+    :func:`lockkit.wheelhouse.sbom.written_facts` reads them."""
+    from lockkit.wheelhouse import sbom
+    from lockkit.wheelhouse.meta import tool_file
+
+    urls = {(d.get("hashes") or {}).get("sha256"): d.get("url") or ""
+            for p in lock.data.get("packages", [])
+            for d in [*p.get("wheels", []), *([p["sdist"]] if "sdist" in p else [])]}
+    sdists = {s.package: s for s in selected if s.kind == "sdist"}
+    tables = lock.package_tables()
+    files = []
+    for c in checked:
+        sdist = sdists.get(c.package)
+        index = tables.get(c.package, {}).get("index")
+        files.append(sbom.File(
+            name=c.package, version=c.version, path=c.path.name, sha256=c.sha256,
+            size=c.path.stat().st_size, index=index if isinstance(index, str) else None,
+            source_url=masked(urls.get(sdist.sha256 if sdist else c.sha256, "")),
+            built_from={"sdist": sdist.filename, "sha256": sdist.sha256} if sdist else None))
+    files += [tool_file(e) for p, e in tools.items() if p != TOOLS_REQS and "package" in e]
+    timestamp, writer = sbom.written_facts(_bytes(folder / SBOM))
+    return sbom.render(files, platform=str(lock.meta.platform), lock=lock.data,
+                       lock_sha256=lock.sha256, secrets=secrets, timestamp=timestamp,
+                       writer=writer)
 
 
 def _present_problems(folder: Path, files: Mapping[str, Entry],

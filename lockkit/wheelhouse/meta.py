@@ -28,7 +28,7 @@ from lockkit.wheelhouse import sbom
 from lockkit.wheelhouse.manifest import Entry, ManifestDoc
 from lockkit.wheelhouse.offline import requirements_header
 
-__all__ = ["FileRecord", "texts_of", "write_meta"]
+__all__ = ["FileRecord", "texts_of", "tool_file", "write_meta"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,7 +57,7 @@ def write_meta(stage: Path, platform: Platform, lock: Lock,
     texts = texts_of(lock, records, platform=platform.name, lock_name=lock.path.name,
                      tools=bool(extra))
     described = [sbom.File.of(r, entries[r.package]) for r in records]
-    described += [_tool_file(e) for e in extra or [] if "package" in e]
+    described += [tool_file(e) for e in extra or [] if "package" in e]
     texts[sbom.FILENAME] = sbom.render(described, platform=platform.name, lock=lock.data,
                                        lock_sha256=lock.sha256, secrets=secrets)
     for rel, text in texts.items():
@@ -88,7 +88,7 @@ def texts_of(lock: Lock, records: list[FileRecord], *, platform: str, lock_name:
             **_simple_tree(records)}
 
 
-def _tool_file(entry: Entry) -> sbom.File:
+def tool_file(entry: Entry) -> sbom.File:
     """A ``tools/`` manifest entry as the SBOM describes it."""
     source = entry.get("source") or ""  # lockkit's own wheel: "lockkit X, built from ..."
     return sbom.File(name=entry["package"], version=entry["version"], path=entry["path"],

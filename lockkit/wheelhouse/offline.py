@@ -50,24 +50,27 @@ def target_of(data: Mapping[str, Any]) -> tuple[str, str, str | None]:
             machine[1] if machine else "unknown", python)
 
 
-def install_hint(folder: Path, *, tools_checked: bool = False) -> str:
-    """The commands that install from the wheelhouse *folder* into a new venv ``v``.
+def install_hint(folder: Path, *, tools_checked: bool = False,
+                 venvs: Path | None = None) -> str:
+    """The commands that install from the wheelhouse *folder* into a new venv ``v`` (in
+    *venvs*, else the current folder; ``lk`` for lockkit itself beside it).
 
     ``tools/`` is outside the project's lock: unless *tools_checked* (the whole archive
     matched the sender's sha256), its commands come under a line that says so, never as
     a verified step."""
     q = shlex.quote
     here, lock = q(str(folder)), q(str(folder / "pylock.toml"))
+    v, lk = (q(str(venvs / name)) if venvs else name for name in ("v", "lk"))
     reqs = folder / "requirements.txt"
     hashes = " --require-hashes" if _has_hashes(reqs) else ""
     python = venv_python(_python_of(folder))
     lines = [
         "install with any pip, into a new venv:",
-        f"  {python} -m venv v && v/bin/pip install --no-index --find-links {here}{hashes} "
-        f"-r {q(str(reqs))}",
+        f"  {python} -m venv {v} && {v}/bin/pip install --no-index --find-links {here}"
+        f"{hashes} -r {q(str(reqs))}",
         "or from the lock itself, with pip >= 26.1 or uv:",
-        f"  v/bin/pip install --no-index -r {lock}",
-        f"  uv pip install --python v/bin/python --offline --no-index -r {lock}",
+        f"  {v}/bin/pip install --no-index -r {lock}",
+        f"  uv pip install --python {v}/bin/python --offline --no-index -r {lock}",
     ]
     if (folder / "tools").is_dir():
         tools = q(str(folder / "tools"))
@@ -77,9 +80,9 @@ def install_hint(folder: Path, *, tools_checked: bool = False) -> str:
                   "not verified: tools/ (lockkit itself, for the command below) is not "
                   "covered by the lock; compare the archive's sha256 with the sender's, then "
                   "rerun with --sha256:",
-                  f"  {python} -m venv lk && lk/bin/pip install --no-index --find-links {tools} "
-                  "lockkit",
-                  f"  lk/bin/lockkit verify --wheelhouse {here}"
+                  f"  {python} -m venv {lk} && {lk}/bin/pip install --no-index --find-links "
+                  f"{tools} lockkit",
+                  f"  {lk}/bin/lockkit verify --wheelhouse {here}"
                   + (f" --platform {q(platform)}" if platform else "")]
     return "\n".join(lines)
 

@@ -17,7 +17,21 @@ place), imported only when an SBOM is rendered.
 The same lock gives the same bytes: the serial number is a uuid5 of the platform, the
 lock's sha256 and lockkit's version; every component's ``bom-ref`` is its path in the
 folder; the metadata timestamp is ``SOURCE_DATE_EPOCH`` when that is set and left out
-otherwise (never the wall clock); the JSON is written with sorted keys.
+otherwise (never the wall clock); the JSON is written with sorted keys. So the SBOM is
+derived, never carried: ``pack``, ``unpack --lock`` and verify's install step write it
+again from the committed lock and the hashed files and compare bytes
+(:mod:`lockkit.wheelhouse.implied`), reading back only its timestamp and writer's version
+(:func:`written_facts`).
+
+**Unknown dependencies.** CycloneDX 1.6 reads a ``dependencies`` entry without
+``dependsOn`` as "no dependencies", and a component with no entry as one whose
+dependencies are unknown, which it recommends saying with ``compositions``. PEP 751 makes
+``packages[].dependencies`` optional (uv writes none today); ``tools/`` has no graph. So
+only a wheel whose lock table has the key gets an entry (what the lock says, empty
+included); every other component is listed in one ``{"aggregate": "unknown",
+"dependencies": [...]}`` composition; an empty array is never written. The library differs
+here: ``Bom.validate`` registers every component as an empty element, and it has no
+compositions.
 """
 
 from __future__ import annotations
@@ -29,7 +43,7 @@ import re
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -46,7 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only; the import is deferred at r
     from lockkit.lock.model import Lock
 
 __all__ = ["FILENAME", "SCHEMA_VERSION", "WHAT", "File", "files_of_manifest", "recognise",
-           "refresh", "render", "serial_number"]
+           "refresh", "render", "serial_number", "written_facts"]
 
 FILENAME = "sbom.cdx.json"
 SCHEMA_VERSION = "1.6"  # what CycloneDX consumers read today; 1.7 is newer than most
@@ -212,35 +226,59 @@ def load() -> None:
 
 
 def render(files: Iterable[File], *, platform: str, lock: Mapping[str, Any],
-           lock_sha256: str, secrets: Secrets) -> str:
+           lock_sha256: str, secrets: Secrets,
+           timestamp: datetime | None | Literal["SOURCE_DATE_EPOCH"] = "SOURCE_DATE_EPOCH",
+           writer: str = __version__) -> str:
     """The SBOM as CycloneDX JSON text, the project's *secrets* concealed in every URL; the
-    same inputs give the same text."""
+    same inputs give the same text. *timestamp* and *writer* (lockkit's version) are
+    :func:`written_facts`'s when the text is derived again to check a file."""
     shown = [replace(f, source_url=secrets.conceal(f.source_url),
                      index=f.index and secrets.conceal(f.index)) for f in files]
     torch_index = LockMeta.of(lock, "the lock").torch_index
     torch_index = torch_index and secrets.conceal(torch_index)  # compared with files' index
     doc: dict[str, Any] = {
         "$schema": _SCHEMA_URI, "bomFormat": "CycloneDX", "specVersion": SCHEMA_VERSION,
-        "serialNumber": serial_number(platform, lock_sha256).urn, "version": 1,
-        "metadata": _metadata(platform, lock_sha256)}
+        "serialNumber": serial_number(platform, lock_sha256, writer).urn, "version": 1,
+        "metadata": _metadata(platform, lock_sha256, _epoch() if timestamp ==
+                              "SOURCE_DATE_EPOCH" else timestamp, writer)}
     if shown:  # the library's order: a component's (name, version, bom-ref)
         ordered = sorted(shown, key=lambda f: (f.name, f.version, f.path))
         doc["components"] = [_component(f, torch_index) for f in ordered]
-        doc["dependencies"] = _dependencies(shown, lock)
+        known, unknown = _dependencies(shown, lock)
+        if known:
+            doc["dependencies"] = known
+        if unknown:
+            doc["compositions"] = [{"aggregate": "unknown", "dependencies": unknown}]
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _metadata(platform: str, lock_sha256: str) -> dict[str, Any]:
+def _metadata(platform: str, lock_sha256: str, epoch: datetime | None,
+              writer: str) -> dict[str, Any]:
     """lockkit as the tool, the build's facts as properties, ``SOURCE_DATE_EPOCH`` as the
     timestamp (no wall clock in a reproducible file)."""
-    tool = {"type": "application", "name": "lockkit", "version": __version__,
-            "bom-ref": f"lockkit@{__version__}"}
+    tool = {"type": "application", "name": "lockkit", "version": writer,
+            "bom-ref": f"lockkit@{writer}"}
     metadata = {"tools": {"components": [tool]},
                 "properties": _properties(platform=platform, lock_sha256=lock_sha256)}
-    epoch = _epoch()
     if epoch is not None:
         metadata["timestamp"] = epoch.isoformat()
     return metadata
+
+
+def written_facts(data: bytes | None) -> tuple[datetime | None, str]:
+    """The timestamp and lockkit version an SBOM's bytes name, in the forms :func:`render`
+    writes (a whole second in UTC; a version); else None and this lockkit's version."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        meta = json.loads(data or b"null")["metadata"]
+        when = datetime.fromisoformat(meta["timestamp"]) if "timestamp" in meta else None
+        writer = str(meta["tools"]["components"][0]["version"])
+        Version(writer)
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError, InvalidVersion):
+        return None, __version__
+    exact = when is not None and when.utcoffset() == timedelta(0) and not when.microsecond
+    return when if exact else None, writer
 
 
 def _epoch() -> datetime | None:
@@ -255,9 +293,9 @@ def _epoch() -> datetime | None:
                           hint="set it to an integer (seconds since 1970) or unset it") from None
 
 
-def serial_number(platform: str, lock_sha256: str) -> uuid.UUID:
-    """The SBOM's serial number: one per platform, lock and lockkit version."""
-    return uuid.uuid5(_NAMESPACE, f"{platform}\n{lock_sha256}\n{__version__}")
+def serial_number(platform: str, lock_sha256: str, writer: str = __version__) -> uuid.UUID:
+    """The SBOM's serial number: one per platform, lock and lockkit version (*writer*)."""
+    return uuid.uuid5(_NAMESPACE, f"{platform}\n{lock_sha256}\n{writer}")
 
 
 def _component(f: File, torch_index: str | None) -> dict[str, Any]:
@@ -285,20 +323,24 @@ def _component(f: File, torch_index: str | None) -> dict[str, Any]:
     return component
 
 
-def _dependencies(files: list[File], lock: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One entry per component, by bom-ref: the lock's ``packages[].dependencies`` between
-    the wheels, where the lock has them (PEP 751 makes the key optional; uv writes none
-    today), never a tool's."""
+def _dependencies(files: list[File], lock: Mapping[str, Any]
+                  ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The entries of the graph, by bom-ref, for the wheels whose package has a
+    ``dependencies`` key in the lock (PEP 751 makes it optional; uv writes none today):
+    the lock's dependencies between the wheels, none included. Then the bom-refs of every
+    other component, whose dependencies are unknown (a tool's always: see the module)."""
     by_name = {canonicalize_name(f.name): f.path
                for f in sorted(files, key=lambda f: f.path) if f.kind == "wheel"}
-    needs: dict[str, set[str]] = {f.path: set() for f in files}
+    needs: dict[str, set[str]] = {}
     for package in lock.get("packages", []):
         source = by_name.get(_name_of(package))
-        if source is not None:
-            needs[source].update(by_name[n] for d in package.get("dependencies", [])
-                                 if (n := _name_of(d)) in by_name)
-    return [{"ref": ref, "dependsOn": sorted(on)} if on else {"ref": ref}
-            for ref, on in sorted(needs.items())]
+        listed = package.get("dependencies") if isinstance(package, Mapping) else None
+        if source is not None and isinstance(listed, list):
+            needs.setdefault(source, set()).update(
+                by_name[n] for d in listed if (n := _name_of(d)) in by_name)
+    known = [{"ref": ref, "dependsOn": sorted(on)} if on else {"ref": ref}
+             for ref, on in sorted(needs.items())]
+    return known, sorted({f.path for f in files} - needs.keys())
 
 
 def _name_of(table: object) -> NormalizedName:

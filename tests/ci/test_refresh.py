@@ -66,9 +66,17 @@ def test_refresh_jobs_hold_only_the_permissions_they_need(tmp_path):
     assert compile_["permissions"] == {"contents": "read"}
     assert pr["permissions"] == {"contents": "write", "pull-requests": "write",
                                  "actions": "write"}
-    # the job that may write runs neither lockkit nor the project's resolution
-    assert not any("lockkit " in s.get("run", "") for s in pr["steps"])
-    assert not any("install lockkit" == s.get("name") for s in pr["steps"])
+    # the job that may write never runs the project's resolution: lockkit, installed by
+    # hash, only takes the artifact's locks (and nothing else) before the token is used
+    runs = [s["run"] for s in pr["steps"] if "lockkit " in s.get("run", "")]
+    assert runs == ['lockkit ci take-locks "$RUNNER_TEMP/refresh" --platform linux-cpu '
+                    "--project ."]
+    names = [s.get("name") for s in pr["steps"]]
+    assert names.index("install lockkit") < names.index(
+        "take the locks, and nothing else, from the artifact") == len(names) - 2
+    assert [s.get("name") for s in pr["steps"] if "GH_TOKEN" in s.get("env", {})] == [
+        names[-1]]
+    assert "cp " not in pr["steps"][-1]["run"]  # nothing copied but what take-locks checked
     for job in (compile_, pr):
         checkout = job["steps"][0]
         assert checkout["uses"].startswith("actions/checkout@")
@@ -163,6 +171,33 @@ def test_refresh_body_from_two_real_compiles_names_each_upgrade_by_layer(project
                              + "````markdown\n" + shown + "````\n")
     # the docs show this very body (LOCKKIT_WRITE_DOCS=1 rewrites it)
     assert "````markdown\n" + shown + "````\n" in DOCS_BODY.read_text()
+
+
+def test_the_pull_request_job_takes_the_real_artifacts_locks_and_refuses_an_extra_file(
+        project, indexes, tmp_path):
+    """The compile job's steps, then the pull-request job's take-locks step, for real: the
+    new lock is written over the committed one; the same artifact with one more file (a
+    workflow the compile job's build code could plant) fails the step, nothing copied."""
+    assert main(["compile", "--project", str(project)]) == 0
+    lock = project / "locks" / "pylock.linux-cpu.toml"
+    committed = lock.read_bytes()
+    indexes.default.add("numpy", "2.2.0", tag=LINUX)
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    assert _refresh(project, temp)[0] == {"changed": "true"}
+    new = lock.read_bytes()
+    take = _step(_flow(project)["jobs"]["pull-request"],
+                 "take the locks, and nothing else, from the artifact")
+    planted = temp / "refresh" / "locks" / "evil.yml"
+    planted.write_text("on: push\n")
+    lock.write_bytes(committed)  # the pull-request job's checkout: the committed lock
+    done = _run_step(take, project, temp, temp / "github_output")
+    assert done.returncode == 1 and "locks/evil.yml: not a pylock.<platform>.toml" in done.stderr
+    assert "Traceback" not in done.stderr and lock.read_bytes() == committed
+    planted.unlink()
+    done = _run_step(take, project, temp, temp / "github_output")
+    assert done.returncode == 0, done.stderr
+    assert lock.read_bytes() == new
 
 
 def test_refresh_with_nothing_new_opens_no_pull_request(project, tmp_path):

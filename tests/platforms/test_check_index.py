@@ -3,14 +3,19 @@ PyTorch index (its root listing as manage_v2.py renders it, or PEP 691 JSON from
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import socket
+import threading
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lockkit.cli import main
+from lockkit.errors import IndexUnreadable
 from lockkit.platforms.definitions import load_platforms, parse_platform
 from lockkit.platforms.draft import backend_of, platform_name
 from tests.support.pytorch_index import PyTorchIndex
@@ -164,23 +169,56 @@ def _closed_port() -> str:
         return f"http://127.0.0.1:{s.getsockname()[1]}/whl"
 
 
+class _HugePage(http.server.BaseHTTPRequestHandler):
+    """Every path: a 2 MiB HTML page (a project's max-page-size of 1 MiB refuses it)."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        body = b"<!-- " + b"x" * (2 << 20) + b" -->"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        with contextlib.suppress(OSError):  # the client stops at its limit: what it must do
+            self.wfile.write(body)
+
+
+@pytest.fixture
+def huge() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HugePage)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/whl"
+    server.shutdown()
+    server.server_close()
+
+
 @pytest.mark.parametrize("where,message", [
     ("no-torch", "/whl/: its root listing names no torch project: not a PyTorch index root"),
     ("missing", "/pt/nowhere/: HTTP 403: not a page of a PyTorch index root"),
     ("closed", "cannot fetch http://127.0.0.1:"),
+    ("huge", "/whl/: the page is larger than 1 MiB"),
 ])
-def test_a_bad_or_unreachable_index_is_one_line_and_exit_1(pt, proj, tmp_path, capsys, where,
-                                                          message):
+def test_an_index_that_cannot_be_read_is_one_line_and_exit_3_never_1(
+        pt, proj, tmp_path, capsys, huge, where, message):
+    """Exit 1 says "behind the index": CI must tell a broken, hostile or unreachable index
+    from a stale platform list. Before: a page past max-page-size was a traceback, exit 1."""
     fill_as_of_2_14(pt)
+    (proj / "lockkit.toml").write_text('platforms = ["linux-cpu"]\nmax-page-size = 1\n')
     with PyTorchIndex(tmp_path / "bare") as bare:
         bare.add(None, "setuptools", "70.2.0")  # a root listing without torch
         url = {"no-torch": bare.main + "/whl", "missing": pt.main + "/nowhere",
-               "closed": _closed_port()}[where]
-        assert check(proj, url) == 1
+               "closed": _closed_port(), "huge": huge}[where]
+        assert check(proj, url) == IndexUnreadable.exit_code == 3
     captured = capsys.readouterr()
     errors = [ln for ln in captured.err.splitlines() if ln.startswith("lockkit: error:")]
     assert len(errors) == 1 and message in errors[0], captured.err
+    assert url.rstrip("/") in errors[0]  # the URL read, named
     assert "Traceback" not in captured.err and captured.out == ""
+    if where == "huge":
+        assert "hint: if this index's pages are meant to be that large" in captured.err
 
 
 @pytest.mark.parametrize("args,message", [
@@ -202,6 +240,7 @@ def test_help_says_the_exit_codes(capsys):
     assert main(["platforms", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "exit 0 when they are up to date, 1 when a variant is missing" in text
+    assert "3 when the index cannot be read" in text
     assert "--check-index" in text and "--index-url URL" in text
 
 

@@ -189,7 +189,8 @@ _FILES: list[tuple[str, str, Literal["wheel", "tool"]]] = [
 def test_tools_and_the_locks_dependencies():
     """tools/ files are components of their own (a wheel may also be a tool: distinct
     bom-refs); the lock's ``packages[].dependencies`` (PEP 751: tables naming a package)
-    become the graph between the wheels, never a tool."""
+    become the graph between the wheels; a wheel whose table has no such key, and every
+    tool, is listed as unknown (a composition), never as an entry that says "none"."""
     files = [sbom.File(name=n, version="1", path=f"{d}{n}-1-py3-none-any.whl", sha256=SHA,
                        size=1, kind=k, source_url=f"http://127.0.0.1/{n}-1-py3-none-any.whl")
              for n, d, k in _FILES]
@@ -205,8 +206,27 @@ def test_tools_and_the_locks_dependencies():
              for p, c in paths.items()}
     assert kinds["tools/lockkit-1-py3-none-any.whl"] == "tool"
     graph = {d["ref"]: d.get("dependsOn", []) for d in bom["dependencies"]}
-    assert graph["app-1-py3-none-any.whl"] == ["filelock-1-py3-none-any.whl"]
-    assert graph["tools/filelock-1-py3-none-any.whl"] == []
+    assert graph == {"app-1-py3-none-any.whl": ["filelock-1-py3-none-any.whl"]}
+    assert bom["compositions"] == [{"aggregate": "unknown", "dependencies": [
+        "filelock-1-py3-none-any.whl", "tools/filelock-1-py3-none-any.whl",
+        "tools/lockkit-1-py3-none-any.whl"]}]
+
+
+def test_a_lock_without_a_graph_writes_no_dependencies_array():
+    """uv's locks carry no ``packages[].dependencies``: no entry may claim "no
+    dependencies", so the array is left out and every component is unknown; a key the
+    lock has, even empty, is written as it says."""
+    files = [sbom.File(name=n, version="1", path=f"{n}-1-py3-none-any.whl", sha256=SHA,
+                       size=1, source_url="") for n in ("a", "b")]
+    bom = valid(sbom.render(files, platform="p", lock={"packages": [{"name": "a"}]},
+                            lock_sha256=SHA, secrets=NO_SECRETS))
+    assert "dependencies" not in bom
+    assert bom["compositions"] == [{"aggregate": "unknown", "dependencies": [
+        "a-1-py3-none-any.whl", "b-1-py3-none-any.whl"]}]
+    empty = valid(sbom.render(files, platform="p", lock={"packages": [
+        {"name": "a", "dependencies": []}]}, lock_sha256=SHA, secrets=NO_SECRETS))
+    assert empty["dependencies"] == [{"ref": "a-1-py3-none-any.whl"}]
+    assert empty["compositions"][0]["dependencies"] == ["b-1-py3-none-any.whl"]
 
 
 _RENDER = """

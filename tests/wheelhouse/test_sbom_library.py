@@ -87,6 +87,23 @@ def library_bom(files: Sequence[sbom.File], *, platform: str, lock: Mapping[str,
     data = json.loads(JsonV1Dot6(bom).output_as_string())
     if epoch is None:
         del data["metadata"]["timestamp"]
+    return _unknown_graph_said(data, {wheels[n].bom_ref.value for p in lock.get("packages", [])
+                                      if "dependencies" in p
+                                      and (n := canonicalize_name(p["name"])) in wheels})
+
+
+def _unknown_graph_said(data: dict[str, Any], known: set[str | None]) -> dict[str, Any]:
+    """The library's document with CycloneDX 1.6's rule for an unknown graph: the library
+    writes every component as an empty ``dependencies`` element (``Bom.validate``), which
+    reads as "no dependencies"; only the *known* components' entries stay, and the others
+    are listed in an ``unknown`` composition (the library has no model of compositions)."""
+    graph = [d for d in data.pop("dependencies", []) if d["ref"] in known]
+    unknown = sorted(c["bom-ref"] for c in data.get("components", [])
+                     if c["bom-ref"] not in known)
+    if graph:
+        data["dependencies"] = graph
+    if unknown:
+        data["compositions"] = [{"aggregate": "unknown", "dependencies": unknown}]
     return data
 
 
@@ -204,7 +221,9 @@ def test_tools_credentials_and_dependencies_are_the_librarys(monkeypatch, epoch)
     graph = {d["ref"]: d.get("dependsOn", []) for d in doc["dependencies"]}
     assert graph["App-1-py3-none-any.whl"] == [
         "App-1-py3-none-any.whl", "file_lock-1-py3-none-any.whl", "zeta-1-py3-none-any.whl"]
-    assert graph["tools/lockkit-1-py3-none-any.whl"] == []  # a tool is no lock package
+    unknown = doc["compositions"][0]["dependencies"]  # a tool is no lock package
+    assert "tools/lockkit-1-py3-none-any.whl" in unknown and "torch-2.5.1+cpu-x.whl" in unknown
+    assert "tools/lockkit-1-py3-none-any.whl" not in graph
     if epoch:
         assert doc["metadata"]["timestamp"] == datetime.fromtimestamp(
             int(epoch), tz=timezone.utc).isoformat()
@@ -215,7 +234,7 @@ def test_no_files_is_the_librarys_document_too(monkeypatch):
     facts: dict[str, Any] = {"platform": "p", "lock": {}, "lock_sha256": SHA,
                              "secrets": NO_SECRETS}
     doc = same_as_the_library(sbom.render([], **facts), [], **facts)
-    assert "components" not in doc and "dependencies" not in doc
+    assert "components" not in doc and "dependencies" not in doc and "compositions" not in doc
 
 
 def test_a_url_the_library_refuses_is_written_as_a_valid_uri():

@@ -6,12 +6,16 @@ only flags unpack has."""
 from __future__ import annotations
 
 import platform as host
+import shlex
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from lockkit.cli import main
+from lockkit.wheelhouse.archive import pack
+from tests.support.archive import FILES, make_folder
 from tests.support.wheelhouse import compiled
 
 SHIPPED = Path(__file__).parents[2] / "platforms"
@@ -86,3 +90,39 @@ def test_unpack_of_a_folder_without_an_archive_names_only_flags_unpack_has(tmp_p
     assert f"{empty}: no wheelhouse archive" in error
     assert "--platform" not in error + hint
     assert "'lockkit wheelhouse unpack FILE'" in hint
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid",
+                           "-c", "commit.gpgsign=false", *args], cwd=root, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def test_unpack_inside_a_project_leaves_git_clean_and_says_where_things_went(
+        tmp_path, capsys, monkeypatch):
+    """Issue 42: before, the folder went into the project's top folder and the printed
+    commands made their venvs beside it, all of it untracked in ``git status``."""
+    files = {**FILES, "tools/lockkit-1.0-py3-none-any.whl": b"PK\x03\x04 lockkit",
+             "tools/requirements.txt": b"lockkit==1.0\n"}
+    archive = pack(make_folder(tmp_path / "wh", files), tmp_path / "linux-cpu.wheelhouse.tar")
+    project = tmp_path / "receiver"
+    (project / "src").mkdir(parents=True)
+    (project / "lockkit.toml").write_text('platforms = ["linux-cpu"]\n')
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-q", "-m", "the project")
+    monkeypatch.chdir(project / "src")  # anywhere inside the project
+    assert main(["wheelhouse", "unpack", str(archive)]) == 0
+    err = capsys.readouterr().err
+    where = project / ".lockkit" / "unpacked"
+    assert (where / "linux-cpu" / "manifest.json").is_file()
+    assert f"under {where}, which git ignores" in err
+    assert _git(project, "status", "--porcelain", "--untracked-files=all") == ""
+    venvs = [shlex.split(ln)[3] for ln in err.splitlines() if " -m venv " in ln]
+    assert venvs == [str(where / "v"), str(where / "lk")]
+    for venv in venvs:  # what the printed commands make is ignored there too
+        _git(project, "check-ignore", "-q", f"{venv}/bin/python")
+    monkeypatch.chdir(tmp_path)  # outside any project: the current folder, as tar xf
+    assert main(["wheelhouse", "unpack", str(archive)]) == 0
+    assert (tmp_path / "linux-cpu" / "manifest.json").is_file()
+    assert " -m venv v && v/bin/pip" in capsys.readouterr().err

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -130,6 +132,29 @@ def test_pack_prints_and_writes_the_archives_sha256_in_sha256sum_format(project,
         run = subprocess.run(["sha256sum", "-c", side.name], cwd=archive.parent,
                              capture_output=True, text=True)
         assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_pack_prints_the_receivers_command_which_pasted_there_unpacks_and_checks_all(
+        project, tmp_path, capsys):
+    """Issue 42: the command is whole (archive, sha256, lock) and pastes into a shell in
+    the receiver's checkout of the project, the archive beside it."""
+    archive = packed(project, tmp_path)
+    lines = capsys.readouterr().err.splitlines()
+    command = lines[lines.index("the receiver runs, in the project's folder, beside the "
+                                "archive:") + 1].strip()
+    assert command == (f"lockkit wheelhouse unpack {archive.name} --sha256 {sha(archive)} "
+                       f"--lock locks/pylock.{PLATFORM}.toml")
+    receiver = tmp_path / "receiver"
+    (receiver / "locks").mkdir(parents=True)
+    shutil.copy(project / "locks" / f"pylock.{PLATFORM}.toml", receiver / "locks")
+    shutil.copy(archive, receiver)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}"
+                                 f"{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-c", command], cwd=receiver, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "checked: the whole archive, tools/ included, is the one the sender packed" \
+        in done.stderr and "is what locks/pylock.linux-cpu.toml implies" in done.stderr
 
 
 def test_pack_never_overwrites_a_file_at_the_sidecar_path_it_did_not_write(tmp_path):
