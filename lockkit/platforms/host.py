@@ -17,7 +17,7 @@ machine with a fake tree instead of needing its hardware.
 
 from __future__ import annotations
 
-import platform as _platform
+import platform
 import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -134,7 +134,7 @@ def detect(root: Path = Path("/"), *, os_: str | None = None, arch: str | None =
            run: Run | None = None) -> Host:
     """This machine (or the one *root* describes): OS, arch, libc and GPUs."""
     os_ = os_ or host_os()
-    arch = arch_family(arch or _platform.machine())
+    arch = arch_family(arch or platform.machine())
     if run is None:
         run = _run if root == Path("/") else (lambda argv: None)
     libc = ""

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from packaging import tags as _tags
+from packaging import tags
 from packaging.markers import Environment
 from packaging.pylock import Package, Pylock, PylockSelectError
 
@@ -54,7 +54,7 @@ def _platform_tags(platform: Platform) -> list[str]:
         return {"amd64": ["win_amd64"], "arm64": ["win_arm64"]}.get(arch, ["win32"])
     if platform.os == "macos":
         major, minor = (int(x) for x in (platform.macos_target or "11.0").split(".")[:2])
-        return list(_tags.mac_platforms((major, minor), platform.arch))
+        return list(tags.mac_platforms((major, minor), platform.arch))
     found = re.search(r"manylinux_2_(\d+)", platform.python_platform)
     glibc = int(found.group(1)) if found else _DEFAULT_GLIBC
     many = [f"manylinux_2_{m}_{arch}" for m in range(glibc, 16, -1)]
@@ -62,14 +62,14 @@ def _platform_tags(platform: Platform) -> list[str]:
     return many + [f"{v}_{arch}" for k, v in legacy.items() if k <= glibc] + [f"linux_{arch}"]
 
 
-def wheel_tags(platform: Platform, python: str) -> list[_tags.Tag]:
+def wheel_tags(platform: Platform, python: str) -> list[tags.Tag]:
     """Tags in preference order, as a Python *python* interpreter of the target would
     list them."""
     version = tuple(int(x) for x in python.split(".")[:2])
     plats = _platform_tags(platform)
     interpreter = f"cp{version[0]}{version[1]}"
-    return [*_tags.cpython_tags(version, platforms=plats),
-            *_tags.compatible_tags(version, interpreter=interpreter, platforms=plats)]
+    return [*tags.cpython_tags(version, platforms=plats),
+            *tags.compatible_tags(version, interpreter=interpreter, platforms=plats)]
 
 
 def select(pylock: Pylock, platform: Platform, python: str,

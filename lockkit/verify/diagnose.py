@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import os
 import shutil
 import sys
@@ -89,7 +89,7 @@ def diagnose(python: Path | None = None, expect: str | None = None, *, source: s
     (kept in the system step)."""
     if python is None:
         python, source = default_python()
-    started = _dt.datetime.now(_dt.timezone.utc)
+    started = datetime.datetime.now(datetime.timezone.utc)
     steps = Steps(PLAN)
     found = Findings()
     commands: list[CommandRecord] = []

@@ -35,7 +35,7 @@ needs no torch. Should the lock name torch (from the default index on a platform
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -79,7 +79,7 @@ class Outcome:
 def verify(opts: Options) -> Outcome:
     """With ``opts.existing``, the environment of that interpreter is checked as it is
     (:mod:`lockkit.verify.existing`): no venv is made, nothing is installed."""
-    started = _dt.datetime.now(_dt.timezone.utc)
+    started = datetime.datetime.now(datetime.timezone.utc)
     plan = existing.PLAN if opts.existing else PLAN
     with interrupt_held() as held:  # no Ctrl-C between the folder and the try that removes it
         work = temp_private("lockkit-verify-")
@@ -176,7 +176,7 @@ def step_bodies(run: Run) -> dict[str, Callable[[Step], None]]:
     }
 
 
-def make_dossier(run: Run, started: _dt.datetime) -> Dossier:
+def make_dossier(run: Run, started: datetime.datetime) -> Dossier:
     """The dossier of *run*, started at *started* (the steps that ran, what they found),
     with the run's roots: its documents write the paths under them relative to them."""
     opts, found = run.opts, run.found

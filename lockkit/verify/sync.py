@@ -32,7 +32,7 @@ scripts and activate files and in ``pyvenv.cfg``, before the swap (:func:`rebase
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import os
 import secrets
 import shutil
@@ -196,7 +196,7 @@ def sync(opts: SyncOptions) -> Synced:
         raise UsageError("--installer pip: on Windows pip's .exe launchers hold the build "
                          "folder's path, so its venv cannot be moved into place",
                          hint="use --installer uv (a --relocatable venv)")
-    started = _dt.datetime.now(_dt.timezone.utc)
+    started = datetime.datetime.now(datetime.timezone.utc)
     final = opts.venv
     plan = PLAN if opts.verify else REBUILD
     sweep_stale(final)  # a killed sync's new venv beside it

@@ -20,7 +20,7 @@ modes) stays true. The deflate stream is zlib's: two machines with different zli
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import shutil
 import time
 import zipfile
@@ -39,9 +39,9 @@ def source_epoch(entry: Mapping[str, Any]) -> int:
     build."""
     sdist = entry.get("sdist")
     uploaded = sdist.get("upload-time") if isinstance(sdist, dict) else None
-    if isinstance(uploaded, _dt.datetime):
+    if isinstance(uploaded, datetime.datetime):
         if uploaded.tzinfo is None:
-            uploaded = uploaded.replace(tzinfo=_dt.timezone.utc)
+            uploaded = uploaded.replace(tzinfo=datetime.timezone.utc)
         return max(MIN_EPOCH, int(uploaded.timestamp()))
     return MIN_EPOCH
 
