@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -132,14 +133,28 @@ def cycles(graph: dict[str, set[str]]) -> list[tuple[str, ...]]:
     return sorted(found, key=lambda c: (len(c), c))
 
 
+# The stages in import order: each may import only those before it (the code map's order,
+# held to the "May import" lists by test_the_code_map_lists_the_stages_in_import_order)
+ORDER = ("_internal", "platforms", "index", "config", "lock", "cache", "compile", "wheelhouse",
+         "report", "verify", "ci", "cli")
+
+
+def out_of_order(order: tuple[str, ...], graph: dict[str, set[str]]) -> list[str]:
+    """Each stage of *order* that *graph* lets import a stage listed after it (or not at
+    all), as ``config may import index, listed after it``."""
+    return [f"{name} may import {', '.join(sorted(later))}, listed after it"
+            for i, name in enumerate(order) if (later := graph.get(name, set()) - set(order[:i]))]
+
+
 def render_code_map() -> str:
-    """CONTRIBUTING.md's code map: each stage's docstring, in the order the stages run."""
-    order = ["cli", "config", "platforms", "index", "lock", "compile", "cache", "wheelhouse",
-             "verify", "report", "ci", "_internal"]
+    """CONTRIBUTING.md's code map: each stage's docstring, in import order (:data:`ORDER`)."""
     folders = {f.name: f for f in stages()}
-    assert sorted(order) == sorted(folders), "a stage is missing from the code map's order"
-    blocks = [f"### `lockkit/{name}/`\n\n{docstring(folders[name]).strip()}" for name in order]
-    return "\n\n".join(blocks)
+    assert sorted(ORDER) == sorted(folders), "a stage is missing from the code map's order"
+    said = ", ".join(f"`{name}`" for name in ORDER)
+    head = textwrap.fill(f"In import order, each stage importing only those above it: {said}.",
+                         92, break_on_hyphens=False)
+    blocks = [f"### `lockkit/{name}/`\n\n{docstring(folders[name]).strip()}" for name in ORDER]
+    return "\n\n".join([head, *blocks])
 
 
 def test_every_stage_imports_only_what_its_docstring_allows():
@@ -221,6 +236,19 @@ def test_the_contributing_code_map_is_the_stages_docstrings():
     assert shown == render_code_map(), (
         "CONTRIBUTING.md's code map differs from the stages' docstrings: run "
         "'python -m tests.house.test_house' to rewrite it")
+
+
+def test_the_code_map_lists_the_stages_in_import_order():
+    """CONTRIBUTING.md's stage order is the order of the "May import" lists: a stage comes
+    after every stage it may import, so the map reads from the ground floor up."""
+    assert out_of_order(ORDER, may_import()) == []
+
+
+def test_a_stage_listed_before_what_it_imports_is_named():
+    graph = {"config": {"platforms", "index"}, "platforms": set(), "index": {"platforms"}}
+    assert out_of_order(("platforms", "index", "config"), graph) == []
+    assert out_of_order(("config", "platforms", "index"), graph) == [
+        "config may import index, platforms, listed after it"]
 
 
 @pytest.mark.parametrize("folder", stages(), ids=lambda p: p.name)
