@@ -4,10 +4,10 @@
 - :mod:`~lockkit.cli.flags` (and :mod:`~lockkit.cli.whflags` for ``wheelhouse``): each
   command's flags and help;
 - one module per command, each with ``handle(args)``: :mod:`~lockkit.cli.platforms`,
-  :mod:`~lockkit.cli.compile`, :mod:`~lockkit.cli.wheelhouse` (build, pack, sbom, unpack),
-  :mod:`~lockkit.cli.verify`, :mod:`~lockkit.cli.diagnose`, :mod:`~lockkit.cli.diff`,
-  :mod:`~lockkit.cli.ci`, :mod:`~lockkit.cli.export`, :mod:`~lockkit.cli.cache`,
-  :mod:`~lockkit.cli.sync`;
+  :mod:`~lockkit.cli.compile`, :mod:`~lockkit.cli.wheelhouse` (build, pack, sbom; unpack in
+  :mod:`~lockkit.cli.unpack`), :mod:`~lockkit.cli.verify`, :mod:`~lockkit.cli.diagnose`,
+  :mod:`~lockkit.cli.diff`, :mod:`~lockkit.cli.ci`, :mod:`~lockkit.cli.export`,
+  :mod:`~lockkit.cli.cache`, :mod:`~lockkit.cli.sync`;
 - :mod:`~lockkit.cli.common`: what the commands share (the project folder, paths and sizes
   as shown, the platform, path checks, the fetcher, a new report folder).
 

@@ -48,7 +48,8 @@ from lockkit.lock.freshness import (
     read_lock,
     verdict,
 )
-from lockkit.lock.model import Backend, Lock, LockMeta
+from lockkit.lock.meta import Backend, LockMeta
+from lockkit.lock.model import Lock
 from lockkit.lock.origins import Origins
 from lockkit.lock.python import lock_python, lock_python_why
 from lockkit.platforms.definitions import Platform

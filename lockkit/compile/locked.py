@@ -22,7 +22,8 @@ from packaging.utils import canonicalize_name
 
 from lockkit.errors import ConfigError
 from lockkit.lock.freshness import InputsRecord, Verdict, read_tables, verdict
-from lockkit.lock.model import NOT_CONTENT, TOOL, Lock, own_table
+from lockkit.lock.meta import NOT_CONTENT, TOOL, own_table
+from lockkit.lock.model import Lock
 from lockkit.lock.origins import Origins, shown
 
 if TYPE_CHECKING:

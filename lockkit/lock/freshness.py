@@ -40,7 +40,8 @@ from lockkit.config.inputs import effective_inputs, normalized_inputs
 from lockkit.config.project import Project
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.index.urls import expand, placeholders
-from lockkit.lock.model import Lock, LockMeta, LockTables
+from lockkit.lock.meta import LockMeta
+from lockkit.lock.model import Lock, LockTables
 from lockkit.lock.origins import Origins
 from lockkit.lock.python import lock_python
 from lockkit.platforms.definitions import Platform

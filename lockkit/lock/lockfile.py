@@ -2,7 +2,7 @@
 
 uv's resolution (*doc*: its ``pylock.toml`` as parsed, foreign data) becomes the lock's
 packages (:data:`~lockkit.lock.model.PackageTable`) and its ``[tool.lockkit]``
-(:class:`~lockkit.lock.model.LockMeta`), which :meth:`lockkit.lock.model.Lock.built`
+(:class:`~lockkit.lock.meta.LockMeta`), which :meth:`lockkit.lock.model.Lock.built`
 serialises and validates once; a lock is read back by
 :meth:`lockkit.lock.model.Lock.read`.
 """
@@ -20,7 +20,8 @@ from packaging.version import Version
 
 from lockkit._internal.redact import masked
 from lockkit.errors import GuardError, IndexError_
-from lockkit.lock.model import FileTable, Lock, LockMeta, PackageTable
+from lockkit.lock.meta import LockMeta
+from lockkit.lock.model import FileTable, Lock, PackageTable
 from lockkit.platforms.definitions import Platform
 
 if TYPE_CHECKING:  # compile's types; reading a lock (wheelhouse, verify) needs neither

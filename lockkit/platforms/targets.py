@@ -2,7 +2,7 @@
 
 The target is described by the platform file, not by this machine: a wheelhouse
 for ``linux-cu126`` is built on a Mac just as well. Its Python is the lock's own
-(:func:`lockkit.lock.model.python_of`), never the platform's default: a project's
+(:func:`lockkit.lock.meta.python_of`), never the platform's default: a project's
 ``python = "3.12"`` makes a 3.12 lock on a platform whose default is 3.11.
 """
 
@@ -75,7 +75,7 @@ def wheel_tags(platform: Platform, python: str) -> list[tags.Tag]:
 def select(pylock: Pylock, platform: Platform, python: str,
            lock_path: Path) -> list[tuple[Package, Any]]:
     """What *pylock* installs on *platform*, as a Python *python* interpreter of the
-    target would choose (*python*: the lock's own, :func:`lockkit.lock.model.python_of`); a
+    target would choose (*python*: the lock's own, :func:`lockkit.lock.meta.python_of`); a
     lock with nothing for it raises :class:`NothingInstallable`, naming the lock."""
     try:
         return list(pylock.select(environment=environment(platform, python),

@@ -29,7 +29,7 @@ from packaging.utils import canonicalize_name
 from lockkit._internal.compat import tomllib
 from lockkit._internal.parse import parse_json, parse_toml
 from lockkit.errors import ConfigError, DiffError
-from lockkit.lock.model import LockMeta
+from lockkit.lock.meta import LockMeta
 from lockkit.report.model import Dossier
 from lockkit.report.records import GitState, SchemaError, Variant
 from lockkit.report.shapes import Json

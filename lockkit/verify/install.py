@@ -71,7 +71,7 @@ def install_step(run: Run, step: Step) -> None:
         built = opts.fetch(run.work / "wheelhouse", lock)
         folder = built.folder
         step.detail["source"] = "the lock's URLs (fetched, hash-checked, into a temp wheelhouse)"
-        if twins := [f"{r.path}: {r.instead}; served by {origin(r.origin)}, sha256 checked"
+        if twins := [f"{r.path}: {r.instead}; served by {origin(str(r.origin))}, sha256 checked"
                      for r in built.files if r.instead]:
             step.detail["twin_hosts"] = twins  # lockkit.wheelhouse.sources: a host failed
     else:

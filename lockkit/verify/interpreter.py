@@ -28,7 +28,7 @@ __all__ = ["find_interpreter", "given_interpreter", "interpreter_tags", "lock_py
 
 
 def lock_python(run: Run) -> str:
-    """The Python version of the committed lock (:func:`lockkit.lock.model.python_of`),
+    """The Python version of the committed lock (:func:`lockkit.lock.meta.python_of`),
     which compile chose by the one rule (:func:`lockkit.lock.python.lock_python`: the
     ``python`` key, else a Python satisfying pyproject.toml's ``requires-python``)."""
     try:

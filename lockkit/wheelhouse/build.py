@@ -182,7 +182,7 @@ def _assemble(project: Project, platform: Platform, out: Path, lock: Lock,
         raise
     return BuildResult(folder=out, platform=platform.name, files=tuple(records),
                        downloaded_bytes=sum(g.downloaded for _, g in fetched),
-                       from_cache=sum(g.origin == "cache" for _, g in fetched),
+                       from_cache=sum(g.origin.kind == "cache" for _, g in fetched),
                        lock_sha256=lock.sha256, local=_local(fetched))
 
 
@@ -190,10 +190,9 @@ def _local(fetched: list[tuple[Item, Got]]) -> dict[str, tuple[int, int]]:
     """The files (and their bytes) the cache and the --find-links folders gave."""
     local: dict[str, tuple[int, int]] = {}
     for _, got in fetched:
-        where = got.origin.split(" ", 1)[0]
-        if where in ("cache", "find-links"):
-            files, size = local.get(where, (0, 0))
-            local[where] = (files + 1, size + got.path.stat().st_size)
+        if got.origin.local:
+            files, size = local.get(got.origin.kind, (0, 0))
+            local[got.origin.kind] = (files + 1, size + got.path.stat().st_size)
     return local
 
 

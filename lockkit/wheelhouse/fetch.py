@@ -34,7 +34,7 @@ from lockkit.index.auth import Credentials
 from lockkit.index.http import CONNECT_TIMEOUT, MAX_PAGE, STOP, Client, Policy, timed_out
 from lockkit.index.urls import Mirrors, origin
 from lockkit.wheelhouse.sink import Sink, batches
-from lockkit.wheelhouse.sources import PageRef, Source, Twin
+from lockkit.wheelhouse.sources import FoundIn, PageRef, Source, Twin
 
 if TYPE_CHECKING:
     from lockkit.wheelhouse.trust import FileKind
@@ -81,7 +81,7 @@ class Item:
 class Got:
     want: Want
     path: Path      # the verified file in the cache
-    origin: str     # "cache", "find-links <dir>" or the (redacted) URL it came from
+    origin: FoundIn  # the cache, a --find-links folder or the (redacted) URL
     downloaded: int  # bytes transferred over the network
     instead: str = ""  # from a Twin: "https://download-r2.pytorch.org failed: HTTP 503"
 
@@ -146,7 +146,7 @@ class Fetcher:
         _log.log(VERBOSE, "%s: cache %s (sha256 %s)", want.filename, "hit" if hit else "miss",
                  want.sha256[:16])
         if hit:
-            return Got(want=want, path=hit, origin="cache", downloaded=0)
+            return Got(want=want, path=hit, origin=FoundIn("cache"), downloaded=0)
         for folder in self.find_links:
             got = self._from_folder(want, folder)
             if got:
@@ -195,7 +195,7 @@ class Fetcher:
             raise HashMismatch(f"{want.filename}: {candidate} has sha256 {digest}, "
                                f"the lock says {want.sha256}; not used")
         path = self.cache.commit(partial, want.sha256)
-        return Got(want=want, path=path, origin=f"find-links {folder}", downloaded=0)
+        return Got(want=want, path=path, origin=FoundIn.folder(folder), downloaded=0)
 
     def _from_url(self, want: Want, url: str) -> Got:
         """*url*'s body, fetched again while it comes cut short (:class:`_Retry`)."""
@@ -203,8 +203,8 @@ class Fetcher:
         for attempt in range(attempts):
             try:
                 size = self._download(want, url)
-                return Got(want=want, path=self.cache.path(want.sha256), origin=masked(url),
-                           downloaded=size)
+                return Got(want=want, path=self.cache.path(want.sha256),
+                           origin=FoundIn("url", masked(url)), downloaded=size)
             except _Retry as exc:
                 if attempt + 1 == attempts:
                     raise FetchError(f"{want.filename} from {masked(url)}: {exc}"

@@ -29,7 +29,8 @@ from lockkit._internal.fs import sha256_file
 from lockkit._internal.parse import parse_toml
 from lockkit._internal.redact import NO_SECRETS, Secrets, masked
 from lockkit.errors import ConfigError, TrustError
-from lockkit.lock.model import Lock, named_platform
+from lockkit.lock.meta import named_platform
+from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
 from lockkit.wheelhouse.manifest import MANIFEST, SUMS, Entry, Manifest, sums
 from lockkit.wheelhouse.trust import Checked, Selected, check_folder
@@ -107,7 +108,7 @@ def _derived(lock: Lock, manifest: Mapping[str, Any], checked: list[Checked],
     from lockkit.wheelhouse.meta import FileRecord, texts_of
 
     records = [FileRecord(path=c.path.name, size=c.path.stat().st_size, sha256=c.sha256,
-                          package=c.package, version=c.version, origin="", source="",
+                          package=c.package, version=c.version, origin=None, source="",
                           built_from=files[c.path.name].get("built_from")
                           if c.path.name in files else None)
                for c in checked]

@@ -22,11 +22,13 @@ from typing import Any
 from lockkit import __version__
 from lockkit._internal.fs import sha256_file
 from lockkit._internal.redact import Secrets
-from lockkit.lock.model import Lock, dumps, with_meta
+from lockkit.lock.meta import with_meta
+from lockkit.lock.model import Lock, dumps
 from lockkit.platforms.definitions import Platform
 from lockkit.wheelhouse import sbom
 from lockkit.wheelhouse.manifest import Entry, ManifestDoc
 from lockkit.wheelhouse.offline import requirements_header
+from lockkit.wheelhouse.sources import FoundIn
 
 __all__ = ["FileRecord", "texts_of", "tool_file", "write_meta"]
 
@@ -40,7 +42,7 @@ class FileRecord:
     sha256: str
     package: str
     version: str
-    origin: str  # where it was found: the build log's, never the manifest's
+    origin: FoundIn | None  # where it was found (None: not fetched); never the manifest's
     source: str  # the lock's URL, redacted
     built_from: dict[str, str] | None = None
     # from a twin host (lockkit.index.urls.twin): the host that failed and why; the

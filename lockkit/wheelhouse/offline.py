@@ -36,7 +36,7 @@ def target_of(data: Mapping[str, Any]) -> tuple[str, str, str | None]:
     (``sys_platform``, ``platform_machine``, as compile writes them) and its Python. Read
     from the lock alone, so a wheelhouse's ``requirements.txt`` is derived again, byte for
     byte, from the same lock; "unknown" where the lock does not say."""
-    from lockkit.lock.model import python_of
+    from lockkit.lock.meta import python_of
 
     envs = data.get("environments")
     marker = " ".join(e for e in envs if isinstance(e, str)) if isinstance(envs, list) else ""

@@ -53,7 +53,7 @@ from lockkit import __version__
 from lockkit._internal.fs import write_atomic
 from lockkit._internal.redact import Secrets, masked, strip_credentials
 from lockkit.errors import ConfigError
-from lockkit.lock.model import LockMeta
+from lockkit.lock.meta import LockMeta
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; the import is deferred at run time
     from lockkit._internal.outfile import Target

@@ -22,10 +22,12 @@ the lock's own URL is.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
 from lockkit.index.urls import Mirrors, expand, origin, twin
 
-__all__ = ["PageRef", "Source", "Twin", "sources"]
+__all__ = ["FoundIn", "PageRef", "Source", "Twin", "sources"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,6 +49,30 @@ class Twin:
 
 
 Source = str | PageRef | Twin  # an effective URL (may carry credentials), a page, a twin
+
+
+@dataclass(frozen=True)
+class FoundIn:
+    """Where a fetched file was found: the cache, a ``--find-links`` folder, or a URL
+    (credential-free). The build log's (the display counts the local ones by *kind*), never
+    the manifest's: a file is identified by its hash, not by where it was found."""
+
+    kind: Literal["cache", "find-links", "url"]
+    where: str = ""  # the --find-links folder, or the URL; "" for the cache
+
+    @classmethod
+    def folder(cls, path: Path) -> FoundIn:
+        return cls("find-links", str(path))
+
+    @property
+    def local(self) -> bool:
+        """Found on this machine: nothing was downloaded."""
+        return self.kind != "url"
+
+    def __str__(self) -> str:
+        """As the build log says it: ``cache``, ``find-links <dir>``, or the URL."""
+        return " ".join(part for part in (self.kind, self.where) if part) \
+            if self.local else self.where
 
 
 def sources(url: str, index: str | None, name: str, mirrors: Mirrors, *,

@@ -30,7 +30,7 @@ from lockkit._internal.compat import tomllib
 from lockkit._internal.proc import isolated_env
 from lockkit.cli import main
 from lockkit.errors import ConfigError
-from lockkit.lock.model import python_of
+from lockkit.lock.meta import python_of
 from tests.support.fake_torch import build_fake_torch
 from tests.support.index_server import Index, IndexServer
 from tests.support.pytorch_index import PyTorchIndex

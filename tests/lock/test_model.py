@@ -16,7 +16,8 @@ import pytest
 from lockkit._internal.compat import tomllib
 from lockkit.cli import main
 from lockkit.errors import ConfigError
-from lockkit.lock.model import Backend, Lock, LockMeta, LockTables, PackageTable, with_meta
+from lockkit.lock.meta import Backend, LockMeta, with_meta
+from lockkit.lock.model import Lock, LockTables, PackageTable
 from tests.support.wheelhouse import compiled
 
 TABLE = {  # as compile writes it, in its order
@@ -67,10 +68,13 @@ def test_the_lock_file_reads_back_with_its_bytes_sha256(tmp_path):
      ['tool.lockkit.python: expected a version such as "3.12", got 3.12',
       "tool.lockkit.lock-format: expected an integer, got '2'"]),
     ('backend = "cpu"\n', ["tool.lockkit.backend: expected a table with kind and version"]),
+    ('backend = {kind = "tpu", version = "1"}\n',
+     ["tool.lockkit.backend: expected a table with kind and version, kind one of cpu, cuda, "
+      "rocm, xpu, mps, got {'kind': 'tpu', 'version': '1'}"]),
     ('hashed-by-lockkit = "x.whl"\n', ["tool.lockkit.hashed-by-lockkit: expected a list"]),
     ('platform = 1\ninputs = "x"\n', ["tool.lockkit.platform: expected a platform name",
                                        "tool.lockkit.inputs: expected a table"]),
-], ids=["python-and-format", "backend", "hashed", "platform-and-inputs"])
+], ids=["python-and-format", "backend", "backend-kind", "hashed", "platform-and-inputs"])
 def test_a_malformed_table_is_one_line_naming_the_file_and_each_key(tmp_path, tool, said):
     path = tmp_path / "pylock.linux-cpu.toml"
     path.write_text(HEAD + "[tool.lockkit]\n" + tool, encoding="utf-8")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from packaging.pylock import Pylock
 
-from lockkit.lock.model import python_of
+from lockkit.lock.meta import python_of
 from lockkit.platforms.definitions import load_platforms
 from lockkit.platforms.targets import environment, wheel_tags
 from tests.support.index_server import Index, IndexServer, build_wheel

@@ -19,6 +19,7 @@ from lockkit._internal.compat import tomllib
 from lockkit.cache.store import Cache
 from lockkit.cli import main
 from lockkit.errors import FetchError, HashMismatch
+from lockkit.wheelhouse.sources import FoundIn
 from tests.support.project import OFFICIAL
 from tests.support.pytorch_index import R2
 from tests.support.wheelhouse import (
@@ -121,7 +122,17 @@ def test_find_links_folder_is_used_by_hash(project, indexes, tmp_path):
     before = len(wheel_requests(indexes))
     result = build_lib(project, tmp_path / "c2", tmp_path / "w2", find_links=(links,))
     assert len(wheel_requests(indexes)) == before
-    assert {r.origin for r in result.files} == {f"find-links {links}"}
+    assert {r.origin for r in result.files} == {FoundIn.folder(links)}
+
+
+@pytest.mark.parametrize(("found", "said", "local"), [
+    (FoundIn("cache"), "cache", True),
+    (FoundIn.folder(Path("/srv/wheels")), "find-links /srv/wheels", True),
+    (FoundIn("url", "https://mirror.test/a.whl"), "https://mirror.test/a.whl", False),
+])
+def test_where_a_file_was_found_is_typed_and_said_as_the_build_log_says_it(found, said, local):
+    """The display counts the cache and --find-links by kind, never by parsing the text."""
+    assert (str(found), found.local) == (said, local)
 
 
 def test_find_links_file_with_wrong_bytes_is_refused(project, tmp_path, capsys):
@@ -142,7 +153,7 @@ def test_transient_faults_are_retried(project, indexes, tmp_path, fault):
     indexes.pt.stall = 3.0
     result = build_lib(project, tmp_path / "cache", tmp_path / "wh", timeout=1.0)
     torch = next(r for r in result.files if r.path == TORCH)
-    assert torch.origin.startswith(indexes.pt.r2)
+    assert torch.origin.kind == "url" and torch.origin.where.startswith(indexes.pt.r2)
     assert wheel_requests(indexes).count(f"/r2/whl/cpu/{TORCH}") == 3
     assert indexes.pt.faults[TORCH] == []
     assert (tmp_path / "wh" / TORCH).read_bytes() == served(indexes)
@@ -202,8 +213,8 @@ def test_interrupted_build_leaves_nothing_final_and_resumes(project, indexes, tm
     before = len(wheel_requests(indexes))
     result = build_lib(project, cache, out)
     assert len(wheel_requests(indexes)) == before + 3 - len(kept)  # finished files not refetched
-    assert [r.origin for r in result.files if r.path == seen[0]] == ["cache"]
-    assert sum(r.origin == "cache" for r in result.files) == len(kept)
+    assert [r.origin for r in result.files if r.path == seen[0]] == [FoundIn("cache")]
+    assert sum(r.origin == FoundIn("cache") for r in result.files) == len(kept)
 
 
 def test_killed_build_leaves_no_file_under_a_final_name(project, indexes, tmp_path):
@@ -464,7 +475,7 @@ def test_wheelhouse_through_a_link_rewriting_mirror(project, indexes, tmp_path):
         f'[mirrors]\n"{OFFICIAL}/cpu" = "{indexes.pt.rewriting("cpu")}"\n')
     result = build_lib(project, tmp_path / "cache", tmp_path / "wh")
     torch = next(r for r in result.files if r.path == TORCH)
-    assert torch.origin.startswith(f"{indexes.pt.url}/rw/cpu/packages/")
+    assert torch.origin.where.startswith(f"{indexes.pt.url}/rw/cpu/packages/")
     assert not [p for p in indexes.pt.requests if p.startswith(("/pt/", "/r2/"))]
     assert (tmp_path / "wh" / TORCH).read_bytes() == served(indexes)
 
