@@ -49,7 +49,7 @@ from lockkit.lock.freshness import (
     verdict,
 )
 from lockkit.lock.meta import Backend, LockMeta
-from lockkit.lock.model import Lock
+from lockkit.lock.model import Lock, LockFile
 from lockkit.lock.origins import Origins
 from lockkit.lock.python import lock_python, lock_python_why
 from lockkit.platforms.definitions import Platform
@@ -85,17 +85,16 @@ def _while_uv_runs_to_write() -> None:
     import lockkit.lock.lockfile  # noqa: F401
 
 
-def compile_one(project: Project, platform: Platform, uv: str,
+def compile_one(project: Project, platform: Platform, found: LockFile, uv: str,
                 http: Http, upgrade: bool = False,
                 upgrade_packages: tuple[str, ...] = (),
                 requirements: dict[str, list[str]] | None = None,
                 memos: MemoStore | None = None) -> Outcome:
-    """One platform's lock; *memos* remembers which lock the same inputs made (None: the
-    user's cache)."""
+    """One platform's lock; *found*: the lock on disk, read before any work; *memos*
+    remembers which lock the same inputs made (None: the user's cache)."""
     if requirements is None:
         requirements = normalized_inputs(project)
-    path = project.lock_path(platform.name)
-    existing = _existing_lock(path)
+    path, existing = found.path, found.text
     options = ResolveOptions(preferences=path, upgrade=upgrade,
                              upgrade_packages=upgrade_packages,
                              exclude_newer=project.exclude_newer)
@@ -122,17 +121,17 @@ def compile_one(project: Project, platform: Platform, uv: str,
     return Outcome(platform=platform.name, path=path, status="written", packages=packages)
 
 
-def locked_one(project: Project, platform: Platform, uv: str, http: Http,
+def locked_one(project: Project, platform: Platform, found: LockFile, uv: str, http: Http,
                requirements: dict[str, list[str]]) -> Outcome:
-    """``compile --locked`` for one platform: the committed lock's verdict (as
-    ``--check`` gives it), then every difference from the lock a fresh resolution makes
-    (:mod:`lockkit.compile.locked`), its pins preferred. Nothing is written, the memo is
-    neither read nor written."""
+    """``compile --locked`` for one platform: the committed lock (*found*, read before any
+    work) and its verdict (as ``--check`` gives it), then every difference from the lock a
+    fresh resolution makes (:mod:`lockkit.compile.locked`), its pins preferred. Nothing is
+    written, the memo is neither read nor written."""
     from lockkit.compile.locked import committed, differences  # --locked only
 
-    path = project.lock_path(platform.name)
+    path = found.path
     record = inputs_record(project, platform, lock_python(project, platform), requirements)
-    said_of, lock = committed(path, record, platform, Origins.of(project, platform))
+    said_of, lock = committed(found, record, platform, Origins.of(project, platform))
     if said_of.status == "missing":
         return Outcome(platform=platform.name, path=path, status="missing")
     # uv reads only the versions of its preferences; one that is no lock it cannot read
@@ -271,7 +270,7 @@ def _sha256(text: str) -> str:
 
 
 def _refuse_edited(project: Project, platforms: list[Platform],
-                   requirements: dict[str, list[str]]) -> None:
+                   requirements: dict[str, list[str]], found: dict[str, LockFile]) -> None:
     """uv prefers the existing lock's versions: a lock ``compile --check`` reports
     *modified* (its packages edited after lockkit wrote it, or not lockkit's) would hand
     an unchecked edit to the next lock, so it is refused, every such lock in one line."""
@@ -280,7 +279,7 @@ def _refuse_edited(project: Project, platforms: list[Platform],
         path = project.lock_path(platform.name)
         record = inputs_record(project, platform, lock_python(project, platform),
                                requirements)
-        origins, read = Origins.of(project, platform), read_lock(path)
+        origins, read = Origins.of(project, platform), read_lock(found[platform.name])
         said = read if isinstance(read, Verdict) else verdict(read, record, platform, origins)
         if said.status == "modified":
             edited.append(f"{path}: modified ({said.detail})")
@@ -289,23 +288,6 @@ def _refuse_edited(project: Project, platforms: list[Platform],
         raise ConfigError("; ".join(edited) + f": compile will not take {whose} versions as "
                           "preferences", hint="pass --upgrade to resolve afresh, or --force "
                                               "to keep the edited versions as preferences")
-
-
-def _existing_lock(path: Path) -> str | None:
-    """The current lock's text, byte for byte (no newline translation: the memo compares
-    its sha256), checked before uv runs (uv reads it for preferred versions)."""
-    if path.is_dir():
-        raise ConfigError(f"{path}: is a folder, where the lock is to be written",
-                          hint="move the folder away")
-    try:
-        return path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        return None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})",
-                          hint="remove the file to compile the lock afresh") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def compile_platforms(project: Project, platforms: list[Platform],
@@ -329,7 +311,8 @@ def compile_platforms(project: Project, platforms: list[Platform],
     once per platform that uses it. *timeout*: seconds an index may take to connect or
     answer (lockkit's page fetches and uv's own requests). *on_start* is told of each
     platform as its work begins."""
-    requirements = _before_work(project, platforms, upgrade or force or locked, on_warning)
+    requirements, found = _before_work(project, platforms, upgrade or force or locked,
+                                       on_warning)
     uv = uv_bin()
     memos = MemoStore(default_cache_dir())
 
@@ -338,9 +321,10 @@ def compile_platforms(project: Project, platforms: list[Platform],
             on_start(platform)
         start = time.perf_counter()
         try:
-            outcome = (locked_one(project, platform, uv, http, requirements) if locked else
-                       compile_one(project, platform, uv, http, upgrade, upgrade_packages,
-                                   requirements, memos))
+            lock = found[platform.name]
+            outcome = (locked_one(project, platform, lock, uv, http, requirements) if locked
+                       else compile_one(project, platform, lock, uv, http, upgrade,
+                                        upgrade_packages, requirements, memos))
         except LockkitError as exc:
             outcome = Outcome(platform=platform.name, path=project.lock_path(platform.name),
                               status="failed", error=exc)
@@ -361,21 +345,23 @@ def compile_platforms(project: Project, platforms: list[Platform],
 
 
 def _before_work(project: Project, platforms: list[Platform], edited_ok: bool,
-                 on_warning: Callable[[str], None] | None) -> dict[str, list[str]]:
+                 on_warning: Callable[[str], None] | None
+                 ) -> tuple[dict[str, list[str]], dict[str, LockFile]]:
     """The normalized inputs, read before any work starts (bad input fails first); each
-    platform's Python chosen; every lock readable, one edited by hand refused unless
-    *edited_ok*; the input warnings said."""
+    platform's Python chosen; every lock on disk read, once (:class:`LockFile`: readable,
+    or exit 2), one edited by hand refused unless *edited_ok*; the input warnings said."""
     requirements = normalized_inputs(project)
+    found = {}
     for platform in platforms:  # no Python satisfies requires-python: exit 2 now
         _log.log(VERBOSE, "%s: Python %s (%s)", platform.name,
                  *lock_python_why(project, platform))
-        _existing_lock(project.lock_path(platform.name))
+        found[platform.name] = LockFile.read(project.lock_path(platform.name))
     if not edited_ok:
-        _refuse_edited(project, platforms, requirements)
+        _refuse_edited(project, platforms, requirements, found)
     for warning in input_warnings(platforms, requirements, project):
         if on_warning is not None:
             on_warning(warning)
-    return requirements
+    return requirements, found
 
 
 def _run_all(run: Callable[[Platform], Outcome], platforms: list[Platform],

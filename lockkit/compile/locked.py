@@ -23,12 +23,10 @@ from packaging.utils import canonicalize_name
 from lockkit.errors import ConfigError
 from lockkit.lock.freshness import InputsRecord, Verdict, read_tables, verdict
 from lockkit.lock.meta import NOT_CONTENT, TOOL, own_table
-from lockkit.lock.model import Lock
+from lockkit.lock.model import Lock, LockFile
 from lockkit.lock.origins import Origins, shown
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from lockkit.platforms.definitions import Platform
 
 __all__ = ["committed", "differences"]
@@ -134,14 +132,15 @@ def differences(committed: Lock, fresh: Lock) -> list[str]:
     return said
 
 
-def committed(path: Path, record: InputsRecord, platform: Platform,
+def committed(found: LockFile, record: InputsRecord, platform: Platform,
               origins: Origins) -> tuple[Verdict, Lock | None]:
-    """The committed lock's verdict, as ``--check`` gives it (read without the PEP 751
-    validation), and the lock a fresh resolution is compared with: None where there is none
-    or ``--check`` finds it modified and it is no PEP 751 lock (uv then gets no
-    preferences). A lock found unchanged yet no PEP 751 lock cannot be compared: its
-    one-line error (exit 2), as every command that uses the packages gives it."""
-    read = read_tables(path)
+    """The committed lock (*found*: read once, before any work), its verdict as ``--check``
+    gives it (parsed without the PEP 751 validation), and the lock a fresh resolution is
+    compared with, validated from the same tables: None where there is none or ``--check``
+    finds it modified and it is no PEP 751 lock (uv then gets no preferences). A lock found
+    unchanged yet no PEP 751 lock cannot be compared: its one-line error (exit 2), as every
+    command that uses the packages gives it."""
+    read = read_tables(found)
     if isinstance(read, Verdict):
         return read, None
     said = verdict(read, record, platform, origins)

@@ -34,14 +34,13 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict, TypeVar
 
 from lockkit._internal.compat import tomllib
-from lockkit._internal.parse import parse_toml
 from lockkit._internal.redact import masked, strip_credentials
 from lockkit.config.inputs import effective_inputs, normalized_inputs
 from lockkit.config.project import Project
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.index.urls import expand, placeholders
 from lockkit.lock.meta import LockMeta
-from lockkit.lock.model import Lock, LockTables
+from lockkit.lock.model import Lock, LockFile, LockTables, lock_tables, lock_text
 from lockkit.lock.origins import Origins
 from lockkit.lock.python import lock_python
 from lockkit.platforms.definitions import Platform
@@ -148,9 +147,8 @@ def fingerprint(record: Mapping[str, object]) -> str:
 
 
 def packages_digest_of_read(table: Any) -> str:
-    """The digest of a lock's packages table as read from its text (compile writes the
-    lock, reads it back and takes this; the gate takes it of the file), so dates and
-    numbers compare as the file holds them."""
+    """The digest of a lock's packages table as read from its text (compile takes it of the
+    lock it writes, the gate of the file), so dates and numbers compare as the file holds."""
     blob = json.dumps(table, sort_keys=True, default=str).encode()
     return "sha256:" + hashlib.sha256(blob).hexdigest()
 
@@ -176,39 +174,41 @@ def check_platforms(project: Project, platforms: list[Platform]) -> list[Outcome
     return outcomes
 
 
-def read_lock(path: Path) -> Lock | Verdict:
-    """The lock at *path*, read once (:meth:`Lock.read`) for :func:`verdict`; where there
-    is none to judge, the verdict itself: *missing*, or *modified* where :meth:`Lock.read`
-    refuses it (not an error: a lock anyone can edit is judged, not trusted)."""
-    return _judged(path, Lock.read)
+def read_lock(found: LockFile) -> Lock | Verdict:
+    """The lock compile *found* (read once), validated, for :func:`verdict`; or the verdict:
+    *missing*, or *modified* where it is refused (a lock anyone can edit is judged)."""
+    return _judged(found, lambda: Lock.validated(found.tables()))
 
 
-def read_tables(path: Path) -> LockTables | Verdict:
-    """:func:`read_lock` without the PEP 751 validation: the lock as ``--check`` judges it."""
-    return _judged(path, LockTables.read)
+def read_tables(found: Path | LockFile) -> LockTables | Verdict:
+    """:func:`read_lock` not validated as PEP 751, as ``--check`` judges (a path: read here)."""
+    if isinstance(found, Path):
+        path = found
+        try:
+            found = LockFile(path=path, text=lock_text(path) if path.is_file() else None)
+        except ConfigError as exc:
+            return _refused(path, exc, None)
+    return _judged(found, found.tables)
 
 
 _Read = TypeVar("_Read", bound=LockTables)
 
 
-def _judged(path: Path, read: Callable[[Path], _Read]) -> _Read | Verdict:
-    """The lock at *path* as *read* reads it (:meth:`Lock.read`; the gate's
-    :meth:`LockTables.read`, without the PEP 751 validation), or the verdict itself."""
-    if not path.is_file():
+def _judged(found: LockFile, read: Callable[[], _Read]) -> _Read | Verdict:
+    if found.text is None:  # else the lock as *read* parses it (validated or not)
         return Verdict(status="missing")
     try:
-        return read(path)
+        return read()
     except ConfigError as exc:
-        return _refused(path, exc)
+        return _refused(found.path, exc, found.text)
 
 
-def _refused(path: Path, exc: ConfigError) -> Verdict:
-    """A lock :meth:`Lock.read` refused (read again only here): edited after lockkit wrote
-    it when its packages digest is not its own (a hand-changed version leaves its file
-    names behind: no longer PEP 751), else not a lock lockkit wrote."""
+def _refused(path: Path, exc: ConfigError, text: str | None) -> Verdict:
+    """A lock refused (its *text* parsed again only here): edited when its packages digest
+    is not its own (a hand-changed version is no PEP 751), else not a lock lockkit wrote."""
     try:  # TOML nested too deep for any reader is bad input (exit 2), never a verdict
-        data = parse_toml(path.read_text(encoding="utf-8"), path)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = None if text is None else lock_tables(text, path)
+    except tomllib.TOMLDecodeError:
         data = None
     try:
         edited = data is not None and packages_digest_of_read(

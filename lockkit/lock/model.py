@@ -11,6 +11,12 @@ reads each lock once and hands the :class:`Lock` down; no stage parses a lock ag
 PEP 751 validation, which its verdict does not rest on). Its ``[tool.lockkit]`` table is
 typed in :mod:`lockkit.lock.meta`.
 
+Every ``pylock.toml`` lockkit reads is read here, once: compile's (and ``--locked``'s) lock
+on disk as :class:`LockFile` (its text, compared byte for byte with what compile would
+write, then judged from that same text: :meth:`LockFile.tables`); a file nobody vouches for
+(a wheelhouse's own lock) with :func:`foreign_tables`; ``diff``'s with :func:`lock_tables`,
+the one place a lock's TOML is parsed.
+
 Writing is the mirror of reading: compile hands its packages and :class:`LockMeta` to
 :meth:`Lock.built`, which lays out the document, serialises it (:func:`dumps`, the one place
 lockkit turns a PEP 751 lock into text) and validates it with the same
@@ -36,7 +42,8 @@ from lockkit.lock.meta import LockMeta, python_of, with_meta
 if TYPE_CHECKING:
     from packaging.pylock import Pylock
 
-__all__ = ["FileTable", "Lock", "LockTables", "PackageTable", "dumps"]
+__all__ = ["FileTable", "Lock", "LockFile", "LockTables", "PackageTable", "dumps",
+           "foreign_tables", "lock_tables", "lock_text", "parsed"]
 
 # A file entry (``wheels`` item or ``sdist``) and a ``[[packages]]`` table as compile writes
 # them, in their order (the lock's bytes depend on it); PEP 751's keys.
@@ -82,27 +89,10 @@ class LockTables:
     @classmethod
     def read(cls, path: Path) -> LockTables:
         """Read and parse the lock at *path*: the one place a lock's bytes are read and
-        parsed. Every problem is one :class:`~lockkit.errors.ConfigError` line naming the
-        file (and the key path ``tool.lockkit.<key>``); exit 2."""
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError as exc:
-            raise ConfigError(f"{path}: lock not found",
-                              hint="run 'lockkit compile' first") from exc
-        except IsADirectoryError:
-            raise ConfigError(f"{path}: is a folder, not a lock") from None
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        try:
-            text = raw.decode("utf-8")
-            data = parse_toml(text, path)
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte "
-                              f"{exc.start})") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
-        return LockTables(path=path, text=text, sha256=hashlib.sha256(raw).hexdigest(),
-                          meta=LockMeta.of(data, path), data=data)
+        parsed (:func:`lock_text`, :func:`parsed`). Every problem is one
+        :class:`~lockkit.errors.ConfigError` line naming the file (and the key path
+        ``tool.lockkit.<key>``); exit 2."""
+        return parsed(path, lock_text(path))
 
     def of_platform(self: _Tables, name: str) -> _Tables:
         """This lock, which must be platform *name*'s (when its ``[tool.lockkit]`` names one)."""
@@ -115,6 +105,90 @@ class LockTables:
     def python(self) -> str:
         """The lock's Python (:func:`python_of`); a ConfigError where it names none."""
         return python_of(self.data, self.path)
+
+
+def lock_text(path: Path) -> str:
+    """The text of the lock file at *path*, its bytes decoded (no newline translation: its
+    sha256 is the bytes'); one ConfigError line naming the file where there is none."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: lock not found",
+                          hint="run 'lockkit compile' first") from exc
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder, not a lock") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte "
+                          f"{exc.start})") from None
+
+
+def lock_tables(text: str, where: object) -> dict[str, Any]:
+    """A lock's *text* parsed into its tables, not validated: the one place a ``pylock``
+    TOML is parsed. Nesting too deep is a ConfigError naming *where*; a
+    ``tomllib.TOMLDecodeError`` is raised unchanged, for the caller to word."""
+    return parse_toml(text, where)
+
+
+def parsed(path: Path, text: str) -> LockTables:
+    """The lock file at *path* whose text is *text* (read once, by :func:`lock_text` or
+    :meth:`LockFile.read`), parsed and its ``[tool.lockkit]`` typed."""
+    try:
+        data = lock_tables(text, path)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    return LockTables(path=path, text=text, meta=LockMeta.of(data, path), data=data,
+                      sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def foreign_tables(path: Path, where: object) -> dict[str, Any] | None:
+    """The tables of a ``pylock.toml`` nobody vouches for (a wheelhouse's own, an unpacked
+    one), not validated: its ``[tool.lockkit]`` is read by :func:`~lockkit.lock.meta.
+    named_platform` and :func:`~lockkit.lock.meta.python_of`, never typed. None where *path*
+    is no regular file (a link is never followed); one ConfigError line, ``<where>: not a
+    TOML file: ...``, where its bytes are no TOML text."""
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        return lock_tables(path.read_bytes().decode("utf-8"), where)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, ConfigError) as exc:
+        raise ConfigError(f"{where}: not a TOML file: {exc}") from None
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class LockFile:
+    """The lock compile finds where it writes, read once before any work: its text as read,
+    byte for byte (None: no lock there yet). compile compares what it would write with
+    *text* and judges the lock from the same text (:meth:`tables`); uv reads the file for
+    its preferences itself."""
+
+    path: Path
+    text: str | None
+
+    @classmethod
+    def read(cls, path: Path) -> LockFile:
+        """The lock at *path* as compile finds it; one ConfigError line (exit 2) where it is
+        a folder, unreadable or not UTF-8 text (compile would write over it)."""
+        if path.is_dir():
+            raise ConfigError(f"{path}: is a folder, where the lock is to be written",
+                              hint="move the folder away")
+        try:
+            return cls(path=path, text=path.read_bytes().decode("utf-8"))
+        except FileNotFoundError:
+            return cls(path=path, text=None)
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+                              hint="remove the file to compile the lock afresh") from None
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+    def tables(self) -> LockTables:
+        """The lock parsed from the text read (:func:`parsed`); there must be one."""
+        assert self.text is not None, f"{self.path}: no lock to parse"
+        return parsed(self.path, self.text)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

@@ -27,9 +27,10 @@ from typing import Any, Literal, TypedDict, get_args
 from packaging.utils import canonicalize_name
 
 from lockkit._internal.compat import tomllib
-from lockkit._internal.parse import parse_json, parse_toml
+from lockkit._internal.parse import parse_json
 from lockkit.errors import ConfigError, DiffError
 from lockkit.lock.meta import LockMeta
+from lockkit.lock.model import lock_tables
 from lockkit.report.model import Dossier
 from lockkit.report.records import GitState, SchemaError, Variant
 from lockkit.report.shapes import Json
@@ -103,7 +104,7 @@ def load_side(path: Path) -> Side:
         raise DiffError(f"{path}: unreadable: {exc}") from None
     if path.suffix == ".toml":
         try:
-            data = parse_toml(text, path)
+            data = lock_tables(text, path)
         except tomllib.TOMLDecodeError as exc:
             raise DiffError(f"{path}: not valid TOML: {exc}") from None
         except ConfigError as exc:  # nested too deeply: that line, as diff's error

@@ -24,13 +24,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lockkit._internal.compat import tomllib
 from lockkit._internal.fs import sha256_file
-from lockkit._internal.parse import parse_toml
 from lockkit._internal.redact import NO_SECRETS, Secrets, masked
 from lockkit.errors import ConfigError, TrustError
 from lockkit.lock.meta import named_platform
-from lockkit.lock.model import Lock
+from lockkit.lock.model import Lock, foreign_tables
 from lockkit.platforms.definitions import Platform
 from lockkit.wheelhouse.manifest import MANIFEST, SUMS, Entry, Manifest, sums
 from lockkit.wheelhouse.trust import Checked, Selected, check_folder
@@ -196,13 +194,12 @@ def platform_problems(folder: Path, platform: str,
     """Where the folder's ``pylock.toml`` names another platform than its manifest's
     (*platform*): its ``[tool.lockkit].platform``, or ``environments`` that are not the
     marker of *platform* (when *known* has it). A key the file lacks says nothing."""
-    raw = _bytes(folder / "pylock.toml")
-    if raw is None:
-        return []
     try:
-        data = parse_toml(raw.decode("utf-8"), "pylock.toml")
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, ConfigError) as exc:
-        return [f"pylock.toml: not a TOML file: {exc}"]
+        data = foreign_tables(folder / "pylock.toml", "pylock.toml")
+    except ConfigError as exc:
+        return [str(exc)]
+    if data is None:
+        return []
     named = named_platform(data)
     envs = data.get("environments")
     problems = []

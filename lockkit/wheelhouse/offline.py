@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lockkit._internal.parse import parse_json, parse_toml
+from lockkit._internal.parse import parse_json
 from lockkit.errors import LockkitError
 
 __all__ = ["install_hint", "requirements_header", "target_of", "venv_python"]
@@ -99,12 +99,14 @@ def _platform_of(folder: Path) -> str | None:
 
 def _python_of(folder: Path) -> str | None:
     """The Python the wheelhouse's ``pylock.toml`` is for (None: it says none)."""
+    from lockkit.lock.model import foreign_tables
+
     path = folder / "pylock.toml"
     try:
-        data = parse_toml(path.read_text(encoding="utf-8"), path)
-    except (OSError, ValueError, LockkitError):
+        data = foreign_tables(path, path)
+    except (OSError, LockkitError):
         return None
-    return target_of(data)[2]
+    return None if data is None else target_of(data)[2]
 
 
 def requirements_header(platform: str, data: Mapping[str, Any], tools: bool = False

@@ -212,3 +212,24 @@ def test_without_an_index_url_check_says_what_it_took_on_its_word(project, index
     forge(project, "numpy", OFFICIAL + "/numpy-1.26.3-" + LINUX + ".whl", "0" * 64)
     code, line = verdict(project, capsys)
     assert code == 1 and "is on a PyTorch host, where only the torch-family packages" in line
+
+
+@pytest.mark.parametrize("flags", [(), ("--locked",)], ids=["compile", "locked"])
+def test_the_committed_lock_is_read_once_per_compile(project, capsys, monkeypatch, flags):
+    """compile (comparing with what it would write, refusing an edited lock) and --locked
+    (its verdict and its comparison) read the lock's bytes once, before any work: before,
+    compile read them three times and --locked twice (issue 43)."""
+    assert compile_(project) == 0
+    reads: list[Path] = []
+    read_bytes = Path.read_bytes
+
+    def counted(self: Path) -> bytes:
+        if self.name == LOCK.name:
+            reads.append(self)
+        return read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", counted)
+    capsys.readouterr()
+    assert compile_(project, *flags) == 0
+    assert len(reads) == 1, reads
+    assert "linux-cpu: " in capsys.readouterr().err

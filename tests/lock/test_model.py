@@ -16,8 +16,9 @@ import pytest
 from lockkit._internal.compat import tomllib
 from lockkit.cli import main
 from lockkit.errors import ConfigError
+from lockkit.lock.freshness import Verdict, read_lock, read_tables
 from lockkit.lock.meta import Backend, LockMeta, with_meta
-from lockkit.lock.model import Lock, LockTables, PackageTable
+from lockkit.lock.model import Lock, LockFile, LockTables, PackageTable, foreign_tables
 from tests.support.wheelhouse import compiled
 
 TABLE = {  # as compile writes it, in its order
@@ -259,3 +260,49 @@ def test_a_built_lock_that_is_no_pep_751_lock_is_refused(tmp_path):
 
     with pytest.raises(PylockValidationError, match="not consistent with package name"):
         built(tmp_path, numpy(wheel="scipy-1.0-py3-none-any.whl"))
+
+
+def test_a_lock_found_once_is_judged_from_the_text_read_not_the_file_again(tmp_path):
+    """compile reads the lock on disk once (LockFile) and judges that very text: a file
+    changed after the reading is not seen, validated or not."""
+    path = tmp_path / "pylock.linux-cpu.toml"
+    path.write_text(with_text(HEAD, TABLE), encoding="utf-8")
+    found = LockFile.read(path)
+    path.write_text("not = [a lock", encoding="utf-8")
+    tables, lock = read_tables(found), read_lock(found)
+    assert isinstance(tables, LockTables) and isinstance(lock, Lock)
+    assert tables.text == lock.text == found.text and lock.meta.platform == "linux-cpu"
+    assert tables.sha256 == hashlib.sha256(str(found.text).encode()).hexdigest()
+    gate = read_tables(path)  # --check reads the path itself: the file as it is now
+    assert isinstance(gate, Verdict) and gate.status == "modified"
+    assert "invalid TOML" in gate.detail
+    assert read_tables(LockFile.read(tmp_path / "none.toml")) == Verdict(status="missing")
+
+
+@pytest.mark.parametrize("make,said", [
+    (lambda p: p.write_bytes(b"\xff\xfe"), "pylock.toml: not a TOML file: 'utf-8' codec"),
+    (lambda p: p.write_text("a = [", encoding="utf-8"), "pylock.toml: not a TOML file: "),
+    (lambda p: p.write_text("a = " + "[" * 100_000, encoding="utf-8"),
+     "pylock.toml: not a TOML file: pylock.toml: TOML nested too deeply to read"),
+], ids=["not-utf8", "not-toml", "too-deep"])
+def test_a_foreign_lock_that_is_no_toml_is_one_line_naming_it(tmp_path, make, said):
+    path = tmp_path / "pylock.toml"
+    make(path)
+    with pytest.raises(ConfigError) as caught:
+        foreign_tables(path, "pylock.toml")
+    assert str(caught.value).startswith(said) and "\n" not in str(caught.value)
+
+
+def test_a_foreign_lock_is_read_as_tables_and_a_link_or_nothing_is_none(tmp_path):
+    path = tmp_path / "pylock.toml"
+    assert foreign_tables(path, "pylock.toml") is None
+    path.write_text(HEAD, encoding="utf-8")
+    assert foreign_tables(path, "pylock.toml") == tomllib.loads(HEAD)
+    (tmp_path / "link.toml").symlink_to(path)
+    assert foreign_tables(tmp_path / "link.toml", "link.toml") is None
+
+
+def with_text(head: str, table: dict) -> str:
+    import tomli_w
+
+    return head + tomli_w.dumps({"tool": {"lockkit": table}})
