@@ -146,10 +146,10 @@ def parsed(path: Path, text: str) -> LockTables:
 
 def foreign_tables(path: Path, where: object) -> dict[str, Any] | None:
     """The tables of a ``pylock.toml`` nobody vouches for (a wheelhouse's own, an unpacked
-    one), not validated: its ``[tool.lockkit]`` is read by :func:`~lockkit.lock.meta.
-    named_platform` and :func:`~lockkit.lock.meta.python_of`, never typed. None where *path*
-    is no regular file (a link is never followed); one ConfigError line, ``<where>: not a
-    TOML file: ...``, where its bytes are no TOML text."""
+    one), not validated: its ``[tool.lockkit]`` is read by
+    :func:`~lockkit.lock.meta.named_platform` and :func:`~lockkit.lock.meta.python_of`,
+    never typed. None where *path* is no regular file (a link is never followed); one
+    ConfigError line, ``<where>: not a TOML file: ...``, where its bytes are no TOML text."""
     if path.is_symlink() or not path.is_file():
         return None
     try:
