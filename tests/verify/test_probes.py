@@ -258,7 +258,8 @@ def test_missing_interpreter_is_a_failure_not_an_exception(tmp_path):
 @pytest.mark.parametrize("script", ["__init__.py", "../probe.py", "nope_probe.py",
                                     str(Path(__file__).resolve())])
 def test_only_the_shipped_probes_run(script):
-    with pytest.raises(ValueError, match="the probes are gpu_probe.py, system_probe.py"):
+    with pytest.raises(ValueError,
+                       match="the probes are gpu_probe.py, site_probe.py, system_probe.py"):
         run_probe(Path(sys.executable), script, [], 10, None)
 
 
