@@ -51,6 +51,7 @@ MAX_PARTS = 4  # connections one file may use at once
 _IDENTITY = {"Accept-Encoding": "identity"}  # the file's own bytes, as pip asks
 _REFUSED = ("the server refused the credentials (or got none): check the user info of "
             "index-url and [mirrors] / --mirror, the ${VAR}s they use, or the netrc file")
+_POSITIONAL = hasattr(os, "pwrite")  # not on Windows: one stream there
 _RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 
 
@@ -109,7 +110,7 @@ class Transfer:
         """Hash the bytes an interrupted build left (never taken on their word)."""
         assert self.size is not None
         if have > self.size:
-            return
+            return  # not this file's beginning: fetched from byte 0, over it
         _hash_range(self.out.fileno(), 0, have, self.digest)
         self.done, self.resumed = have, True
         _log.log(VERBOSE, "%s: resuming the file an interrupted build left, from byte %d "
@@ -118,7 +119,10 @@ class Transfer:
     def _fetch(self) -> None:
         """The file from self.done to its end: one stream, then the parts if any."""
         least = self.line.part_min
-        if self.size and self.size - self.done >= 2 * least:
+        if self.size is not None and self.done >= self.size:
+            self._check()  # an interrupted build had every byte already
+            return
+        if _POSITIONAL and self.size and self.size - self.done >= 2 * least:
             step = max(least, -(-(self.size - self.done) // MAX_PARTS))
             self.head_end = self.done + step
             self.spans = {s: [min(s + step, self.size), 0]
@@ -236,9 +240,8 @@ class Transfer:
     def _read(self, resp: Any) -> None:
         """The body, written and hashed in order from self.done (which follows it)."""
         cap = self.line.cap(self.want, self.url, resp.headers.get("Content-Length"))
-        if self.done:
-            self.out.seek(self.done)
-            self.out.truncate()
+        self.out.seek(self.done)
+        self.out.truncate()  # nothing past the bytes hashed, whatever the file held
         encoding = resp.headers.get("Content-Encoding", "").strip().lower()
         pieces = resp.iter_raw() if encoding in ("", "identity") else resp.iter_bytes()
         start = self.done
@@ -338,8 +341,11 @@ class Transfer:
 def _hash_range(fd: int, start: int, end: int, digest: Any) -> None:
     """Add the bytes [start, end) of the open file *fd* to *digest* (positional reads:
     hashlib releases the GIL on these blocks)."""
+    if not _POSITIONAL:
+        os.lseek(fd, start, os.SEEK_SET)
     while start < end:
-        block = os.pread(fd, min(CHUNK, end - start), start)
+        block = os.pread(fd, min(CHUNK, end - start), start) if _POSITIONAL else \
+            os.read(fd, min(CHUNK, end - start))
         if not block:
             raise OSError(f"the partial file ended at byte {start} of {end}")
         digest.update(block)

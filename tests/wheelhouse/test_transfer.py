@@ -163,3 +163,17 @@ def test_verbose_says_each_resume_and_its_byte(tmp_path, caplog):
         edge.cuts = [MIB]
         fetch(edge, tmp_path / "c")
     assert f"f.whl from {edge.url}/f.whl: asking from byte {MIB}" in caplog.text
+
+
+@pytest.mark.parametrize("left", ["whole", "longer"])
+def test_a_kept_file_whole_or_too_long_makes_a_file_of_the_lock_size(tmp_path, left):
+    """Kept bytes already whole: no request, the file is checked and lands; kept bytes
+    longer than the file: fetched from byte 0, nothing of the tail kept."""
+    cache = tmp_path / "c"
+    with Edge({"f.whl": BODY}) as edge:
+        Cache(cache).new_partial()[0].close()
+        extra = b"" if left == "whole" else b"tail"
+        (cache / "partial" / f"1@1-{want(edge).sha256}.part").write_bytes(BODY + extra)
+        got = fetch(edge, cache)
+    assert got.path.read_bytes() == BODY
+    assert len(edge.asked) == (0 if left == "whole" else 1)
