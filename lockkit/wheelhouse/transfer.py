@@ -76,6 +76,9 @@ class Transfer:
         self.moved = 0
         self.resumed = False  # bytes taken over from an interrupted build
         self._lock = threading.Lock()
+        self._todo: list[int] = []  # starts of the parts no one took yet
+        self._errors: list[BaseException] = []  # a part's failure: no part started after
+        self._helpers: list[threading.Thread] = []
 
     def run(self) -> int:
         kept = self.cache.resume(self.want.sha256) if self.size else None
@@ -127,21 +130,25 @@ class Transfer:
             self.head_end = self.done + step
             self.spans = {s: [min(s + step, self.size), 0]
                           for s in range(self.head_end, self.size, step)}
-        attempts(self.line.policy, self.line.stopped, self.what, self._stream)
-        if self.spans:
-            try:
+        try:
+            attempts(self.line.policy, self.line.stopped, self.what, self._stream)
+            if self.spans:
                 self._parts()
-            except _NoRanges:
-                _log.log(VERBOSE, "%s: a part was answered with the whole file: one "
-                         "stream from byte 0", self.what)
-                self._restart()
-                attempts(self.line.policy, self.line.stopped, self.what, self._stream)
+        except _NoRanges:
+            self._halt(_NoRanges())
+            _log.log(VERBOSE, "%s: a part was answered with the whole file: one stream "
+                     "from byte 0", self.what)
+            self._restart()
+            attempts(self.line.policy, self.line.stopped, self.what, self._stream)
+        finally:
+            self._halt(Stopped(self.want.filename))  # no helper writes after this
         self._check()
 
     def _restart(self) -> None:
         self.out.seek(0)
         self.out.truncate()
         self.done, self.digest, self.head_end, self.spans = 0, hashlib.sha256(), None, {}
+        self._todo, self._errors = [], []  # the helpers, if any, were halted
 
     def _prefix(self) -> int:
         """The bytes from byte 0 that are in the file, no gap among them."""
@@ -173,6 +180,8 @@ class Transfer:
         try:
             with self._request(headers, answered) as resp:
                 if resp.status_code == 200:
+                    if self._helpers:
+                        raise _NoRanges()  # the parts under way stop first
                     if self.done:
                         _log.log(VERBOSE, "%s: the server sent the whole file: from byte 0",
                                  self.what)
@@ -180,6 +189,7 @@ class Transfer:
                 elif resp.status_code != 206 or not _served(resp, self.done, end, self.size):
                     raise self._refused(resp)
                 self.validator = self.validator or _validator(resp)
+                self._launch()
                 self._read(resp)
         except (httpx.TransportError, OSError) as exc:
             raise self._again(exc, bool(answered)) from None
@@ -260,41 +270,54 @@ class Transfer:
         finally:
             self.done = start + sink.written
 
-    def _parts(self) -> None:
-        """The spans past the first stream, on this thread and on helpers while the host
-        has slots to spare; then their bytes hashed, read back in order."""
-        self.out.flush()
-        todo = sorted(self.spans)
-        errors: list[BaseException] = []
-        helpers = []
-        for _ in range(min(MAX_PARTS, len(todo)) - 1):
+    def _launch(self) -> None:
+        """Start the parts past the first stream on helpers, one per slot its host has to
+        spare, as soon as the first answer says ranges are served (a 206)."""
+        if self._helpers or not self.spans:
+            return
+        self._todo = sorted(self.spans)
+        for _ in range(min(MAX_PARTS - 1, len(self._todo))):
             release = self.line.hosts.spare(self.url)
             if release is None:
                 break
-            helpers.append(threading.Thread(target=self._runner, args=(todo, errors, release),
-                                            daemon=True, name="lockkit-part"))
-            helpers[-1].start()
-        self._runner(todo, errors, None)
-        for helper in helpers:
+            self._helpers.append(threading.Thread(target=self._runner, args=(release,),
+                                                  daemon=True, name="lockkit-part"))
+            self._helpers[-1].start()
+
+    def _halt(self, why: BaseException) -> None:
+        """No part is started after this, and every helper has ended."""
+        if self._helpers:
+            self._errors.append(why)
+        for helper in self._helpers:
             helper.join()
-        if errors:
-            raise next((e for e in errors if not isinstance(e, Stopped)), errors[0])
+        self._helpers = []
+
+    def _parts(self) -> None:
+        """The parts no helper took, on this thread, once the first stream is in; then
+        their bytes hashed, read back in order."""
+        self.out.flush()
+        self._launch()  # none started yet (the first answer was cut): start them now
+        self._runner(None)
+        for helper in self._helpers:
+            helper.join()
+        if self._errors:
+            raise next((e for e in self._errors if not isinstance(e, Stopped)),
+                       self._errors[0])
         assert self.head_end is not None and self.size is not None
         _hash_range(self.out.fileno(), self.head_end, self.size, self.digest)
         self.done = self.size
 
-    def _runner(self, todo: list[int], errors: list[BaseException],
-                release: Callable[[], None] | None) -> None:
+    def _runner(self, release: Callable[[], None] | None) -> None:
         try:
-            while not errors:
+            while not self._errors:
                 with self._lock:
-                    if not todo:
+                    if not self._todo:
                         return
-                    start = todo.pop(0)
+                    start = self._todo.pop(0)
                 attempts(self.line.policy, self.line.stopped, f"{self.what} (part at byte "
                          f"{start})", lambda attempt, s=start: self._part(s))  # type: ignore[misc]
         except BaseException as exc:  # noqa: BLE001 - raised on the file's thread
-            errors.append(exc)
+            self._errors.append(exc)
         finally:
             if release is not None:
                 release()
