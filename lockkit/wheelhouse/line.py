@@ -1,20 +1,30 @@
 """What a download (:class:`~lockkit.wheelhouse.transfer.Transfer`) uses of its
 :class:`~lockkit.wheelhouse.fetch.Fetcher` (:class:`Line`), the slots that keep the
-connections to one host at ``PER_HOST`` (:class:`HostSlots`), and the two ways a download
-ends that are not its file's fault (:class:`Stopped`, :class:`Unserved`)."""
+connections to one host at ``PER_HOST`` (:class:`HostSlots`), the two ways a download
+ends that are not its file's fault (:class:`Stopped`, :class:`Unserved`), and the small
+rules of ranges: the range a 206 says it holds (:func:`served`), what ``If-Range`` may
+carry (:func:`validator`), and bytes of the partial file hashed in place
+(:func:`hash_range`)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from lockkit.cache.store import CHUNK
 from lockkit.index.retry import RetryRule
 
-__all__ = ["HostSlots", "Line", "Stopped", "Unserved", "gave_up"]
+__all__ = ["POSITIONAL", "HostSlots", "Line", "Stopped", "Unserved", "gave_up", "hash_range",
+           "served", "validator"]
+
+POSITIONAL = hasattr(os, "pwrite")  # not on Windows: one stream there
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 
 
 class Stopped(Exception):
@@ -85,3 +95,38 @@ class Line:
 def gave_up(attempts: int) -> str:
     """The end of a message about a URL tried *attempts* times (nothing for once)."""
     return f" (gave up after {attempts} attempts)" if attempts > 1 else ""
+
+
+def hash_range(fd: int, start: int, end: int, digest: Any) -> None:
+    """Add the bytes [start, end) of the open file *fd* to *digest* (positional reads:
+    hashlib releases the GIL on these blocks)."""
+    if not POSITIONAL:
+        os.lseek(fd, start, os.SEEK_SET)
+    while start < end:
+        block = os.pread(fd, min(CHUNK, end - start), start) if POSITIONAL else \
+            os.read(fd, min(CHUNK, end - start))
+        if not block:
+            raise OSError(f"the partial file ended at byte {start} of {end}")
+        digest.update(block)
+        start += len(block)
+
+
+def served(resp: Any, start: int, end: int | None, size: int | None) -> bool:
+    """Whether a 206's Content-Range is the range asked: from *start* to *end* (None: to
+    the file's end), of a file of *size* bytes when that is known."""
+    found = _CONTENT_RANGE.fullmatch(resp.headers.get("Content-Range", "").strip())
+    if found is None or int(found[1]) != start:
+        return False
+    total = None if found[3] == "*" else int(found[3])
+    if size is not None and total != size:
+        return False
+    last = (end if end is not None else (total or 0)) - 1
+    return int(found[2]) == last
+
+
+def validator(resp: Any) -> str | None:
+    """What If-Range may carry: a strong ETag, else the Last-Modified date."""
+    etag = resp.headers.get("ETag", "").strip()
+    if etag and not etag.startswith("W/"):
+        return etag
+    return resp.headers.get("Last-Modified") or None

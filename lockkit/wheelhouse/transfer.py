@@ -13,9 +13,10 @@ decides which URL; this decides how its bytes come.
   file (``os.pwrite``); a 200 is read whole, as one stream. Parts beyond the file's own
   connection are taken only while its host has a free slot (:class:`HostSlots`).
 - Trust: the bytes from byte 0 are hashed in order as they come (a second thread,
-  :class:`~lockkit.wheelhouse.sink.Sink`); the parts past the first are hashed read back
-  from the partial file once all are in. The whole file's sha256 is checked against the
-  lock before the file gets its name in the cache; a partial file is never used as is.
+  :class:`~lockkit.wheelhouse.sink.Sink`); the parts past the first are hashed in order
+  too, read back from the partial file (the page cache) as they land. The whole file's
+  sha256 is checked against the lock before the file gets its name in the cache; a
+  partial file is never used as is.
 - An interrupted or failed transfer keeps the bytes it has, under a cache private to its
   user only (:meth:`~lockkit.cache.store.Cache.keep`: ``<maker>-<sha256>.part``); the
   next build takes it over, hashes its bytes again from byte 0 and resumes after them
@@ -29,7 +30,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import re
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -40,7 +40,16 @@ from lockkit.cache.store import CHUNK, Cache
 from lockkit.errors import FetchError, HashMismatch
 from lockkit.index.http import STOP, timed_out
 from lockkit.index.retry import Again, attempts
-from lockkit.wheelhouse.line import Line, Stopped, Unserved, gave_up
+from lockkit.wheelhouse.line import (
+    POSITIONAL,
+    Line,
+    Stopped,
+    Unserved,
+    gave_up,
+    hash_range,
+    served,
+    validator,
+)
 from lockkit.wheelhouse.sink import Sink, batches
 
 __all__ = ["MAX_PARTS", "PART_MIN", "Transfer"]
@@ -51,8 +60,6 @@ MAX_PARTS = 4  # connections one file may use at once
 _IDENTITY = {"Accept-Encoding": "identity"}  # the file's own bytes, as pip asks
 _REFUSED = ("the server refused the credentials (or got none): check the user info of "
             "index-url and [mirrors] / --mirror, the ${VAR}s they use, or the netrc file")
-_POSITIONAL = hasattr(os, "pwrite")  # not on Windows: one stream there
-_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 
 
 class _NoRanges(Exception):
@@ -76,6 +83,7 @@ class Transfer:
         self.moved = 0
         self.resumed = False  # bytes taken over from an interrupted build
         self._lock = threading.Lock()
+        self._moved = threading.Condition(self._lock)  # a part's bytes landed, or it ended
         self._todo: list[int] = []  # starts of the parts no one took yet
         self._errors: list[BaseException] = []  # a part's failure: no part started after
         self._helpers: list[threading.Thread] = []
@@ -114,7 +122,7 @@ class Transfer:
         assert self.size is not None
         if have > self.size:
             return  # not this file's beginning: fetched from byte 0, over it
-        _hash_range(self.out.fileno(), 0, have, self.digest)
+        hash_range(self.out.fileno(), 0, have, self.digest)
         self.done, self.resumed = have, True
         _log.log(VERBOSE, "%s: resuming the file an interrupted build left, from byte %d "
                  "of %d", self.want.filename, have, self.size)
@@ -125,7 +133,7 @@ class Transfer:
         if self.size is not None and self.done >= self.size:
             self._check()  # an interrupted build had every byte already
             return
-        if _POSITIONAL and self.size and self.size - self.done >= 2 * least:
+        if POSITIONAL and self.size and self.size - self.done >= 2 * least:
             step = max(least, -(-(self.size - self.done) // MAX_PARTS))
             self.head_end = self.done + step
             self.spans = {s: [min(s + step, self.size), 0]
@@ -186,9 +194,9 @@ class Transfer:
                         _log.log(VERBOSE, "%s: the server sent the whole file: from byte 0",
                                  self.what)
                     self._restart()
-                elif resp.status_code != 206 or not _served(resp, self.done, end, self.size):
+                elif resp.status_code != 206 or not served(resp, self.done, end, self.size):
                     raise self._refused(resp)
-                self.validator = self.validator or _validator(resp)
+                self.validator = self.validator or validator(resp)
                 self._launch()
                 self._read(resp)
         except (httpx.TransportError, OSError) as exc:
@@ -293,19 +301,40 @@ class Transfer:
         self._helpers = []
 
     def _parts(self) -> None:
-        """The parts no helper took, on this thread, once the first stream is in; then
-        their bytes hashed, read back in order."""
+        """The parts no helper took, on this thread, once the first stream is in; their
+        bytes hashed in order as they land (:meth:`_follow`)."""
         self.out.flush()
         self._launch()  # none started yet (the first answer was cut): start them now
         self._runner(None)
+        hashed = self._follow()
         for helper in self._helpers:
             helper.join()
         if self._errors:
             raise next((e for e in self._errors if not isinstance(e, Stopped)),
                        self._errors[0])
-        assert self.head_end is not None and self.size is not None
-        _hash_range(self.out.fileno(), self.head_end, self.size, self.digest)
-        self.done = self.size
+        if hashed != self.size:
+            raise FetchError(f"{self.what}: the parts ended at byte {hashed}")
+        self.done = hashed
+
+    def _follow(self) -> int:
+        """Hash the parts' bytes in order while they land, read back from the file (the
+        page cache): little is left to hash after the last byte. Returns the end of the
+        bytes hashed (short of the file's end when a part failed)."""
+        assert self.head_end is not None
+        pos = self.head_end
+        for start in sorted(self.spans):
+            end = self.spans[start][0]
+            while pos < end:
+                with self._moved:
+                    while start + self.spans[start][1] <= pos and not self._errors and any(
+                            helper.is_alive() for helper in self._helpers):
+                        self._moved.wait(0.5)
+                    upto = start + self.spans[start][1]
+                if upto <= pos:
+                    return pos  # the part failed, or no one fetches it any more
+                hash_range(self.out.fileno(), pos, upto, self.digest)
+                pos = upto
+        return pos
 
     def _runner(self, release: Callable[[], None] | None) -> None:
         try:
@@ -321,6 +350,8 @@ class Transfer:
         finally:
             if release is not None:
                 release()
+            with self._moved:
+                self._moved.notify_all()
 
     def _part(self, start: int) -> None:
         """One attempt at the span from *start*: from its byte reached to its end."""
@@ -333,7 +364,7 @@ class Transfer:
         answered: list[bool] = []
         try:
             with self._request(headers, answered) as resp:
-                if resp.status_code != 206 or not _served(resp, start + got, end, self.size):
+                if resp.status_code != 206 or not served(resp, start + got, end, self.size):
                     raise self._refused(resp)
                 for piece in resp.iter_raw():
                     if self.line.stopped.is_set():
@@ -341,10 +372,11 @@ class Transfer:
                     if start + got + len(piece) > end:
                         raise _NoRanges()
                     os.pwrite(self.out.fileno(), piece, start + got)
-                    with self._lock:
+                    with self._moved:
                         got = self.spans[start][1] = got + len(piece)
                         self.moved += len(piece)
                         have = self.done + sum(g for _, g in self.spans.values())
+                        self._moved.notify_all()
                     self.line.report(self.want.sha256, have)
         except (httpx.TransportError, OSError) as exc:
             raise self._again(exc, bool(answered)) from None
@@ -359,38 +391,3 @@ class Transfer:
         if digest != self.want.sha256:
             raise HashMismatch(f"{self.what}: sha256 {digest} does not match the lock's "
                                f"{self.want.sha256}; the file was discarded")
-
-
-def _hash_range(fd: int, start: int, end: int, digest: Any) -> None:
-    """Add the bytes [start, end) of the open file *fd* to *digest* (positional reads:
-    hashlib releases the GIL on these blocks)."""
-    if not _POSITIONAL:
-        os.lseek(fd, start, os.SEEK_SET)
-    while start < end:
-        block = os.pread(fd, min(CHUNK, end - start), start) if _POSITIONAL else \
-            os.read(fd, min(CHUNK, end - start))
-        if not block:
-            raise OSError(f"the partial file ended at byte {start} of {end}")
-        digest.update(block)
-        start += len(block)
-
-
-def _served(resp: Any, start: int, end: int | None, size: int | None) -> bool:
-    """Whether a 206's Content-Range is the range asked: from *start* to *end* (None: to
-    the file's end), of a file of *size* bytes when that is known."""
-    found = _RANGE.fullmatch(resp.headers.get("Content-Range", "").strip())
-    if found is None or int(found[1]) != start:
-        return False
-    total = None if found[3] == "*" else int(found[3])
-    if size is not None and total != size:
-        return False
-    last = (end if end is not None else (total or 0)) - 1
-    return int(found[2]) == last
-
-
-def _validator(resp: Any) -> str | None:
-    """What If-Range may carry: a strong ETag, else the Last-Modified date."""
-    etag = resp.headers.get("ETag", "").strip()
-    if etag and not etag.startswith("W/"):
-        return etag
-    return resp.headers.get("Last-Modified") or None
