@@ -110,8 +110,8 @@ class Fetcher:
                           hosts=self.hosts, watch=self._watch, unwatch=self._unwatch,
                           report=self._report, cap=self._cap, part_min=part_min)
         self._lock = threading.Lock()
-        # a transfer's requests -> their responses (None before headers), and its partial
-        # file (a Path) -> None
+        # a transfer's requests -> their responses (None before headers), and each
+        # Transfer under way -> None
         self._open: dict[object, Any] = {}
         # sha256 -> the most bytes of it reported to on_bytes, over every attempt: a retry
         # reports only what passes that mark, so a bar never goes back on a retry or Ctrl-C
@@ -119,18 +119,17 @@ class Fetcher:
 
     def stop(self) -> None:
         """Abort every download now, from any thread: queued work sees the flag, open
-        bodies are cut off under their readers. Under a cache that keeps nothing (not
-        private), the partial files are removed here rather than by threads that may
-        still be blocked on a stalled server; under a private one, each transfer keeps
-        its bytes for the next build as it unwinds."""
+        bodies are cut off under their readers, and the partial files with nothing to
+        keep are removed here rather than by threads that may still be blocked on a
+        stalled server; under a private cache, a transfer with bytes keeps them for the
+        next build as it unwinds."""
         self.stopped.set()
         with self._lock:
             open_now = list(self._open.items())
-        private = self.cache.private()
         for token, resp in open_now:
             _cut(resp)
-            if isinstance(token, Path) and not private:
-                token.unlink(missing_ok=True)
+            if isinstance(token, Transfer):
+                token.abandon()
 
     def fetch(self, want: Want) -> Got:
         hit = self.cache.get(want.sha256, want.size)

@@ -92,7 +92,7 @@ class Transfer:
         kept = self.cache.resume(self.want.sha256) if self.size else None
         out, self.partial, have = kept or (*self.cache.new_partial(), 0)
         self.out: Any = out
-        self.line.watch(self.partial, None)  # a stop under a shared cache removes it
+        self.line.watch(self, None)  # a stop may remove the partial file (abandon)
         try:
             with out:
                 if have:
@@ -115,7 +115,14 @@ class Transfer:
                 self.partial.unlink(missing_ok=True)
             raise
         finally:
-            self.line.unwatch(self.partial)
+            self.line.unwatch(self)
+
+    def abandon(self) -> None:
+        """A stop, from another thread, while this transfer may be blocked (connecting,
+        or awaiting headers, where there is nothing to cut off): remove its partial file
+        now unless it holds bytes the cache keeps for the next build."""
+        if not self.cache.private() or not (self.done or self.moved):
+            self.partial.unlink(missing_ok=True)
 
     def _take_over(self, have: int) -> None:
         """Hash the bytes an interrupted build left (never taken on their word)."""
