@@ -121,7 +121,7 @@ class Transfer:
         """A stop, from another thread, while this transfer may be blocked (connecting,
         or awaiting headers, where there is nothing to cut off): remove its partial file
         now unless it holds bytes the cache keeps for the next build."""
-        if not self.cache.private() or not (self.done or self.moved):
+        if not (self.cache.private() and self.size and (self.done or self.moved)):
             self.partial.unlink(missing_ok=True)
 
     def _take_over(self, have: int) -> None:
