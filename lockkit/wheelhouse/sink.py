@@ -67,14 +67,21 @@ class Sink:
 
 
 def batches(pieces: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
-    """*pieces* in lists of at least *size* bytes (the last may hold fewer), not copied."""
+    """*pieces* in lists of at least *size* bytes (the last may hold fewer), not copied.
+    When *pieces* fails (a body cut short), the pieces held are given first, then the
+    failure: a resumed download asks only for what never came."""
     batch: list[bytes] = []
     held = 0
-    for piece in pieces:
-        batch.append(piece)
-        held += len(piece)
-        if held >= size:
+    try:
+        for piece in pieces:
+            batch.append(piece)
+            held += len(piece)
+            if held >= size:
+                yield batch
+                batch, held = [], 0
+    except Exception:
+        if batch:
             yield batch
-            batch, held = [], 0
+        raise
     if batch:
         yield batch

@@ -204,6 +204,9 @@ class Transfer:
                 elif resp.status_code != 206 or not served(resp, self.done, end, self.size):
                     raise self._refused(resp)
                 self.validator = self.validator or validator(resp)
+                self.out.seek(self.done)
+                if not self._helpers:  # nothing past these bytes is anyone's yet
+                    self.out.truncate()
                 self._launch()
                 self._read(resp)
         except (httpx.TransportError, OSError) as exc:
@@ -265,8 +268,6 @@ class Transfer:
     def _read(self, resp: Any) -> None:
         """The body, written and hashed in order from self.done (which follows it)."""
         cap = self.line.cap(self.want, self.url, resp.headers.get("Content-Length"))
-        self.out.seek(self.done)
-        self.out.truncate()  # nothing past the bytes hashed, whatever the file held
         encoding = resp.headers.get("Content-Encoding", "").strip().lower()
         pieces = resp.iter_raw() if encoding in ("", "identity") else resp.iter_bytes()
         start = self.done

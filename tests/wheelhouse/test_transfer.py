@@ -177,3 +177,15 @@ def test_a_kept_file_whole_or_too_long_makes_a_file_of_the_lock_size(tmp_path, l
         got = fetch(edge, cache)
     assert got.path.read_bytes() == BODY
     assert len(edge.asked) == (0 if left == "whole" else 1)
+
+
+def test_the_first_part_cut_short_resumes_while_the_other_parts_go_on(tmp_path):
+    """The other parts start at the first answer (a 206); the first, cut, resumes from
+    its byte reached without touching the bytes they wrote past it."""
+    with Edge({"f.whl": BODY}) as edge:
+        edge.cuts = [MIB // 2]
+        got = fetch(edge, tmp_path / "c", part_min=MIB)
+    assert got.path.read_bytes() == BODY and got.downloaded == len(BODY)
+    step = -(-len(BODY) // 4)
+    assert ("f.whl", f"bytes={MIB // 2}-{step - 1}", edge.etags["f.whl"]) in edge.asked
+    assert len(edge.asked) == 5
