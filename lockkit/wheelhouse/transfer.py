@@ -8,10 +8,9 @@ decides which URL; this decides how its bytes come.
   (:func:`lockkit.index.retry.attempts`, the policy passed in by the caller). A 200
   to a Range (the server ignores ranges, or the file changed) starts again from byte 0.
 - A file of at least ``2 * PART_MIN`` bytes of a known size is asked for its first part
-  only; a 206 says the server serves ranges, and the rest is fetched in up to
-  ``MAX_PARTS`` ranged parts at once, each written at its own offset of the one partial
-  file (``os.pwrite``); a 200 is read whole, as one stream. Parts beyond the file's own
-  connection are taken only while its host has a free slot (:class:`HostSlots`).
+  only; a 206 starts the others at once, up to ``MAX_PARTS`` in all while the host has
+  slots to spare (:class:`~lockkit.wheelhouse.line.HostSlots`), each written at its own
+  offset of the one partial file (``os.pwrite``); a 200 is read whole, as one stream.
 - Trust: the bytes from byte 0 are hashed in order as they come (a second thread,
   :class:`~lockkit.wheelhouse.sink.Sink`); the parts past the first are hashed in order
   too, read back from the partial file (the page cache) as they land. The whole file's
