@@ -106,9 +106,7 @@ class Fetcher:
         self.max_unknown_size, self.max_page = max_unknown_size, max_page  # page: _lookup's
         self.stopped = threading.Event()
         self.hosts = HostSlots(per_host, self.stopped)
-        self._line = Line(client=client, policy=policy, stopped=self.stopped,
-                          hosts=self.hosts, watch=self._watch, unwatch=self._unwatch,
-                          report=self._report, cap=self._cap, part_min=part_min)
+        self.part_min = part_min
         self._lock = threading.Lock()
         # a transfer's requests -> their responses (None before headers), and each
         # Transfer under way -> None
@@ -193,7 +191,7 @@ class Fetcher:
         with self.hosts.held(url, want.filename):
             if self.stopped.is_set():
                 raise Stopped(want.filename)
-            moved = Transfer(self._line, self.cache, want, url).run()
+            moved = Transfer(self._line(), self.cache, want, url).run()
         return Got(want=want, path=self.cache.path(want.sha256), origin=masked(url),
                    downloaded=moved)
 
@@ -232,6 +230,13 @@ class Fetcher:
         if received > shown:
             self._shown[sha256] = received
             self.on_bytes(received - shown)
+
+    def _line(self) -> Line:
+        """What a transfer uses of this fetcher (made per transfer: a Line kept here would
+        hold this fetcher in a cycle, and its cache's hold on the blobs past its use)."""
+        return Line(client=self.client, policy=self.policy, stopped=self.stopped,
+                    hosts=self.hosts, watch=self._watch, unwatch=self._unwatch,
+                    report=self._report, cap=self._cap, part_min=self.part_min)
 
     def _watch(self, token: object, resp: Any) -> None:
         """Register a transfer's request (its response once it came) so that :meth:`stop`

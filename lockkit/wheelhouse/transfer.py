@@ -31,7 +31,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import masked
@@ -209,7 +209,7 @@ class Transfer:
                 self._launch()
                 self._read(resp)
         except (httpx.TransportError, OSError) as exc:
-            raise self._again(exc, bool(answered)) from None
+            self._fail(exc, bool(answered))
         want = self.head_end if self.head_end is not None else self.size
         if want is not None and self.done < want:
             raise Again(f"truncated body: {self.done} of {want} bytes",
@@ -242,19 +242,17 @@ class Transfer:
         return FetchError(f"{masked(self.url)}: HTTP {resp.status_code}",
                           hint=_REFUSED if resp.status_code in (401, 403) else None)
 
-    def _again(self, exc: BaseException, answered: bool) -> BaseException:
+    def _fail(self, exc: BaseException, answered: bool) -> NoReturn:
         """A transport failure: before an answer, the transport gave up already (the
         host's failure); during a body, the retry loop's to resume."""
         if self.line.stopped.is_set():
-            return Stopped(self.want.filename)
+            raise Stopped(self.want.filename) from None
         if isinstance(exc, OSError):
-            return exc  # the cache's disk: the caller names it
+            raise exc  # the cache's disk: the caller names it
         why = f"{type(exc).__name__}: {masked(str(exc))}"
         if not answered:
-            error = FetchError(f"{self.what}: {why}")
-            error.__cause__ = Unserved(why, silent=timed_out(exc))
-            return error
-        return Again(why, settle=self._settle(why, silent=timed_out(exc)))
+            raise FetchError(f"{self.what}: {why}") from Unserved(why, silent=timed_out(exc))
+        raise Again(why, settle=self._settle(why, silent=timed_out(exc))) from None
 
     def _settle(self, why: str, *, silent: bool = False) -> Callable[[int, bool], Any]:
         def settle(tries: int, stopped: bool) -> Any:
@@ -386,7 +384,7 @@ class Transfer:
                         self._moved.notify_all()
                     self.line.report(self.want.sha256, have)
         except (httpx.TransportError, OSError) as exc:
-            raise self._again(exc, bool(answered)) from None
+            self._fail(exc, bool(answered))
         if got < end - start:
             why = f"truncated part: {got} of {end - start} bytes"
             raise Again(why, settle=self._settle(why))
