@@ -146,7 +146,7 @@ def lockkit_fetch(files: dict[str, tuple[str, int]], base: str,
     def timed(folder: Path) -> float:
         start, cpu_start = time.perf_counter(), time.process_time()
         with http_client(connections=8, timeout=60.0) as client:
-            fetcher = Fetcher(client, Cache(folder / "cache"))
+            fetcher = Fetcher(client, policy=client.policy, cache=Cache(folder / "cache"))
             with ThreadPoolExecutor(max_workers=8) as pool:
                 got = list(pool.map(fetcher.fetch, wants))
         seconds = time.perf_counter() - start

@@ -18,6 +18,7 @@ import _harness as h
 import compile as compile_
 import diagnose
 import download
+import edge
 import rss
 import startup
 import verify
@@ -27,7 +28,8 @@ __all__ = ["BENCHMARKS", "main"]
 
 BENCHMARKS: dict[str, Callable[[h.Options], list[h.Result]]] = {
     "startup": startup.measure, "compile": compile_.measure, "wheelhouse": wheelhouse.measure,
-    "download": download.measure, "rss": rss.measure, "verify": verify.measure,
+    "download": download.measure, "edge": edge.measure, "rss": rss.measure,
+    "verify": verify.measure,
     "diagnose": diagnose.measure,
 }
 

@@ -6,7 +6,9 @@ identity (:mod:`lockkit.cache.identity`).
 Layout (:data:`lockkit.cache.layout.FOLDERS`; nothing else is ever made in it)::
 
     <root>/sha256/<first 2 hex>/<sha256>   one blob per file, read-only
-    <root>/partial/<random>.part           downloads under way, or left by dead runs
+    <root>/partial/<maker>-<random>.part   downloads under way, or left by dead runs
+    <root>/partial/<maker>-<sha256>.part   an interrupted download's bytes, for the next
+                                           build to resume (under a private cache only)
     <root>/memo/<kind>/<key>.json          what lockkit remembers (lockkit.cache.memo)
     <root>/verify/                         verify's installs, under a private cache only
     <root>/sha256.lock, <root>/verify.lock  who uses those parts (lockkit.cache.inuse)
@@ -39,9 +41,9 @@ from pathlib import Path
 from typing import Any
 
 from lockkit._internal.fs import umask
-from lockkit._internal.leftovers import hold, owner_tag, release
+from lockkit._internal.leftovers import hold, owner_mark, owner_tag, release
 from lockkit._internal.log import VERBOSE
-from lockkit._internal.private import open_regular, owned_and_closed
+from lockkit._internal.private import open_regular, owned_and_closed, private_folder
 from lockkit.cache import inuse
 from lockkit.cache.identity import Identities, Identity
 from lockkit.cache.layout import blob_path, make_root, sweep_partials
@@ -143,6 +145,59 @@ class Cache:
         st = os.fstat(fd)
         self._written[Path(name)] = (st.st_dev, st.st_ino)
         return os.fdopen(fd, "wb"), Path(name)
+
+    def private(self) -> bool:
+        """The cache and its partial folder are this user's and nobody else can write
+        them: only then are interrupted downloads kept (:meth:`keep`)."""
+        return private_folder(self.root) and private_folder(self.partial)
+
+    def keep(self, partial: Path, sha256: str, size: int) -> bool:
+        """Keep the first *size* bytes of the partial file of *sha256* for a later build
+        (``<maker>-<sha256>.part``: this process's mark, :func:`owner_mark`); False,
+        nothing kept, when there is nothing to keep or the cache is not private."""
+        if size <= 0 or not self.private():
+            return False
+        kept = self.partial / f"{owner_mark()}-{sha256}.part"
+        try:
+            os.truncate(partial, size)
+            os.replace(partial, kept)
+        except OSError:
+            return False
+        release(partial)
+        self._written.pop(partial, None)
+        return True
+
+    def resume(self, sha256: str) -> tuple[Any, Path, int] | None:
+        """A partial file of *sha256* that an earlier build kept, taken over (renamed to
+        this run's own name, so no other build takes it too): the open file, its name
+        and its size. Only a regular file of this user's that nobody else can write,
+        under a private cache; its bytes are the caller's to hash again."""
+        if not self.private():
+            return None
+        for found in sorted(self.partial.glob(f"*-{sha256}.part")):
+            opened = open_regular(found)
+            if opened is None:
+                continue
+            os.close(opened[0])
+            if not owned_and_closed(opened[1]):
+                continue
+            fd, name = tempfile.mkstemp(dir=self.partial, prefix=owner_tag(), suffix=".part")
+            os.close(fd)
+            try:
+                os.replace(found, name)  # one build wins; the others find it gone
+                fd = os.open(name, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
+            except OSError:
+                Path(name).unlink(missing_ok=True)
+                continue
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != (opened[1].st_dev, opened[1].st_ino):
+                os.close(fd)
+                Path(name).unlink(missing_ok=True)
+                continue
+            hold(name)
+            self._written[Path(name)] = (st.st_dev, st.st_ino)
+            return os.fdopen(fd, "r+b"), Path(name), st.st_size
+        return None
 
     def commit(self, partial: Path, sha256: str) -> Path:
         """Give the partial file, whose bytes the caller hashed to *sha256* as it wrote

@@ -58,13 +58,17 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["CONNECT_TIMEOUT", "MAX_PAGE", "PAGE_ENCODING", "PAGE_HINT", "STOP", "TIMEOUT",
-           "USER_AGENT", "Client", "PageTooLarge", "Policy", "mib", "read_page", "timed_out",
-           "tls_context", "unreachable"]
+__all__ = ["CONNECT_TIMEOUT", "MAX_PAGE", "PAGE_ENCODING", "PAGE_HINT", "PER_HOST", "STOP",
+           "TIMEOUT", "USER_AGENT", "Client", "PageTooLarge", "Policy", "mib", "read_page",
+           "timed_out",           "tls_context", "unreachable"]
 
 USER_AGENT = f"lockkit/{__version__}"
 TIMEOUT = 30.0  # seconds: compile --timeout's default (connect, and each read)
 CONNECT_TIMEOUT = 15.0  # the longest a download waits for its connection
+# Connections at once to one host, a download's files and ranged parts together
+# (lockkit.wheelhouse.transfer): browsers allow 6, aria2 up to 16; a CDN edge serves each
+# connection at its own cap, so a few more than a browser's fill a fast link.
+PER_HOST = 8
 MAX_PAGE = 64 << 20  # bytes: the largest index page read (max-page-size's default, in MiB)
 # A request extension (``extensions={STOP: event}``): the event that ends the pauses between
 # the transport's attempts at once, none following (Ctrl-C, a failed build).

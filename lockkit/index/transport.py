@@ -12,13 +12,15 @@ downloads alike, gets the same rule:
   within seconds would only repeat is not retried;
 - a 5xx answer to a GET or HEAD is retried; after the last attempt it is returned, for the
   caller to say;
-- the attempts are ``Policy.pause`` seconds apart (0.5, 1, 2... s), said at ``-v``; a pause
+- the attempts are ``Policy.pause`` seconds apart (0.5, 1, 2... s), said at ``-v``, by the
+  one retry loop (:func:`lockkit.index.retry.attempts`); a pause
   ends at once when the request's stop event (the extension named
   :data:`~lockkit.index.http.STOP`, given as *stop*) is set (Ctrl-C, a failed build), and
   no attempt follows.
 
 What the transport sees ends with the headers: a body cut short after them is its
-reader's to fetch again (:class:`~lockkit.wheelhouse.fetch.Fetcher`).
+reader's to resume (:mod:`lockkit.wheelhouse.transfer`), through the same loop and the
+same policy object.
 
 With *bulk* (downloads), a request that goes straight to its host is sent on
 :mod:`lockkit.index.bulk`'s wire (http.client, 1 MiB reads); a proxied one on httpx's.
@@ -39,33 +41,28 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import httpx
 
-from lockkit._internal.log import VERBOSE
+from lockkit.index.retry import Again, RetryRule, attempts
 
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ["SAFE", "Retrying", "RetryRule", "proxy_for"]
+__all__ = ["SAFE", "Retrying", "proxy_for"]
 
 _log = logging.getLogger(__name__)
 
 SAFE = frozenset({"GET", "HEAD"})  # sent again after any failure, and after a 5xx
 
 
-class RetryRule(Protocol):
-    """What the transport asks of a policy (:class:`lockkit.index.http.Policy` is the one)."""
-
-    @property
-    def attempts(self) -> int: ...
-
-    def pause(self, attempt: int) -> float: ...
-
-    def retries(self, exc: BaseException) -> bool: ...
-
-    def why(self, exc: BaseException, url: str) -> str: ...
+def _gave_up(exc: httpx.TransportError, request: httpx.Request, tries: int,
+             stopped: bool) -> httpx.Response:
+    """Raise *exc*, the last of *tries* attempts, saying so when it was not the only one."""
+    if stopped or tries == 1:
+        raise exc
+    raise type(exc)(f"{exc} (gave up after {tries} attempts)", request=request) from exc
 
 
 class Retrying(httpx.BaseTransport):
@@ -88,31 +85,25 @@ class Retrying(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         inner = self._route(request.url)
-        stop = request.extensions.get(self._stop)
-        for attempt in range(self.policy.attempts):
-            last = attempt + 1 == self.policy.attempts
+
+        def once(attempt: int) -> httpx.Response:
             start = time.perf_counter()
             try:
                 resp = inner.handle_request(request)
             except httpx.TransportError as exc:
-                if last or not self._retries(request, exc):
-                    if attempt == 0:
-                        raise
-                    raise type(exc)(f"{exc} (gave up after {attempt + 1} attempts)",
-                                    request=request) from exc
-                _log.log(VERBOSE, "%s %s: %s", request.method, request.url,
-                         self.policy.why(exc, str(request.url)))
-                if self._paused(request, attempt, stop):
+                if not self._retries(request, exc):
                     raise
-                continue
-            if resp.status_code < 500 or request.method not in SAFE or last:
+                failed = exc  # the name *exc* is gone after this block
+                raise Again(self.policy.why(exc, str(request.url)),
+                            settle=lambda tries, stopped: _gave_up(failed, request, tries,
+                                                                    stopped)) from exc
+            if resp.status_code < 500 or request.method not in SAFE:
                 return resp
-            _log.log(VERBOSE, "%s %s: %s (%.2f s)", request.method, request.url,
-                     resp.status_code, time.perf_counter() - start)
-            if self._paused(request, attempt, stop):
-                return resp  # stopped: the last answer is the caller's to say
-            resp.close()
-        raise AssertionError("unreachable")
+            raise Again(f"{resp.status_code} ({time.perf_counter() - start:.2f} s)",
+                        settle=lambda tries, stopped: resp, discard=resp.close)
+
+        return attempts(self.policy, request.extensions.get(self._stop),
+                        f"{request.method} {request.url}", once)
 
     def close(self) -> None:
         with self._lock:
@@ -125,16 +116,6 @@ class Retrying(httpx.BaseTransport):
         failure), or the request is safe to send again; and the policy allows it."""
         sent_nothing = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
         return (sent_nothing or request.method in SAFE) and self.policy.retries(exc)
-
-    def _paused(self, request: httpx.Request, attempt: int,
-                stop: threading.Event | None) -> bool:
-        """Wait before the next attempt, said at ``-v``; True when *stop* was set."""
-        pause = self.policy.pause(attempt)
-        _log.log(VERBOSE, "%s %s: retrying in %.1f s", request.method, request.url, pause)
-        if stop is None:
-            time.sleep(pause)
-            return False
-        return stop.wait(pause)
 
     def _route(self, url: httpx.URL) -> httpx.BaseTransport:
         proxy = proxy_for(url, self._proxies)

@@ -2,7 +2,10 @@
 (:mod:`~lockkit.wheelhouse.build`), or found up to date by its files' identities when
 nothing is new (:mod:`~lockkit.wheelhouse.current`), downloads by hash
 (:mod:`~lockkit.wheelhouse.fetch`) from the places a file is looked for, a failing
-PyTorch host's twin last (:mod:`~lockkit.wheelhouse.sources`),
+PyTorch host's twin last (:mod:`~lockkit.wheelhouse.sources`), each file's bytes from
+one URL, resumed when cut short, in ranged parts when large, kept for the next build when
+interrupted (:mod:`~lockkit.wheelhouse.transfer`), within a few connections per host
+(:mod:`~lockkit.wheelhouse.line`),
 written and hashed on a second thread (:mod:`~lockkit.wheelhouse.sink`), on a few threads
 (:mod:`~lockkit.wheelhouse.download`), the files beside the wheels: lock,
 requirements, ``simple/``, manifest (:mod:`~lockkit.wheelhouse.meta`), the folder checked

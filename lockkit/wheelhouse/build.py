@@ -140,7 +140,7 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
         lock, items = plan(project, platform, lock=lock)
     cache.sweep()
     outdir.sweep_stale(out)
-    fetcher = Fetcher(client, cache, find_links=find_links, on_bytes=on_bytes,
+    fetcher = Fetcher(client, cache, policy=client.policy, find_links=find_links, on_bytes=on_bytes,
                       max_page=project.max_page_size << 20,
                       mirrors=Mirrors(project.mirrors, project.secrets))
     # the SBOM writer's imports on this thread while the files come, not after the last byte

@@ -14,7 +14,8 @@ from concurrent.futures import FIRST_EXCEPTION, Future, wait
 
 from lockkit._internal.redact import masked
 from lockkit.errors import FetchError, HashMismatch
-from lockkit.wheelhouse.fetch import Fetcher, Got, Item, Stopped
+from lockkit.wheelhouse.fetch import Fetcher, Got, Item
+from lockkit.wheelhouse.line import Stopped
 
 __all__ = ["fetch_items"]
 

@@ -10,8 +10,9 @@ cache never leave a partial file under a final name.
 A :class:`~lockkit.wheelhouse.sources.Twin` is tried only after its host's failure.
 
 Retries are the HTTP client's (:mod:`lockkit.index.transport`: a connect failure, a
-timeout or a 5xx before the body); what is left here is a body cut short after its
-headers, fetched again as often and as far apart as the client's policy says.
+timeout or a 5xx before the body); a body cut short after its headers is resumed by
+:mod:`lockkit.wheelhouse.transfer` through the same loop and the same policy, which the
+caller passes in. At most ``per_host`` connections go to one host at once.
 """
 
 from __future__ import annotations
@@ -28,31 +29,27 @@ from typing import TYPE_CHECKING, Any
 
 from lockkit._internal.log import VERBOSE
 from lockkit._internal.redact import masked
-from lockkit.cache.store import CHUNK, Cache, copy_hashing
+from lockkit.cache.store import Cache, copy_hashing
 from lockkit.errors import FetchError, HashMismatch
 from lockkit.index.auth import Credentials
-from lockkit.index.http import CONNECT_TIMEOUT, MAX_PAGE, STOP, Client, Policy, timed_out
+from lockkit.index.http import CONNECT_TIMEOUT, MAX_PAGE, PER_HOST, STOP, Client, Policy
 from lockkit.index.urls import Mirrors, origin
-from lockkit.wheelhouse.sink import Sink, batches
+from lockkit.wheelhouse.line import HostSlots, Line, Stopped, Unserved
 from lockkit.wheelhouse.sources import FoundIn, PageRef, Source, Twin
+from lockkit.wheelhouse.transfer import MAX_PARTS, PART_MIN, Transfer
 
 if TYPE_CHECKING:
+    from lockkit.index.retry import RetryRule
     from lockkit.wheelhouse.trust import FileKind
 
-__all__ = ["Fetcher", "Got", "Item", "Stopped", "Want", "http_client"]
+__all__ = ["Fetcher", "Got", "Item", "Want", "http_client"]
 
 _log = logging.getLogger(__name__)
-_IDENTITY = {"Accept-Encoding": "identity"}  # the file's own bytes, as pip asks
 # The cap on a body whose size the lock does not give: larger than any wheel published
 # (the biggest CUDA wheels are a few GiB), small enough that an endless body ends.
 MAX_UNKNOWN_SIZE = 20 << 30
 _REFUSED = ("the server refused the credentials (or got none): check the user info of "
             "index-url and [mirrors] / --mirror, the ${VAR}s they use, or the netrc file")
-
-
-class Stopped(Exception):
-    """The fetcher was stopped (Ctrl-C or another file failed): not a fault of the source,
-    so never tried elsewhere and never reported as one."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,60 +83,51 @@ class Got:
     instead: str = ""  # from a Twin: "https://download-r2.pytorch.org failed: HTTP 503"
 
 
-class _Retry(Exception):
-    """A body cut short after its headers: fetch the same URL again after a pause."""
-
-
-class _Timeout(_Retry):
-    """Nothing came within --timeout: the host is not asked again for this file."""
-
-
-class _Unserved(Exception):
-    """The cause of a :class:`FetchError` that is the host's failure (a connect or TLS
-    error, a timeout, a 5xx, a body cut short at every try): the URL's :class:`Twin` is
-    tried next. *silent*: it timed out, so the host is not asked again for this file."""
-
-    def __init__(self, why: str, *, silent: bool = False) -> None:
-        super().__init__(why)
-        self.silent = silent
-        self.short = why.split(":", 1)[0]  # for a table: "HTTP 503", "ConnectError"
-
-
 class Fetcher:
     """Obtains wanted files into the cache; the HTTP client is passed in (testable): a
     :class:`~lockkit.index.http.Client` (:func:`http_client`) or any ``httpx.Client``.
     The client's transport retries what fails before a body (a download's policy has no
     ``fail_fast``: a build of gigabytes is worth a few seconds of patience with a stalled
-    host); a body cut short is fetched again here, as many times and as far apart as the
-    client's :class:`~lockkit.index.http.Policy` says (once, for a plain ``httpx.Client``,
-    which has none)."""
+    host); a body cut short is resumed through the same retry loop with *policy*, the one
+    the client's transport was built with (``client.policy`` of a
+    :class:`~lockkit.index.http.Client`), passed in. *per_host*: connections at once to
+    one host; *part_min*: the least size of a ranged part (:mod:`lockkit.wheelhouse.transfer`)."""
 
-    def __init__(self, client: Any, cache: Cache, *, find_links: Sequence[Path] = (),
+    def __init__(self, client: Any, cache: Cache, *, policy: RetryRule,
+                 find_links: Sequence[Path] = (),
                  on_bytes: Callable[[int], None] | None = None,
                  max_unknown_size: int = MAX_UNKNOWN_SIZE, max_page: int = MAX_PAGE,
-                 mirrors: Mirrors | None = None) -> None:
+                 mirrors: Mirrors | None = None, per_host: int = PER_HOST,
+                 part_min: int = PART_MIN) -> None:
         self.client, self.cache, self.find_links = client, cache, tuple(find_links)
         self.mirrors = mirrors  # a link found on a page (PageRef) to an official host goes here
-        self.policy: Policy | None = getattr(client, "policy", None)  # the client's own
+        self.policy = policy
         self.on_bytes = on_bytes or (lambda n: None)
         self.max_unknown_size, self.max_page = max_unknown_size, max_page  # page: _lookup's
         self.stopped = threading.Event()
+        self.hosts = HostSlots(per_host, self.stopped)
+        self.part_min = part_min
         self._lock = threading.Lock()
-        self._open: dict[Path, Any] = {}  # partial file -> its response (None before headers)
+        # a transfer's requests -> their responses (None before headers), and each
+        # Transfer under way -> None
+        self._open: dict[object, Any] = {}
         # sha256 -> the most bytes of it reported to on_bytes, over every attempt: a retry
         # reports only what passes that mark, so a bar never goes back on a retry or Ctrl-C
         self._shown: dict[str, int] = {}
 
     def stop(self) -> None:
         """Abort every download now, from any thread: queued work sees the flag, open
-        bodies are cut off under their readers, and the partial files are removed here
-        rather than by threads that may still be blocked on a stalled server."""
+        bodies are cut off under their readers, and the partial files with nothing to
+        keep are removed here rather than by threads that may still be blocked on a
+        stalled server; under a private cache, a transfer with bytes keeps them for the
+        next build as it unwinds."""
         self.stopped.set()
         with self._lock:
             open_now = list(self._open.items())
-        for partial, resp in open_now:
+        for token, resp in open_now:
             _cut(resp)
-            partial.unlink(missing_ok=True)
+            if isinstance(token, Transfer):
+                token.abandon()
 
     def fetch(self, want: Want) -> Got:
         hit = self.cache.get(want.sha256, want.size)
@@ -157,7 +145,7 @@ class Fetcher:
         for source in want.urls:
             url = source if isinstance(source, str) else source.url
             if origin(url) in silent or (isinstance(source, Twin) and not (
-                    errors and isinstance(errors[-1].__cause__, _Unserved))):
+                    errors and isinstance(errors[-1].__cause__, Unserved))):
                 continue  # a Twin: only after its host's failure, never after a 404
             if self.stopped.is_set():
                 raise Stopped(want.filename)
@@ -168,12 +156,12 @@ class Fetcher:
             except FetchError as exc:
                 if isinstance(exc, HashMismatch):
                     raise
-                if isinstance(exc.__cause__, _Unserved) and exc.__cause__.silent:
+                if isinstance(exc.__cause__, Unserved) and exc.__cause__.silent:
                     silent.add(origin(url))
                 errors.append(exc)
                 continue
             if isinstance(source, Twin):
-                cause: Any = errors[-1].__cause__  # an _Unserved, or the Twin was skipped
+                cause: Any = errors[-1].__cause__  # an Unserved, or the Twin was skipped
                 _log.warning("%s: %s failed: %s; fetched from %s instead, sha256 checked",
                              want.filename, source.instead, cause, masked(url))
                 return replace(got, instead=f"{source.instead} failed: {cause.short}")
@@ -198,25 +186,14 @@ class Fetcher:
         return Got(want=want, path=path, origin=FoundIn.folder(folder), downloaded=0)
 
     def _from_url(self, want: Want, url: str) -> Got:
-        """*url*'s body, fetched again while it comes cut short (:class:`_Retry`)."""
-        attempts = self.policy.attempts if self.policy else 1
-        for attempt in range(attempts):
-            try:
-                size = self._download(want, url)
-                return Got(want=want, path=self.cache.path(want.sha256),
-                           origin=FoundIn("url", masked(url)), downloaded=size)
-            except _Retry as exc:
-                if attempt + 1 == attempts:
-                    raise FetchError(f"{want.filename} from {masked(url)}: {exc}"
-                                     f"{_gave_up(attempt + 1)}") \
-                        from _Unserved(str(exc), silent=isinstance(exc, _Timeout))
-                assert self.policy is not None  # attempts > 1
-                pause = self.policy.pause(attempt)
-                _log.log(VERBOSE, "%s from %s: %s; retrying in %.1f s", want.filename, url,
-                         exc, pause)
-                if self.stopped.wait(pause):
-                    raise Stopped(want.filename) from None
-        raise AssertionError("unreachable")
+        """*url*'s body (:class:`~lockkit.wheelhouse.transfer.Transfer`: resumed when cut
+        short, in ranged parts when large), within a slot of its host."""
+        with self.hosts.held(url, want.filename):
+            if self.stopped.is_set():
+                raise Stopped(want.filename)
+            moved = Transfer(self._line(), self.cache, want, url).run()
+        return Got(want=want, path=self.cache.path(want.sha256), origin=FoundIn("url", masked(url)),
+                   downloaded=moved)
 
     def _lookup(self, want: Want, page: PageRef) -> str:
         """The URL *page* lists for the wanted file (the file is still checked by hash)."""
@@ -247,76 +224,6 @@ class Fetcher:
                     else url
         raise FetchError(f"{masked(page.url)} does not list {want.filename}")
 
-    def _download(self, want: Want, url: str) -> int:
-        import httpx
-
-        out, partial = self.cache.new_partial()
-        with self._lock:
-            self._open[partial] = None
-        try:
-            if self.stopped.is_set():  # stopped while this file was being opened
-                out.close()
-                raise Stopped(want.filename)
-            with out, self.client.stream("GET", url, headers=_IDENTITY,
-                                         extensions={STOP: self.stopped}) as resp:
-                self._opened(partial, resp)
-                if resp.status_code >= 500:  # the transport's last answer
-                    attempts = self.policy.attempts if self.policy else 1
-                    raise FetchError(f"{want.filename} from {masked(url)}: HTTP "
-                                     f"{resp.status_code}{_gave_up(attempts)}") \
-                        from _Unserved(f"HTTP {resp.status_code}")
-                if resp.status_code != 200:
-                    raise FetchError(f"{masked(url)}: HTTP {resp.status_code}",
-                                     hint=_refused(resp.status_code))
-                cap = self._cap(want, url, resp.headers.get("Content-Length"))
-                received, digest = self._body(want, resp, out, cap)
-            self._check(want, url, received, digest)
-            if self.stopped.is_set():
-                raise Stopped(want.filename)
-            self.cache.commit(partial, want.sha256)
-            return received
-        except (httpx.TransportError, OSError) as exc:  # reset, timeout, truncated, cut off
-            if self.stopped.is_set():
-                raise Stopped(want.filename) from None
-            if isinstance(exc, OSError):
-                raise
-            why = f"{type(exc).__name__}: {masked(str(exc))}"
-            if self._open.get(partial) is None:  # before the headers: the transport gave up
-                raise FetchError(f"{want.filename} from {masked(url)}: {why}") \
-                    from _Unserved(why, silent=timed_out(exc))
-            raise (_Timeout if timed_out(exc) else _Retry)(why) from None
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # too many redirects, a bad URL
-            raise FetchError(f"{masked(url)}: {type(exc).__name__}: {masked(str(exc))}") from None
-        finally:
-            with self._lock:
-                self._open.pop(partial, None)
-            partial.unlink(missing_ok=True)
-
-    def _body(self, want: Want, resp: Any, out: Any, cap: _Cap) -> tuple[int, str]:
-        """Read the body through httpx, hashed and written on a second thread
-        (:class:`~lockkit.wheelhouse.sink.Sink`) while the next bytes are read; returns
-        their count and sha256.
-
-        The pieces come as the transport read them (``iter_raw()``: 1 MiB each from the
-        download client's wire, :mod:`lockkit.index.bulk`; a *chunk_size* would join
-        them, one more copy under the GIL) and go to the sink in lists of about ``CHUNK``
-        bytes. The identity encoding was asked
-        for; a server that compresses anyway is decoded (the hash is of the file's own
-        bytes)."""
-        encoding = resp.headers.get("Content-Encoding", "").strip().lower()
-        pieces = resp.iter_raw() if encoding in ("", "identity") else resp.iter_bytes()
-        received = 0
-        with Sink(out) as sink:
-            for batch in batches(pieces, CHUNK):
-                if self.stopped.is_set():
-                    raise Stopped(want.filename)
-                received += sum(map(len, batch))
-                if received > cap.limit:
-                    raise cap.error(received)
-                sink.put(batch)
-                self._report(want.sha256, received)
-        return received, sink.hexdigest()
-
     def _report(self, sha256: str, received: int) -> None:
         """Tell on_bytes what this attempt brought past the file's mark (only ever > 0)."""
         shown = self._shown.get(sha256, 0)
@@ -324,15 +231,26 @@ class Fetcher:
             self._shown[sha256] = received
             self.on_bytes(received - shown)
 
-    def _opened(self, partial: Path, resp: Any) -> None:
-        """Register the response so that :meth:`stop` can cut it off; if stop came while
-        the headers were awaited, cut it off now."""
-        with self._lock:
-            self._open[partial] = resp
-        if self.stopped.is_set():
-            raise Stopped(partial.name)
+    def _line(self) -> Line:
+        """What a transfer uses of this fetcher (made per transfer: a Line kept here would
+        hold this fetcher in a cycle, and its cache's hold on the blobs past its use)."""
+        return Line(client=self.client, policy=self.policy, stopped=self.stopped,
+                    hosts=self.hosts, watch=self._watch, unwatch=self._unwatch,
+                    report=self._report, cap=self._cap, part_min=self.part_min)
 
-    def _cap(self, want: Want, url: str, length: str | None) -> _Cap:
+    def _watch(self, token: object, resp: Any) -> None:
+        """Register a transfer's request (its response once it came) so that :meth:`stop`
+        can cut it off; if stop came while the headers were awaited, stop now."""
+        with self._lock:
+            self._open[token] = resp
+        if resp is not None and self.stopped.is_set():
+            raise Stopped("stopped")
+
+    def _unwatch(self, token: object) -> None:
+        with self._lock:
+            self._open.pop(token, None)
+
+    def _cap(self, want: Any, url: str, length: str | None) -> _Cap:
         """The most bytes this body may have: the lock's size, else a generous limit."""
         if want.size is not None:
             cap = _Cap(want.size, lambda n: HashMismatch(
@@ -347,14 +265,6 @@ class Fetcher:
         if length and length.isdigit() and int(length) > cap.limit:
             raise cap.error(int(length))  # refused before a byte is written
         return cap
-
-    def _check(self, want: Want, url: str, received: int, digest: str) -> None:
-        if want.size is not None and received < want.size:
-            raise _Retry(f"truncated body: {received} of {want.size} bytes")
-        if digest != want.sha256:
-            raise HashMismatch(f"{want.filename} from {masked(url)}: sha256 {digest} does not "
-                               f"match the lock's {want.sha256}; the file was discarded")
-
 
 @dataclass(frozen=True)
 class _Cap:
@@ -382,18 +292,17 @@ def _refused(status: int) -> str | None:
 
 def http_client(*, connections: int = 8, timeout: float = 60.0, attempts: int = 4,
                 backoff: float = 0.5, credentials: Credentials | None = None) -> Client:
-    """The client downloads share (:mod:`lockkit.index.http`'s policy): *connections* at
-    once, *timeout* seconds for each read, the connection within ``CONNECT_TIMEOUT``,
+    """The client downloads share (:mod:`lockkit.index.http`'s policy): *connections*
+    files at once (the pool holds ``MAX_PARTS`` connections for each, so that no ranged
+    part waits for the pool), *timeout* seconds for each read, the connection within
+    ``CONNECT_TIMEOUT``,
     *attempts* in all ``backoff * 2 ** n`` seconds apart, after any failure (no
     ``fail_fast``), and *credentials* (the project's, by host) for URLs without user info:
     a lock's URLs never carry any; bodies read 1 MiB at a time (the policy's *bulk*:
     :mod:`lockkit.index.bulk`). Built on the first request only."""
     return Client(Policy(timeout=timeout, connect=min(timeout, CONNECT_TIMEOUT),
-                         connections=connections, attempts=attempts, backoff=backoff,
+                         connections=connections * MAX_PARTS, attempts=attempts, backoff=backoff,
                          fail_fast=False, bulk=True),
                   credentials or Credentials())
 
 
-def _gave_up(attempts: int) -> str:
-    """The end of a message about a URL tried *attempts* times (nothing for once)."""
-    return f" (gave up after {attempts} attempts)" if attempts > 1 else ""

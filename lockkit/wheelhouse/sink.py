@@ -24,9 +24,12 @@ class Sink:
     of 64 KiB. At most ``QUEUED`` lists wait. A failed write (a full disk) is raised to
     the reader at its next list, or on leaving the ``with`` block."""
 
-    def __init__(self, out: Any) -> None:
+    def __init__(self, out: Any, digest: Any = None) -> None:
+        """*digest*: a sha256 to go on with (the bytes before these); a new one if None.
+        ``queued`` counts the bytes put, ``written`` those written and hashed."""
         self._out = out
-        self._digest = hashlib.sha256()
+        self._digest = digest if digest is not None else hashlib.sha256()
+        self.queued = self.written = 0
         self._queue: queue.Queue[list[bytes] | None] = queue.Queue(maxsize=QUEUED)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="lockkit-hash", daemon=True)
@@ -35,6 +38,7 @@ class Sink:
     def put(self, batch: list[bytes]) -> None:
         if self._error is not None:
             raise self._error
+        self.queued += sum(map(len, batch))
         self._queue.put(batch)
 
     def hexdigest(self) -> str:
@@ -47,6 +51,7 @@ class Sink:
                     data = b"".join(batch)  # one write and one update (one GIL release each)
                     self._out.write(data)
                     self._digest.update(data)
+                    self.written += len(data)
                 except BaseException as exc:  # noqa: BLE001 - handed to the reader
                     self._error = exc
 
@@ -62,14 +67,21 @@ class Sink:
 
 
 def batches(pieces: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
-    """*pieces* in lists of at least *size* bytes (the last may hold fewer), not copied."""
+    """*pieces* in lists of at least *size* bytes (the last may hold fewer), not copied.
+    When *pieces* fails (a body cut short), the pieces held are given first, then the
+    failure: a resumed download asks only for what never came."""
     batch: list[bytes] = []
     held = 0
-    for piece in pieces:
-        batch.append(piece)
-        held += len(piece)
-        if held >= size:
+    try:
+        for piece in pieces:
+            batch.append(piece)
+            held += len(piece)
+            if held >= size:
+                yield batch
+                batch, held = [], 0
+    except Exception:
+        if batch:
             yield batch
-            batch, held = [], 0
+        raise
     if batch:
         yield batch

@@ -58,6 +58,19 @@ def test_download_quick_times_lockkit_and_curl_on_both_cases() -> None:
     assert "CPU median lockkit" in done.stdout
 
 
+def test_edge_quick_times_parts_and_a_resume_against_one_curl_stream() -> None:
+    if shutil.which("curl") is None:
+        pytest.skip("needs curl, the baseline")
+    done = bench("edge.py", "--quick", "--report-only", "--pairs", "1")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    for name, limit in (("capped edge, 1 file (13 MB, 10 MiB/s per connection)", ">= 2.5x"),
+                        ("capped edge, 1 file (13 MB), cut at half, resumed", "<= 1.2x")):
+        row = next(ln for ln in lines if ln.startswith(name + "  "))
+        assert re.search(rf"curl, one stream, uncut\s+\d+\.\d\dx\s+{limit}\s+(PASS|FAIL)$",
+                         row), row
+
+
 @pytest.mark.parametrize(("verdicts", "report_only", "code"), [
     (("PASS", "PASS"), False, 0), (("PASS", "FAIL"), False, 1), (("PASS", "FAIL"), True, 0),
     (("PASS", "SKIP"), False, 0)])

@@ -157,10 +157,10 @@ def test_mirror_credentials_cover_its_urls_without_user_info(private, tmp_path, 
     mirror = {"https://files.example": f"{with_token(private.url)}/simple"}
     credentials = Credentials.from_urls(mirror.values(), netrc_file=tmp_path / "none")
     with http_client(credentials=credentials, backoff=0.01) as client:
-        got = Fetcher(client, Cache(tmp_path / "c1")).fetch(want)
+        got = Fetcher(client, policy=client.policy, cache=Cache(tmp_path / "c1")).fetch(want)
     assert got.downloaded == wheel.stat().st_size
     with http_client(backoff=0.01) as client, pytest.raises(FetchError) as refused:
-        Fetcher(client, Cache(tmp_path / "c2")).fetch(want)
+        Fetcher(client, policy=client.policy, cache=Cache(tmp_path / "c2")).fetch(want)
     assert "HTTP 401" in str(refused.value) and "credentials" in (refused.value.hint or "")
     (_, first), (_, second) = private.server.requests
     assert first == private.server.expected_header() and second == ""

@@ -21,7 +21,8 @@ from lockkit.cache.store import Cache
 from lockkit.errors import ConfigError, FetchError, IndexError_
 from lockkit.index.http import Client, Policy, unreachable
 from lockkit.index.pages import Http
-from lockkit.wheelhouse.fetch import Fetcher, Stopped, Want, http_client
+from lockkit.wheelhouse.fetch import Fetcher, Want, http_client
+from lockkit.wheelhouse.line import Stopped
 
 BODY = b"PK" + bytes(range(256)) * 64
 PAGE = b'<a href="http://files.invalid/w-1.0-py3-none-any.whl">w</a>'
@@ -76,7 +77,8 @@ def test_pages_and_downloads_go_through_the_environments_proxy_as_lockkit(proxy,
     want = Want(filename="w-1.0-py3-none-any.whl", sha256=hashlib.sha256(BODY).hexdigest(),
                 size=len(BODY), urls=(url,), source=url)
     with http_client() as client:
-        assert Fetcher(client, Cache(tmp_path / "c")).fetch(want).downloaded == len(BODY)
+        fetcher = Fetcher(client, policy=client.policy, cache=Cache(tmp_path / "c"))
+        assert fetcher.fetch(want).downloaded == len(BODY)
     assert proxy.seen == [("http://pages.invalid/whl/cpu/torch/", f"lockkit/{__version__}"),
                           (url, f"lockkit/{__version__}")]
 
@@ -103,7 +105,7 @@ def test_compile_fails_fast_on_a_refusing_host_and_a_download_retries_it(tmp_pat
                 source=url)
     with http_client(timeout=5, attempts=2, backoff=0.01) as client, \
             pytest.raises(FetchError, match="after 2 attempts"):
-        Fetcher(client, Cache(tmp_path / "c")).fetch(want)
+        Fetcher(client, policy=client.policy, cache=Cache(tmp_path / "c")).fetch(want)
 
 
 def test_a_ca_bundle_that_cannot_be_loaded_is_a_config_error_naming_it(tmp_path,
@@ -118,7 +120,7 @@ def test_a_ca_bundle_that_cannot_be_loaded_is_a_config_error_naming_it(tmp_path,
     want = Want(filename="w-1.0-py3-none-any.whl", sha256="0" * 64, size=1, urls=(url,),
                 source=url)
     with http_client(backoff=0.01) as client, pytest.raises(ConfigError) as err:
-        Fetcher(client, Cache(tmp_path / "c")).fetch(want)
+        Fetcher(client, policy=client.policy, cache=Cache(tmp_path / "c")).fetch(want)
     assert str(err.value).startswith(f"SSL_CERT_FILE={bundle}: cannot load CA certificates")
     assert err.value.exit_code == 2
 
@@ -223,7 +225,8 @@ def test_a_page_and_a_file_go_by_the_one_rule(flaky, tmp_path, caplog):
     finally:
         http.close()
     with http_client(attempts=3, backoff=0.01) as client:
-        assert Fetcher(client, Cache(tmp_path / "c")).fetch(want).downloaded == len(BODY)
+        fetcher = Fetcher(client, policy=client.policy, cache=Cache(tmp_path / "c"))
+        assert fetcher.fetch(want).downloaded == len(BODY)
     assert flaky.asked == {"/whl/cpu/torch/": 3, "/w-1.0-py3-none-any.whl": 3}
     said = [re.sub(r"\d+\.\d+ s", "T s", r.getMessage()) for r in caplog.records
             if r.name == "lockkit.index.transport"]
@@ -240,7 +243,7 @@ def test_stop_ends_the_pause_between_attempts(flaky, tmp_path):
                 source=url)
     errors: list[BaseException] = []
     with http_client(attempts=3, backoff=30) as client:
-        fetcher = Fetcher(client, Cache(tmp_path / "c"))
+        fetcher = Fetcher(client, policy=client.policy, cache=Cache(tmp_path / "c"))
 
         def run() -> None:
             try:

@@ -256,7 +256,8 @@ def test_a_wheelhouse_lookup_page_past_the_limit_is_a_fetch_error_naming_it(tmp_
                 urls=(PageRef(url=page),), source="https://official.invalid/torch.whl")
     try:
         with http_client(timeout=10) as client:
-            fetcher = Fetcher(client, Cache(tmp_path / "cache"), max_page=MIB)
+            fetcher = Fetcher(client, policy=client.policy, cache=Cache(tmp_path / "cache"),
+                              max_page=MIB)
             with pytest.raises(FetchError, match=f"{page}: the page is larger than 1 MiB"):
                 fetcher.fetch(want)
     finally:

@@ -24,7 +24,7 @@ from tests.cli.test_hygiene import _Stalled
 from tests.support.archive import FILES, make_folder
 from tests.support.procs import processes, wait_for
 from tests.support.project import hello_project
-from tests.support.wheelhouse import build_lib, compiled, leftovers
+from tests.support.wheelhouse import build_lib, compiled, leftovers, partials
 
 pytestmark = [
     pytest.mark.skipif(os.name == "nt", reason="SIGTERM and SIGHUP are POSIX's"),
@@ -153,7 +153,7 @@ def test_a_signal_during_a_wheelhouse_download_leaves_no_partial_and_the_old_whe
         finally:
             proc.kill()
     _assert_ended(proc, err, sig, code, set(), tmp)
-    assert list((cache / "partial").iterdir()) == []
+    assert partials(cache) == []
     assert leftovers(tmp_path, "wh") == []
     assert (out / "manifest.json").read_bytes() == earlier
 

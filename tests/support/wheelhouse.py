@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from lockkit._internal.compat import tomllib
@@ -61,5 +62,13 @@ def with_sdist(project: Path, indexes, name: str, tag: str) -> None:
 
 
 def partials(cache: Path) -> list[Path]:
-    """The partial downloads left in *cache* (none, once a fetch has ended either way)."""
-    return list((cache / "partial").glob("*")) if (cache / "partial").is_dir() else []
+    """The partial downloads left in *cache* under way (none, once a fetch has ended
+    either way): not those an interrupted download kept for the next build (:func:`kept`)."""
+    found = list((cache / "partial").glob("*")) if (cache / "partial").is_dir() else []
+    return [p for p in found if p not in kept(cache)]
+
+
+def kept(cache: Path) -> list[Path]:
+    """The partial downloads kept for the next build: ``<maker>-<sha256>.part``."""
+    found = list((cache / "partial").glob("*")) if (cache / "partial").is_dir() else []
+    return [p for p in found if re.fullmatch(r"[0-9a-z]+@[0-9a-z]+-[0-9a-f]{64}\.part", p.name)]

@@ -21,8 +21,10 @@ import pytest
 from lockkit.cache.store import Cache
 from lockkit.errors import FetchError, HashMismatch
 from lockkit.index.bulk import READ
+from lockkit.index.http import Policy
 from lockkit.wheelhouse.download import fetch_items
-from lockkit.wheelhouse.fetch import Fetcher, Item, Stopped, Want, http_client
+from lockkit.wheelhouse.fetch import Fetcher, Item, Want, http_client
+from lockkit.wheelhouse.line import Stopped
 from tests.support.tls import loopback_certificate
 from tests.support.wheelhouse import partials
 
@@ -106,7 +108,7 @@ def want(server: BodyServer) -> Want:
 
 def fetch_one(server: BodyServer, cache: Path, **kw: object) -> Path:
     with http_client(timeout=1.0, backoff=0.01) as client:
-        fetcher = Fetcher(client, Cache(cache), **kw)  # type: ignore[arg-type]
+        fetcher = Fetcher(client, policy=client.policy, cache=Cache(cache), **kw)  # type: ignore[arg-type]
         return fetcher.fetch(want(server)).path
 
 
@@ -115,7 +117,7 @@ def test_a_large_body_lands_whole_and_checked(served, tmp_path):
     path = fetch_one(served, tmp_path / "c", on_bytes=moved.append)
     assert path.read_bytes() == served.body
     assert sum(moved) == BIG
-    assert list((tmp_path / "c" / "partial").iterdir()) == []
+    assert partials(tmp_path / "c") == []
 
 
 @pytest.mark.parametrize("fault", ["truncate", "stall"])
@@ -131,13 +133,13 @@ def test_a_large_body_with_wrong_bytes_never_lands(served, tmp_path):
         fetch_one(served, tmp_path / "c")
     assert served.requests == 1
     assert not (tmp_path / "c" / "sha256").exists()
-    assert list((tmp_path / "c" / "partial").iterdir()) == []
+    assert partials(tmp_path / "c") == []
 
 
 def test_stop_cuts_a_large_body_off(served, tmp_path):
     served.faults = ["hold"]
     with http_client(timeout=30.0) as client:
-        fetcher = Fetcher(client, Cache(tmp_path / "c"))
+        fetcher = Fetcher(client, policy=client.policy, cache=Cache(tmp_path / "c"))
         errors: list[BaseException] = []
 
         def run() -> None:
@@ -155,7 +157,12 @@ def test_stop_cuts_a_large_body_off(served, tmp_path):
         worker.join(10)
     assert not worker.is_alive() and time.monotonic() - started < 5
     assert len(errors) == 1 and isinstance(errors[0], Stopped)
-    assert list((tmp_path / "c" / "partial").iterdir()) == []
+    # what came is kept for the next build (a private cache), never under the blob's name
+    sha = want(served).sha256
+    kept = list((tmp_path / "c" / "partial").iterdir())
+    assert [p.name.split("-", 1)[1] for p in kept] == [f"{sha}.part"]
+    assert 0 < kept[0].stat().st_size < BIG and served.body.startswith(kept[0].read_bytes())
+    assert not Cache(tmp_path / "c").path(sha).exists()
 
 
 @pytest.mark.parametrize("size", [2 << 20, BIG])
@@ -165,7 +172,7 @@ def test_bodies_keep_the_connection(tmp_path, size):
     server = BodyServer(b"")
     try:
         with http_client(timeout=5.0) as client:
-            fetcher = Fetcher(client, Cache(tmp_path / "c"))
+            fetcher = Fetcher(client, policy=client.policy, cache=Cache(tmp_path / "c"))
             for _ in range(3):
                 server.body = os.urandom(size)
                 assert fetcher.fetch(want(server)).path.read_bytes() == server.body
@@ -180,7 +187,8 @@ def test_progress_never_sees_a_negative_advance_on_an_interrupted_download(serve
     served.faults = ["hold"]
     moved: list[int] = []
     with http_client(timeout=30.0) as client:
-        fetcher = Fetcher(client, Cache(tmp_path / "c"), on_bytes=moved.append)
+        fetcher = Fetcher(client, policy=client.policy, cache=Cache(tmp_path / "c"),
+                          on_bytes=moved.append)
         errors: list[BaseException] = []
 
         def run() -> None:
@@ -222,7 +230,7 @@ def test_a_connection_the_server_closed_while_idle_is_not_used_again(tmp_path):
     server = BodyServer(os.urandom(1 << 20))
     try:
         with http_client(timeout=5.0, attempts=1) as client:
-            fetcher = Fetcher(client, Cache(tmp_path / "c"))
+            fetcher = Fetcher(client, policy=client.policy, cache=Cache(tmp_path / "c"))
             server.faults = ["close"]
             assert fetcher.fetch(want(server)).path.read_bytes() == server.body
             time.sleep(0.2)  # the server's close has reached the idle connection
@@ -269,12 +277,12 @@ def test_meanwhile_runs_on_the_calling_thread_while_the_files_come(served, tmp_p
         fetcher.stop()  # ends the held download: its connection is cut off
 
     with http_client(timeout=30.0) as client:
-        fetcher = Fetcher(client, Cache(tmp_path / "c"))
+        fetcher = Fetcher(client, policy=client.policy, cache=Cache(tmp_path / "c"))
         item = Item(package="f", version="1", kind="wheel", want=want(served), entry={})
         with pytest.raises(Stopped):
             fetch_items(fetcher, [item], 2, meanwhile=meanwhile)
     assert seen == [threading.current_thread(), True]
-    assert list((tmp_path / "c" / "partial").iterdir()) == []
+    assert partials(tmp_path / "c") == []
 
 
 def test_a_failure_meanwhile_stops_the_downloads(served, tmp_path):
@@ -285,13 +293,13 @@ def test_a_failure_meanwhile_stops_the_downloads(served, tmp_path):
         raise RuntimeError("meanwhile failed")
 
     with http_client(timeout=30.0) as client:
-        fetcher = Fetcher(client, Cache(tmp_path / "c"))
+        fetcher = Fetcher(client, policy=client.policy, cache=Cache(tmp_path / "c"))
         item = Item(package="f", version="1", kind="wheel", want=want(served), entry={})
         started = time.monotonic()
         with pytest.raises(RuntimeError, match="meanwhile failed"):
             fetch_items(fetcher, [item], 2, meanwhile=meanwhile)
     assert time.monotonic() - started < 5 and fetcher.stopped.is_set()
-    assert list((tmp_path / "c" / "partial").iterdir()) == []
+    assert partials(tmp_path / "c") == []
 
 
 # --- size caps and encodings ---------------------------------------------------------------
@@ -306,7 +314,7 @@ def test_streamed_body_without_a_length_is_capped(tmp_path, size):
     """No Content-Length (chunked): the cap is applied while the bytes arrive."""
     transport = httpx.MockTransport(lambda req: httpx.Response(200, content=_endless(100)))
     cache = Cache(tmp_path / "cache")
-    fetcher = Fetcher(httpx.Client(transport=transport), cache,
+    fetcher = Fetcher(httpx.Client(transport=transport), cache, policy=Policy(attempts=1),
                       max_unknown_size=8000)
     want = Want(filename="big-1.0-py3-none-any.whl", sha256="0" * 64, size=size,
                 urls=("http://127.0.0.1:9/big-1.0-py3-none-any.whl",), source="x")
@@ -343,7 +351,7 @@ def test_a_server_that_compresses_anyway_is_decoded_before_hashing(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         cache = Cache(tmp_path / "cache")
-        fetcher = Fetcher(httpx.Client(), cache)
+        fetcher = Fetcher(httpx.Client(), cache, policy=Policy(attempts=1))
         url = f"http://127.0.0.1:{server.server_address[1]}/w-1.0-py3-none-any.whl"
         want = Want(filename="w-1.0-py3-none-any.whl", sha256=hashlib.sha256(body).hexdigest(),
                     size=len(body), urls=(url,), source=url)

@@ -28,6 +28,7 @@ from tests.support.wheelhouse import (
     build_lib,
     compiled,
     leftovers,
+    partials,
     served,
     wheel_requests,
     with_sdist,
@@ -181,7 +182,7 @@ def test_hash_mismatch_is_never_retried_and_never_lands(project, indexes, tmp_pa
     want = next(w["hashes"]["sha256"] for p in tomllib.loads(lock.read_text())["packages"]
                 if p["name"] == "torch" for w in p["wheels"])
     assert not Cache(cache).path(want).exists()
-    assert list((cache / "partial").glob("*")) == []
+    assert partials(cache) == []
     assert not (project / "wheelhouse" / "linux-cpu").exists()
     with pytest.raises(HashMismatch):
         indexes.pt.faults[TORCH] = ["wrong"]
@@ -207,7 +208,7 @@ def test_interrupted_build_leaves_nothing_final_and_resumes(project, indexes, tm
         build_lib(project, cache, out, jobs=1, on_file=stop_after_first)
     handled.set()
     assert not out.exists() and leftovers(tmp_path, "wh") == []
-    assert list((cache / "partial").glob("*")) == []
+    assert partials(cache) == []
     kept = [p for p in (cache / "sha256").rglob("*") if p.is_file()]
     assert 1 <= len(kept) < 3  # the first file finished; the queue was dropped
     before = len(wheel_requests(indexes))

@@ -1,0 +1,211 @@
+"""Download target on a CDN-like edge: lockkit's Fetcher against one curl stream, on a
+loopback server that caps each connection, as a CDN edge does.
+
+The server (a process of its own, ``http.server`` on 127.0.0.1) sends each file from a
+local folder with ``os.sendfile``, at most ``RATE`` bytes per second on each connection;
+it serves one ``Range`` per request (206, ``Content-Range``) and ``If-Range`` against the
+file's ETag. Two cases, each a cold download into an empty cache (a new folder per run):
+  - one file of 120 MB (12 MB with --quick): lockkit fetches it in ranged parts on up to
+    four connections; curl (``curl -s -S --fail -o``) on one, as lockkit did before it
+    split files. Target: lockkit at least 2.5x faster (the ratio printed is curl's time
+    over lockkit's; four parts at the cap would give 4x).
+  - the same file, its first connection cut at half the file: lockkit with parts off
+    (``part_min`` larger than the file, so one stream, as a resume is measured alone)
+    resumes from the byte reached; the baseline is curl's uncut download. Target:
+    lockkit's time at most 1.2x curl's (restarting from byte 0 costs 1.5x; the retry
+    pause is 0.5 s).
+curl hashes nothing; lockkit checks every sha256. lockkit runs in this process (its
+import is not timed; its HTTP client is built inside the time), curl as a child process.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import _harness as h
+
+__all__ = ["measure"]
+
+MB = h.MB
+RATE = 10 * MB  # bytes per second per connection: what one CDN connection gives
+SIZE_MB = 120
+PARTS = h.Target(op=">=", limit=2.5)
+RESUME = h.Target(op="<=", limit=1.2)
+_RANGE = re.compile(r"bytes=(\d+)-(\d*)")
+
+
+def serve(folder: str, rate: int, cut: bool) -> None:
+    """The server process: the files of *folder* at ``/<name>``, *rate* bytes per second
+    per connection; with *cut*, each file's first answer is cut at half the file."""
+    root, cut_done = Path(folder), set()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            path = root / self.path.lstrip("/")
+            if "/" in self.path.lstrip("/") or not path.is_file():
+                self.send_error(404)
+                return
+            size = path.stat().st_size
+            etag = f'"{size:x}"'
+            start, end = 0, size
+            asked = _RANGE.fullmatch(self.headers.get("Range", ""))
+            if asked and self.headers.get("If-Range", etag) == etag:
+                start = int(asked[1])
+                end = min(size, int(asked[2]) + 1) if asked[2] else size
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
+            else:
+                self.send_response(200)
+            self.send_header("Content-Length", str(end - start))
+            self.send_header("ETag", etag)
+            self.send_header("Accept-Ranges", "bytes")
+            self.end_headers()
+            self.wfile.flush()
+            stop = end
+            if cut and path.name not in cut_done:
+                cut_done.add(path.name)
+                stop = min(end, size // 2)
+            _send(self.connection, path, start, stop, rate)
+            if stop < end:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+
+    class Server(http.server.ThreadingHTTPServer):
+        request_queue_size = 128
+        daemon_threads = True
+
+        def handle_error(self, request: object, client_address: object) -> None:
+            pass
+
+    server = Server(("127.0.0.1", 0), Handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+def _send(sock: socket.socket, path: Path, start: int, end: int, rate: int) -> None:
+    """Bytes [start, end) of *path* at most *rate* bytes per second."""
+    began, sent, step = time.monotonic(), 0, 256 << 10
+    try:
+        with path.open("rb") as f:
+            while start + sent < end:
+                sent += os.sendfile(sock.fileno(), f.fileno(), start + sent,
+                                    min(step, end - start - sent))
+                ahead = sent / rate - (time.monotonic() - began)
+                if ahead > 0:
+                    time.sleep(ahead)
+    except OSError:
+        pass
+
+
+_SERVE = ("import sys; sys.path.insert(0, sys.argv[1]); import edge; "
+          "edge.serve(sys.argv[2], int(sys.argv[3]), sys.argv[4] == '1')")
+
+
+class Edge:
+    """The server process for *folder*, stopped on exit."""
+
+    def __init__(self, folder: Path, *, cut: bool = False) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", _SERVE, str(Path(__file__).parent),
+                                      str(folder), str(RATE), "1" if cut else "0"],
+                                     stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.url = f"http://127.0.0.1:{self.proc.stdout.readline().strip()}"
+
+    def __enter__(self) -> Edge:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def lockkit_fetch(name: str, sha: str, size: int, edge: Callable[[], Edge], *,
+                  part_min: int) -> Callable[[Path], float]:
+    from lockkit.cache.store import Cache
+    from lockkit.wheelhouse.fetch import Fetcher, Want, http_client
+
+    def timed(folder: Path) -> float:
+        with edge() as server:
+            url = f"{server.url}/{name}"
+            want = Want(filename=name, sha256=sha, size=size, urls=(url,), source=url)
+            start = time.perf_counter()
+            with http_client(timeout=60.0) as client:
+                fetcher = Fetcher(client, Cache(folder / "cache"), policy=client.policy,
+                                  part_min=part_min)
+                got = fetcher.fetch(want)
+            seconds = time.perf_counter() - start
+        assert got.path.stat().st_size == size
+        return seconds
+    return timed
+
+
+def curl_fetch(name: str, edge: Callable[[], Edge], env: dict[str, str]) -> Callable[[Path], float]:
+    def timed(folder: Path) -> float:
+        with edge() as server:
+            return h.run_timed(["curl", "-s", "-S", "--fail", "-o", name, f"{server.url}/{name}"],
+                               env, cwd=folder).seconds
+    return timed
+
+
+def make_file(folder: Path, size: int) -> tuple[str, str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    name, data = "bench_edge-1.0-py3-none-any.whl", os.urandom(size)
+    (folder / name).write_bytes(data)
+    return name, hashlib.sha256(data).hexdigest()
+
+
+def measure(opts: h.Options) -> list[h.Result]:
+    size = int(SIZE_MB * MB / (10 if opts.quick else 1))
+    rows = [(f"capped edge, 1 file ({size / 1e6:.0f} MB, {RATE // MB} MiB/s per connection)",
+             PARTS, True, False),
+            (f"capped edge, 1 file ({size / 1e6:.0f} MB), cut at half, resumed",
+             RESUME, False, True)]
+    if shutil.which("curl") is None:
+        return [h.Result(name=label, subject="-", baseline="-", value=None, target=target,
+                         skipped="no curl on PATH") for label, target, _, _ in rows]
+    results = []
+    with h.workdir("edge") as work:
+        name, sha = make_file(work / "files", size)
+        env = h.bench_env(work)
+        from lockkit.wheelhouse.transfer import PART_MIN
+
+        for label, target, parts, cut in rows:
+            # parts: the default size (a quick run's file is smaller: a quarter of it)
+            least = (min(PART_MIN, size // 4) if parts else size + 1)
+            served = functools.partial(Edge, work / "files", cut=cut)
+            pairs = h.measure_pairs(
+                h.fresh(work, lockkit_fetch(name, sha, size, served, part_min=least)),
+                h.fresh(work, curl_fetch(name, lambda: Edge(work / "files"), env)),
+                opts, label)
+            value = 1 / pairs.ratio if target is PARTS else pairs.ratio
+            results.append(h.Result(
+                name=label, subject=f"{h.median_s(pairs.subject)}",
+                baseline=f"{h.median_s(pairs.baseline)} curl, one stream, uncut",
+                value=value, target=target,
+                note=f"{pairs.spread()} (lockkit time / curl time)"))
+    return results
+
+
+def main() -> int:
+    opts = h.cli(__doc__ or "")
+    return h.finish("edge", measure(opts), opts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
