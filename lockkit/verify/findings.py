@@ -55,8 +55,8 @@ class Findings:
     fingerprints: tuple[Fingerprint, ...] | None = None
     application_config: Mapping[str, Any] | None = None
     embedding_config: Mapping[str, Any] | None = None
-    # each check's record, by its key (lockkit.verify.checks: the step leaves it with
-    # StepCheck.leave, the record type its report declaration names)
+    # each check's record, by its key: its step leaves one of the type its report
+    # declaration names (lockkit.verify.checks.CHECKS, lockkit.report.checks)
     checks: dict[str, CheckRecord] = field(default_factory=dict)
     # the first command of the run that passed its timeout: its step and where it
     # stalled (lockkit.verify.hang)
