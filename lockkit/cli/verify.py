@@ -36,9 +36,9 @@ def handle(args: argparse.Namespace) -> int:
     from lockkit._internal.outdir import check
     from lockkit.cache.layout import default_cache_dir
     from lockkit.cli.common import load
+    from lockkit.verify import existing as existing_env
+    from lockkit.verify import run
     from lockkit.verify.context import Options as VerifyOptions
-    from lockkit.verify.existing import PLAN as EXISTING
-    from lockkit.verify.run import PLAN, verify
 
     project = load(args.project, mirrors=args.mirror, index_url=args.index_url)
     platform = pick_platform(project, args.platform, "verify")
@@ -51,8 +51,8 @@ def handle(args: argparse.Namespace) -> int:
     args.junit = _junit(args, project)
 
     with ui.progress(f"verifying {platform.name}",
-                     total=len(EXISTING if existing else PLAN)) as advance:
-        outcome = verify(VerifyOptions(
+                     total=len(existing_env.plan() if existing else run.plan())) as advance:
+        outcome = run.verify(VerifyOptions(
             project=project, platform=platform,
             wheelhouse=args.wheelhouse.absolute() if args.wheelhouse else None,
             python=args.python.absolute() if args.python else None,

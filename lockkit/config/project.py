@@ -23,7 +23,7 @@ from packaging.version import Version
 
 from lockkit._internal.keys import KeyReader
 from lockkit._internal.redact import NO_SECRETS, Secrets
-from lockkit.config.checks import VERIFY_KEYS, VerifyConfig, table_checks
+from lockkit.config.checks import VerifyConfig, table_checks, verify_keys
 from lockkit.config.inputfile import is_pyproject, load_toml
 from lockkit.config.keys import (
     REFRESH_SCHEDULES,
@@ -46,8 +46,9 @@ _LISTS: dict[str, Literal["requirements", "platforms", "allow_sdist", "extras", 
 # the lists that also take one string, and may not be empty: what each names
 _ONE_OR_MORE = {"requirements": "requirement file or pyproject.toml", "platforms": "platform"}
 _INDEX_URL_EXPECTED = "expected an http(s):// URL or a ${VAR} holding one"
-_TABLES = {"verify": ("[verify]", VERIFY_KEYS),
-           "ci": ("[ci]", {"runners", "lockkit", "refresh"})}
+# each table's keys ([verify]'s: the checks' registry, read at each load)
+_TABLES = {"verify": ("[verify]", verify_keys),
+           "ci": ("[ci]", lambda: frozenset({"runners", "lockkit", "refresh"}))}
 _KEYS = {*_LISTS, *_TABLES, "python", "mirrors", "index-url", "exclude-newer", "max-page-size",
          PLATFORM_REQUIREMENTS}
 _PYTHON = re.compile(r"3\.\d+")  # a Python minor version, as uv's --python-version takes it
@@ -292,22 +293,23 @@ def _check_selects(c: KeyReader, options: _Options) -> None:
 def _verify(c: KeyReader, root: Path, data: Mapping[str, object]) -> VerifyConfig:
     name, known = _TABLES["verify"]
     table = c.table(data, "verify", name)
-    c.at("verify").unknown(table, known)
+    c.at("verify").unknown(table, known())
     found: dict[str, object] = {}
     if not table:  # compile and its gate never read one: its modules stay unimported
         return VerifyConfig()
-    for check in table_checks():
+    checks = table_checks()
+    for check in checks:
         values, problems = check.read(root, table)
         found.update(values)
         for problem in problems:
             c.fail("", problem, hint=check.hint)
-    return VerifyConfig.of(found)
+    return VerifyConfig.of(found, checks)
 
 
 def _ci(c: KeyReader, data: Mapping[str, object]) -> CiConfig:
     name, known = _TABLES["ci"]
     table = c.table(data, "ci", name)
-    c.at("ci").unknown(table, known)
+    c.at("ci").unknown(table, known())
     runners = c.at("ci").table(table, "runners", "[ci.runners]")
     found: dict[str, Runner] = {}
     for platform, value in runners.items():

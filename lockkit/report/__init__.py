@@ -1,7 +1,8 @@
 """What a run found, as frozen versioned data, and its renderers, one format per module
 (pip-audit's ``_format``): the :class:`~lockkit.report.model.Dossier` and its parts
 (:mod:`~lockkit.report.model`, :mod:`~lockkit.report.records`,
-:mod:`~lockkit.report.extrecords`, the system probe's report in
+:mod:`~lockkit.report.extrecords`, each verify check's record and ``dossier.md`` section
+declared in ``checks/`` and listed in its registry, the system probe's report in
 :mod:`~lockkit.report.facts`) and their JSON shapes, statuses and kinds
 (:mod:`~lockkit.report.shapes`), ``dossier.json`` (:mod:`~lockkit.report.json`),
 ``dossier.md`` (:mod:`~lockkit.report.markdown`), JUnit XML (:mod:`~lockkit.report.junit`),

@@ -31,6 +31,7 @@ from lockkit._internal.parse import parse_json
 from lockkit.errors import ConfigError, DiffError
 from lockkit.lock.meta import LockMeta
 from lockkit.lock.model import lock_tables
+from lockkit.report.checks.application import APPLICATION
 from lockkit.report.model import Dossier
 from lockkit.report.records import GitState, SchemaError, Variant
 from lockkit.report.shapes import Json
@@ -167,7 +168,7 @@ def _from_dossier(path: Path, doc: Mapping[str, Any]) -> Side:
     if d.packages is not None:
         layers["packages"] = _packages(_Row(p.name, p.version, p.sha256, p.index)
                                        for p in d.packages)
-    app = d.application
+    app = APPLICATION.of(d.checks)
     info: Facts = {"platform": d.platform, "started": d.started,
             "max_abs_diff": app.max_abs_diff if app else None,
             "min_cosine": app.min_cosine if app else None,
@@ -238,7 +239,7 @@ def _result(d: Dossier) -> Facts:
     for name, check in ((d.gpu or {}).get("checks") or {}).items():
         if isinstance(check, dict):
             out[f"gpu.{name}"] = check.get("status")
-    for c in d.application.checks if d.application else ():
+    for c in app.checks if (app := APPLICATION.of(d.checks)) else ():
         out[f"application.{c.name}"] = "passed" if c.passed else "failed"
     return out
 

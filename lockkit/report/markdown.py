@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from lockkit._internal.redact import Secrets
+from lockkit.report.checks import registry
 from lockkit.report.model import Dossier
 from lockkit.report.roots import relative
 
@@ -21,8 +22,10 @@ def render(dossier: Dossier, secrets: Secrets) -> str:
     """``dossier.md``'s text, *secrets* (the project's) concealed."""
     d = relative(dossier, dossier.roots)
     lines = _verdict(d) + _facts(d) + _steps(d) + _commands(d) + _inventory(d) + _system(d)
-    lines += _gpu_chain(d) + _toolchain(d) + _extensions(d)
-    lines += _fingerprints(d) + _application(d) + _resume(d) + _stacks(d)
+    lines += _gpu_chain(d) + _toolchain(d) + _fingerprints(d)
+    for check in registry.RECORDS:  # each check's own section (lockkit.report.checks)
+        lines += check.render(d.checks)
+    lines += _stacks(d)
     return secrets.redact("\n".join(lines) + "\n")
 
 
@@ -108,32 +111,6 @@ def _fingerprints(d: Dossier) -> list[str]:
             *(f"- {'✔' if f.passed else '✘'} {f.detail}" for f in d.fingerprints)]
 
 
-def _application(d: Dossier) -> list[str]:
-    app = d.application
-    if not app:
-        return []
-    lines = ["", "## Application check", ""]
-    if app.command is not None:
-        lines.append(f"- command: `{' '.join(app.command)}` → exit {app.returncode}")
-    lines += [f"- {'✔' if check.passed else '✘'} {check.name}: {check.detail}"
-              for check in app.checks]
-    return lines
-
-
-def _resume(d: Dossier) -> list[str]:
-    r = d.resume
-    if not r:
-        return []
-    tolerance = "exact" if not (r.atol or r.rtol) else f"atol {r.atol:g}, rtol {r.rtol:g}"
-    return ["", "## Training resume", "",
-            f"- {'✔' if r.passed else '✘'} {r.steps}+{r.resume_steps} steps "
-            f"uninterrupted against {r.steps} steps, checkpoint, then a new process "
-            f"for {r.resume_steps}: " + (r.first_error or "identical"),
-            f"- tolerance: {tolerance}" + (f" ({r.reason})" if r.reason else "")
-            + (f"; largest loss difference {r.max_loss_diff:.3g}"
-               if r.max_loss_diff is not None else "")]
-
-
 def _stacks(d: Dossier) -> list[str]:
     if not (d.hang and d.hang.get("stacks")):
         return []
@@ -171,23 +148,4 @@ def _toolchain(d: Dossier) -> list[str]:
         lines += ["", "torch.utils.collect_env: "
                   + (f"recorded in the JSON dossier ({info.get('seconds')} s)"
                      if "info" in info else f"not recorded ({why})")]
-    return lines
-
-
-def _extensions(d: Dossier) -> list[str]:
-    ext = d.extensions
-    if ext is None:
-        return []
-    lines = ["", "## Compiled extensions", ""]
-    if not ext.checks:
-        lines.append("- none declared ([verify.extensions])")
-    if ext.hang:
-        lines.append(f"- the probe stalled in {ext.hang.get('phase')}"
-                     + (f" at {ext.hang['frame']}" if ext.hang.get("frame") else ""))
-    for c in ext.checks:
-        lines.append(f"- {'✔' if c.passed else '✘'} {c.module} on {c.device}: "
-                     + (c.error or f"smoke value {c.value}"))
-    lines += ["", f"Locked packages that ship native code: {len(ext.native)}", ""]
-    lines += [f"- {n.name} {n.version} ({n.tags}, {n.libraries} shared libraries)"
-              for n in ext.native]
     return lines

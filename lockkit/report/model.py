@@ -26,16 +26,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from lockkit.report import shapes
-from lockkit.report.extrecords import ExtensionsResult
+from lockkit.report.checks import registry
+from lockkit.report.checks.interface import CheckRecord
 from lockkit.report.facts import SystemFacts
 from lockkit.report.records import (
-    ApplicationResult,
     CommandRecord,
     Fingerprint,
     GitState,
     Inventory,
     PackageRow,
-    ResumeResult,
     SchemaError,
     StepResult,
     Variant,
@@ -89,15 +88,14 @@ class Dossier:
     inventory: Inventory | None = None
     system: SystemFacts | None = None
     gpu: Mapping[str, Any] | None = None  # gpu_probe.py's report
-    application: ApplicationResult | None = None
+    # each check's record (lockkit.report.checks.registry), by its key; absent: none left
+    checks: Mapping[str, CheckRecord] = field(default_factory=dict)
     code: GitState | None = None
     fingerprints: tuple[Fingerprint, ...] | None = None
     embedding_config: Mapping[str, Any] | None = None
     application_config: Mapping[str, Any] | None = None  # [verify.application] as read
     environment_passed_to_probes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()  # noticed, not judged: e.g. the lock is stale
-    extensions: ExtensionsResult | None = None  # [verify.extensions] and native packages
-    resume: ResumeResult | None = None  # the training-resume check ([verify.resume])
     # where a command that passed its timeout stalled (lockkit.verify.hang): step, phase, frame,
     # detail and the stacks every process of its group printed
     hang: shapes.HangDoc | None = None
@@ -174,9 +172,9 @@ class Dossier:
         doc["system"] = dict(self.system.raw) if self.system else None
         checks: shapes.ChecksDoc = {"gpu": dict(self.gpu) if self.gpu is not None else None}
         if self.kind == "verify":
-            checks["application"] = self.application.to_dict() if self.application else None
-            checks["extensions"] = self.extensions.to_dict() if self.extensions else None
-            checks["resume"] = self.resume.to_dict() if self.resume else None
+            for check in registry.RECORDS:
+                found = check.of(self.checks)
+                checks[check.key] = found.to_dict() if found is not None else None
         doc["checks"] = checks
         if self.kind == "verify":
             self._verify_tail(doc)
@@ -234,15 +232,14 @@ class Dossier:
                 system=SystemFacts(raw=d["system"]) if isinstance(d.get("system"),
                                                                   Mapping) else None,
                 gpu=checks.get("gpu") if isinstance(checks.get("gpu"), Mapping) else None,
-                application=_opt(ApplicationResult, checks.get("application")),
+                checks={c.key: found for c in registry.RECORDS
+                        if (found := c.read(checks.get(c.key))) is not None},
                 code=GitState.from_dict(prints.get("code")) if kind == "verify" else None,
                 fingerprints=(tuple(upgrade(f) for f in files)
                               if isinstance(files, list) else None),
                 embedding_config=d.get("embedding_config"),
                 application_config=d.get("application_config"),
                 environment_passed_to_probes=tuple(d.get("environment_passed_to_probes") or ()),
-                extensions=_opt(ExtensionsResult, checks.get("extensions")),
-                resume=_opt(ResumeResult, checks.get("resume")),
                 warnings=tuple(map(str, d.get("warnings") or ())), roots=_roots(d.get("roots")),
                 environment=d.get("environment"),
                 taken_on_its_word=tuple(map(str, d.get("taken_on_its_word") or ())),

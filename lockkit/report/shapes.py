@@ -194,11 +194,9 @@ class HangDoc(_HangDoc, total=False):
     step: str  # the dossier's, first: the step whose command stalled
 
 
-class ChecksDoc(TypedDict, total=False):
-    gpu: Foreign | None  # gpu_probe.py's report; the other three in a verify's document
-    application: ApplicationDoc | None
-    extensions: ExtensionsDoc | None
-    resume: ResumeDoc | None
+# "gpu": gpu_probe.py's report; then, in a verify's document, each check's record under its
+# key, in the order of lockkit.report.checks.registry.RECORDS (each Recorded names its shape)
+ChecksDoc: TypeAlias = dict[str, Any]
 
 
 class FingerprintsDoc(TypedDict):

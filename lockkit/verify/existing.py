@@ -66,8 +66,7 @@ from lockkit._internal.private import open_regular
 from lockkit.cache.store import Cache
 from lockkit.errors import ConfigError, LockkitError
 from lockkit.report.records import Inventory
-from lockkit.verify import importenv, probe, rebuild, startup
-from lockkit.verify.checks import CHECKS
+from lockkit.verify import checks, importenv, probe, rebuild, startup
 from lockkit.verify.context import Run
 from lockkit.verify.interpreter import given_interpreter, lock_python
 from lockkit.verify.ownership import (
@@ -82,17 +81,20 @@ from lockkit.verify.steps import Step, StepFailed
 from lockkit.verify.workspace import git_state
 from lockkit.wheelhouse import trust
 
-__all__ = ["LABEL", "PLAN", "bodies", "host_step", "inventory_step", "record_problems",
+__all__ = ["LABEL", "bodies", "host_step", "inventory_step", "plan", "record_problems",
            "startup_step", "taken_on_its_word", "venv_root"]
 
 LABEL = "existing environment (not rebuilt)"
-PLAN: list[tuple[str, tuple[str, ...]]] = [
-    ("host", ()), ("start-up", ("host",)), ("inventory", ("host",)),
-    ("pip-check", ("start-up",)), ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
-    *((check.key, check.after) for check in CHECKS),
-]
-_SHOWN = 20  # altered files named in the dossier; the count says how many more
 
+
+def plan() -> list[tuple[str, tuple[str, ...]]]:
+    """``verify --existing``'s steps, the checks' from :data:`lockkit.verify.checks.CHECKS`."""
+    return [("host", ()), ("start-up", ("host",)), ("inventory", ("host",)),
+            ("pip-check", ("start-up",)), ("system", ("pip-check", "inventory")),
+            ("gpu", ("system",)), *((check.key, check.after) for check in checks.CHECKS)]
+
+
+_SHOWN = 20  # altered files named in the dossier; the count says how many more
 
 
 def bodies(run: Run) -> dict[str, Callable[[Step], None]]:

@@ -12,18 +12,16 @@ and GPU ones.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from lockkit.report.extrecords import ExtensionsResult
+from lockkit.report.checks.interface import CheckRecord
 from lockkit.report.facts import SystemFacts
 from lockkit.report.records import (
-    ApplicationResult,
     Fingerprint,
     GitState,
     Inventory,
     PackageRow,
-    ResumeResult,
 )
 from lockkit.report.shapes import HangDoc
 from lockkit.verify.probe import ProbeResult
@@ -53,14 +51,13 @@ class Findings:
     gpu_result: ProbeResult | None = None
     # gpu: gpu_probe.py's report, with the host's driver check added to its checks
     gpu: Mapping[str, Any] | None = None
-    extensions: ExtensionsResult | None = None
-    # application: the declared files' fingerprints, the table read, and the verdict
-    # (kind "command" or "embedding")
+    # application: the declared files' fingerprints and the table read
     fingerprints: tuple[Fingerprint, ...] | None = None
     application_config: Mapping[str, Any] | None = None
     embedding_config: Mapping[str, Any] | None = None
-    application: ApplicationResult | None = None
-    resume: ResumeResult | None = None
+    # each check's record, by its key: its step leaves one of the type its report
+    # declaration names (lockkit.verify.checks.CHECKS, lockkit.report.checks)
+    checks: dict[str, CheckRecord] = field(default_factory=dict)
     # the first command of the run that passed its timeout: its step and where it
     # stalled (lockkit.verify.hang)
     hang: HangDoc | None = None

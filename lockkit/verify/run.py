@@ -48,19 +48,26 @@ from lockkit._internal.fs import sha256_file, temp_private
 from lockkit.lock import freshness
 from lockkit.report.model import Dossier
 from lockkit.report.roots import named_roots, own_roots
-from lockkit.verify import chain, existing, install, probe, rebuild
-from lockkit.verify.checks import CHECKS
+from lockkit.verify import chain, checks, existing, install, probe, rebuild
 from lockkit.verify.context import NO_TORCH, UV_CACHE, Options, Run
 from lockkit.verify.steps import Step, StepFailed, Steps, StepSkipped, overall
 from lockkit.verify.workspace import git_state
 
-__all__ = ["Outcome", "PLAN", "execute", "make_dossier", "new_run", "step_bodies", "verify"]
+__all__ = ["Outcome", "PLAN", "execute", "make_dossier", "new_run", "plan", "step_bodies",
+           "verify"]
 
-PLAN: list[tuple[str, tuple[str, ...]]] = [
-    ("host", ()), ("venv", ("host",)), ("install", ("venv",)), ("pip-check", ("install",)),
-    ("inventory", ("install",)), ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
-    *((check.key, check.after) for check in CHECKS),
-]
+
+
+def plan() -> list[tuple[str, tuple[str, ...]]]:
+    """verify's steps and what each needs: the rebuild's, then each check's, in the order of
+    the checks' registry (:data:`lockkit.verify.checks.CHECKS`, read now)."""
+    return [("host", ()), ("venv", ("host",)), ("install", ("venv",)),
+            ("pip-check", ("install",)), ("inventory", ("install",)),
+            ("system", ("pip-check", "inventory")), ("gpu", ("system",)),
+            *((check.key, check.after) for check in checks.CHECKS)]
+
+
+PLAN = plan()  # the plan with the checks lockkit ships
 ISOLATION = ("installer calls ran with --no-config/--isolated and without PIP_*/UV_* "
              "variables: no user or global pip/uv configuration was used")
 
@@ -80,21 +87,21 @@ def verify(opts: Options) -> Outcome:
     """With ``opts.existing``, the environment of that interpreter is checked as it is
     (:mod:`lockkit.verify.existing`): no venv is made, nothing is installed."""
     started = datetime.datetime.now(datetime.timezone.utc)
-    plan = existing.PLAN if opts.existing else PLAN
+    steps = existing.plan() if opts.existing else plan()
     with interrupt_held() as held:  # no Ctrl-C between the folder and the try that removes it
         work = temp_private("lockkit-verify-")
     run: Run | None = None
     try:
         held.reraise()
-        run = new_run(opts, work, plan)
-        execute(run, plan, existing.bodies(run) if opts.existing else None)
+        run = new_run(opts, work, steps)
+        execute(run, steps, existing.bodies(run) if opts.existing else None)
         dossier = make_dossier(run, started)
     finally:
         if run is not None:
             run.release()
         kept = opts.keep_venv and run is not None and run.venv is not None  # not --existing
         if kept:
-            for check in CHECKS:
+            for check in checks.CHECKS:
                 if check.scratch:
                     shutil.rmtree(work / check.scratch, ignore_errors=True)
             shutil.rmtree(work / UV_CACHE, ignore_errors=True)
@@ -172,7 +179,7 @@ def step_bodies(run: Run) -> dict[str, Callable[[Step], None]]:
         "install": lambda s: install.install_step(run, s),
         "pip-check": lambda s: rebuild.check_step(run, s),
         "inventory": lambda s: rebuild.inventory_step(run, s), "system": system, "gpu": gpu,
-        **{check.key: partial(check.step, run) for check in CHECKS},
+        **{check.key: partial(check.step, run) for check in checks.CHECKS},
     }
 
 
@@ -204,11 +211,11 @@ def make_dossier(run: Run, started: datetime.datetime) -> Dossier:
         result=result, first_error=run.steps.first_error,
         steps=tuple(s.result() for s in run.steps), commands=tuple(run.commands),
         packages=found.packages, inventory=found.inventory, system=found.system,
-        gpu=found.gpu, application=found.application, code=found.code,
+        gpu=found.gpu, checks=dict(found.checks), code=found.code,
         fingerprints=found.fingerprints, embedding_config=found.embedding_config,
         application_config=found.application_config, warnings=found.warnings,
         environment_passed_to_probes=tuple(sorted(probe.ALLOWED_VARS)),
-        extensions=found.extensions, resume=found.resume, hang=found.hang,
+        hang=found.hang,
         roots=named_roots(project=opts.project.root,
                           venv=run.venv or (existing.venv_root(run) if opts.existing else None),
                           wheelhouse=run.wheelhouse,

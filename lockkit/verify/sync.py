@@ -51,7 +51,7 @@ from lockkit.report.model import Dossier
 from lockkit.verify import rebuild
 from lockkit.verify.context import Options
 from lockkit.verify.ownership import record_rows, unowned
-from lockkit.verify.run import PLAN, execute, make_dossier, new_run
+from lockkit.verify.run import PLAN, execute, make_dossier, new_run, plan
 from lockkit.verify.steps import Step
 
 __all__ = ["NEW", "REBUILD", "SyncOptions", "Synced", "foreign", "rebase", "sync", "target"]
@@ -198,7 +198,7 @@ def sync(opts: SyncOptions) -> Synced:
                          hint="use --installer uv (a --relocatable venv)")
     started = datetime.datetime.now(datetime.timezone.utc)
     final = opts.venv
-    plan = PLAN if opts.verify else REBUILD
+    steps = plan() if opts.verify else REBUILD
     sweep_stale(final)  # a killed sync's new venv beside it
     with interrupt_held() as held:  # no Ctrl-C between the folder and the try that removes it
         work = temp_private("lockkit-sync-")  # as verify's: never in the project
@@ -206,9 +206,9 @@ def sync(opts: SyncOptions) -> Synced:
     swapped = False
     try:
         held.reraise()
-        run = new_run(opts.check, work, plan)
+        run = new_run(opts.check, work, steps)
         build = _beside(final, NEW)
-        execute(run, plan, {"venv": lambda s: rebuild.venv_step(run, s, at=build,
+        execute(run, steps, {"venv": lambda s: rebuild.venv_step(run, s, at=build,
                                                                 moved_to=final)})
         dossier = make_dossier(run, started)
         if dossier.result == "passed":

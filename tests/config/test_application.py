@@ -65,7 +65,7 @@ def test_a_valid_table_loads_into_its_dataclass(tmp_path):
         '[verify.application.compare]\n"out/m.json" = { reference = "ref/m.json", atol = 1e-6, '
         'rtol = 0, reason = "float32 sums" }\n'
         f'[verify.application.fingerprints]\n"ref/m.json" = "{"A" * 64}"\n')
-    cfg = load_project(tmp_path).verify.application
+    cfg = load_project(tmp_path).verify.get("application", ApplicationConfig)
     assert isinstance(cfg, ApplicationConfig)
     assert cfg.expected_outputs == ("out/a.bin", "out/m.json")
     assert cfg.argv(Path("/v/bin/python"), "cpu") == ["/v/bin/python", "-m", "app",

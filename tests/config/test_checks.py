@@ -5,38 +5,36 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import typing
 from pathlib import Path
 
 import pytest
 
-from lockkit.config.checks import CHECKS, VERIFY_KEYS, VerifyConfig, table_checks
+from lockkit.config.checks import CHECKS, VerifyConfig, table_checks, verify_keys
+from lockkit.config.checks.application import ApplicationConfig
+from lockkit.config.checks.embedding import EmbeddingConfig
 from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
-from lockkit.report.model import Dossier
+from lockkit.report.checks.registry import RECORDS
 from lockkit.verify import existing, run
 from lockkit.verify.checks import CHECKS as STEPS
-from lockkit.verify.findings import Findings
 
 
 def test_each_check_module_reads_its_own_key():
     checks = table_checks()
     assert [c.key for c in checks] == list(CHECKS)
-    assert set(VerifyConfig.__dataclass_fields__) >= set(CHECKS)
-    assert VERIFY_KEYS == {*CHECKS, "reason"}
+    assert all(c.key in c.fields for c in checks)  # each fills the field of its own key
+    assert verify_keys() == {*CHECKS, "reason"}
 
 
-def test_every_step_check_has_a_table_reader_a_findings_field_and_a_dossier_field():
-    """A check added to verify's list without its reader, its findings field or its
-    dossier field (or with another record there) fails here, not in a user's run."""
-    dossier, findings = typing.get_type_hints(Dossier), typing.get_type_hints(Findings)
+def test_every_step_check_has_a_table_reader_and_leaves_a_record_the_dossier_lists():
+    """A check added to verify's list without its reader, or whose report declaration is
+    not in the dossier's list, fails here, not in a user's run."""
     for step in STEPS:
         assert step.key in CHECKS, step.key
-        assert dossier[step.key] == step.record | None, step.key
-        assert findings[step.key] == step.record | None, step.key
+        assert step.report in RECORDS and step.report.key == step.key, step.key
 
 
-@pytest.mark.parametrize("plan", [run.PLAN, existing.PLAN], ids=["rebuild", "existing"])
+@pytest.mark.parametrize("plan", [run.plan(), existing.plan()], ids=["rebuild", "existing"])
 def test_both_plans_end_with_the_checks_in_their_order(plan):
     assert plan[-len(STEPS):] == [(s.key, s.after) for s in STEPS]
 
@@ -68,20 +66,26 @@ def test_every_check_table_problem_is_reported_in_one_error_in_the_checks_order(
 def test_the_example_fills_the_verify_config():
     example = Path(__file__).resolve().parents[2] / "examples" / "embeddings"
     verify = load_project(example).verify
-    assert verify.embedding is not None and verify.resume is not None
-    assert verify.application is None and verify.application_waiver is None
+    assert set(verify.tables) == {"embedding", "resume", "extensions"}
+    assert verify.get("embedding", EmbeddingConfig) is not None
+    assert verify.get("application", ApplicationConfig) is None
 
 
-def test_the_fields_a_reader_fills_are_checked_against_verify_configs_types():
+def test_the_fields_a_reader_fills_are_checked_against_the_types_its_check_declares():
     """A reader names the VerifyConfig fields it fills as text: VerifyConfig.of takes each
-    only as its field's type, and a field it does not have is lockkit's bug, said at once."""
+    only as the type its check declares, and a field no check declares is lockkit's bug,
+    said at once."""
     from lockkit.config.checks.resume import ResumeConfig
 
-    resume = ResumeConfig(none="inference only")
-    assert VerifyConfig.of({"resume": resume, "application_waiver": "a library"}) == \
-        VerifyConfig(resume=resume, application_waiver="a library")
-    assert VerifyConfig.of({"embedding": None}) == VerifyConfig()
+    checks, resume = table_checks(), ResumeConfig(none="inference only")
+    config = VerifyConfig.of({"resume": resume, "application_waiver": "a library"}, checks)
+    assert config == VerifyConfig(tables={"resume": resume, "application_waiver": "a library"})
+    assert config.get("resume", ResumeConfig) == resume
+    assert config.get("application_waiver", str) == "a library"
+    assert VerifyConfig.of({"embedding": None}, checks) == VerifyConfig()
     with pytest.raises(TypeError, match="VerifyConfig.resume: expected ResumeConfig, got str"):
-        VerifyConfig.of({"resume": "none"})
+        VerifyConfig.of({"resume": "none"}, checks)
     with pytest.raises(TypeError, match="no field 'resumes'"):
-        VerifyConfig.of({"resumes": resume})
+        VerifyConfig.of({"resumes": resume}, checks)
+    with pytest.raises(TypeError, match="VerifyConfig.resume: expected str, got ResumeConfig"):
+        config.get("resume", str)

@@ -10,7 +10,7 @@ import pytest
 
 from lockkit._internal.compat import tomllib
 from lockkit.cli import main
-from lockkit.config.checks.embedding import load_embedding_config
+from lockkit.config.checks.embedding import EmbeddingConfig, load_embedding_config
 from lockkit.config.inputs import normalized_inputs
 from lockkit.config.project import find_project, load_project
 from lockkit.errors import ConfigError, UsageError
@@ -307,7 +307,7 @@ def test_defaults_come_from_the_project_dataclass(tmp_path):
     project = load_project(tmp_path)
     assert (project.config_file, project.requirements, project.platforms) == (
         None, ("requirements.in",), ("linux-cpu",))
-    assert (project.python, project.verify.embedding, project.ci.runners) == (None, None, {})
+    assert (project.python, project.verify.tables, project.ci.runners) == (None, {}, {})
 
 
 def test_every_problem_of_the_file_is_reported_in_one_line_with_its_key(tmp_path, capsys):
@@ -347,10 +347,10 @@ def test_a_bad_verify_embedding_fails_verify_before_any_work(tmp_path, capsys, t
 def test_the_example_embedding_table_is_validated_at_load():
     project = load_project(EXAMPLE)
     table = tomllib.loads((EXAMPLE / "lockkit.toml").read_text(encoding="utf-8"))["verify"]
-    assert project.verify.embedding is not None
-    assert project.verify.embedding == load_embedding_config(EXAMPLE, table)
-    assert project.verify.embedding.dtype == "float32" and "{out}" in " ".join(
-        project.verify.embedding.command)
+    embedding = project.verify.get("embedding", EmbeddingConfig)
+    assert embedding is not None
+    assert embedding == load_embedding_config(EXAMPLE, table)
+    assert embedding.dtype == "float32" and "{out}" in " ".join(embedding.command)
 
 
 def test_an_embedding_table_outside_the_project_is_refused_at_load(tmp_path):

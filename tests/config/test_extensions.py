@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from lockkit.config.checks.extensions import ExtensionSpec, extensions_problems
+from lockkit.config.checks.extensions import ExtensionsConfig, ExtensionSpec, extensions_problems
 from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
 from tests.support.project import lockkit
@@ -18,13 +18,13 @@ def test_a_valid_table_loads_into_the_project(tmp_path):
         '[verify.extensions]\ntimeout = 30\nmodules = [\n'
         '  { module = "torchvision.ops", smoke = "module.nms is not None" },\n'
         '  { module = "my_ext._C" },\n]\n')
-    ext = load_project(tmp_path).verify.extensions
+    ext = load_project(tmp_path).verify.get("extensions", ExtensionsConfig)
     assert ext is not None and ext.timeout == 30.0
     assert ext.modules == (ExtensionSpec(module="torchvision.ops", smoke="module.nms is not None"),
                            ExtensionSpec(module="my_ext._C"))
     assert ext.to_dict()["modules"][1] == {"module": "my_ext._C"}
     (tmp_path / "lockkit.toml").write_text('platforms = ["linux-cpu"]\n')
-    assert load_project(tmp_path).verify.extensions is None
+    assert load_project(tmp_path).verify.get("extensions", ExtensionsConfig) is None
 
 
 @pytest.mark.parametrize("table, problem", [

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from lockkit.config.checks.resume import ResumeConfig
 from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
 from tests.support.project import verify_refused_early
@@ -50,6 +51,6 @@ def test_a_bad_resume_table_fails_verify_before_any_work(tmp_path, capsys):
 
 def test_the_example_declares_an_exact_resume_check():
     project = load_project(Path(__file__).resolve().parents[2] / "examples" / "embeddings")
-    resume = project.verify.resume
+    resume = project.verify.get("resume", ResumeConfig)
     assert resume is not None and (resume.atol, resume.rtol) == (0, 0)
     assert resume.steps == 5 and resume.resume_steps == 5

@@ -19,6 +19,7 @@ from lockkit._internal.redact import NO_SECRETS
 from lockkit.cli import main
 from lockkit.report import json as json_format
 from lockkit.report import junit, markdown, write_folder
+from lockkit.report.checks.application import APPLICATION
 from lockkit.report.model import SCHEMA_VERSION, Dossier
 from lockkit.report.records import CommandRecord, Fingerprint, SchemaError, StepResult
 from lockkit.verify.diagnose import diagnose
@@ -165,7 +166,8 @@ def test_issue_14_fields_round_trip_and_render():
     again = Dossier.from_dict(doc)
     assert again == d and again.to_dict() == doc and doc["schema_version"] == SCHEMA_VERSION
     assert doc["steps"][1]["waived"] is True and "waived" not in doc["steps"][0]
-    assert again.application.command == ("{python}", "app.py") and again.waivers[0].waived
+    app = APPLICATION.of(again.checks)
+    assert app is not None and app.command == ("{python}", "app.py") and again.waivers[0].waived
     assert again.fingerprints[0].detail.startswith("app.py: not committed: git add it")
     assert again.result == "passed" and "application" not in again.why_incomplete
     md = markdown.render(again, NO_SECRETS)

@@ -20,6 +20,6 @@ def example_table() -> dict:
 
 
 def example_config() -> EmbeddingConfig:
-    cfg = load_project(EXAMPLE).verify.embedding
+    cfg = load_project(EXAMPLE).verify.get("embedding", EmbeddingConfig)
     assert cfg is not None
     return cfg

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from lockkit.cli import main
+from lockkit.config.checks.embedding import EmbeddingConfig
 from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
 from lockkit.platforms.definitions import load_platforms
@@ -69,7 +70,7 @@ def test_the_application_command_is_told_the_platform_s_device(tmp_path, platfor
         'outputs = ["out/run.json"]\ntimeout = 60\n'
         f'[verify.application.fingerprints]\n"app.py" = "{sha(root / "app.py")}"\n')
     run, step = app_run(root, platform)
-    assert run.found.application is not None and run.found.application.passed
+    assert run.found.checks["application"].passed
     written = json.loads((run.work / "app" / "project" / "out" / "run.json").read_text())
     assert written["device"] == step.detail["device"] == DEVICES[platform]
     assert run.found.application_config["command"][-1] == "{device}"  # as configured
@@ -95,7 +96,7 @@ def test_the_embedding_command_is_told_the_platform_s_device(tmp_path):
     text = text.replace("0" * 64, sha(root / "embed.py"))
     (root / "lockkit.toml").write_text(text.split("[verify.resume]")[0])
     run, step = app_run(root, "linux-rocm64")
-    assert run.found.application is not None and run.found.application.passed
+    assert run.found.checks["application"].passed
     assert (run.work / "app" / "out" / "device.txt").read_text() == "cuda:0"
     assert step.detail["device"] == "cuda:0"
 
@@ -121,7 +122,8 @@ def test_an_unknown_placeholder_is_one_line_naming_the_key(tmp_path, capsys, tab
 def test_the_embedding_table_accepts_device_and_names_a_misspelt_one(tmp_path):
     shutil.copytree(EXAMPLE, tmp_path / "ex", ignore=shutil.ignore_patterns("locks"))
     toml = tmp_path / "ex" / "lockkit.toml"
-    assert load_project(tmp_path / "ex").verify.embedding is not None  # the example uses {device}
+    # the example uses {device}
+    assert load_project(tmp_path / "ex").verify.get("embedding", EmbeddingConfig)
     toml.write_text(toml.read_text().replace('"--device", "{device}"]\n', '"{dev}"]\n', 1))
     with pytest.raises(ConfigError, match=r"verify\.embedding\.command: unknown placeholder "
                                           r"\{dev\}: use \{python\}, \{out\} and \{device\}"):

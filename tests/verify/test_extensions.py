@@ -129,8 +129,8 @@ def test_the_result_round_trips_and_renders():
     assert ExtensionsResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
     assert result.first_error == "import x failed: ModuleNotFoundError: x"
     doc = Dossier(kind="verify", lockkit_version="0", started="now", result="failed",
-                  steps=(), extensions=result)
-    assert Dossier.from_dict(json.loads(json.dumps(doc.to_dict()))).extensions == result
+                  steps=(), checks={"extensions": result})
+    assert Dossier.from_dict(json.loads(json.dumps(doc.to_dict()))).checks == {"extensions": result}
     text = markdown.render(doc, NO_SECRETS)
     assert "## Compiled extensions" in text and "✘ x on cpu: import x failed" in text
     assert "- torch 2.13.0+cpu (cp311-cp311-linux_x86_64, 40 shared libraries)" in text

@@ -199,10 +199,10 @@ def test_resume_result_round_trips_and_renders():
                           first_error="step 6: numpy RNG not restored", max_loss_diff=0.01,
                           command=("{python}", "train.py"))
     dossier = Dossier(kind="verify", lockkit_version="0", started="now", result="failed",
-                      steps=(StepResult(name="resume", status="failed"),), resume=result,
-                      code=GitState(git=False))
+                      steps=(StepResult(name="resume", status="failed"),),
+                      checks={"resume": result}, code=GitState(git=False))
     again = Dossier.from_dict(json.loads(json.dumps(dossier.to_dict())))
-    assert again.resume == result and again == dossier
+    assert again.checks == {"resume": result} and again == dossier
     assert "## Training resume" in markdown.render(again, NO_SECRETS)
     assert "step 6: numpy RNG not restored" in markdown.render(again, NO_SECRETS)
 

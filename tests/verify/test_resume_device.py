@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from lockkit.config.checks.embedding import EmbeddingConfig
+from lockkit.config.checks.resume import ResumeConfig
 from lockkit.config.project import load_project
 from lockkit.platforms.definitions import load_platforms
 from lockkit.verify.checks.resume.step import resume_step
@@ -136,7 +138,7 @@ def resume_on(platform: str, python: Path, root: Path, broken: str = "") -> tupl
 def test_on_a_cuda_platform_the_training_runs_on_cuda0_and_restores_its_generator(
         cuda_python, tmp_path):
     run, step = resume_on("linux-cu126", cuda_python, tmp_path / "faithful")
-    assert run.found.resume is not None and run.found.resume.passed
+    assert run.found.checks["resume"].passed
     assert step.detail["device"] == "cuda:0"
     argvs = step.detail["argv"]
     assert isinstance(argvs, list)
@@ -156,7 +158,7 @@ def test_a_resume_that_restores_only_the_cpu_generators_is_named_on_the_gpu(cuda
 def test_on_a_cpu_platform_the_device_is_cpu_and_there_is_no_device_generator(cuda_python,
                                                                                tmp_path):
     run, step = resume_on("linux-cpu", cuda_python, tmp_path / "cpu", broken="device-rng")
-    assert run.found.resume is not None and run.found.resume.passed  # nothing left out
+    assert run.found.checks["resume"].passed  # nothing left out
     assert step.detail["device"] == "cpu"
     draws = json.loads((run.work / "resume" / "out-A" / "end.json").read_text())["rng"]
     assert set(draws) == {"python", "numpy", "torch"}
@@ -164,6 +166,8 @@ def test_on_a_cpu_platform_the_device_is_cpu_and_there_is_no_device_generator(cu
 
 def test_the_example_passes_the_device_to_both_of_its_commands():
     project = load_project(EXAMPLE)
-    assert project.verify.resume is not None and project.verify.embedding is not None
-    for argv in (project.verify.resume.command, project.verify.embedding.command):
+    resume = project.verify.get("resume", ResumeConfig)
+    embedding = project.verify.get("embedding", EmbeddingConfig)
+    assert resume is not None and embedding is not None
+    for argv in (resume.command, embedding.command):
         assert argv[argv.index("--device") + 1] == "{device}"

@@ -204,4 +204,5 @@ def _read_check(root: Path, verify: Mapping[str, object]) -> tuple[Fields, list[
     return {"application": config, "application_waiver": waiver}, problems
 
 
-CHECK = Check(key="application", read=_read_check, hint=APPLICATION_HINT)
+CHECK = Check(key="application", read=_read_check, hint=APPLICATION_HINT,
+              fields={"application": ApplicationConfig, "application_waiver": str})

@@ -158,4 +158,5 @@ def _read_check(root: Path, verify: Mapping[str, object]) -> tuple[Fields, list[
     return {"embedding": config}, problems
 
 
-CHECK = Check(key="embedding", read=_read_check, hint=EMBEDDING_HINT)
+CHECK = Check(key="embedding", read=_read_check, hint=EMBEDDING_HINT,
+              fields={"embedding": EmbeddingConfig})

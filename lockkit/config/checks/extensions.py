@@ -112,4 +112,5 @@ def _read_check(root: Path, verify: Mapping[str, object]) -> tuple[Fields, list[
     return {"extensions": config}, problems
 
 
-CHECK = Check(key="extensions", read=_read_check, hint=EXTENSIONS_HINT)
+CHECK = Check(key="extensions", read=_read_check, hint=EXTENSIONS_HINT,
+              fields={"extensions": ExtensionsConfig})

@@ -126,4 +126,5 @@ def _read_check(root: Path, verify: Mapping[str, object]) -> tuple[Fields, list[
     return {"resume": config}, problems
 
 
-CHECK = Check(key="resume", read=_read_check, hint=RESUME_HINT)
+CHECK = Check(key="resume", read=_read_check, hint=RESUME_HINT,
+              fields={"resume": ResumeConfig})

@@ -19,7 +19,8 @@ from lockkit._internal.keys import KeyReader
 __all__ = ["DEVICE_USE", "Check", "Fields", "Reader", "command", "fingerprints",
            "relative_path"]
 
-# the VerifyConfig fields a reader fills, by name (VerifyConfig.of checks each one's type)
+# the VerifyConfig fields a reader fills, by name (VerifyConfig.of checks each one's type
+# against the one its Check declares)
 Fields = Mapping[str, object]
 # a reader: (the project's root, the [verify] table as read) -> the VerifyConfig fields it
 # fills, and every problem (key paths, for the caller to prefix with the file)
@@ -35,6 +36,8 @@ class Check:
     key: str  # "resume": the [verify.resume] table, and the step that runs it
     read: Reader
     hint: str
+    # the VerifyConfig fields its reader fills, and each one's type (VerifyConfig.of checks)
+    fields: Mapping[str, type]
 
 
 # Where the commands run: {device} is the platform's torch device (``cpu``, ``cuda:0`` on a

@@ -8,8 +8,13 @@ specialised form (a verdict the application step uses, no step of its own);
 from its checkpoint continues as if it never stopped.
 
 :data:`CHECKS` is the one list of the checks' steps (:class:`StepCheck`): the plans of
-``verify`` and ``verify --existing`` end with them, in this order. A new check is a folder
-here, its line in :data:`CHECKS`, and its table's reader in ``lockkit.config.checks``.
+``verify`` and ``verify --existing`` end with them, in this order. Each line joins the
+check's halves by object: its step, and its report declaration
+(:class:`~lockkit.report.checks.interface.Recorded`: the record the step leaves in
+``run.found.checks``, which ``Findings``, the dossier and ``dossier.md`` loop over). Its
+table's reader is ``lockkit.config.checks``'s, under the same key (config loads first and
+imports no check's step). Why the declaration is split in three:
+:mod:`lockkit.report.checks`.
 
 May import: lockkit.errors, lockkit._internal, lockkit.platforms, lockkit.config,
 lockkit.index, lockkit.lock, lockkit.cache, lockkit.wheelhouse, lockkit.report
@@ -19,9 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from lockkit.report.extrecords import ExtensionsResult
-from lockkit.report.records import ApplicationResult, ResumeResult
+from lockkit.report.checks.application import APPLICATION
+from lockkit.report.checks.extensions import EXTENSIONS
+from lockkit.report.checks.interface import Recorded
+from lockkit.report.checks.resume import RESUME
 from lockkit.verify.checks.application.step import app_step
 from lockkit.verify.checks.extensions.step import extensions_step
 from lockkit.verify.checks.resume.step import resume_step
@@ -34,21 +42,20 @@ __all__ = ["CHECKS", "StepCheck"]
 @dataclass(frozen=True, kw_only=True)
 class StepCheck:
     """One project check's verify side: the step that runs it, after which steps, and the
-    record it leaves in the findings (``run.found.<key>``) for the dossier."""
+    record it leaves in the findings (``run.found.checks[key]``) for the dossier."""
 
     key: str  # the step's name; its [verify.<key>] table (lockkit.config.checks); its record
     after: tuple[str, ...]  # the steps it needs (their names in the plan)
     step: Callable[[Run, Step], None]
-    record: type  # the report record the step leaves in run.found.<key>
+    report: Recorded[Any]  # its report side: the record the step leaves, its key
     # its folder in the run's work folder (the project's copy, the outputs), removed even
     # when the venv is kept
     scratch: str | None = None
 
 
 CHECKS = (
-    StepCheck(key="extensions", after=("system",), step=extensions_step, record=ExtensionsResult),
-    StepCheck(key="application", after=("gpu",), step=app_step, record=ApplicationResult,
+    StepCheck(key="extensions", after=("system",), step=extensions_step, report=EXTENSIONS),
+    StepCheck(key="application", after=("gpu",), step=app_step, report=APPLICATION,
               scratch="app"),
-    StepCheck(key="resume", after=("gpu",), step=resume_step, record=ResumeResult,
-              scratch="resume"),
+    StepCheck(key="resume", after=("gpu",), step=resume_step, report=RESUME, scratch="resume"),
 )

@@ -15,6 +15,7 @@ from lockkit._internal import proc
 from lockkit._internal.fs import sha256_file
 from lockkit.config.checks.application import ApplicationConfig
 from lockkit.config.checks.embedding import EmbeddingConfig
+from lockkit.report.checks.application import APPLICATION
 from lockkit.report.records import ApplicationResult, CheckResult, Fingerprint
 from lockkit.verify.checks.application.compare import compare_files
 from lockkit.verify.checks.embedding import verdict as embedding
@@ -30,13 +31,16 @@ NO_CHECK = ("no application check in lockkit.toml: declare [verify.application] 
 
 
 def app_step(run: Run, step: Step) -> None:
-    checks = run.opts.project.verify  # every table validated when the project loaded
-    if checks.application is not None:
-        _command_check(run, step, checks.application)
-    elif checks.embedding is not None:
-        _embedding_check(run, step, checks.embedding)
-    elif checks.application_waiver:
-        raise StepSkipped(f'application = "none": {checks.application_waiver}', waived=True)
+    tables = run.opts.project.verify  # every table validated when the project loaded
+    application = tables.get("application", ApplicationConfig)
+    embedding_table = tables.get("embedding", EmbeddingConfig)
+    waiver = tables.get("application_waiver", str)
+    if application is not None:
+        _command_check(run, step, application)
+    elif embedding_table is not None:
+        _embedding_check(run, step, embedding_table)
+    elif waiver:
+        raise StepSkipped(f'application = "none": {waiver}', waived=True)
     else:
         raise StepSkipped(NO_CHECK)
 
@@ -104,7 +108,7 @@ def _command_check(run: Run, step: Step, cfg: ApplicationConfig) -> None:
                                   detail=f"against {c.reference}: {detail}"))
         if found and found.worst_path and (worst is None or found.max_abs_diff > worst[0]):
             worst = (found.max_abs_diff, f"{c.output} {found.worst_path}")
-    app = run.found.application = ApplicationResult(
+    app = run.found.checks[APPLICATION.key] = ApplicationResult(
         kind="command", checks=tuple(checks), command=cfg.command,
         returncode=result.returncode, max_abs_diff=worst[0] if worst else None,
         worst_id=worst[1] if worst else None)
@@ -126,7 +130,7 @@ def _embedding_check(run: Run, step: Step, cfg: EmbeddingConfig) -> None:
         raise StepFailed(f"the embedding command exited {result.returncode}: "
                          f"{proc.last_error_line(result.stderr or result.stdout)}")
     verdict = embedding.check_outputs(cfg, copy, out)
-    run.found.application = verdict  # the report's own record (kind "embedding")
+    run.found.checks[APPLICATION.key] = verdict  # the report's own record (kind "embedding")
     step.detail.update(worst_id=verdict.worst_id, max_abs_diff=verdict.max_abs_diff,
                        min_cosine=verdict.min_cosine)
     if not verdict.passed:

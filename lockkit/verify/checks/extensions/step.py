@@ -19,6 +19,8 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from lockkit.config.checks.extensions import ExtensionsConfig
+from lockkit.report.checks.extensions import EXTENSIONS
 from lockkit.report.extrecords import ExtensionCheck, ExtensionsResult, NativePackage
 from lockkit.verify import hang, probe
 from lockkit.verify.context import Run
@@ -61,15 +63,15 @@ def native_packages(wheelhouse: Path | None,
 
 def extensions_step(run: Run, step: Step) -> None:
     """Import each declared module and run its smoke call; ``StepFailed`` on the first
-    that fails. The result goes to ``run.found.extensions`` either way."""
+    that fails. The result goes to ``run.found.checks`` either way."""
     opts = run.opts
     native = native_packages(run.wheelhouse, run.expected)
     step.detail["native packages"] = len(native)
     if run.no_torch:  # the modules are imported and smoke-called without it, on the CPU
         step.detail["torch"] = f"not imported: {run.no_torch}"
-    cfg = opts.project.verify.extensions
+    cfg = opts.project.verify.get("extensions", ExtensionsConfig)
     if cfg is None:
-        run.found.extensions = ExtensionsResult(native=native)
+        run.found.checks[EXTENSIONS.key] = ExtensionsResult(native=native)
         step.detail["declared"] = "none ([verify.extensions] absent)"
         return
     assert run.python is not None
@@ -87,7 +89,7 @@ def extensions_step(run: Run, step: Step) -> None:
     if stalled is not None:
         ended = f"{ended} ({stalled.summary})"
     checks = _checks([m.module for m in cfg.modules], lines, ended, device)
-    run.found.extensions = result = ExtensionsResult(
+    run.found.checks[EXTENSIONS.key] = result = ExtensionsResult(
         checks=checks, native=native, device=device, config=cfg.to_dict(),
         hang=stalled.to_dict() if stalled else None)
     step.detail.update({c.module: c.status for c in checks}, device=device)

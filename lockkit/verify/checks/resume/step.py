@@ -23,6 +23,7 @@ from pathlib import Path
 
 from lockkit._internal import proc
 from lockkit.config.checks.resume import ResumeConfig
+from lockkit.report.checks.resume import RESUME
 from lockkit.report.records import ResumeResult
 from lockkit.verify import hang
 from lockkit.verify.checks.resume.verdict import RUNS, RunOutputError, compare, read_run
@@ -34,7 +35,7 @@ __all__ = ["check_exit", "resume_step"]
 
 
 def resume_step(run: Run, step: Step) -> None:
-    cfg = run.opts.project.verify.resume  # validated when the project was loaded
+    cfg = run.opts.project.verify.get("resume", ResumeConfig)  # validated at load
     if cfg is None and run.no_torch:
         raise StepSkipped(f"{run.no_torch}: no training to resume", waived=True)
     if cfg is None:
@@ -66,7 +67,7 @@ def resume_step(run: Run, step: Step) -> None:
     except RunOutputError as exc:
         raise StepFailed(str(exc)) from None
     verdict = compare(runs, n, m, atol=cfg.atol, rtol=cfg.rtol)
-    run.found.resume = ResumeResult(
+    run.found.checks[RESUME.key] = ResumeResult(
         steps=n, resume_steps=m, passed=verdict.passed, first_error=verdict.first_error,
         diverging_step=verdict.step, max_loss_diff=verdict.max_loss_diff, atol=cfg.atol,
         rtol=cfg.rtol, reason=cfg.reason, command=cfg.command)
