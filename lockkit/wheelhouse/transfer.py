@@ -11,6 +11,10 @@ decides which URL; this decides how its bytes come.
   only; a 206 starts the others at once, up to ``MAX_PARTS`` in all while the host has
   slots to spare (:class:`~lockkit.wheelhouse.line.HostSlots`), each written at its own
   offset of the one partial file (``os.pwrite``); a 200 is read whole, as one stream.
+  A file whose size the lock does not give (an index page without sizes, as the PyTorch
+  index's) is split the same way once the first answer gives it (a 200's
+  ``Content-Length`` with ``Accept-Ranges: bytes``, a 206's ``Content-Range``): that
+  first stream stops where its part ends.
 - Trust: the bytes from byte 0 are hashed in order as they come (a second thread,
   :class:`~lockkit.wheelhouse.sink.Sink`); the parts past the first are hashed in order
   too, read back from the partial file (the page cache) as they land. The whole file's
@@ -54,7 +58,7 @@ from lockkit.wheelhouse.sink import Sink, batches
 __all__ = ["MAX_PARTS", "PART_MIN", "Transfer"]
 
 _log = logging.getLogger(__name__)
-PART_MIN = 32 << 20  # bytes: a file is split only into parts at least this large
+PART_MIN = 16 << 20  # bytes: a file is split only into parts at least this large (aria2: 20M)
 MAX_PARTS = 4  # connections one file may use at once
 _IDENTITY = {"Accept-Encoding": "identity"}  # the file's own bytes, as pip asks
 _REFUSED = ("the server refused the credentials (or got none): check the user info of "
@@ -88,7 +92,7 @@ class Transfer:
         self._helpers: list[threading.Thread] = []
 
     def run(self) -> int:
-        kept = self.cache.resume(self.want.sha256) if self.size else None
+        kept = self.cache.resume(self.want.sha256)
         out, self.partial, have = kept or (*self.cache.new_partial(), 0)
         self.out: Any = out
         self.line.watch(self, None)  # a stop may remove the partial file (abandon)
@@ -125,25 +129,19 @@ class Transfer:
 
     def _take_over(self, have: int) -> None:
         """Hash the bytes an interrupted build left (never taken on their word)."""
-        assert self.size is not None
-        if have > self.size:
+        if self.size is not None and have > self.size:
             return  # not this file's beginning: fetched from byte 0, over it
         hash_range(self.out.fileno(), 0, have, self.digest)
         self.done, self.resumed = have, True
         _log.log(VERBOSE, "%s: resuming the file an interrupted build left, from byte %d "
-                 "of %d", self.want.filename, have, self.size)
+                 "of %s", self.want.filename, have, self.size or "an unknown size")
 
     def _fetch(self) -> None:
         """The file from self.done to its end: one stream, then the parts if any."""
-        least = self.line.part_min
         if self.size is not None and self.done >= self.size:
             self._check()  # an interrupted build had every byte already
             return
-        if POSITIONAL and self.size and self.size - self.done >= 2 * least:
-            step = max(least, -(-(self.size - self.done) // MAX_PARTS))
-            self.head_end = self.done + step
-            self.spans = {s: [min(s + step, self.size), 0]
-                          for s in range(self.head_end, self.size, step)}
+        self._plan()
         try:
             attempts(self.line.policy, self.line.stopped, self.what, self._stream)
             if self.spans:
@@ -157,6 +155,26 @@ class Transfer:
         finally:
             self._halt(Stopped(self.want.filename))  # no helper writes after this
         self._check()
+
+    def _plan(self) -> None:
+        """The parts of [self.done, self.size), where the file is large enough: the first
+        stream stops at ``head_end``, the parts past it are ``spans``."""
+        least = self.line.part_min
+        if POSITIONAL and self.size and self.size - self.done >= 2 * least:
+            step = max(least, -(-(self.size - self.done) // MAX_PARTS))
+            self.head_end = self.done + step
+            self.spans = {s: [min(s + step, self.size), 0]
+                          for s in range(self.head_end, self.size, step)}
+
+    def _learn(self, resp: Any) -> None:
+        """The size the lock did not give, from the first answer; where ranges are
+        served, the rest is split as for a known size."""
+        if self.size is not None:
+            return
+        self.size = learned_size(resp)
+        if self.size is not None and (resp.status_code == 206 or resp.headers.get(
+                "Accept-Ranges", "").strip().lower() == "bytes"):
+            self._plan()
 
     def _restart(self) -> None:
         self.out.seek(0)
@@ -203,6 +221,7 @@ class Transfer:
                 elif resp.status_code != 206 or not served(resp, self.done, end, self.size):
                     raise self._refused(resp)
                 self.validator = self.validator or validator(resp)
+                self._learn(resp)
                 self.out.seek(self.done)
                 if not self._helpers:  # nothing past these bytes is anyone's yet
                     self.out.truncate()
@@ -237,8 +256,8 @@ class Transfer:
             self.line.unwatch(token)
 
     def _refused(self, resp: Any) -> Exception:
-        if resp.status_code in (200, 206):
-            return _NoRanges()
+        if resp.status_code in (200, 206) or (resp.status_code == 416 and self.done):
+            return _NoRanges()  # 416: kept bytes of a file of unknown size were all of it
         return FetchError(f"{masked(self.url)}: HTTP {resp.status_code}",
                           hint=_REFUSED if resp.status_code in (401, 403) else None)
 
@@ -267,19 +286,23 @@ class Transfer:
         cap = self.line.cap(self.want, self.url, resp.headers.get("Content-Length"))
         encoding = resp.headers.get("Content-Encoding", "").strip().lower()
         pieces = resp.iter_raw() if encoding in ("", "identity") else resp.iter_bytes()
-        start = self.done
+        start, stop = self.done, self.head_end  # a 200 split once read goes on past stop
         sink = Sink(self.out, self.digest)
         try:
             with sink:
                 for batch in batches(pieces, CHUNK):
                     if self.line.stopped.is_set():
                         raise Stopped(self.want.filename)
+                    if stop is not None:
+                        batch = _upto(batch, stop - start - sink.queued)
                     n = sum(map(len, batch))
                     if start + sink.queued + n > cap.limit:
                         raise cap.error(start + sink.queued + n)
                     sink.put(batch)
                     self.moved += n
                     self.line.report(self.want.sha256, start + sink.queued)
+                    if stop is not None and start + sink.queued >= stop:
+                        break  # the parts fetch the rest
         finally:
             self.done = start + sink.written
 
@@ -396,3 +419,26 @@ class Transfer:
         if digest != self.want.sha256:
             raise HashMismatch(f"{self.what}: sha256 {digest} does not match the lock's "
                                f"{self.want.sha256}; the file was discarded")
+
+
+def learned_size(resp: Any) -> int | None:
+    """A file's size from an answer: a 206's ``Content-Range`` total, a 200's
+    ``Content-Length``; None where the body is encoded (its length is not the file's)."""
+    if resp.headers.get("Content-Encoding", "").strip().lower() not in ("", "identity"):
+        return None
+    if resp.status_code == 206:
+        total = resp.headers.get("Content-Range", "").rpartition("/")[2].strip()
+    else:
+        total = resp.headers.get("Content-Length", "").strip()
+    return int(total) if total.isdigit() else None
+
+
+def _upto(batch: list[bytes], room: int) -> list[bytes]:
+    """The first *room* bytes of *batch* (pieces, not copied but the last one cut)."""
+    kept: list[bytes] = []
+    for piece in batch:
+        if room <= 0:
+            break
+        kept.append(piece[:room] if len(piece) > room else piece)
+        room -= len(kept[-1])
+    return kept
