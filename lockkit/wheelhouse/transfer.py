@@ -8,13 +8,12 @@ decides which URL; this decides how its bytes come.
   (:func:`lockkit.index.retry.attempts`, the policy passed in by the caller). A 200
   to a Range (the server ignores ranges, or the file changed) starts again from byte 0.
 - A file of at least ``2 * PART_MIN`` bytes of a known size is asked for its first part
-  only; a 206 starts the others at once, up to ``MAX_PARTS`` in all while the host has
-  slots to spare (:class:`~lockkit.wheelhouse.line.HostSlots`), each written at its own
-  offset of the one partial file (``os.pwrite``); a 200 is read whole, as one stream.
-  A file whose size the lock does not give (an index page without sizes, as the PyTorch
-  index's) is split the same way once the first answer gives it (a 200's
-  ``Content-Length`` with ``Accept-Ranges: bytes``, a 206's ``Content-Range``): that
-  first stream stops where its part ends.
+  only; a 206 starts the others at once, up to ``MAX_PARTS`` in all, each waiting for a
+  slot of the host in turn with the files (:class:`~lockkit.wheelhouse.line.HostSlots`),
+  each written at its own offset of the one partial file (``os.pwrite``); a 200 is read
+  whole, as one stream.
+  A file of a size the lock does not give (the PyTorch index's pages) is split once the
+  first answer gives it (``Content-Length`` and ``Accept-Ranges``, ``Content-Range``).
 - Trust: the bytes from byte 0 are hashed in order as they come (a second thread,
   :class:`~lockkit.wheelhouse.sink.Sink`); the parts past the first are hashed in order
   too, read back from the partial file (the page cache) as they land. The whole file's
@@ -48,9 +47,13 @@ from lockkit.wheelhouse.line import (
     Line,
     Stopped,
     Unserved,
+    follow,
     gave_up,
     hash_range,
+    learned_size,
+    prefix,
     served,
+    upto,
     validator,
 )
 from lockkit.wheelhouse.sink import Sink, batches
@@ -114,7 +117,7 @@ class Transfer:
             return self.moved
         except BaseException as exc:
             if isinstance(exc, HashMismatch) or not self.size or not self.cache.keep(
-                    self.partial, self.want.sha256, self._prefix()):
+                    self.partial, self.want.sha256, prefix(self.done, self.head_end, self.spans)):
                 self.partial.unlink(missing_ok=True)
             raise
         finally:
@@ -167,8 +170,7 @@ class Transfer:
                           for s in range(self.head_end, self.size, step)}
 
     def _learn(self, resp: Any) -> None:
-        """The size the lock did not give, from the first answer; where ranges are
-        served, the rest is split as for a known size."""
+        """The size the lock did not give, from the first answer (split where ranges are)."""
         if self.size is not None:
             return
         self.size = learned_size(resp)
@@ -181,20 +183,6 @@ class Transfer:
         self.out.truncate()
         self.done, self.digest, self.head_end, self.spans = 0, hashlib.sha256(), None, {}
         self._todo, self._errors = [], []  # the helpers, if any, were halted
-
-    def _prefix(self) -> int:
-        """The bytes from byte 0 that are in the file, no gap among them."""
-        end = self.done
-        if self.head_end is not None and end < self.head_end:
-            return end
-        for start in sorted(self.spans):
-            stop, got = self.spans[start]
-            if start != end:
-                break
-            end = start + got
-            if end < stop:
-                break
-        return end
 
     def _stream(self, attempt: int) -> None:
         """One attempt at the stream from self.done to self.head_end (None: the end)."""
@@ -294,7 +282,7 @@ class Transfer:
                     if self.line.stopped.is_set():
                         raise Stopped(self.want.filename)
                     if stop is not None:
-                        batch = _upto(batch, stop - start - sink.queued)
+                        batch = upto(batch, stop - start - sink.queued)
                     n = sum(map(len, batch))
                     if start + sink.queued + n > cap.limit:
                         raise cap.error(start + sink.queued + n)
@@ -307,21 +295,29 @@ class Transfer:
             self.done = start + sink.written
 
     def _launch(self) -> None:
-        """Start the parts past the first stream on helpers, one per slot its host has to
-        spare, as soon as the first answer says ranges are served (a 206)."""
+        """Start the parts past the first stream on helpers as soon as the first answer
+        says ranges are served (a 206, or a 200 that gave the size): each waits for a slot
+        of the host, in turn with the files waiting for one, so the large files' parts
+        take the connections the small files leave (rather than only those spare at the
+        first answer), and the last seconds are not one stream."""
         if self._helpers or not self.spans:
             return
         self._todo = sorted(self.spans)
         for _ in range(min(MAX_PARTS - 1, len(self._todo))):
-            release = self.line.hosts.spare(self.url)
-            if release is None:
-                break
-            self._helpers.append(threading.Thread(target=self._runner, args=(release,),
-                                                  daemon=True, name="lockkit-part"))
+            self._helpers.append(threading.Thread(target=self._helper, daemon=True,
+                                                  name="lockkit-part"))
             self._helpers[-1].start()
 
+    def _helper(self) -> None:
+        release = self.line.hosts.take(self.url, lambda: bool(self._errors or not self._todo))
+        if release is None:  # a stop, a failure, or no part left for it
+            with self._moved:
+                self._moved.notify_all()
+            return
+        self._runner(release)
+
     def _halt(self, why: BaseException) -> None:
-        """No part is started after this, and every helper has ended."""
+        """No part starts after this; every helper has ended."""
         if self._helpers:
             self._errors.append(why)
         for helper in self._helpers:
@@ -330,11 +326,13 @@ class Transfer:
 
     def _parts(self) -> None:
         """The parts no helper took, on this thread, once the first stream is in; their
-        bytes hashed in order as they land (:meth:`_follow`)."""
+        bytes hashed in order as they land (:func:`~lockkit.wheelhouse.line.follow`)."""
         self.out.flush()
         self._launch()  # none started yet (the first answer was cut): start them now
         self._runner(None)
-        hashed = self._follow()
+        going = lambda: not self._errors and any(h.is_alive() for h in self._helpers)  # noqa: E731
+        hashed = follow(self.spans, self.head_end or 0, self._moved, going, self.out.fileno(),
+                        self.digest)
         for helper in self._helpers:
             helper.join()
         if self._errors:
@@ -343,26 +341,6 @@ class Transfer:
         if hashed != self.size:
             raise FetchError(f"{self.what}: the parts ended at byte {hashed}")
         self.done = hashed
-
-    def _follow(self) -> int:
-        """Hash the parts' bytes in order while they land, read back from the file (the
-        page cache): little is left to hash after the last byte. Returns the end of the
-        bytes hashed (short of the file's end when a part failed)."""
-        assert self.head_end is not None
-        pos = self.head_end
-        for start in sorted(self.spans):
-            end = self.spans[start][0]
-            while pos < end:
-                with self._moved:
-                    while start + self.spans[start][1] <= pos and not self._errors and any(
-                            helper.is_alive() for helper in self._helpers):
-                        self._moved.wait(0.5)
-                    upto = start + self.spans[start][1]
-                if upto <= pos:
-                    return pos  # the part failed, or no one fetches it any more
-                hash_range(self.out.fileno(), pos, upto, self.digest)
-                pos = upto
-        return pos
 
     def _runner(self, release: Callable[[], None] | None) -> None:
         try:
@@ -420,25 +398,3 @@ class Transfer:
             raise HashMismatch(f"{self.what}: sha256 {digest} does not match the lock's "
                                f"{self.want.sha256}; the file was discarded")
 
-
-def learned_size(resp: Any) -> int | None:
-    """A file's size from an answer: a 206's ``Content-Range`` total, a 200's
-    ``Content-Length``; None where the body is encoded (its length is not the file's)."""
-    if resp.headers.get("Content-Encoding", "").strip().lower() not in ("", "identity"):
-        return None
-    if resp.status_code == 206:
-        total = resp.headers.get("Content-Range", "").rpartition("/")[2].strip()
-    else:
-        total = resp.headers.get("Content-Length", "").strip()
-    return int(total) if total.isdigit() else None
-
-
-def _upto(batch: list[bytes], room: int) -> list[bytes]:
-    """The first *room* bytes of *batch* (pieces, not copied but the last one cut)."""
-    kept: list[bytes] = []
-    for piece in batch:
-        if room <= 0:
-            break
-        kept.append(piece[:room] if len(piece) > room else piece)
-        room -= len(kept[-1])
-    return kept
