@@ -12,7 +12,8 @@ from lockkit.index.http import PER_HOST
 
 __all__ = ["JOBS", "wheelhouse"]
 
-JOBS = 8  # files at once: what a link to a CDN sustains, whatever the core count
+JOBS = 16  # files at once, and connections to one host: measured against 8 and 32 on a
+# CDN-like edge (benchmarks/cudaset.py; docs/explanation/benchmarks.md says why)
 
 
 def wheelhouse(sub: Any) -> None:

@@ -131,7 +131,7 @@ def _item(project: Project, name: str, version: str, dist: PackageWheel | Packag
 
 
 def build(project: Project, platform: Platform, out: Path, *, client: Any, cache: Cache,
-          find_links: tuple[Path, ...] = (), jobs: int = 8,
+          find_links: tuple[Path, ...] = (), jobs: int = 16,
           on_file: Callable[[Got], None] | None = None,
           on_bytes: Callable[[int], None] | None = None,
           items: list[Item] | None = None, lock: Lock | None = None,
