@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["fresh", "Options", "Result", "Sample", "Pairs", "Target", "FastIndex", "bench_env",
-           "cli", "finish", "lockkit_argv", "measure_pairs", "median_s", "peak_rss",
+__all__ = ["fresh", "guard", "Options", "Result", "Sample", "Pairs", "Target", "FastIndex",
+           "bench_env", "cli", "finish", "lockkit_argv", "measure_pairs", "median_s", "peak_rss",
            "print_table", "run", "run_timed", "synthetic_wheel", "workdir"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,6 +72,13 @@ class Target:
 
     def __str__(self) -> str:
         return f"{self.op} {self.limit:g}"
+
+
+def guard(recorded: float) -> Target:
+    """A row that is no longer a target (its floor, the dependencies' own imports, is
+    accepted): it fails only when it gets worse than *recorded*, the ratio it had when it
+    became a guard (issue 35's closing run), by more than 10%."""
+    return Target(op="<=", limit=round(recorded * 1.1, 2))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,19 +23,23 @@ from __future__ import annotations
 import functools
 import hashlib
 import http.server
+import json
 import os
 import re
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 import _harness as h
 
-__all__ = ["measure"]
+__all__ = ["Edge", "measure"]
 
 MB = h.MB
 RATE = 10 * MB  # bytes per second per connection: what one CDN connection gives
@@ -45,10 +49,65 @@ RESUME = h.Target(op="<=", limit=1.2)
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)")
 
 
-def serve(folder: str, rate: int, cut: bool) -> None:
+class Link:
+    """The link all connections share: at most *rate* bytes per second in all (a token
+    bucket: each step of each connection takes its slot in turn, and waits for it)."""
+
+    def __init__(self, rate: int) -> None:
+        self.rate, self.free, self.lock = rate, 0.0, threading.Lock()
+
+    def take(self, n: int) -> None:
+        if not self.rate:
+            return
+        with self.lock:
+            now = time.monotonic()
+            start = max(self.free, now - 0.05)  # a burst of 50 ms at most after a pause
+            self.free = start + n / self.rate
+        if start > now:
+            time.sleep(start - now)
+
+
+class State:
+    """What the edge does and has done: the fraction of each file at which the first
+    answer that crosses it is cut (0: none; *only*: that file alone), and the body bytes
+    sent per file (``GET /_sent``; ``GET /_control?cut=0.6&only=<name>`` sets the cut
+    and starts the counts again)."""
+
+    def __init__(self, cut_at: float) -> None:
+        self.cut_at, self.only = cut_at, ""
+        self.cut_done: set[str] = set()
+        self.sent: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def count(self, name: str, n: int) -> None:
+        with self.lock:
+            self.sent[name] = self.sent.get(name, 0) + n
+
+    def control(self, query: str) -> bytes:
+        asked = urllib.parse.parse_qs(query)
+        with self.lock:
+            before = dict(self.sent)
+            if "cut" in asked:
+                self.cut_at = float(asked["cut"][0])
+                self.only = asked.get("only", [""])[0]
+                self.cut_done, self.sent = set(), {}
+        return json.dumps(before).encode()
+
+    def stop_at(self, name: str, size: int, start: int, end: int) -> int:
+        at = int(size * self.cut_at)
+        with self.lock:
+            if not self.cut_at or (self.only and name != self.only) or name in self.cut_done \
+                    or not start < at < end:
+                return end
+            self.cut_done.add(name)
+        return at
+
+
+def serve(folder: str, rate: int, cut: bool, link_rate: int = 0) -> None:
     """The server process: the files of *folder* at ``/<name>``, *rate* bytes per second
-    per connection; with *cut*, each file's first answer is cut at half the file."""
-    root, cut_done = Path(folder), set()
+    per connection, *link_rate* in all (0: no link cap); with *cut*, the first answer
+    that crosses half of a file is cut there."""
+    root, state, link = Path(folder), State(0.5 if cut else 0.0), Link(link_rate)
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -57,6 +116,14 @@ def serve(folder: str, rate: int, cut: bool) -> None:
             pass
 
         def do_GET(self) -> None:
+            where, _, query = self.path.partition("?")
+            if where in ("/_sent", "/_control"):
+                body = state.control(query if where == "/_control" else "")
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
             path = root / self.path.lstrip("/")
             if "/" in self.path.lstrip("/") or not path.is_file():
                 self.send_error(404)
@@ -77,11 +144,9 @@ def serve(folder: str, rate: int, cut: bool) -> None:
             self.send_header("Accept-Ranges", "bytes")
             self.end_headers()
             self.wfile.flush()
-            stop = end
-            if cut and path.name not in cut_done:
-                cut_done.add(path.name)
-                stop = min(end, size // 2)
-            _send(self.connection, path, start, stop, rate)
+            stop = state.stop_at(path.name, size, start, end)
+            sent = _send(self.connection, path, start, stop, rate, link)
+            state.count(path.name, sent)
             if stop < end:
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
@@ -98,37 +163,52 @@ def serve(folder: str, rate: int, cut: bool) -> None:
     server.serve_forever()
 
 
-def _send(sock: socket.socket, path: Path, start: int, end: int, rate: int) -> None:
-    """Bytes [start, end) of *path* at most *rate* bytes per second."""
+def _send(sock: socket.socket, path: Path, start: int, end: int, rate: int,
+          link: Link | None = None) -> int:
+    """Bytes [start, end) of *path* at most *rate* bytes per second, each step through
+    the *link*; returns the bytes sent."""
     began, sent, step = time.monotonic(), 0, 256 << 10
     try:
         with path.open("rb") as f:
             while start + sent < end:
-                sent += os.sendfile(sock.fileno(), f.fileno(), start + sent,
-                                    min(step, end - start - sent))
+                n = min(step, end - start - sent)
+                if link is not None:
+                    link.take(n)
+                sent += os.sendfile(sock.fileno(), f.fileno(), start + sent, n)
                 ahead = sent / rate - (time.monotonic() - began)
                 if ahead > 0:
                     time.sleep(ahead)
     except OSError:
         pass
+    return sent
 
 
 _SERVE = ("import sys; sys.path.insert(0, sys.argv[1]); import edge; "
-          "edge.serve(sys.argv[2], int(sys.argv[3]), sys.argv[4] == '1')")
+          "edge.serve(sys.argv[2], int(sys.argv[3]), sys.argv[4] == '1', int(sys.argv[5]))")
 
 
 class Edge:
     """The server process for *folder*, stopped on exit."""
 
-    def __init__(self, folder: Path, *, cut: bool = False) -> None:
+    def __init__(self, folder: Path, *, cut: bool = False, rate: int = RATE,
+                 link: int = 0) -> None:
         self.proc = subprocess.Popen([sys.executable, "-c", _SERVE, str(Path(__file__).parent),
-                                      str(folder), str(RATE), "1" if cut else "0"],
+                                      str(folder), str(rate), "1" if cut else "0", str(link)],
                                      stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         self.url = f"http://127.0.0.1:{self.proc.stdout.readline().strip()}"
 
     def __enter__(self) -> Edge:
         return self
+
+    def sent(self, cut: float | None = None, only: str = "") -> dict[str, int]:
+        """The body bytes sent per file since the last reset; with *cut*, a reset that
+        cuts the first answer crossing that fraction of each file (of *only*)."""
+        query = "" if cut is None else "?" + urllib.parse.urlencode({"cut": cut, "only": only})
+        with urllib.request.urlopen(f"{self.url}/{'_control' if query else '_sent'}{query}",
+                                    timeout=30) as resp:
+            found: dict[str, int] = json.loads(resp.read())
+        return found
 
     def __exit__(self, *exc: object) -> None:
         self.proc.kill()

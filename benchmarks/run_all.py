@@ -1,4 +1,4 @@
-"""Every benchmark target (issue 16's, and diagnose's of issue 26), one after another, and
+"""Every benchmark target (issues 16 and 44, and diagnose's of issue 26), one after another, and
 one summary table.
 
 `nox -s benchmark` runs this. Each benchmark is also a script of its own
@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import _harness as h
 import compile as compile_
+import cudaset
 import diagnose
 import download
 import edge
@@ -28,7 +29,8 @@ __all__ = ["BENCHMARKS", "main"]
 
 BENCHMARKS: dict[str, Callable[[h.Options], list[h.Result]]] = {
     "startup": startup.measure, "compile": compile_.measure, "wheelhouse": wheelhouse.measure,
-    "download": download.measure, "edge": edge.measure, "rss": rss.measure,
+    "download": download.measure, "edge": edge.measure, "cudaset": cudaset.measure,
+    "rss": rss.measure,
     "verify": verify.measure,
     "diagnose": diagnose.measure,
 }
@@ -52,7 +54,7 @@ def run_one(name: str, measure: Callable[[h.Options], list[h.Result]],
 def main() -> int:
     opts = h.cli(__doc__ or "")
     results = [r for name, measure in BENCHMARKS.items() for r in run_one(name, measure, opts)]
-    return h.finish("summary: the targets of issues 16 and 35", results, opts)
+    return h.finish("summary: the targets of issues 16, 35 and 44", results, opts)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ from lockkit.index.http import PER_HOST
 
 __all__ = ["JOBS", "wheelhouse"]
 
-JOBS = 8  # files at once: what a link to a CDN sustains, whatever the core count
+JOBS = 16  # files at once, and connections to one host: measured against 8 and 32 on a
+# CDN-like edge (benchmarks/cudaset.py; docs/explanation/benchmarks.md says why)
 
 
 def wheelhouse(sub: Any) -> None:
@@ -48,10 +49,12 @@ def _wheelhouse_build(whsub: Any) -> None:
                        help="folder of files to take by hash before downloading (repeatable)")
     # Sized for the network, not the cores: a download waits on its link (a CDN edge caps
     # each connection), and the bytes cost little CPU (1 MiB reads, hashed on a second
-    # thread). At most PER_HOST connections go to one host, files and ranged parts together.
+    # thread). At most max(PER_HOST, --jobs) connections go to one host, files and ranged
+    # parts together.
     build.add_argument("--jobs", type=int, default=JOBS,
                        help=f"files downloaded at once (default {JOBS}); at most {PER_HOST} "
-                            "connections to one host, a large file's ranged parts included")
+                            "connections to one host (or JOBS, when larger), a large "
+                            "file's ranged parts included")
     build.add_argument("--cache-dir", type=Path, metavar="DIR",
                        help="content-addressed download cache (default: the user cache folder, "
                             "or $LOCKKIT_CACHE_DIR)")

@@ -39,6 +39,7 @@ from lockkit._internal.redact import masked
 from lockkit.cache.store import Cache, copy_file
 from lockkit.config.project import Project
 from lockkit.errors import BuildError, ConfigError, HashMismatch
+from lockkit.index.http import PER_HOST
 from lockkit.index.urls import Mirrors
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
@@ -130,7 +131,7 @@ def _item(project: Project, name: str, version: str, dist: PackageWheel | Packag
 
 
 def build(project: Project, platform: Platform, out: Path, *, client: Any, cache: Cache,
-          find_links: tuple[Path, ...] = (), jobs: int = 8,
+          find_links: tuple[Path, ...] = (), jobs: int = 16,
           on_file: Callable[[Got], None] | None = None,
           on_bytes: Callable[[int], None] | None = None,
           items: list[Item] | None = None, lock: Lock | None = None,
@@ -140,8 +141,9 @@ def build(project: Project, platform: Platform, out: Path, *, client: Any, cache
         lock, items = plan(project, platform, lock=lock)
     cache.sweep()
     outdir.sweep_stale(out)
+    # --jobs above PER_HOST raises the connections to one host with it (parts included)
     fetcher = Fetcher(client, cache, policy=client.policy, find_links=find_links, on_bytes=on_bytes,
-                      max_page=project.max_page_size << 20,
+                      max_page=project.max_page_size << 20, per_host=max(PER_HOST, jobs),
                       mirrors=Mirrors(project.mirrors, project.secrets))
     # the SBOM writer's imports on this thread while the files come, not after the last byte
     gots = fetch_items(fetcher, items, jobs, on_file, meanwhile=sbom.load)

@@ -3,8 +3,8 @@
 connections to one host at ``PER_HOST`` (:class:`HostSlots`), the two ways a download
 ends that are not its file's fault (:class:`Stopped`, :class:`Unserved`), and the small
 rules of ranges: the range a 206 says it holds (:func:`served`), what ``If-Range`` may
-carry (:func:`validator`), and bytes of the partial file hashed in place
-(:func:`hash_range`)."""
+carry (:func:`validator`), a file's size from an answer (:func:`learned_size`), and
+bytes of the partial file hashed in place (:func:`hash_range`)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from lockkit.cache.store import CHUNK
 from lockkit.index.retry import RetryRule
 
 __all__ = ["POSITIONAL", "HostSlots", "Line", "Stopped", "Unserved", "gave_up", "hash_range",
-           "served", "validator"]
+           "follow", "learned_size", "prefix", "served", "upto", "validator"]
 
 POSITIONAL = hasattr(os, "pwrite")  # not on Windows: one stream there
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
@@ -69,10 +69,17 @@ class HostSlots:
         finally:
             slot.release()
 
-    def spare(self, url: str) -> Callable[[], None] | None:
-        """A slot of *url*'s host if one is free now (its release), else None."""
+    def take(self, url: str, needless: Callable[[], bool]) -> Callable[[], None] | None:
+        """A slot of *url*'s host, waited for (its release); None once the line is
+        stopped or *needless* says the slot is no longer wanted."""
         slot = self._of(url)
-        return slot.release if slot.acquire(blocking=False) else None
+        while not slot.acquire(timeout=0.05):
+            if self._stopped.is_set() or needless():
+                return None
+        if needless():
+            slot.release()
+            return None
+        return slot.release
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,3 +137,63 @@ def validator(resp: Any) -> str | None:
     if etag and not etag.startswith("W/"):
         return etag
     return resp.headers.get("Last-Modified") or None
+
+
+def learned_size(resp: Any) -> int | None:
+    """A file's size from an answer: a 206's ``Content-Range`` total, a 200's
+    ``Content-Length``; None where the body is encoded (its length is not the file's)."""
+    if resp.headers.get("Content-Encoding", "").strip().lower() not in ("", "identity"):
+        return None
+    if resp.status_code == 206:
+        total = resp.headers.get("Content-Range", "").rpartition("/")[2].strip()
+    else:
+        total = resp.headers.get("Content-Length", "").strip()
+    return int(total) if total.isdigit() else None
+
+
+def upto(batch: list[bytes], room: int) -> list[bytes]:
+    """The first *room* bytes of *batch* (pieces, not copied but the last one cut)."""
+    kept: list[bytes] = []
+    for piece in batch:
+        if room <= 0:
+            break
+        kept.append(piece[:room] if len(piece) > room else piece)
+        room -= len(kept[-1])
+    return kept
+
+
+def prefix(done: int, head_end: int | None, spans: dict[int, list[int]]) -> int:
+    """The bytes from byte 0 that are in the file, no gap among them: the first stream's
+    *done*, then each part (*spans*: start -> [end, bytes written]) that follows on."""
+    end = done
+    if head_end is not None and end < head_end:
+        return end
+    for start in sorted(spans):
+        stop, got = spans[start]
+        if start != end:
+            break
+        end = start + got
+        if end < stop:
+            break
+    return end
+
+
+def follow(spans: dict[int, list[int]], head_end: int, moved: threading.Condition,
+           going: Callable[[], bool], fd: int, digest: Any) -> int:
+    """Hash the parts' bytes in order while they land, read back from the file *fd* (the
+    page cache): little is left to hash after the last byte. *moved* is notified as bytes
+    land; *going*: whether a part may still land. Returns the end of the bytes hashed
+    (short of the file's end when a part failed)."""
+    pos = head_end
+    for start in sorted(spans):
+        end = spans[start][0]
+        while pos < end:
+            with moved:
+                while start + spans[start][1] <= pos and going():
+                    moved.wait(0.5)
+                reached = start + spans[start][1]
+            if reached <= pos:
+                return pos  # the part failed, or no one fetches it any more
+            hash_range(fd, pos, reached, digest)
+            pos = reached
+    return pos

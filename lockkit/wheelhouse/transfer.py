@@ -8,9 +8,12 @@ decides which URL; this decides how its bytes come.
   (:func:`lockkit.index.retry.attempts`, the policy passed in by the caller). A 200
   to a Range (the server ignores ranges, or the file changed) starts again from byte 0.
 - A file of at least ``2 * PART_MIN`` bytes of a known size is asked for its first part
-  only; a 206 starts the others at once, up to ``MAX_PARTS`` in all while the host has
-  slots to spare (:class:`~lockkit.wheelhouse.line.HostSlots`), each written at its own
-  offset of the one partial file (``os.pwrite``); a 200 is read whole, as one stream.
+  only; a 206 starts the others at once, up to ``MAX_PARTS`` in all, each waiting for a
+  slot of the host in turn with the files (:class:`~lockkit.wheelhouse.line.HostSlots`),
+  each written at its own offset of the one partial file (``os.pwrite``); a 200 is read
+  whole, as one stream.
+  A file of a size the lock does not give (the PyTorch index's pages) is split once the
+  first answer gives it (``Content-Length`` and ``Accept-Ranges``, ``Content-Range``).
 - Trust: the bytes from byte 0 are hashed in order as they come (a second thread,
   :class:`~lockkit.wheelhouse.sink.Sink`); the parts past the first are hashed in order
   too, read back from the partial file (the page cache) as they land. The whole file's
@@ -44,9 +47,13 @@ from lockkit.wheelhouse.line import (
     Line,
     Stopped,
     Unserved,
+    follow,
     gave_up,
     hash_range,
+    learned_size,
+    prefix,
     served,
+    upto,
     validator,
 )
 from lockkit.wheelhouse.sink import Sink, batches
@@ -54,7 +61,7 @@ from lockkit.wheelhouse.sink import Sink, batches
 __all__ = ["MAX_PARTS", "PART_MIN", "Transfer"]
 
 _log = logging.getLogger(__name__)
-PART_MIN = 32 << 20  # bytes: a file is split only into parts at least this large
+PART_MIN = 16 << 20  # bytes: a file is split only into parts at least this large (aria2: 20M)
 MAX_PARTS = 4  # connections one file may use at once
 _IDENTITY = {"Accept-Encoding": "identity"}  # the file's own bytes, as pip asks
 _REFUSED = ("the server refused the credentials (or got none): check the user info of "
@@ -88,7 +95,7 @@ class Transfer:
         self._helpers: list[threading.Thread] = []
 
     def run(self) -> int:
-        kept = self.cache.resume(self.want.sha256) if self.size else None
+        kept = self.cache.resume(self.want.sha256)
         out, self.partial, have = kept or (*self.cache.new_partial(), 0)
         self.out: Any = out
         self.line.watch(self, None)  # a stop may remove the partial file (abandon)
@@ -110,7 +117,7 @@ class Transfer:
             return self.moved
         except BaseException as exc:
             if isinstance(exc, HashMismatch) or not self.size or not self.cache.keep(
-                    self.partial, self.want.sha256, self._prefix()):
+                    self.partial, self.want.sha256, prefix(self.done, self.head_end, self.spans)):
                 self.partial.unlink(missing_ok=True)
             raise
         finally:
@@ -125,25 +132,19 @@ class Transfer:
 
     def _take_over(self, have: int) -> None:
         """Hash the bytes an interrupted build left (never taken on their word)."""
-        assert self.size is not None
-        if have > self.size:
+        if self.size is not None and have > self.size:
             return  # not this file's beginning: fetched from byte 0, over it
         hash_range(self.out.fileno(), 0, have, self.digest)
         self.done, self.resumed = have, True
         _log.log(VERBOSE, "%s: resuming the file an interrupted build left, from byte %d "
-                 "of %d", self.want.filename, have, self.size)
+                 "of %s", self.want.filename, have, self.size or "an unknown size")
 
     def _fetch(self) -> None:
         """The file from self.done to its end: one stream, then the parts if any."""
-        least = self.line.part_min
         if self.size is not None and self.done >= self.size:
             self._check()  # an interrupted build had every byte already
             return
-        if POSITIONAL and self.size and self.size - self.done >= 2 * least:
-            step = max(least, -(-(self.size - self.done) // MAX_PARTS))
-            self.head_end = self.done + step
-            self.spans = {s: [min(s + step, self.size), 0]
-                          for s in range(self.head_end, self.size, step)}
+        self._plan()
         try:
             attempts(self.line.policy, self.line.stopped, self.what, self._stream)
             if self.spans:
@@ -158,25 +159,30 @@ class Transfer:
             self._halt(Stopped(self.want.filename))  # no helper writes after this
         self._check()
 
+    def _plan(self) -> None:
+        """The parts of [self.done, self.size), where the file is large enough: the first
+        stream stops at ``head_end``, the parts past it are ``spans``."""
+        least = self.line.part_min
+        if POSITIONAL and self.size and self.size - self.done >= 2 * least:
+            step = max(least, -(-(self.size - self.done) // MAX_PARTS))
+            self.head_end = self.done + step
+            self.spans = {s: [min(s + step, self.size), 0]
+                          for s in range(self.head_end, self.size, step)}
+
+    def _learn(self, resp: Any) -> None:
+        """The size the lock did not give, from the first answer (split where ranges are)."""
+        if self.size is not None:
+            return
+        self.size = learned_size(resp)
+        if self.size is not None and (resp.status_code == 206 or resp.headers.get(
+                "Accept-Ranges", "").strip().lower() == "bytes"):
+            self._plan()
+
     def _restart(self) -> None:
         self.out.seek(0)
         self.out.truncate()
         self.done, self.digest, self.head_end, self.spans = 0, hashlib.sha256(), None, {}
         self._todo, self._errors = [], []  # the helpers, if any, were halted
-
-    def _prefix(self) -> int:
-        """The bytes from byte 0 that are in the file, no gap among them."""
-        end = self.done
-        if self.head_end is not None and end < self.head_end:
-            return end
-        for start in sorted(self.spans):
-            stop, got = self.spans[start]
-            if start != end:
-                break
-            end = start + got
-            if end < stop:
-                break
-        return end
 
     def _stream(self, attempt: int) -> None:
         """One attempt at the stream from self.done to self.head_end (None: the end)."""
@@ -203,6 +209,7 @@ class Transfer:
                 elif resp.status_code != 206 or not served(resp, self.done, end, self.size):
                     raise self._refused(resp)
                 self.validator = self.validator or validator(resp)
+                self._learn(resp)
                 self.out.seek(self.done)
                 if not self._helpers:  # nothing past these bytes is anyone's yet
                     self.out.truncate()
@@ -237,8 +244,8 @@ class Transfer:
             self.line.unwatch(token)
 
     def _refused(self, resp: Any) -> Exception:
-        if resp.status_code in (200, 206):
-            return _NoRanges()
+        if resp.status_code in (200, 206) or (resp.status_code == 416 and self.done):
+            return _NoRanges()  # 416: kept bytes of a file of unknown size were all of it
         return FetchError(f"{masked(self.url)}: HTTP {resp.status_code}",
                           hint=_REFUSED if resp.status_code in (401, 403) else None)
 
@@ -267,38 +274,50 @@ class Transfer:
         cap = self.line.cap(self.want, self.url, resp.headers.get("Content-Length"))
         encoding = resp.headers.get("Content-Encoding", "").strip().lower()
         pieces = resp.iter_raw() if encoding in ("", "identity") else resp.iter_bytes()
-        start = self.done
+        start, stop = self.done, self.head_end  # a 200 split once read goes on past stop
         sink = Sink(self.out, self.digest)
         try:
             with sink:
                 for batch in batches(pieces, CHUNK):
                     if self.line.stopped.is_set():
                         raise Stopped(self.want.filename)
+                    if stop is not None:
+                        batch = upto(batch, stop - start - sink.queued)
                     n = sum(map(len, batch))
                     if start + sink.queued + n > cap.limit:
                         raise cap.error(start + sink.queued + n)
                     sink.put(batch)
                     self.moved += n
                     self.line.report(self.want.sha256, start + sink.queued)
+                    if stop is not None and start + sink.queued >= stop:
+                        break  # the parts fetch the rest
         finally:
             self.done = start + sink.written
 
     def _launch(self) -> None:
-        """Start the parts past the first stream on helpers, one per slot its host has to
-        spare, as soon as the first answer says ranges are served (a 206)."""
+        """Start the parts past the first stream on helpers as soon as the first answer
+        says ranges are served (a 206, or a 200 that gave the size): each waits for a slot
+        of the host, in turn with the files waiting for one, so the large files' parts
+        take the connections the small files leave (rather than only those spare at the
+        first answer), and the last seconds are not one stream."""
         if self._helpers or not self.spans:
             return
         self._todo = sorted(self.spans)
         for _ in range(min(MAX_PARTS - 1, len(self._todo))):
-            release = self.line.hosts.spare(self.url)
-            if release is None:
-                break
-            self._helpers.append(threading.Thread(target=self._runner, args=(release,),
-                                                  daemon=True, name="lockkit-part"))
+            self._helpers.append(threading.Thread(target=self._helper, daemon=True,
+                                                  name="lockkit-part"))
             self._helpers[-1].start()
 
+    def _helper(self) -> None:
+        release = self.line.hosts.take(self.url, lambda: bool(self._errors or not self._todo))
+        if release is None:  # a stop, a failure, or no part left for it
+            with self._moved:
+                self._moved.notify_all()
+            return
+        self._runner(release)
+
     def _halt(self, why: BaseException) -> None:
-        """No part is started after this, and every helper has ended."""
+        """No part starts after this; every helper has ended."""
         if self._helpers:
             self._errors.append(why)
         for helper in self._helpers:
@@ -307,11 +326,13 @@ class Transfer:
 
     def _parts(self) -> None:
         """The parts no helper took, on this thread, once the first stream is in; their
-        bytes hashed in order as they land (:meth:`_follow`)."""
+        bytes hashed in order as they land (:func:`~lockkit.wheelhouse.line.follow`)."""
         self.out.flush()
         self._launch()  # none started yet (the first answer was cut): start them now
         self._runner(None)
-        hashed = self._follow()
+        going = lambda: not self._errors and any(h.is_alive() for h in self._helpers)  # noqa: E731
+        hashed = follow(self.spans, self.head_end or 0, self._moved, going, self.out.fileno(),
+                        self.digest)
         for helper in self._helpers:
             helper.join()
         if self._errors:
@@ -320,26 +341,6 @@ class Transfer:
         if hashed != self.size:
             raise FetchError(f"{self.what}: the parts ended at byte {hashed}")
         self.done = hashed
-
-    def _follow(self) -> int:
-        """Hash the parts' bytes in order while they land, read back from the file (the
-        page cache): little is left to hash after the last byte. Returns the end of the
-        bytes hashed (short of the file's end when a part failed)."""
-        assert self.head_end is not None
-        pos = self.head_end
-        for start in sorted(self.spans):
-            end = self.spans[start][0]
-            while pos < end:
-                with self._moved:
-                    while start + self.spans[start][1] <= pos and not self._errors and any(
-                            helper.is_alive() for helper in self._helpers):
-                        self._moved.wait(0.5)
-                    upto = start + self.spans[start][1]
-                if upto <= pos:
-                    return pos  # the part failed, or no one fetches it any more
-                hash_range(self.out.fileno(), pos, upto, self.digest)
-                pos = upto
-        return pos
 
     def _runner(self, release: Callable[[], None] | None) -> None:
         try:
@@ -396,3 +397,4 @@ class Transfer:
         if digest != self.want.sha256:
             raise HashMismatch(f"{self.what}: sha256 {digest} does not match the lock's "
                                f"{self.want.sha256}; the file was discarded")
+

@@ -3,11 +3,13 @@ noise on a shared machine: `nox -s benchmark` is where they are judged)."""
 
 from __future__ import annotations
 
+import http.client
 import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -139,3 +141,38 @@ def test_a_floor_imports_the_runs_modules_but_lockkits_then_does_the_baselines_w
     assert subprocess.run(floors.program(["json"], script=[script, out, "a", "b"])
                           ).returncode == 0
     assert out.read_text() == "a b"
+
+
+def test_the_cdn_like_edge_counts_bytes_sent_and_cuts_the_answer_crossing_a_fraction(
+        tmp_path: Path) -> None:
+    """The edge the cuda-set rows fetch from: it counts the body bytes sent per file
+    (what the cut and interrupted rows report), and cuts only the first answer that
+    crosses the fraction asked, of the file asked, at that byte."""
+    from edge import Edge
+
+    (tmp_path / "a.whl").write_bytes(os.urandom(1 << 20))
+    (tmp_path / "b.whl").write_bytes(os.urandom(1 << 20))
+    with Edge(tmp_path, rate=64 << 20, link=128 << 20) as edge:
+        assert edge.sent(cut=0.6, only="a.whl") == {}
+
+        def get(name: str, first: int = 0) -> int:
+            """The body bytes that came before the end or the cut, however it shows."""
+            conn = http.client.HTTPConnection(edge.url.split("//")[1], timeout=30)
+            conn.request("GET", f"/{name}", headers={"Range": f"bytes={first}-"})
+            resp, got = conn.getresponse(), 0
+            try:
+                while piece := resp.read1(1 << 16):
+                    got += len(piece)
+            except (http.client.IncompleteRead, OSError):
+                pass
+            conn.close()
+            return got
+
+        assert get("a.whl", 1 << 19) == (1 << 20) * 6 // 10 - (1 << 19)  # cut at 60%
+        assert get("a.whl") == 1 << 20  # once only
+        assert get("b.whl") == 1 << 20  # that file only
+        expected = {"a.whl": (1 << 20) * 16 // 10 - (1 << 19), "b.whl": 1 << 20}
+        deadline = time.monotonic() + 10  # counted as each answer's handler returns
+        while (sent := edge.sent()) != expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sent == expected

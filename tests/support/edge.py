@@ -25,6 +25,8 @@ class Edge:
     - ``cuts``: for the next answers in turn, the body bytes sent before the connection
       is cut;
     - ``rotate``: each answer carries a new ETag (a fleet of edges, each its own);
+    - ``flips``: offsets in the file whose byte every answer that covers them sends
+      inverted (a bad disk or a proxy that corrupts, under the same ETag);
     - ``asked``: (path, Range, If-Range) of every request; ``most``: the most requests
       served at once."""
 
@@ -33,6 +35,7 @@ class Edge:
         self.files, self.ranges, self.rate = dict(files), ranges, rate
         self.cuts: list[int] = []
         self.rotate = False
+        self.flips: set[int] = set()
         self.asked: list[tuple[str, str | None, str | None]] = []
         self.busy = self.most = 0
         self.etags = {name: f'"{hashlib.sha256(body).hexdigest()[:16]}"'
@@ -92,10 +95,17 @@ class Edge:
             handler.send_header("ETag", self.etags[name])
             handler.send_header("Accept-Ranges", "bytes" if self.ranges else "none")
             handler.end_headers()
-            self._send(handler, body[start:end], cut)
+            self._send(handler, self._corrupt(body, start, end), cut)
         finally:
             with self._lock:
                 self.busy -= 1
+
+    def _corrupt(self, body: bytes, start: int, end: int) -> bytes:
+        data = bytearray(body[start:end])
+        for at in self.flips:
+            if start <= at < end:
+                data[at - start] ^= 0xFF
+        return bytes(data)
 
     def _range(self, name: str, body: bytes, asked: str | None,
                validator: str | None) -> tuple[int, int]:

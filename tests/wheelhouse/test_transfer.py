@@ -6,19 +6,28 @@ host. Every file is still checked whole against its sha256."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from lockkit._internal.log import VERBOSE
 from lockkit.cache.store import Cache
-from lockkit.errors import FetchError
+from lockkit.cli import main
+from lockkit.errors import FetchError, HashMismatch
 from lockkit.wheelhouse.download import fetch_items
 from lockkit.wheelhouse.fetch import Fetcher, Item, Want, http_client
+from lockkit.wheelhouse.transfer import PART_MIN
 from tests.support.edge import Edge
+from tests.support.index_server import IndexServer, build_wheel
+from tests.support.procs import wait_for
 from tests.support.wheelhouse import kept, partials
 
 MIB = 1 << 20
@@ -78,6 +87,20 @@ def test_a_large_file_comes_in_ranged_parts_written_in_place(tmp_path):
         f"bytes={s}-{min(s + step, len(BODY)) - 1}" for s in range(step, len(BODY), step)])
     assert partials(tmp_path / "c") == [] and kept(tmp_path / "c") == []
 
+
+def test_a_file_of_unknown_size_is_split_once_the_first_answer_gives_it(tmp_path):
+    """No size in the lock (an index page without sizes, as the PyTorch index's): the
+    first answer's Content-Length and Accept-Ranges split the file as a known size would
+    be; the first stream stops where its part ends, and no byte is fetched twice."""
+    with Edge({"f.whl": BODY}) as edge, http_client(timeout=10.0, backoff=0.01) as client:
+        unsized = dataclasses.replace(want(edge), size=None)
+        got = Fetcher(client, Cache(tmp_path / "c"), policy=client.policy,
+                      part_min=MIB).fetch(unsized)
+    assert got.path.read_bytes() == BODY and got.downloaded == len(BODY)
+    step = -(-len(BODY) // 4)
+    assert edge.asked[0] == ("f.whl", None, None)
+    assert sorted(a[1] or "" for a in edge.asked[1:]) == sorted(
+        f"bytes={s}-{min(s + step, len(BODY)) - 1}" for s in range(step, len(BODY), step))
 
 def test_a_server_that_ignores_ranges_gets_one_stream(tmp_path):
     with Edge({"f.whl": BODY}, ranges=False) as edge:
@@ -189,3 +212,77 @@ def test_the_first_part_cut_short_resumes_while_the_other_parts_go_on(tmp_path):
     step = -(-len(BODY) // 4)
     assert ("f.whl", f"bytes={MIB // 2}-{step - 1}", edge.etags["f.whl"]) in edge.asked
     assert len(edge.asked) == 5
+
+
+def test_a_wrong_byte_in_one_part_refuses_the_file_and_keeps_nothing(tmp_path):
+    """One byte of the third part inverted by the edge: the whole file's sha256 refuses
+    it; nothing gets the file's name in the cache and nothing is kept for a resume (bytes
+    that made a wrong file are never trusted), so the next fetch starts from byte 0."""
+    cache = tmp_path / "c"
+    step = -(-len(BODY) // 4)
+    with Edge({"f.whl": BODY}) as edge:
+        edge.flips = {2 * step + 777}
+        with pytest.raises(HashMismatch, match="does not match the lock"):
+            fetch(edge, cache, part_min=MIB)
+        assert len(edge.asked) == 4  # refused once, not retried into success
+        assert Cache(cache).get(want(edge).sha256, len(BODY)) is None
+        assert kept(cache) == [] and partials(cache) == []
+        edge.flips = set()
+        got = fetch(edge, cache, part_min=MIB)
+    assert got.path.read_bytes() == BODY and got.downloaded == len(BODY)
+    assert edge.asked[4] == ("f.whl", f"bytes=0-{step - 1}", None)
+
+
+def _at_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a suite in the background ignores it
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name == "nt", reason="SIGINT to a child is POSIX's")
+def test_ctrl_c_during_ranged_parts_leaves_nothing_named_and_the_next_build_continues(
+        tmp_path):
+    """A real ``lockkit wheelhouse build`` fetching a wheel large enough for ranged parts
+    from a capped edge (through a mirror of the index's files): SIGINT once every part is
+    under way. It exits 130; neither the wheelhouse nor the cache holds the file under its
+    name, only the kept partial file; the next build asks only for what never came (no
+    request from byte 0) and the wheel it writes has the lock's sha256."""
+    payload = os.urandom((2 * PART_MIN + 4 * MIB) // 2).hex()  # stored: the size it says
+    wheel = build_wheel(tmp_path / "w", "bigpart", "1.0", files={"bigpart/blob.txt": payload})
+    body, cache, out, project = wheel.read_bytes(), tmp_path / "c", tmp_path / "wh", tmp_path / "p"
+    with IndexServer(tmp_path / "idx") as server, \
+            Edge({wheel.name: body}, rate=12 * MIB) as edge:
+        server.index("/simple").put(wheel)
+        project.mkdir()
+        (project / "requirements.in").write_text("bigpart\n")
+        (project / "lockkit.toml").write_text(
+            f'index-url = "{server.url}/simple"\nplatforms = ["linux-cpu"]\n'
+            f'[mirrors]\n"{server.url}/simple/bigpart" = "{edge.url}"\n')
+        assert main(["compile", "--project", str(project), "--platform", "linux-cpu"]) == 0
+        argv = ["wheelhouse", "build", "--project", str(project), "--platform", "linux-cpu",
+                "--no-tools", "--cache-dir", str(cache), "--out", str(out)]
+        proc = subprocess.Popen([sys.executable, "-m", "lockkit", *argv], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=_at_default)
+        try:
+            wait_for(lambda: len(edge.asked) >= 3, "every ranged part asked", proc)
+            time.sleep(0.5)  # each part has bytes
+            proc.send_signal(signal.SIGINT)
+            err = proc.communicate(timeout=30)[1]
+        finally:
+            proc.kill()
+        assert proc.returncode == 130, err
+        assert "lockkit: interrupted; nothing was left half-written" in err
+        assert {a[1] is not None for a in edge.asked[1:]} == {True}  # parts were under way
+        sha = hashlib.sha256(body).hexdigest()
+        assert not list(out.glob("*.whl")) if out.exists() else True
+        assert Cache(cache).get(sha, len(body)) is None and partials(cache) == []
+        [left] = kept(cache)
+        assert 0 < left.stat().st_size < len(body)
+        before = len(edge.asked)
+        edge.rate = None
+        assert main([*argv, "-v"]) == 0
+        again = edge.asked[before:]
+    assert again and all(a[1] and not a[1].startswith("bytes=0-") for a in again), again
+    [made] = out.glob("*.whl")
+    assert hashlib.sha256(made.read_bytes()).hexdigest() == sha
+    assert kept(cache) == [] and partials(cache) == []
