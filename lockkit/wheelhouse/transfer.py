@@ -126,8 +126,8 @@ class Transfer:
     def abandon(self) -> None:
         """A stop, from another thread, while this transfer may be blocked (connecting,
         or awaiting headers, where there is nothing to cut off): remove its partial file
-        now unless it holds bytes the cache keeps for the next build."""
-        if not (self.cache.private() and self.size and (self.done or self.moved)):
+        now unless it holds bytes the cache keeps for the next build (sized by the lock)."""
+        if not (self.cache.private() and self.want.size and (self.done or self.moved)):
             self.partial.unlink(missing_ok=True)
 
     def _take_over(self, have: int) -> None:
