@@ -98,6 +98,7 @@ def _fetch_all(fetcher: Fetcher, one: Callable[[Item], Got], items: list[Item],
         for worker in workers:
             if worker.is_alive():  # not one that never started
                 worker.join(max(0.0, deadline - time.monotonic()))
+        fetcher.reap()  # what is still blocked keeps nothing
         raise
 
 

@@ -129,6 +129,14 @@ class Fetcher:
             if isinstance(token, Transfer):
                 token.abandon()
 
+    def reap(self) -> None:
+        """After a stop's grace: the partial file of every transfer that has not unwound
+        yet (a worker still blocked) is removed now, never left half-written at exit."""
+        with self._lock:
+            left = [t for t in self._open if isinstance(t, Transfer)]
+        for transfer in left:
+            transfer.end(keep=False)
+
     def fetch(self, want: Want) -> Got:
         hit = self.cache.get(want.sha256, want.size)
         _log.log(VERBOSE, "%s: cache %s (sha256 %s)", want.filename, "hit" if hit else "miss",

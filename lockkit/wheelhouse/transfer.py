@@ -2,28 +2,22 @@
 as aria2 and ``curl -C`` fetch them: the :class:`~lockkit.wheelhouse.fetch.Fetcher`
 decides which URL; this decides how its bytes come.
 
-- A body cut short after its headers is resumed where it stopped: ``Range`` from the
-  byte reached and ``If-Range`` with the first answer's validator (its strong ETag, else
-  its Last-Modified), through the transport's own retry loop and policy
-  (:func:`lockkit.index.retry.attempts`, the policy passed in by the caller). A 200
-  to a Range (the server ignores ranges, or the file changed) starts again from byte 0.
-- A file of at least ``2 * PART_MIN`` bytes of a known size is asked for its first part
-  only; a 206 starts the others at once, up to ``MAX_PARTS`` in all, each waiting for a
-  slot of the host in turn with the files (:class:`~lockkit.wheelhouse.line.HostSlots`),
-  each written at its own offset of the one partial file (``os.pwrite``); a 200 is read
-  whole, as one stream.
-  A file of a size the lock does not give (the PyTorch index's pages) is split once the
-  first answer gives it (``Content-Length`` and ``Accept-Ranges``, ``Content-Range``).
-- Trust: the bytes from byte 0 are hashed in order as they come (a second thread,
-  :class:`~lockkit.wheelhouse.sink.Sink`); the parts past the first are hashed in order
-  too, read back from the partial file (the page cache) as they land. The whole file's
-  sha256 is checked against the lock before the file gets its name in the cache; a
-  partial file is never used as is.
-- An interrupted or failed transfer keeps the bytes it has, under a cache private to its
-  user only (:meth:`~lockkit.cache.store.Cache.keep`: ``<maker>-<sha256>.part``); the
-  next build takes it over, hashes its bytes again from byte 0 and resumes after them
-  (said at ``-v``, with the byte). Should the whole file then not match, it is fetched
-  once more from byte 0. A shared (group-writable) cache keeps nothing.
+- A body cut short is resumed where it stopped (``Range``, and ``If-Range`` with the first
+  answer's strong ETag, else its Last-Modified) through the transport's retry policy
+  (:func:`lockkit.index.retry.attempts`); a 200 to a Range starts again from byte 0.
+- A file of at least ``2 * PART_MIN`` bytes is asked for its first part only; a 206
+  starts the others, up to ``MAX_PARTS`` in all, each taking a slot of the host
+  (:class:`~lockkit.wheelhouse.line.HostSlots`) and writing at its own offset of the one
+  partial file (``os.pwrite``); a 200 is read whole, as one stream. A size the lock does
+  not give (the PyTorch index's pages) is learned from the first answer.
+- Trust: the bytes are hashed in order as they come (:class:`~lockkit.wheelhouse.sink.Sink`;
+  the parts past the first read back from the page cache as they land), and the whole
+  file's sha256 is checked against the lock before it gets its name in the cache.
+- An interrupted or failed transfer keeps its bytes in order from byte 0 under a cache
+  private to its user (:meth:`~lockkit.cache.store.Cache.keep`), as it unwinds; one still
+  blocked when a stop's grace ends keeps nothing. The next build hashes them again and
+  resumes after them (said at ``-v``); should the whole file then not match, it is
+  fetched once more from byte 0. A shared (group-writable) cache keeps nothing.
 """
 
 from __future__ import annotations
@@ -86,13 +80,13 @@ class Transfer:
         self.head_end: int | None = None  # where the first stream stops (None: the end)
         self.spans: dict[int, list[int]] = {}  # part start -> [end, bytes written]
         self.validator: str | None = None
-        self.moved = 0
-        self.resumed = False  # bytes taken over from an interrupted build
+        self.moved, self.resumed = 0, False  # network bytes; taken over from a stopped build
         self._lock = threading.Lock()
         self._moved = threading.Condition(self._lock)  # a part's bytes landed, or it ended
         self._todo: list[int] = []  # starts of the parts no one took yet
         self._errors: list[BaseException] = []  # a part's failure: no part started after
         self._helpers: list[threading.Thread] = []
+        self._ending, self._ended = threading.Lock(), False  # see end()
 
     def run(self) -> int:
         kept = self.cache.resume(self.want.sha256)
@@ -116,19 +110,27 @@ class Transfer:
             self.cache.commit(self.partial, self.want.sha256)
             return self.moved
         except BaseException as exc:
-            if isinstance(exc, HashMismatch) or not self.size or not self.cache.keep(
-                    self.partial, self.want.sha256, prefix(self.done, self.head_end, self.spans)):
-                self.partial.unlink(missing_ok=True)
+            self.end(keep=not isinstance(exc, HashMismatch) and bool(self.size))
             raise
         finally:
             self.line.unwatch(self)
 
     def abandon(self) -> None:
-        """A stop, from another thread, while this transfer may be blocked (connecting,
-        or awaiting headers, where there is nothing to cut off): remove its partial file
-        now unless it holds bytes the cache keeps for the next build (sized by the lock)."""
-        if not (self.cache.private() and self.want.size and (self.done or self.moved)):
-            self.partial.unlink(missing_ok=True)
+        """A stop, from another thread, while this may be blocked: remove the partial file
+        now unless it holds bytes the cache may keep for the next build as it unwinds."""
+        if not (self.cache.private() and self.size and (self.done or self.moved)):
+            self.end(keep=False)
+
+    def end(self, *, keep: bool) -> None:
+        """The partial file kept (if *keep* and the cache keeps it) or removed, once, by
+        the first of: this transfer unwinding, a stop, the end of a stop's grace."""
+        with self._ending:
+            if self._ended:
+                return
+            self._ended = True
+            if not keep or not self.cache.keep(
+                    self.partial, self.want.sha256, prefix(self.done, self.head_end, self.spans)):
+                self.partial.unlink(missing_ok=True)
 
     def _take_over(self, have: int) -> None:
         """Hash the bytes an interrupted build left (never taken on their word)."""
@@ -295,11 +297,9 @@ class Transfer:
             self.done = start + sink.written
 
     def _launch(self) -> None:
-        """Start the parts past the first stream on helpers as soon as the first answer
-        says ranges are served (a 206, or a 200 that gave the size): each waits for a slot
-        of the host, in turn with the files waiting for one, so the large files' parts
-        take the connections the small files leave (rather than only those spare at the
-        first answer), and the last seconds are not one stream."""
+        """The parts past the first stream, on helpers, once the first answer says ranges
+        are served: each waits for a host's slot in turn with the files, so a large file's
+        parts take the connections small files leave, and the end is not one stream."""
         if self._helpers or not self.spans:
             return
         self._todo = sorted(self.spans)

@@ -239,14 +239,15 @@ def _at_default() -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.name == "nt", reason="SIGINT to a child is POSIX's")
-def test_ctrl_c_during_ranged_parts_leaves_nothing_named_and_the_next_build_is_whole(
+def test_ctrl_c_during_ranged_parts_leaves_nothing_named_and_the_next_build_continues(
         tmp_path):
     """A real ``lockkit wheelhouse build`` fetching one large file in ranged parts
-    from a capped edge (through a mirror of the index's files): SIGINT once every part is
-    under way. It exits 130; neither the wheelhouse nor the cache holds the file under its
-    name, and nothing is left half-written (this lock gives no size, so a stop keeps no
-    partial file: a size learned from the answer may not reach the kept name before the
-    run ends); the next build writes the wheel with the lock's sha256."""
+    from a capped edge (through a mirror of the index's files; the lock gives no size, as
+    the PyTorch index's pages give none): SIGINT once every part is under way. It exits
+    130; neither the wheelhouse nor the cache holds the file under its name, only the
+    kept partial file (the size learned from the answer); the next build asks only for
+    what never came (no request from byte 0) and the wheel it writes has the lock's
+    sha256."""
     payload = os.urandom((2 * PART_MIN + 4 * MIB) // 2).hex()  # stored: the size it says
     wheel = build_wheel(tmp_path / "w", "bigpart", "1.0", files={"bigpart/blob.txt": payload})
     body, cache, out, project = wheel.read_bytes(), tmp_path / "c", tmp_path / "wh", tmp_path / "p"
@@ -277,9 +278,13 @@ def test_ctrl_c_during_ranged_parts_leaves_nothing_named_and_the_next_build_is_w
         sha = hashlib.sha256(body).hexdigest()
         assert not list(out.glob("*.whl")) if out.exists() else True
         assert Cache(cache).get(sha, len(body)) is None and partials(cache) == []
-        assert kept(cache) == []
+        [left] = kept(cache)
+        assert 0 < left.stat().st_size < len(body)
+        before = len(edge.asked)
         edge.rate = None
         assert main([*argv, "-v"]) == 0
+        again = edge.asked[before:]
+    assert again and all(a[1] and not a[1].startswith("bytes=0-") for a in again), again
     [made] = out.glob("*.whl")
     assert hashlib.sha256(made.read_bytes()).hexdigest() == sha
     assert kept(cache) == [] and partials(cache) == []
