@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support.fake_torch import build_fake_torch, build_fake_vision
 from tests.support.pytorch_index import PyTorchIndex
 
 # -- today's variants (issue 17) ------------------------------------------------------------
@@ -120,13 +121,36 @@ SIDE_BY_SIDE = (
 )
 
 
-def fill_side_by_side(pt: PyTorchIndex) -> None:
+# Importable builds of the same wheels (fake_torch.py), for verify: what each answers as
+# torch.version.cuda / hip. The ROCm 6.4 torch reports the HIP its hipcc printed (ROCm
+# 6.4.2's, "HIP version: 6.4.43484-123eb5128"); torchvision's CUDA_VERSION is -1 on ROCm.
+FAKE_BUILDS: dict[str, dict[str, Any]] = {
+    "cpu": {"cuda": None},
+    "cu132": {"cuda": "13.2"},
+    "rocm6.4": {"cuda": None, "hip": "6.4.43484-123eb5128",
+                "device_name": "AMD Instinct MI300X", "capability": (9, 4)},  # gfx942
+}
+
+
+def fill_side_by_side(pt: PyTorchIndex, devices: int | None = None) -> None:
     """The folders of SIDE_BY_SIDE, each torch with its family dependency, and the ROCm 6
-    torchvision of torch 2.9.1."""
+    torchvision of torch 2.9.1. With *devices*, torch and torchvision are importable fakes
+    (FAKE_BUILDS; a GPU build sees that many devices) with the same Requires-Dist and tags
+    as the bare wheels, so a lock of them verifies."""
+    fakes = pt.base / "fakes"
     for variant, version, dep in SIDE_BY_SIDE:
         requires = ["filelock"]
         if dep:
             requires.append(f"{dep[0]}=={dep[1]}; {LINUX}")
             pt.add(variant, dep[0], dep[1], tag=X86)
-        pt.add(variant, "torch", version, requires=requires, tag=X86)
-    pt.add("rocm6.4", "torchvision", "0.24.1+rocm6.4", requires=["torch==2.9.1"], tag=X86)
+        if devices is None:
+            pt.add(variant, "torch", version, requires=requires, tag=X86)
+        else:
+            pt.put(variant, build_fake_torch(fakes, version=version, devices=devices,
+                                             requires=requires, tag=X86, **FAKE_BUILDS[variant]))
+    vision, requires = "0.24.1+rocm6.4", ["torch==2.9.1"]
+    if devices is None:
+        pt.add("rocm6.4", "torchvision", vision, requires=requires, tag=X86)
+    else:
+        pt.put("rocm6.4", build_fake_vision(fakes, vision, cuda_version=-1, requires=requires,
+                                            tag=X86))
