@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from lockkit._internal import ui
-from lockkit._internal.fs import ignored_folder
 from lockkit.cli.common import (
     check_given_paths,
     lock_fetcher,
@@ -173,6 +172,7 @@ class VerifyOptions:
 
 
 def handle(options: VerifyOptions) -> int:
+    from lockkit._internal.fs import ignored_folder  # tempfile, shutil: not for --help
     from lockkit._internal.outdir import check
     from lockkit.cache.layout import default_cache_dir
     from lockkit.cli.common import load
