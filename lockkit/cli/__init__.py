@@ -1,22 +1,28 @@
 """The command line: thin commands over the stages; the only place that exits.
 
-- :mod:`~lockkit.cli.parser`: the commands, usage errors, the flags' ranges;
-- :mod:`~lockkit.cli.flags` (and :mod:`~lockkit.cli.whflags` for ``wheelhouse``): each
-  command's flags and help;
-- one module per command, each with ``handle(args)``: :mod:`~lockkit.cli.platforms`,
-  :mod:`~lockkit.cli.compile`, :mod:`~lockkit.cli.wheelhouse` (build, pack, sbom; unpack in
-  :mod:`~lockkit.cli.unpack`), :mod:`~lockkit.cli.verify`, :mod:`~lockkit.cli.diagnose`,
-  :mod:`~lockkit.cli.diff`, :mod:`~lockkit.cli.ci`, :mod:`~lockkit.cli.export`,
-  :mod:`~lockkit.cli.cache`, :mod:`~lockkit.cli.sync`;
+- :mod:`~lockkit.cli.parser`: the commands, usage errors, ``-v`` and ``-q``, the flags'
+  ranges;
+- one module per command, in pdm's shape: its ``HELP`` and ``DESCRIPTION``, its flags
+  declared beside its handler (``add_arguments(parser)``), a frozen options class per
+  command or action whose ``from_namespace`` is the one place the parsed flags become
+  typed values, and ``handle(options)``: :mod:`~lockkit.cli.platforms`,
+  :mod:`~lockkit.cli.compile`, :mod:`~lockkit.cli.wheelhouse` (build; pack, sbom and
+  unpack in :mod:`~lockkit.cli.pack`, :mod:`~lockkit.cli.sbom`, :mod:`~lockkit.cli.unpack`),
+  :mod:`~lockkit.cli.verify`, :mod:`~lockkit.cli.diagnose`, :mod:`~lockkit.cli.diff`,
+  :mod:`~lockkit.cli.ci`, :mod:`~lockkit.cli.export`, :mod:`~lockkit.cli.cache`,
+  :mod:`~lockkit.cli.sync`;
+- :mod:`~lockkit.cli.flags`: the flags three or more commands share (``--project``, the
+  index flags, the output rule of ``-o`` and ``--force``);
 - :mod:`~lockkit.cli.common`: what the commands share (the project folder, paths and sizes
   as shown, the platform, path checks, the fetcher, a new report folder).
 
 Every command starts the same way: argparse reads the arguments (``--version`` and
 ``--help`` are its answers), ``-v`` and ``-q`` (on every command) set the level of every
-line on stderr (:mod:`lockkit._internal.log`), then the command's module is imported and
+line on stderr (:mod:`lockkit._internal.log`), the flags become the command's options, and
 its ``handle`` runs. Start-up stays cheap by doing less: the parser builds the flags of
-the command named first only, and a command's module (with what it imports) is imported
-only when that command runs.
+the command named first only, so only that command's module (which declares them) is
+imported, every one for ``--help``; a command's heavy modules are imported inside it, when
+it runs.
 
 May import: every stage
 """
@@ -29,16 +35,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Collection
 
 __all__ = ["main", "run"]
-
-# Every command and its module, in the order of ``lockkit --help``.
-_COMMANDS = {"platforms": "lockkit.cli.platforms", "compile": "lockkit.cli.compile",
-             "wheelhouse": "lockkit.cli.wheelhouse", "verify": "lockkit.cli.verify",
-             "diagnose": "lockkit.cli.diagnose", "diff": "lockkit.cli.diff",
-             "ci": "lockkit.cli.ci", "export": "lockkit.cli.export",
-             "cache": "lockkit.cli.cache", "sync": "lockkit.cli.sync"}
-
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; every failure ends as one line (and a hint) and an exit status:
@@ -77,9 +76,15 @@ def _main(argv: list[str]) -> int:
 
     command = "lockkit"  # what a hint tells to run --help on, once the command is known
     try:
-        from lockkit.cli.parser import build_parser, check_ranges, command_of, verbosity
+        from lockkit.cli.parser import (
+            COMMANDS,
+            build_parser,
+            check_ranges,
+            command_of,
+            verbosity,
+        )
 
-        parser = build_parser(_flags_of(argv))
+        parser = build_parser(_flags_of(argv, COMMANDS))
         try:
             args = parser.parse_args(argv)
         except SystemExit as done:  # --help, --version: argparse has printed the answer
@@ -113,29 +118,33 @@ def _main(argv: list[str]) -> int:
 
 
 def _run_command(args: argparse.Namespace, command: str, verbosity: int) -> int:
-    """The command's ``handle``, its messages at the level ``-v``/``-q`` chose (set back
-    to the default after: tests run many commands in one process); with ``-v``, its time."""
+    """The command's ``handle``, given its frozen options (the one place the parsed flags
+    become them: the ``from_namespace`` its parser names), its messages at the level
+    ``-v``/``-q`` chose (set back to the default after: tests run many commands in one
+    process); with ``-v``, its time."""
     import importlib
     import time
 
     from lockkit._internal import log
     from lockkit._internal.redact import NO_SECRETS
+    from lockkit.cli.parser import COMMANDS
 
     logger = log.configure(verbosity)
     log.hide(NO_SECRETS)  # no other project's values: this command's come as it loads it
     start = time.perf_counter()
     try:
-        code: int = importlib.import_module(_COMMANDS[args.command]).handle(args)
+        options = args.options(args)
+        code: int = importlib.import_module(COMMANDS[args.command]).handle(options)
     finally:
         logger.log(log.VERBOSE, "%s: done in %.2f s", command, time.perf_counter() - start)
         log.configure(0)
     return code
 
 
-def _flags_of(argv: list[str]) -> str | None:
+def _flags_of(argv: list[str], commands: Collection[str]) -> str | None:
     """Whose flags the parser builds: the command named first; none ("") for a bare
     ``--version``; every command's (None) for ``--help`` or a word that is no command."""
-    if argv and argv[0] in _COMMANDS:
+    if argv and argv[0] in commands:
         return argv[0]
     return "" if argv == ["--version"] else None
 

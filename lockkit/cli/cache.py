@@ -11,6 +11,7 @@ import json
 import os
 import stat
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypedDict
 
@@ -22,22 +23,90 @@ from lockkit.errors import ConfigError
 if TYPE_CHECKING:
     from lockkit.cache.housekeeping import Entry, Pruned, Survey
 
-__all__ = ["handle"]
+__all__ = ["DESCRIPTION", "HELP", "CacheInfoOptions", "CachePruneOptions", "add_arguments",
+           "handle"]
+
+HELP = "show or prune lockkit's download cache"
+DESCRIPTION = ("lockkit's download cache holds one read-only copy of every file it "
+               "fetched, by sha256, shared by every project. 'info' says how big it is "
+               "and how much of it the project's locks reference; 'prune' removes what "
+               "no lock of the given projects references. uv keeps its own cache "
+               "('uv cache dir' shows it, 'uv cache prune' trims it); lockkit touches "
+               "it only with 'prune --uv'.")
 
 _UV_NOTE = "uv keeps its own cache: 'uv cache dir' shows it, 'uv cache prune' trims it"
 
 
-def handle(args: argparse.Namespace) -> int:
-    return {"info": _info, "prune": _prune}[args.cache_command](args)
+def add_arguments(cache: argparse.ArgumentParser) -> None:
+    csub = cache.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
+    info = csub.add_parser("info", help="size of the cache and what the locks reference",
+                           description="The cache folder, its files and bytes, partial "
+                                       "downloads, and how much the project's locks "
+                                       "(locks/pylock.*.toml) reference by sha256. uv's "
+                                       "own cache is apart: 'uv cache dir'.")
+    prune = csub.add_parser(
+        "prune", help="remove cached files no lock of the project references",
+        description="Remove every cached file that no lock of the project(s) "
+                    "(locks/pylock.*.toml, every platform) references by sha256, and partial "
+                    "downloads older than a day. The cache is shared: another project's "
+                    "files go too unless its folder is also given with --project (they are "
+                    "downloaded again when needed). Nothing outside the cache folder is "
+                    "touched and no link is followed; a folder that is not lockkit's cache "
+                    "is refused. uv's own cache ('uv cache dir') is left to uv unless --uv "
+                    "runs 'uv cache prune'.")
+    for p in (info, prune):
+        p.add_argument("--cache-dir", type=Path, metavar="DIR",
+                       help="the cache folder (default: the user cache folder, or "
+                            "$LOCKKIT_CACHE_DIR)")
+        p.add_argument("--project", type=Path, action="append", default=[], metavar="DIR",
+                       help="project whose locks count as references (repeatable; default: "
+                            "the nearest one from the current folder up)")
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
+    prune.add_argument("--dry-run", action="store_true",
+                       help="list what would be removed and its bytes; remove nothing")
+    prune.add_argument("--uv", action="store_true",
+                       help="also run 'uv cache prune' (uv's unused cache entries)")
+    info.set_defaults(options=CacheInfoOptions.from_namespace)
+    prune.set_defaults(options=CachePruneOptions.from_namespace)
 
 
-def _root(args: argparse.Namespace) -> Path:
+@dataclass(frozen=True, kw_only=True)
+class CacheInfoOptions:
+    """``lockkit cache info``'s flags, typed."""
+
+    cache_dir: Path | None
+    project: tuple[Path, ...]
+    json: bool
+
+    @classmethod
+    def from_namespace(cls, ns: argparse.Namespace) -> CacheInfoOptions:
+        return cls(cache_dir=ns.cache_dir, project=tuple(ns.project), json=ns.json)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CachePruneOptions(CacheInfoOptions):
+    """``lockkit cache prune``'s flags, typed: info's and its own."""
+
+    dry_run: bool
+    uv: bool
+
+    @classmethod
+    def from_namespace(cls, ns: argparse.Namespace) -> CachePruneOptions:
+        return cls(cache_dir=ns.cache_dir, project=tuple(ns.project), json=ns.json,
+                   dry_run=ns.dry_run, uv=ns.uv)
+
+
+def handle(options: CacheInfoOptions | CachePruneOptions) -> int:
+    return _prune(options) if isinstance(options, CachePruneOptions) else _info(options)
+
+
+def _root(options: CacheInfoOptions) -> Path:
     from lockkit.cache.layout import default_cache_dir
 
-    return (args.cache_dir or default_cache_dir()).absolute()
+    return (options.cache_dir or default_cache_dir()).absolute()
 
 
-def _locks(projects: list[Path]) -> tuple[list[Path], list[Path]]:
+def _locks(projects: Sequence[Path]) -> tuple[list[Path], list[Path]]:
     """The project folders (default: the nearest one) and every lock in their locks/."""
     from lockkit.config.project import project_root
 
@@ -58,11 +127,11 @@ def _count(entries: Sequence[Entry]) -> dict[str, int]:
     return {"files": len(entries), "bytes": sum(e.size for e in entries)}
 
 
-def _info(args: argparse.Namespace) -> int:
+def _info(options: CacheInfoOptions) -> int:
     from lockkit.cache.housekeeping import survey
 
-    found = survey(_root(args))
-    roots, locks = _locks(args.project)
+    found = survey(_root(options))
+    roots, locks = _locks(options.project)
     keep = _references(locks)
     used = _count([b for b in found.blobs if b.sha256 in keep])
     unused = _count([b for b in found.blobs if b.sha256 not in keep])
@@ -70,7 +139,7 @@ def _info(args: argparse.Namespace) -> int:
     memos, why = _memos(found.root)
     memo_files = _count_part(found, "memo")
     by_part = {p.name: {"files": p.files, "bytes": p.size} for p in found.parts}
-    if args.json:
+    if options.json:
         print(json.dumps({
             "cache_dir": str(found.root), "exists": found.exists, **_count(found.blobs),
             "referenced": used, "unreferenced": unused,
@@ -134,26 +203,26 @@ def _problem(path: Path) -> str | None:
     return f"{path} is writable by others" if st.st_mode & stat.S_IWOTH else None
 
 
-def _prune(args: argparse.Namespace) -> int:
+def _prune(options: CachePruneOptions) -> int:
     from lockkit._internal.leftovers import say_swept, sweep_temp
     from lockkit.cache import housekeeping as cache
 
-    found = cache.survey(_root(args))  # first: a folder that is not the cache is refused
-    roots, locks = _locks(args.project)
+    found = cache.survey(_root(options))  # first: a folder that is not the cache is refused
+    roots, locks = _locks(options.project)
     if not locks:
         raise ConfigError(f"no locks in {', '.join(str(r / 'locks') for r in roots)}: prune "
                           "keeps what a project's locks reference, and would remove everything",
                           hint="run it in a project folder, or pass --project DIR")
-    result = cache.prune(found, _references(locks), dry_run=args.dry_run)
-    if not args.dry_run:  # killed runs' partial downloads, and their folders in TMPDIR
+    result = cache.prune(found, _references(locks), dry_run=options.dry_run)
+    if not options.dry_run:  # killed runs' partial downloads, and their folders in TMPDIR
         say_swept([e.path for e in result.removed if not e.sha256])
         sweep_temp()
-    uv = cache.prune_uv(dry_run=args.dry_run) if args.uv else None
-    if args.json:
-        print(json.dumps(_prune_doc(found.root, result, len(found.blobs), args.uv), indent=2))
+    uv = cache.prune_uv(dry_run=options.dry_run) if options.uv else None
+    if options.json:
+        print(json.dumps(_prune_doc(found.root, result, len(found.blobs), options.uv), indent=2))
     else:
         _prune_text(found.root, result, len(found.blobs))
-    if args.uv:
+    if options.uv:
         ui.say("would run: uv cache prune" if uv is None
                else f"uv cache prune: {_last_line(uv.stderr or uv.stdout)}")
     return 0

@@ -6,13 +6,12 @@ modules are imported on first use."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lockkit._internal import ui
 from lockkit.errors import UsageError
 
 if TYPE_CHECKING:
-    import argparse
     from collections.abc import Callable
 
     from lockkit._internal.outfile import Inputs
@@ -22,17 +21,20 @@ if TYPE_CHECKING:
     from lockkit.wheelhouse.build import BuildResult
 
 __all__ = ["check_given_paths", "for_project", "load", "lock_fetcher", "new_report_folder",
-           "output_inputs", "pick_platform", "project_root", "shown_path", "wheelhouse_folder"]
+           "output_inputs", "pick_platform", "project_root", "shown_path", "wheelhouse_folder",
+           "wheelhouse_inputs"]
 
 
-def load(given: Path | None, **flags: Any) -> Project:
+def load(given: Path | None, *, mirrors: list[str] | None = None, index_url: str | None = None,
+         exclude_newer: str | None = None, max_page_size: int | None = None) -> Project:
     """The project a command works on (:func:`lockkit.config.project.load_project`, with
-    the command's *flags*), its ``${VAR}`` values concealed from then on in every line the
+    the command's flags), its ``${VAR}`` values concealed from then on in every line the
     command says (:func:`lockkit._internal.log.hide`): each command loads it here."""
     from lockkit._internal import log
     from lockkit.config.project import load_project
 
-    project = load_project(given, **flags)
+    project = load_project(given, mirrors=mirrors, index_url=index_url,
+                           exclude_newer=exclude_newer, max_page_size=max_page_size)
     log.hide(project.secrets)
     return project
 
@@ -60,6 +62,13 @@ def output_inputs(project: Project) -> Inputs:
         except (LockkitError, OSError):
             pass
     return project_inputs(project.root, project.config_file, [str(f) for f in files])
+
+
+def wheelhouse_inputs(project: Project, folder: Path, lock: Path | None, what: str) -> Inputs:
+    """The files pack and sbom read, never written over: the project's config, requirement
+    files and locks, the lock given, and the wheelhouse folder (any path inside it)."""
+    inputs = output_inputs(project)
+    return inputs.add(files=[(lock, "the lock given")] if lock else [], folders=[(folder, what)])
 
 
 def wheelhouse_folder(folder: Path | None, root: Path, platform: str) -> Path:
@@ -124,12 +133,12 @@ def pick_platform(project: Project, name: str | None, command: str) -> Platform:
     return platform
 
 
-def check_given_paths(args: argparse.Namespace) -> None:
+def check_given_paths(wheelhouse: Path | None, python: Path | None) -> None:
     """``--wheelhouse`` and ``--python``, where given, must exist (before any work starts)."""
-    if args.wheelhouse is not None and not args.wheelhouse.is_dir():
-        raise UsageError(f"--wheelhouse {args.wheelhouse}: not a folder")
-    if args.python is not None and not args.python.exists():
-        raise UsageError(f"--python {args.python}: no such interpreter")
+    if wheelhouse is not None and not wheelhouse.is_dir():
+        raise UsageError(f"--wheelhouse {wheelhouse}: not a folder")
+    if python is not None and not python.exists():
+        raise UsageError(f"--python {python}: no such interpreter")
 
 
 def lock_fetcher(project: Project, platform: Platform, cache_dir: Path | None

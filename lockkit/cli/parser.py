@@ -1,6 +1,8 @@
 """The argument parser: the commands in the order ``--help`` lists them, lockkit's one-line
-usage errors, and the checks of the flags' values; each command's flags are in
-:mod:`~lockkit.cli.flags`. Nothing runs here."""
+usage errors, ``-v`` and ``-q`` on every parser, and the checks of the flags' values. Each
+command's flags are declared in its own module, beside its handler
+(:func:`build_parser` asks it for them); the flags three or more commands share are
+:mod:`~lockkit.cli.flags`'. Nothing runs here."""
 
 from __future__ import annotations
 
@@ -8,16 +10,36 @@ import argparse
 import math
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 from lockkit import __version__
 from lockkit.errors import UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
-__all__ = ["build_parser", "check_ranges", "command_of", "flag_adders", "verbosity"]
+__all__ = ["COMMANDS", "Command", "build_parser", "check_ranges", "command_of", "verbosity"]
+
+# Every command and the module that declares its flags and handles it, in the order of
+# ``lockkit --help``.
+COMMANDS = {"platforms": "lockkit.cli.platforms", "compile": "lockkit.cli.compile",
+            "wheelhouse": "lockkit.cli.wheelhouse", "verify": "lockkit.cli.verify",
+            "diagnose": "lockkit.cli.diagnose", "diff": "lockkit.cli.diff",
+            "ci": "lockkit.cli.ci", "export": "lockkit.cli.export",
+            "cache": "lockkit.cli.cache", "sync": "lockkit.cli.sync"}
+
+
+class Command(Protocol):
+    """What a command's module declares (pdm's ``cli/commands/<name>.py`` shape): its line
+    in ``lockkit --help``, its description, and :meth:`add_arguments`, which adds its flags
+    (or its actions, each with theirs) to the parser made for it and names, with
+    ``set_defaults(options=...)``, the frozen options class whose ``from_namespace`` turns
+    the parsed flags into what its ``handle(options)`` takes."""
+
+    HELP: str
+    DESCRIPTION: str
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -223,17 +245,6 @@ def command_of(args: argparse.Namespace) -> str:
     return " ".join(filter(None, ("lockkit", args.command, action)))
 
 
-def flag_adders() -> dict[str, Callable[[Any], None]]:
-    """Every command and the function that adds its flags, in the order of ``lockkit
-    --help`` (the flags' modules, with pathlib, load when a command's flags are built)."""
-    from lockkit.cli import flags, whflags
-
-    return {"platforms": flags.platforms, "compile": flags.compile,
-            "wheelhouse": whflags.wheelhouse, "verify": flags.verify,
-            "diagnose": flags.diagnose, "diff": flags.diff, "ci": flags.ci,
-            "export": flags.export, "cache": flags.cache, "sync": flags.sync}
-
-
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line; with *only*, that command's flags alone, the other commands
     neither built nor listed (the fixed cost of every run); ``""``, none (``--version``)."""
@@ -245,7 +256,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     if only == "":
         return parser
-    for name, add_flags in flag_adders().items():
-        if only in (None, name):
-            add_flags(sub)
+    import importlib
+
+    for name, module in COMMANDS.items():
+        if only in (None, name):  # the command's module, with pathlib, loads here
+            command = cast("Command", importlib.import_module(module))
+            command.add_arguments(sub.add_parser(name, help=command.HELP,
+                                                 description=command.DESCRIPTION))
     return parser

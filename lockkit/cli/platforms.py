@@ -10,11 +10,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockkit._internal import tables, ui
 from lockkit._internal.redact import NO_SECRETS  # platform files: no project secrets
 from lockkit.cli.common import project_root
+from lockkit.cli.flags import project_flag
 from lockkit.errors import UsageError
 
 if TYPE_CHECKING:
@@ -25,17 +28,62 @@ if TYPE_CHECKING:
     from lockkit.index.variants import Drift, Listing
     from lockkit.platforms.definitions import Catalog, Platform
 
-__all__ = ["handle"]
+__all__ = ["DESCRIPTION", "HELP", "PlatformsOptions", "add_arguments", "handle"]
+
+HELP = "list the known platforms"
+DESCRIPTION = ("List shipped platforms and the project's own. With --check-index, compare "
+               "them with what the PyTorch index serves: exit 0 when they are up to date, 1 "
+               "when a variant is missing, an index has gone or a releases range is stale, 2 "
+               "for a usage error, 3 when the index cannot be read (unreachable, a page past "
+               "max-page-size, not an index page).")
 
 
-def handle(args: argparse.Namespace) -> int:
+def add_arguments(plat: argparse.ArgumentParser) -> None:
+    project_flag(plat)
+    plat.add_argument("--json", action="store_true", help="print a JSON list (a CI matrix input)")
+    plat.add_argument("--markdown", action="store_true",
+                      help="print the docs' platform table (Markdown), from the files")
+    plat.add_argument("--host", action="store_true",
+                      help="the platforms this machine can run, best first, and why not the others")
+    plat.add_argument("--check-index", action="store_true",
+                      help="read the PyTorch index's root listing (network; pages or the "
+                           "PEP 691 JSON API) and report the variants of its newest torch "
+                           "release that no platform names, each with the platform file to "
+                           "add, the platforms whose index serves no torch any more, and the "
+                           "releases ranges the index contradicts; exit 1 if any")
+    plat.add_argument("--index-url", metavar="URL",
+                      help="with --check-index: the index root to read (default: the root "
+                           "the platform files' torch indexes sit under, through the "
+                           "project's [mirrors]: https://download.pytorch.org/whl); a mirror "
+                           "of it is read the same way (user:token@ is used, never shown)")
+    plat.set_defaults(options=PlatformsOptions.from_namespace)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlatformsOptions:
+    """``lockkit platforms``'s flags, typed."""
+
+    project: Path | None
+    json: bool
+    markdown: bool
+    host: bool
+    check_index: bool
+    index_url: str | None
+
+    @classmethod
+    def from_namespace(cls, ns: argparse.Namespace) -> PlatformsOptions:
+        return cls(project=ns.project, json=ns.json, markdown=ns.markdown, host=ns.host,
+                   check_index=ns.check_index, index_url=ns.index_url)
+
+
+def handle(options: PlatformsOptions) -> int:
     from lockkit.platforms.definitions import load_catalog
 
-    _check_flags(args)
-    if args.check_index:
-        return _check_index(args)
-    catalog = load_catalog(project_root(args.project))
-    _show(catalog.platforms, args)
+    _check_flags(options)
+    if options.check_index:
+        return _check_index(options)
+    catalog = load_catalog(project_root(options.project))
+    _show(catalog.platforms, options)
     _raise_broken(catalog)
     return 0
 
@@ -46,34 +94,34 @@ def _raise_broken(catalog: Catalog) -> None:
         raise error
 
 
-def _check_flags(args: argparse.Namespace) -> None:
+def _check_flags(options: PlatformsOptions) -> None:
     import urllib.parse
 
-    if args.check_index and (args.host or args.markdown):
-        flag = "--host" if args.host else "--markdown"
+    if options.check_index and (options.host or options.markdown):
+        flag = "--host" if options.host else "--markdown"
         raise UsageError(f"--check-index and {flag} cannot be given together",
                          hint="see 'lockkit platforms --help'")
-    if args.index_url is None:
+    if options.index_url is None:
         return
-    if not args.check_index:
+    if not options.check_index:
         raise UsageError("--index-url: only with --check-index (the index root it reads)",
                          hint="see 'lockkit platforms --help'")
     from lockkit.index.urls import expand, secrets_of
     from lockkit.index.variants import variant_root
 
-    secrets = secrets_of([args.index_url])
-    parts = urllib.parse.urlsplit(expand(args.index_url))  # ${VAR} filled
+    secrets = secrets_of([options.index_url])
+    parts = urllib.parse.urlsplit(expand(options.index_url))  # ${VAR} filled
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--index-url {secrets.redact(args.index_url)}: not an http:// or "
+        raise UsageError(f"--index-url {secrets.redact(options.index_url)}: not an http:// or "
                          "https:// URL", hint="give the index root, such as "
                                               "https://download.pytorch.org/whl")
-    if (root := variant_root(expand(args.index_url))) is not None:
-        raise UsageError(f"--index-url {secrets.redact(args.index_url)}: one variant's index, "
+    if (root := variant_root(expand(options.index_url))) is not None:
+        raise UsageError(f"--index-url {secrets.redact(options.index_url)}: one variant's index, "
                          f"not the index root",
                          hint=f"give the root: --index-url {secrets.redact(root)}")
 
 
-def _check_index(args: argparse.Namespace) -> int:
+def _check_index(options: PlatformsOptions) -> int:
     """``--check-index``: the index's root listing against the platforms (see the module's
     docstring); 0 when up to date, 1 when something is missing, gone or stale; an index
     that cannot be read is :class:`~lockkit.errors.IndexUnreadable` (exit 3)."""
@@ -85,25 +133,25 @@ def _check_index(args: argparse.Namespace) -> int:
     from lockkit.index.variants import compare, index_base, read_index
     from lockkit.platforms.definitions import load_catalog
 
-    project = load(args.project)
-    secrets = project.secrets.plus(values_of([args.index_url or ""]))
+    project = load(options.project)
+    secrets = project.secrets.plus(values_of([options.index_url or ""]))
     log.hide(secrets)  # the --index-url's ${VAR} values too, from here on
     catalog = load_catalog(project.root)
     official = index_base(catalog.platforms.values())
-    if args.index_url is None and official is None:
+    if options.index_url is None and official is None:
         raise UsageError("--check-index: no platform names a PyTorch index to read",
                          hint="give the index root: --index-url URL")
-    url = expand(args.index_url) if args.index_url else Mirrors(project.mirrors, secrets).effective(
-        str(official))
+    url = (expand(options.index_url) if options.index_url
+           else Mirrors(project.mirrors, secrets).effective(str(official)))
     ui.say(f"reading the PyTorch index at {url}")
     credentials = Credentials.from_urls([url, *project.mirrors.values()])
     with Client(Policy(attempts=2), credentials) as client:
         listing = read_index(client, url, project.max_page_size << 20)
     # printed and written (the drafted files) as the config spells it: ${VAR}s put back
     listing = dataclasses.replace(listing, url=secrets.redact(listing.url))
-    bases = [b for b in (official, url, args.index_url) if b]
+    bases = [b for b in (official, url, options.index_url) if b]
     drift = compare(catalog.platforms.values(), listing, bases)
-    if args.json:
+    if options.json:
         print(json.dumps(_drift_json(listing, drift, catalog.platforms), indent=2))
     else:
         _drift_text(listing, drift, catalog.platforms, secrets)
@@ -111,14 +159,14 @@ def _check_index(args: argparse.Namespace) -> int:
     return 0 if drift.up_to_date else 1
 
 
-def _show(platforms: dict[str, Platform], args: argparse.Namespace) -> None:
+def _show(platforms: dict[str, Platform], options: PlatformsOptions) -> None:
     from lockkit.platforms.definitions import markdown_table
 
-    if args.host:
-        _host(platforms, args.json)
-    elif args.json:
+    if options.host:
+        _host(platforms, options.json)
+    elif options.json:
         print(json.dumps([p.summary() for p in platforms.values()], indent=2))
-    elif args.markdown:
+    elif options.markdown:
         print(markdown_table(platforms), end="")
     else:
         rows = [(p.name, p.os, p.arch, p.python, p.backend_label, _torch_from(p),

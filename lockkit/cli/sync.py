@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from lockkit._internal import tables, ui
 from lockkit.cli.common import (
@@ -15,41 +17,108 @@ from lockkit.cli.common import (
     pick_platform,
     shown_path,
 )
+from lockkit.cli.flags import project_args
+from lockkit.cli.verify import add_install_from
 
 if TYPE_CHECKING:
     from lockkit.config.project import Project
     from lockkit.platforms.definitions import Platform
     from lockkit.verify.sync import Synced
 
-__all__ = ["handle"]
+__all__ = ["DESCRIPTION", "HELP", "SyncOptions", "add_arguments", "handle"]
+
+HELP = "rebuild the project's venv from the lock, fresh, and swap it in"
+DESCRIPTION = ("Rebuild a venv (default <project>/.venv, the one 'uv sync' uses) from "
+               "locks/pylock.<platform>.toml with verify's steps: host, venv, install "
+               "(from the wheelhouse, else the lock's URLs by hash), pip-check, "
+               "inventory. The new venv is built beside the old one and swapped in "
+               "only when every step passed; on a failure the old venv is untouched. "
+               "Only a new or empty folder, or a venv lockkit made for the same "
+               "platform, is written or replaced. Exit 0 synced, 1 a step failed "
+               "(nothing replaced), 2 bad input.")
 
 
-def handle(args: argparse.Namespace) -> int:
+def add_arguments(syn: argparse.ArgumentParser) -> None:
+    syn.add_argument("--platform", metavar="NAME",
+                     help="platform whose lock to install (default: the config's only "
+                          "platform, else the best this machine runs that has a lock)")
+    syn.add_argument("--venv", type=Path, metavar="DIR",
+                     help="venv to create or replace: a new or empty folder, or a venv "
+                          "lockkit made for the platform (default: <project>/.venv)")
+    add_install_from(syn)
+    syn.add_argument("--installer", choices=("uv", "pip"), default="uv",
+                     help="uv (default: a --relocatable venv, no pip in it) or pip "
+                          "('python -m venv' + 'pip install'; its paths are rewritten to "
+                          "the final folder before the swap)")
+    syn.add_argument("--verify", action="store_true",
+                     help="also run verify's system, gpu, extensions, application and "
+                          "resume steps, swap only if all pass, and write the dossier to "
+                          ".lockkit/reports/<platform>/")
+    syn.add_argument("--probe-timeout", type=float, default=300.0, metavar="S",
+                     help="seconds before a hung probe counts as failed (with --verify)")
+    syn.add_argument("--absolute-paths", action="store_true", help="with --verify: write the "
+                     "dossier's paths as they are, not relative to its roots")
+    syn.add_argument("--cache-dir", type=Path, metavar="DIR",
+                     help="download cache when fetching the lock's URLs")
+    syn.add_argument("--force", action="store_true",
+                     help="replace lockkit's venv even when it holds files no package "
+                          "installed (an editable checkout in src/, notes): they are removed")
+    project_args(syn)
+    syn.set_defaults(options=SyncOptions.from_namespace)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SyncOptions:
+    """``lockkit sync``'s flags, typed."""
+
+    platform: str | None
+    venv: Path | None
+    wheelhouse: Path | None
+    python: Path | None
+    installer: Literal["uv", "pip"]
+    verify: bool
+    probe_timeout: float
+    absolute_paths: bool
+    cache_dir: Path | None
+    force: bool
+    project: Path | None
+    mirror: tuple[str, ...]
+    index_url: str | None
+
+    @classmethod
+    def from_namespace(cls, ns: argparse.Namespace) -> SyncOptions:
+        return cls(platform=ns.platform, venv=ns.venv, wheelhouse=ns.wheelhouse,
+                   python=ns.python, installer=ns.installer, verify=ns.verify,
+                   probe_timeout=ns.probe_timeout, absolute_paths=ns.absolute_paths,
+                   cache_dir=ns.cache_dir, force=ns.force, project=ns.project,
+                   mirror=tuple(ns.mirror), index_url=ns.index_url)
+
+
+def handle(options: SyncOptions) -> int:
     from lockkit.cli.common import load
     from lockkit.verify import sync
     from lockkit.verify.context import Options
 
-    project = load(args.project, mirrors=args.mirror, index_url=args.index_url)
-    platform = pick_platform(project, args.platform, "sync")
-    check_given_paths(args)
-    venv = sync.target(args.venv if args.venv is not None else project.root / ".venv",
+    project = load(options.project, mirrors=list(options.mirror), index_url=options.index_url)
+    platform = pick_platform(project, options.platform, "sync")
+    check_given_paths(options.wheelhouse, options.python)
+    venv = sync.target(options.venv if options.venv is not None else project.root / ".venv",
                        platform.name, project=project.root,
-                       flag="--venv" if args.venv is not None else None, force=args.force)
+                       flag="--venv" if options.venv is not None else None, force=options.force)
     ui.say(f"sync: rebuilding {shown_path(venv)} for {platform.name} beside it "
            f"({venv.name}{sync.NEW}*)")
-    done = sync.sync(sync.SyncOptions(venv=venv, verify=args.verify, check=Options(
+    done = sync.sync(sync.SyncOptions(venv=venv, verify=options.verify, check=Options(
         project=project, platform=platform,
-        wheelhouse=args.wheelhouse.absolute() if args.wheelhouse else None,
-        python=args.python.absolute() if args.python else None,
-        installer=args.installer, probe_timeout=args.probe_timeout,
+        wheelhouse=options.wheelhouse.absolute() if options.wheelhouse else None,
+        python=options.python.absolute() if options.python else None,
+        installer=options.installer, probe_timeout=options.probe_timeout,
         command_line=tuple(["lockkit", *sys.argv[1:]]),
-        fetch=lock_fetcher(project, platform, args.cache_dir),
-        on_step=lambda step: ui.say(sync.progress_line(step))), force=args.force))
-    return _report(done, project, platform, args)
+        fetch=lock_fetcher(project, platform, options.cache_dir),
+        on_step=lambda step: ui.say(sync.progress_line(step))), force=options.force))
+    return _report(done, project, platform, options)
 
 
-def _report(done: Synced, project: Project, platform: Platform,
-            args: argparse.Namespace) -> int:
+def _report(done: Synced, project: Project, platform: Platform, options: SyncOptions) -> int:
     d = done.dossier
     shown = shown_path(done.venv)
     tables.print_table(f"lockkit sync {platform.name}: "
@@ -58,8 +127,8 @@ def _report(done: Synced, project: Project, platform: Platform,
                        [(i, s.name, s.shown_status, f"{s.duration_s:.2f}", s.note)
                         for i, s in enumerate(d.steps, 1)], stream=sys.stdout,
                        secrets=project.secrets, whole=("step",))
-    if args.verify:
-        _write_dossier(done, project, platform, absolute_paths=args.absolute_paths)
+    if options.verify:
+        _write_dossier(done, project, platform, absolute_paths=options.absolute_paths)
     for warning in d.warnings:
         ui.warn(warning)
     if not done.swapped:

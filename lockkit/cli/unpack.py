@@ -5,6 +5,7 @@ then what it covers said before the install commands it vouches for."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,37 +19,89 @@ if TYPE_CHECKING:
 
     from lockkit.lock.model import Lock
 
-__all__ = ["handle"]
+__all__ = ["DESCRIPTION", "HELP", "UnpackOptions", "add_arguments", "handle"]
+
+HELP = "check and extract a wheelhouse archive"
+DESCRIPTION = ("Check every member against the archive's manifest before anything "
+               "appears; refuse members outside its top folder, links, devices, "
+               "absolute or '..' paths and unlisted members; leave nothing behind on "
+               "failure. The platform is the archive's manifest's, never its file "
+               "name's.")
 
 
-def handle(args: argparse.Namespace) -> int:
+def add_arguments(unpack: argparse.ArgumentParser) -> None:
+    unpack.add_argument("archive", type=Path, metavar="FILE",
+                        help="the archive 'wheelhouse pack' wrote (<platform>.wheelhouse.tar)")
+    unpack.add_argument("--out", type=Path, metavar="DIR",
+                        help="destination folder: a new or empty one, or a wheelhouse "
+                             "lockkit wrote for the archive's platform, which is replaced "
+                             "(default: the archive's name without .wheelhouse.tar, in the "
+                             "current folder, as 'tar xf' extracts; inside a project, in its "
+                             ".lockkit/unpacked/, which git ignores)")
+    unpack.add_argument("--lock", type=Path, metavar="FILE",
+                        help="check every file the printed install commands read against "
+                             "this committed lock (locks/pylock.<platform>.toml): each wheel "
+                             "by hash, pylock.toml, requirements.txt, simple/ and the "
+                             "SBOM derived again, no other wheel anywhere; tools/ is not "
+                             "covered")
+    unpack.add_argument("--project", type=Path, default=None, metavar="DIR",
+                        help="the project whose platforms (its platforms/ included) the "
+                             "archive and --lock may be for (default: the folder of --lock's "
+                             "locks/, else the nearest folder with lockkit.toml or "
+                             "[tool.lockkit], from the current one up to the repository root; "
+                             "without one, the shipped platforms)")
+    unpack.add_argument("--sha256", metavar="HEX",
+                        help="the archive's sha256 as the sender gave it, out of band ('pack' "
+                             "prints it and writes <archive>.sha256): the whole archive, "
+                             "tools/ included, is checked before anything is extracted")
+    unpack.set_defaults(options=UnpackOptions.from_namespace)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnpackOptions:
+    """``lockkit wheelhouse unpack``'s arguments, typed."""
+
+    archive: Path
+    out: Path | None
+    lock: Path | None
+    project: Path | None
+    sha256: str | None
+
+    @classmethod
+    def from_namespace(cls, ns: argparse.Namespace) -> UnpackOptions:
+        return cls(archive=ns.archive, out=ns.out, lock=ns.lock, project=ns.project,
+                   sha256=ns.sha256)
+
+
+def handle(options: UnpackOptions) -> int:
     from lockkit.wheelhouse import archive
     from lockkit.wheelhouse.manifest import Manifest
     from lockkit.wheelhouse.offline import install_hint
 
-    project_dir = _unpack_project(args.project, args.lock)
-    if args.archive.is_dir():  # a folder of <platform>.wheelhouse.tar: the best for this machine
-        args.archive = _pick(args.archive, project_dir)
-    if not args.archive.is_file():
-        raise UsageError(f"{args.archive}: no such archive")
-    if args.lock is not None and not args.lock.is_file():
-        raise UsageError(f"--lock {args.lock}: no such file")
-    name = args.archive.name.removesuffix(".tar").removesuffix(".wheelhouse")
-    lock = _read_lock(args.lock)
-    ignored = None if args.out else _ignored_here(project_dir)
-    size = args.archive.stat().st_size
+    project_dir = _unpack_project(options.project, options.lock)
+    given = options.archive
+    if given.is_dir():  # a folder of <platform>.wheelhouse.tar: the best for this machine
+        given = _pick(given, project_dir)
+    if not given.is_file():
+        raise UsageError(f"{given}: no such archive")
+    if options.lock is not None and not options.lock.is_file():
+        raise UsageError(f"--lock {options.lock}: no such file")
+    name = given.name.removesuffix(".tar").removesuffix(".wheelhouse")
+    lock = _read_lock(options.lock)
+    ignored = None if options.out else _ignored_here(project_dir)
+    size = given.stat().st_size
     with ui.progress(f"{name}: unpacking", size, bytes_=True,
                      phase=f"{name}: unpacking {human_size(size)}...") as advance:
-        out = archive.unpack(args.archive, args.out or (ignored or Path.cwd()) / name,
+        out = archive.unpack(given, options.out or (ignored or Path.cwd()) / name,
                              lock=lock,
-                             project_dir=project_dir, sha256=args.sha256,
-                             flag="--out" if args.out else None, on_bytes=advance)
-    ui.say(f"unpacked {args.archive} -> {shown_path(out)}")
+                             project_dir=project_dir, sha256=options.sha256,
+                             flag="--out" if options.out else None, on_bytes=advance)
+    ui.say(f"unpacked {given} -> {shown_path(out)}")
     if ignored is not None:
         ui.say(f"in the project, under {shown_path(ignored)}, which git ignores (its "
                ".gitignore holds '*'), as do the venvs of the commands below")
-    ui.say(_covered(args.lock, args.sha256, Manifest.read(out).data["platform"]))
-    ui.say(install_hint(out, tools_checked=args.sha256 is not None, venvs=ignored))
+    ui.say(_covered(options.lock, options.sha256, Manifest.read(out).data["platform"]))
+    ui.say(install_hint(out, tools_checked=options.sha256 is not None, venvs=ignored))
     return 0
 
 

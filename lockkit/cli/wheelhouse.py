@@ -1,62 +1,161 @@
 """``lockkit wheelhouse build|pack|sbom|unpack``: a lock's files in an offline-installable
-folder, the folder as one reproducible archive, its SBOM, and the archive checked and
-extracted. Results (tables, paths) go to stdout, status to stderr.
+folder (``build``, here), the folder as one reproducible archive (:mod:`~lockkit.cli.pack`),
+its SBOM (:mod:`~lockkit.cli.sbom`), and the archive checked and extracted
+(:mod:`~lockkit.cli.unpack`). Results (tables, paths) go to stdout, status to stderr.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockkit._internal import tables, ui
 from lockkit._internal.ui import human_size
-from lockkit.cli.common import (
-    for_project,
-    output_inputs,
-    shown_path,
-    wheelhouse_folder,
-)
+from lockkit.cli import pack, sbom, unpack
+from lockkit.cli.common import for_project, load, shown_path
+from lockkit.cli.flags import project_args
 from lockkit.errors import UsageError, WriteError
+from lockkit.index.http import PER_HOST
 
 if TYPE_CHECKING:
     import argparse
-    from typing import Any
 
     from lockkit._internal.redact import Secrets
+    from lockkit.cache.store import Cache
+    from lockkit.config.project import Project
     from lockkit.lock.model import LockTables
-    from lockkit.wheelhouse.fetch import Got
+    from lockkit.platforms.definitions import Platform
+    from lockkit.wheelhouse.build import BuildResult
+    from lockkit.wheelhouse.fetch import Got, Item
     from lockkit.wheelhouse.meta import FileRecord
     from lockkit.wheelhouse.sources import FoundIn
 
-__all__ = ["handle"]
+__all__ = ["DESCRIPTION", "HELP", "JOBS", "BuildOptions", "add_arguments", "handle"]
+
+HELP = "download a lock's wheels into an offline-installable folder"
+DESCRIPTION = ("Build, pack and unpack per-platform wheelhouses: every wheel of "
+               "locks/pylock.<platform>.toml, hash-checked, with a pylock.toml, a "
+               "requirements.txt and a PEP 503 simple/ tree that install with no network.")
+JOBS = 16  # files at once, and connections to one host: measured against 8 and 32 on a
+# CDN-like edge (benchmarks/cudaset.py; docs/explanation/benchmarks.md says why)
 
 
-def handle(args: argparse.Namespace) -> int:
-    if args.wheelhouse_command == "unpack":
-        from lockkit.cli import unpack
+def add_arguments(wh: argparse.ArgumentParser) -> None:
+    """build's flags, and each other action's from its own module."""
+    whsub = wh.add_subparsers(dest="wheelhouse_command", metavar="ACTION", required=True)
+    _build_arguments(whsub.add_parser(
+        "build", help="fetch the lock's wheels into wheelhouse/<platform>/",
+        description="Fetch every file the platform's lock selects (cache, --find-links, "
+                    "mirror, then the lock's URL), verify each sha256 while it streams, and "
+                    "write the folder atomically. A second build of the same lock downloads "
+                    "nothing. tools/ carries lockkit and its dependencies for the platform "
+                    "(each hash-checked, pinned in tools/requirements.txt), so the offline "
+                    "machine can run 'lockkit verify'; they are not part of the application's "
+                    "requirements.txt or pylock.toml."))
+    for name, action in (("pack", pack), ("sbom", sbom), ("unpack", unpack)):
+        action.add_arguments(whsub.add_parser(name, help=action.HELP,
+                                              description=action.DESCRIPTION))
 
-        return unpack.handle(args)
-    return {"build": _build, "pack": _pack, "sbom": _sbom}[args.wheelhouse_command](args)
+
+def _build_arguments(build: argparse.ArgumentParser) -> None:
+    build.add_argument("--platform", required=True, metavar="NAME",
+                       help="platform whose lock to use")
+    build.add_argument("--out", type=Path, metavar="DIR",
+                       help="output folder: a new or empty one, or a wheelhouse lockkit "
+                            "built for the platform, which is replaced (default: "
+                            "<project>/wheelhouse/<platform>)")
+    build.add_argument("--find-links", action="append", type=Path, default=[], metavar="DIR",
+                       help="folder of files to take by hash before downloading (repeatable)")
+    # Sized for the network, not the cores: a download waits on its link (a CDN edge caps
+    # each connection), and the bytes cost little CPU (1 MiB reads, hashed on a second
+    # thread). At most max(PER_HOST, --jobs) connections go to one host, files and ranged
+    # parts together.
+    build.add_argument("--jobs", type=int, default=JOBS,
+                       help=f"files downloaded at once (default {JOBS}); at most {PER_HOST} "
+                            "connections to one host (or JOBS, when larger), a large "
+                            "file's ranged parts included")
+    build.add_argument("--cache-dir", type=Path, metavar="DIR",
+                       help="content-addressed download cache (default: the user cache folder, "
+                            "or $LOCKKIT_CACHE_DIR)")
+    build.add_argument("--retries", type=int, default=3,
+                       help="retries of a 5xx, reset, timeout or truncated body (default 3)")
+    build.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                       help="seconds without data before a download counts as timed out "
+                            "(default 60); a file whose host never answers fails after "
+                            "(N+1) x S plus pauses of 0.5, 1, 2... s between tries (N: "
+                            "--retries; 15.5 s at --timeout 3), and that host is not asked "
+                            "again for the file")
+    build.add_argument("--fallback-to-official", action="store_true",
+                       help="after a configured mirror fails, try the official host "
+                            "(default: an air-gapped build never reaches for it)")
+    build.add_argument(
+        "--no-tools", action="store_true",
+        default=os.environ.get("LOCKKIT_NO_TOOLS", "") not in ("", "0"),
+        help="leave out tools/ (lockkit's own wheel and its dependencies, resolved for the "
+             "platform from index-url, for running 'lockkit verify' on the offline machine: "
+             "pip install --no-index --find-links <wheelhouse>/tools lockkit); also "
+             "LOCKKIT_NO_TOOLS=1. A platform whose Python lockkit does not support gets "
+             "no tools/, with a note")
+    project_args(build)
+    build.set_defaults(options=BuildOptions.from_namespace)
 
 
-def _build(args: argparse.Namespace) -> int:
+@dataclass(frozen=True, kw_only=True)
+class BuildOptions:
+    """``lockkit wheelhouse build``'s flags, typed."""
+
+    platform: str
+    out: Path | None
+    find_links: tuple[Path, ...]
+    jobs: int
+    cache_dir: Path | None
+    retries: int
+    timeout: float
+    fallback_to_official: bool
+    no_tools: bool
+    project: Path | None
+    mirror: tuple[str, ...]
+    index_url: str | None
+
+    @classmethod
+    def from_namespace(cls, ns: argparse.Namespace) -> BuildOptions:
+        return cls(platform=ns.platform, out=ns.out, find_links=tuple(ns.find_links),
+                   jobs=ns.jobs, cache_dir=ns.cache_dir, retries=ns.retries,
+                   timeout=ns.timeout, fallback_to_official=ns.fallback_to_official,
+                   no_tools=ns.no_tools, project=ns.project, mirror=tuple(ns.mirror),
+                   index_url=ns.index_url)
+
+
+def handle(options: BuildOptions | pack.PackOptions | sbom.SbomOptions
+           | unpack.UnpackOptions) -> int:
+    if isinstance(options, pack.PackOptions):
+        return pack.handle(options)
+    if isinstance(options, sbom.SbomOptions):
+        return sbom.handle(options)
+    if isinstance(options, unpack.UnpackOptions):
+        return unpack.handle(options)
+    return _build(options)
+
+
+def _build(options: BuildOptions) -> int:
     from lockkit._internal.outdir import check
     from lockkit.cache.layout import default_cache_dir
-    from lockkit.cli.common import load
     from lockkit.platforms.definitions import load_catalog
 
-    _find_links_checked(args.find_links)
-    project = load(args.project, mirrors=args.mirror, index_url=args.index_url)
-    platform, = load_catalog(project.root).select([args.platform], False, project.platforms)
-    out = check(args.out or project.root / "wheelhouse" / platform.name, kind="wheelhouse",
+    _find_links_checked(options.find_links)
+    project = load(options.project, mirrors=list(options.mirror), index_url=options.index_url)
+    platform, = load_catalog(project.root).select([options.platform], False, project.platforms)
+    out = check(options.out or project.root / "wheelhouse" / platform.name, kind="wheelhouse",
                 platform=platform.name, project=project.root,
-                flag="--out" if args.out else None)  # before any download
-    cache_root = (args.cache_dir or default_cache_dir()).absolute()
+                flag="--out" if options.out else None)  # before any download
+    cache_root = (options.cache_dir or default_cache_dir()).absolute()
     tables = _lock_of(project, platform)  # once, for the check and the build alike
-    with_tools = None if tables is None else _tools_wanted(args, platform, tables)
+    with_tools = None if tables is None else _tools_wanted(options, platform, tables)
     if tables is not None and _up_to_date(project, platform, tables, bool(with_tools), out,
-                                          cache_root, args.project):
+                                          cache_root, options.project):
         return 0  # nothing new: none of the build's modules is imported
     from lockkit.cache.store import Cache
     from lockkit.index.auth import Credentials
@@ -65,26 +164,27 @@ def _build(args: argparse.Namespace) -> int:
     from lockkit.wheelhouse import build as wheelhouse
     from lockkit.wheelhouse.fetch import http_client
 
-    lock, items = wheelhouse.plan(project, platform, fallback_to_official=args.fallback_to_official,
+    lock, items = wheelhouse.plan(project, platform,
+                                  fallback_to_official=options.fallback_to_official,
                                   lock=None if tables is None else Lock.validated(tables))
     stale = stale_warning(project, platform, lock)  # after plan: an unreadable lock is its error
     if stale:
-        ui.warn(for_project(stale, args.project) or stale)
+        ui.warn(for_project(stale, options.project) or stale)
     if with_tools is None:
-        with_tools = _tools_wanted(args, platform, lock)
+        with_tools = _tools_wanted(options, platform, lock)
     total = sum(i.want.size or 0 for i in items)
     unknown = sum(i.want.size is None for i in items)
     cache = Cache(cache_root, by_identity=True)
-    phase = _phase(platform.name, items, cache, args.find_links)
+    phase = _phase(platform.name, items, cache, options.find_links)
     credentials = Credentials.for_indexes(project.index_url, project.mirrors)
     try:
-        with http_client(connections=args.jobs, timeout=args.timeout,
-                         attempts=args.retries + 1, credentials=credentials) as client, \
+        with http_client(connections=options.jobs, timeout=options.timeout,
+                         attempts=options.retries + 1, credentials=credentials) as client, \
                 ui.transfer(f"{platform.name}: files", len(items), total, phase,
                             unknown) as shown:
             result = wheelhouse.build(
                 project, platform, out, client=client, cache=cache,
-                find_links=tuple(p.absolute() for p in args.find_links), jobs=args.jobs,
+                find_links=tuple(p.absolute() for p in options.find_links), jobs=options.jobs,
                 items=items, lock=lock,
                 on_file=lambda got: _shown_done(shown, got), on_bytes=shown.moved,
                 with_tools=with_tools)
@@ -102,7 +202,7 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _phase(name: str, items: list[Any], cache: Any, find_links: list[Path]) -> str:
+def _phase(name: str, items: list[Item], cache: Cache, find_links: tuple[Path, ...]) -> str:
     """The fetching line off a terminal: what will be downloaded, and apart from it what
     the cache or a --find-links folder holds (issue 42: "fetching 10 files (10.5 MB)"
     then "0 bytes downloaded, 202.2 MB from the cache")."""
@@ -111,7 +211,7 @@ def _phase(name: str, items: list[Any], cache: Any, find_links: list[Path]) -> s
     get, have = ([i for i, h in zip(items, held, strict=True) if h is kept]
                  for kept in (False, True))
 
-    def summary(part: list[Any]) -> str:
+    def summary(part: list[Item]) -> str:
         return ui.fetch_summary(len(part), sum(i.want.size or 0 for i in part),
                                 sum(i.want.size is None for i in part))
     where = "the cache or --find-links" if find_links else "the cache"
@@ -122,13 +222,13 @@ def _phase(name: str, items: list[Any], cache: Any, find_links: list[Path]) -> s
     return f"{name}: fetching {summary(get)}, {summary(have)} from {where}..."
 
 
-def _find_links_checked(folders: list[Path]) -> None:
+def _find_links_checked(folders: tuple[Path, ...]) -> None:
     for folder in folders:
         if not folder.is_dir():
             raise UsageError(f"--find-links {folder}: not a folder")
 
 
-def _lock_of(project: Any, platform: Any) -> LockTables | None:
+def _lock_of(project: Project, platform: Platform) -> LockTables | None:
     """The platform's lock, read once (its errors are the build's); None when there is no
     such file (:func:`lockkit.wheelhouse.build.read_lock` says why).
 
@@ -141,7 +241,7 @@ def _lock_of(project: Any, platform: Any) -> LockTables | None:
     return LockTables.read(path).of_platform(platform.name) if path.is_file() else None
 
 
-def _up_to_date(project: Any, platform: Any, lock: LockTables, with_tools: bool, out: Path,
+def _up_to_date(project: Project, platform: Platform, lock: LockTables, with_tools: bool, out: Path,
                 cache_root: Path, given: Path | None) -> bool:
     """The folder is what this build would write again, checked by the identities of its
     files (:mod:`lockkit.wheelhouse.current`): said in one line, after the lock's
@@ -184,7 +284,7 @@ _LOCAL = {"cache": "from the cache", "find-links": "from --find-links"}
 
 
 def _printed(platform: str, out: Path, rows: list[tuple[str, str, str, str, str]],
-             result: Any, secrets: Secrets) -> None:
+             result: BuildResult, secrets: Secrets) -> None:
     """The table, then what was downloaded and what was not (the bytes the cache or a
     --find-links folder gave: a warm rebuild says so, not "0 bytes downloaded" alone)."""
     tables.print_table(f"lockkit wheelhouse build {platform}",
@@ -196,9 +296,9 @@ def _printed(platform: str, out: Path, rows: list[tuple[str, str, str, str, str]
            f"downloaded{local} -> {shown_path(out)}")
 
 
-def _tools_wanted(args: argparse.Namespace, platform: Any, lock: LockTables) -> bool:
+def _tools_wanted(options: BuildOptions, platform: Platform, lock: LockTables) -> bool:
     """tools/ unless --no-tools, or the lock's Python is one lockkit cannot run on (a note)."""
-    if args.no_tools:
+    if options.no_tools:
         return False
     from lockkit.wheelhouse import ownwheel  # not tools: its ~50 ms of imports wait for a build
 
@@ -206,95 +306,6 @@ def _tools_wanted(args: argparse.Namespace, platform: Any, lock: LockTables) -> 
     if reason:
         ui.say(f"{platform.name}: no tools/ in this wheelhouse: {reason}")
     return reason is None
-
-
-def _pack(args: argparse.Namespace) -> int:
-    """Write the archive (``-o -``: on stdout, then the sha256 line goes to stderr)."""
-    from lockkit._internal import outfile
-    from lockkit.cli.common import load
-    from lockkit.wheelhouse import archive
-
-    project = load(args.project)
-    root = project.root
-    folder = wheelhouse_folder(args.folder, root, args.platform)
-    if args.lock is not None and not args.lock.is_file():
-        raise UsageError(f"--lock {args.lock}: no such file")
-    inputs = _inputs(project, folder, args.lock, "the folder being packed")
-    given = args.output or root / "wheelhouse" / f"{args.platform}.wheelhouse.tar"
-    out = outfile.check(given if given == outfile.STDOUT else Path(given).absolute(),
-                        what=archive.ARCHIVE, recognise=archive.recognise, inputs=inputs,
-                        force=args.force, flag="-o" if args.output else None)
-    if out.to_stdout and sys.stdout.isatty():  # as tar refuses: bytes no one can read
-        raise UsageError("-o -: stdout is a terminal; refusing to write a tar there",
-                         hint="redirect it (> FILE, | ssh ...), or give -o a file")
-    archive.sidecar_target(out, force=args.force)  # refused before the work, not after it
-    # the folder is checked against the lock it was built from, every file derived again
-    from lockkit.lock.model import Lock
-
-    lock = Lock.read(args.lock.absolute() if args.lock else archive.named_lock(folder, root))
-    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-    with ui.progress(f"{args.platform}: packing", size, bytes_=True,
-                     phase=f"{args.platform}: packing {human_size(size)}...") as advance:
-        _, digest = archive.packed(folder, out, lock=lock, project_dir=root,
-                                   on_bytes=advance, force=args.force,
-                                   secrets=project.secrets)
-    if out.kind != "file":
-        ui.say(f"{args.platform}: packed {shown_path(folder)} -> {out.shown}")
-        print(f"{digest}  {out.shown}", file=sys.stderr if out.to_stdout else sys.stdout)
-        return 0
-    shown, sidecar = Path(out.given), archive.sidecar(Path(out.given))
-    ui.say(f"{args.platform}: packed {shown_path(folder)} -> {shown_path(shown)} "
-           f"({human_size(shown.stat().st_size)}); its sha256 -> {shown_path(sidecar)}: send "
-           "it out of band, the receiver checks it with 'wheelhouse unpack --sha256'")
-    ui.say("the receiver runs, in the project's folder, beside the archive:\n  "
-           + _receiver_command(shown.name, digest, project.lock_path(args.platform).name))
-    print(f"{digest}  {shown}")
-    return 0
-
-
-def _receiver_command(archive_name: str, digest: str, lock_name: str) -> str:
-    """The command a receiver pastes: the archive by its name (where it lands there), the
-    sha256 sent out of band, and the project's committed lock of its platform."""
-    import shlex
-
-    return shlex.join(["lockkit", "wheelhouse", "unpack", archive_name, "--sha256", digest,
-                       "--lock", f"locks/{lock_name}"])
-
-
-def _inputs(project: Any, folder: Path, lock: Path | None, what: str) -> Any:
-    """The files pack and sbom read, never written over: the project's config, requirement
-    files and locks, the lock given, and the wheelhouse folder (any path inside it)."""
-    inputs = output_inputs(project)
-    return inputs.add(files=[(lock, "the lock given")] if lock else [], folders=[(folder, what)])
-
-
-def _sbom(args: argparse.Namespace) -> int:
-    """Write the SBOM; its path goes to stdout (``-o -``: the SBOM itself), a summary line
-    to stderr."""
-    from lockkit._internal import outfile
-    from lockkit.cli.common import load
-    from lockkit.wheelhouse import sbom
-
-    project = load(args.project)
-    root = project.root
-    folder = wheelhouse_folder(args.folder, root, args.platform)
-    lock = (args.lock or root / "locks" / f"pylock.{args.platform}.toml").absolute()
-    if not lock.is_file():
-        raise UsageError(f"{shown_path(lock)}: no such lock",
-                         hint="pass the lock the folder was built from with --lock")
-    out = None if args.output is None else outfile.check(
-        args.output, what=sbom.WHAT, recognise=sbom.recognise, force=args.force, flag="-o",
-        inputs=_inputs(project, folder, lock, "the wheelhouse folder read (leave -o out to "
-                                              "write its own sbom.cdx.json)"))
-    from lockkit.lock.model import Lock
-
-    written = sbom.refresh(folder, Lock.read(lock), project.secrets, out)
-    if out is not None and out.kind != "file":
-        ui.say(f"{args.platform}: SBOM of {shown_path(folder)} -> {out.shown}")
-        return 0
-    ui.say(f"{args.platform}: SBOM of {shown_path(folder)} -> {shown_path(written)}")
-    print(written)
-    return 0
 
 
 def _from(record: FileRecord) -> str:

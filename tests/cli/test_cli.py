@@ -307,31 +307,41 @@ def test_version_and_help_are_argparses_answers_with_exit_0(capsys):
 
 
 def test_each_command_has_its_flags_and_a_module_that_handles_it():
-    """The dispatcher's table and the parser's list name the same commands, in the same
-    order, and each command's module has its handle()."""
+    """Each command's module declares its help, its flags and its handle(), and the parser
+    lists the commands in the order of the table that names their modules."""
     import importlib
 
-    from lockkit.cli import _COMMANDS
-    from lockkit.cli.parser import flag_adders
+    from lockkit.cli.parser import COMMANDS, build_parser
 
-    assert list(_COMMANDS) == list(flag_adders())
-    for command, module in _COMMANDS.items():
-        assert callable(importlib.import_module(module).handle), command
+    listed = next(a for a in build_parser()._actions  # noqa: SLF001 (argparse's own list)
+                  if a.dest == "command")
+    assert list(listed.choices or ()) == list(COMMANDS)
+    for command, module in COMMANDS.items():
+        loaded = importlib.import_module(module)
+        assert callable(loaded.handle) and callable(loaded.add_arguments), command
+        assert loaded.HELP and loaded.DESCRIPTION, command
 
 
 _LOADED = ("import sys\nfrom lockkit.cli import main\nmain(sys.argv[1:])\n"
            "print(*sorted(m for m in sys.modules if m.startswith('lockkit.cli.')))")
 
 
-_FLAGS = {"lockkit.cli.flags", "lockkit.cli.whflags"}
+_EVERY = {"lockkit.cli.flags", "lockkit.cli.common", "lockkit.cli.platforms",
+          "lockkit.cli.compile", "lockkit.cli.wheelhouse", "lockkit.cli.pack",
+          "lockkit.cli.sbom", "lockkit.cli.unpack", "lockkit.cli.verify",
+          "lockkit.cli.diagnose", "lockkit.cli.diff", "lockkit.cli.ci", "lockkit.cli.export",
+          "lockkit.cli.cache", "lockkit.cli.sync"}
+_WHEELHOUSE = {"lockkit.cli.flags", "lockkit.cli.common", "lockkit.cli.wheelhouse",
+               "lockkit.cli.pack", "lockkit.cli.sbom", "lockkit.cli.unpack"}
 
 
 @pytest.mark.parametrize(("argv", "commands"), [
-    (["--version"], set()), (["--help"], _FLAGS), (["wheelhouse", "pack", "--help"], _FLAGS),
-    (["diff", "missing-a.json", "missing-b.json"], {"lockkit.cli.diff"} | _FLAGS)])
+    (["--version"], set()), (["--help"], _EVERY), (["wheelhouse", "pack", "--help"], _WHEELHOUSE),
+    (["diff", "missing-a.json", "missing-b.json"], {"lockkit.cli.diff"})])
 def test_a_command_imports_its_own_module_alone(tmp_path, argv, commands):
     """The parser is all a start imports (``--version``: no command's flags either); a
-    command's module only when that command runs."""
+    command's module (which declares its flags) only when that command is named, every
+    one for ``--help``."""
     run = subprocess.run([sys.executable, "-c", _LOADED, *argv], capture_output=True,
                          text=True, timeout=60, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
