@@ -26,8 +26,8 @@ __all__ = ["handle"]
 
 def handle(args: argparse.Namespace) -> int:
     from lockkit.cli.common import load
+    from lockkit.steps.context import Options
     from lockkit.verify import sync
-    from lockkit.verify.context import Options
 
     project = load(args.project, mirrors=args.mirror, index_url=args.index_url)
     platform = pick_platform(project, args.platform, "sync")

@@ -36,9 +36,9 @@ def handle(args: argparse.Namespace) -> int:
     from lockkit._internal.outdir import check
     from lockkit.cache.layout import default_cache_dir
     from lockkit.cli.common import load
+    from lockkit.steps.context import Options as VerifyOptions
     from lockkit.verify import existing as existing_env
     from lockkit.verify import run
-    from lockkit.verify.context import Options as VerifyOptions
 
     project = load(args.project, mirrors=args.mirror, index_url=args.index_url)
     platform = pick_platform(project, args.platform, "verify")

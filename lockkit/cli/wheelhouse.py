@@ -24,10 +24,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from lockkit._internal.redact import Secrets
+    from lockkit.download.fetch import Got
+    from lockkit.download.sources import FoundIn
     from lockkit.lock.model import LockTables
-    from lockkit.wheelhouse.fetch import Got
     from lockkit.wheelhouse.meta import FileRecord
-    from lockkit.wheelhouse.sources import FoundIn
 
 __all__ = ["handle"]
 
@@ -59,11 +59,11 @@ def _build(args: argparse.Namespace) -> int:
                                           cache_root, args.project):
         return 0  # nothing new: none of the build's modules is imported
     from lockkit.cache.store import Cache
+    from lockkit.download.fetch import http_client
     from lockkit.index.auth import Credentials
     from lockkit.lock.freshness import stale_warning
     from lockkit.lock.model import Lock
     from lockkit.wheelhouse import build as wheelhouse
-    from lockkit.wheelhouse.fetch import http_client
 
     lock, items = wheelhouse.plan(project, platform, fallback_to_official=args.fallback_to_official,
                                   lock=None if tables is None else Lock.validated(tables))
