@@ -26,7 +26,8 @@ from typing import Any, Literal, TypedDict
 
 from lockkit._internal import proc
 from lockkit._internal.parse import parse_json
-from lockkit.probes.scripts.system_probe import DETERMINISM_VARS, TOOLCHAIN_VARS
+from lockkit.probes.scripts.system_tools import TOOLCHAIN_VARS
+from lockkit.probes.scripts.system_torch import DETERMINISM_VARS
 from lockkit.report.shapes import Foreign
 
 __all__ = ["PROBES_DIR", "GPU_CHECKS", "ProbeDoc", "ProbeResult", "Status", "gpu_status",

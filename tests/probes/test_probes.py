@@ -458,3 +458,17 @@ def test_real_cpu_torch_system_report(torch_venv):
     assert settings["deterministic_algorithms"] is False
     assert isinstance(settings["num_interop_threads"], int)
 
+
+@pytest.mark.parametrize("helper", ["first_line", "attempt"])
+def test_a_helper_repeated_in_the_scripts_is_the_same_everywhere(helper):
+    """A script cannot import another under ``-I``, so the small helpers are repeated in
+    each: every copy is the same code."""
+    copies = {}
+    for name in SCRIPTS:
+        text = (PROBES_DIR / name).read_text(encoding="utf-8")
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.FunctionDef) and node.name == helper:
+                code = [n for n in node.body if not (isinstance(n, ast.Expr)
+                                                     and isinstance(n.value, ast.Constant))]
+                copies[name] = ast.dump(ast.Module(body=code, type_ignores=[]))
+    assert len(copies) >= 2 and len(set(copies.values())) == 1, sorted(copies)

@@ -1,7 +1,9 @@
 """Check that the torch in this interpreter is the expected build and reaches the device.
 
 Standalone on purpose: run inside the venv under test (``python -I gpu_probe.py --expect
-cuda --cuda 12.6 --device cuda``) with the standard library, torch and numpy only.
+cuda --cuda 12.6 --device cuda``) with the standard library, torch and numpy only. The
+companion checks (``gpu_companions.py``) and ``--extensions`` (``gpu_extensions.py``) are
+scripts of their own beside it, loaded from this file's folder by path.
 Three sub-checks, in order, each ``passed``, ``failed``, ``error`` (it raised) or
 ``skipped``, and each that did not pass carries an ``error`` (or ``reason``) line:
 
@@ -33,10 +35,8 @@ torchaudio).
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.util
 import json
-import math
 import os
 import platform
 import sys
@@ -223,107 +223,6 @@ def matmul_check(torch: Any, args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def device_name(args: argparse.Namespace) -> str:
-    return f"{args.device}:0" if args.device in ("cuda", "xpu") else args.device
-
-
-def cuda_of(number: Any) -> str | None:
-    """A companion's CUDA_VERSION (12060) as torch spells it (12.6), decoded the way
-    torchvision/extension.py and torchaudio/_extension/utils.py compare them."""
-    if isinstance(number, bool) or not isinstance(number, int) or number <= 0:
-        return None
-    return f"{number // 1000}.{number % 1000 // 10}"
-
-
-def local_label(version: str | None) -> str | None:
-    return version.split("+", 1)[1] if version and "+" in version else None
-
-
-def same_build(torch: Any, name: str, version: str, cuda: str | None) -> str | None:
-    """Why companion *name* is not torch's build, or None. On ROCm the label is the only
-    evidence: torchvision's ``_cuda_version`` op and torchaudio's ``cuda_version`` answer
-    -1/None there (vision.cpp, audio's utils.cpp: ``#ifdef WITH_CUDA``)."""
-    t_cuda, t_hip = torch.version.cuda, getattr(torch.version, "hip", None)
-    t_label, label = local_label(torch.__version__), local_label(version)
-    if t_hip:
-        if label != t_label:
-            return (f"{name} {version} is not torch's ROCm build (torch {torch.__version__}, "
-                    f"HIP {t_hip})")
-        return None
-    if t_cuda:
-        if cuda is None:
-            return f"{name} {version} reports no CUDA (a CPU build); torch is CUDA {t_cuda}"
-        if cuda.split(".")[:2] != t_cuda.split(".")[:2]:
-            return f"{name} {version} is a CUDA {cuda} build; torch is CUDA {t_cuda}"
-        return None
-    if cuda:
-        return f"{name} {version} is a CUDA {cuda} build; torch {torch.__version__} is not"
-    return None
-
-
-def companion(torch: Any, name: str, version: str, cuda: str | None, raw: Any,
-              op: Callable[[], tuple[bool, str]]) -> dict[str, Any]:
-    result: dict[str, Any] = {"status": "passed", "version": version, "cuda": cuda,
-                              "cuda_version_raw": raw, "torch": torch.__version__}
-    why = same_build(torch, name, version, cuda)
-    if why is None:
-        ok, what = op()
-        result["op"] = what
-        why = None if ok else what
-    if why:
-        result.update(status="failed", error=why)
-    return result
-
-
-def vision_check(torch: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """``torchvision.version.cuda`` exists only for a CUDA build (its setup.py writes
-    ``if _check_cuda_version() > 0: cuda = ...``); a CUDA major that differs from torch's
-    already fails the import (torchvision/extension.py ``_check_cuda_version``)."""
-    tv = importlib.import_module("torchvision")
-    ops = importlib.import_module("torchvision.ops")
-    raw = getattr(getattr(tv, "version", None), "cuda", None)
-    device = device_name(args)
-
-    def op() -> tuple[bool, str]:
-        boxes = torch.tensor([[0.0, 0.0, 10.0, 10.0], [1.0, 1.0, 11.0, 11.0],
-                              [20.0, 20.0, 30.0, 30.0]], dtype=torch.float32)
-        scores = torch.tensor([0.9, 0.8, 0.7], dtype=torch.float32)
-        kept = [int(i) for i in ops.nms(boxes.to(device), scores.to(device), 0.5).cpu().tolist()]
-        what = f"torchvision.ops.nms on {device} kept boxes {kept}"
-        return kept == [0, 2], what + ("" if kept == [0, 2] else ", expected [0, 2]")
-
-    return companion(torch, "torchvision", tv.__version__, cuda_of(raw), raw, op)
-
-
-def audio_cuda(torch: Any) -> Any:
-    """torchaudio/_extension/utils.py ``_check_cuda_version``: the extension's
-    ``cuda_version()`` (an int, None without CUDA); newer releases register it as
-    ``torch.ops._torchaudio.cuda_version``."""
-    try:
-        return torch.ops._torchaudio.cuda_version()
-    except Exception:  # noqa: BLE001 - the older layout follows
-        return importlib.import_module("torchaudio.lib._torchaudio").cuda_version()
-
-
-def audio_check(torch: Any, args: argparse.Namespace) -> dict[str, Any]:
-    ta = importlib.import_module("torchaudio")
-    functional = importlib.import_module("torchaudio.functional")
-    raw = audio_cuda(torch)
-    device = device_name(args)
-
-    def op() -> tuple[bool, str]:
-        signal = torch.tensor([math.sin(i * 0.03) for i in range(4800)], dtype=torch.float32)
-        cpu = functional.resample(signal, 48000, 24000).tolist()
-        got = functional.resample(signal.to(device), 48000, 24000).cpu().tolist()
-        worst = max((abs(a - b) for a, b in zip(cpu, got)), default=0.0)  # noqa: B905
-        ok = len(cpu) == len(got) and worst <= 1e-4
-        what = (f"torchaudio.functional.resample on {device}: {len(got)} samples, max "
-                f"|device - cpu| {worst:.3g}")
-        return ok, what + ("" if ok else " (limit 1e-4 and the CPU's length)")
-
-    return companion(torch, "torchaudio", ta.__version__, cuda_of(raw), raw, op)
-
-
 def guarded(check: Callable[..., dict[str, Any]], torch: Any,
             args: argparse.Namespace) -> dict[str, Any]:
     try:
@@ -348,15 +247,14 @@ def torch_summary(torch: Any) -> dict[str, Any]:
             "file": getattr(torch, "__file__", None)}
 
 
-def companion_skip(name: str, locked: bool, args: argparse.Namespace) -> str | None:
-    """Why companion *name* is not checked, or None. ``--installed``: it is checked when
-    it is installed, whether or not it imports (one that fails to import, such as a
-    torchvision of another CUDA major, is a finding); finding it imports nothing."""
-    if locked:
-        return None
-    if not args.installed:
-        return "not locked"
-    return None if importlib.util.find_spec(name) is not None else "not installed"
+def _sibling(name: str) -> Any:
+    """Another script of this folder, by path (``-I`` keeps the folder off ``sys.path``)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"lockkit_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_checks(args: argparse.Namespace) -> dict[str, Any]:
@@ -365,9 +263,11 @@ def run_checks(args: argparse.Namespace) -> dict[str, Any]:
     report["torch"] = {"error": failure} if failure else torch_summary(torch)
     checks: dict[str, dict[str, Any]] = {}
     blocked = None
-    skips = (None, None, None, companion_skip("torchvision", args.vision, args),
-             companion_skip("torchaudio", args.audio, args))
-    runs = (build_check, device_check, matmul_check, vision_check, audio_check)
+    companions = _sibling("gpu_companions")  # torchvision and torchaudio
+    skips = (None, None, None, companions.companion_skip("torchvision", args.vision, args),
+             companions.companion_skip("torchaudio", args.audio, args))
+    runs = (build_check, device_check, matmul_check, companions.vision_check,
+            companions.audio_check)
     for i, (name, check, skip) in enumerate(zip(CHECKS, runs, skips)):  # noqa: B905
         if skip:
             checks[name] = {"status": "skipped", "reason": skip}
@@ -381,58 +281,6 @@ def run_checks(args: argparse.Namespace) -> dict[str, Any]:
             blocked = f"the {name} check did not pass"
     report["checks"] = checks
     return report
-
-
-COMPILED = (".so", ".pyd", ".dylib")
-
-
-def extension_check(torch: Any, spec: dict[str, Any], device: str) -> dict[str, Any]:
-    """Import one declared module and evaluate its smoke expression (the user's code, in
-    this venv only) with ``torch``, ``device``, ``module`` and its top package bound; it
-    passes unless it raises or evaluates to ``False``."""
-    name = str(spec.get("module"))
-    result: dict[str, Any] = {"probe": "extensions", "module": name, "device": device,
-                              "status": "passed"}
-    start = time.perf_counter()
-    try:
-        module = importlib.import_module(name)
-        result["file"] = getattr(module, "__file__", None)
-        result["compiled"] = str(result["file"] or "").endswith(COMPILED)
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the failure is the finding
-        return {**result, "status": "failed", "stage": "import",
-                "error": f"import {name} failed: {first_line(exc)}"}
-    smoke = spec.get("smoke")
-    if smoke:
-        names = {"torch": torch, "device": device, "module": module,
-                 name.split(".")[0]: importlib.import_module(name.split(".")[0])}
-        try:
-            value = eval(compile(smoke, f"<smoke of {name}>", "eval"), names)  # noqa: S307
-        except (Exception, SystemExit) as exc:  # noqa: BLE001
-            result.update(status="failed", stage="smoke",
-                          error=f"{name}: smoke {smoke!r} on {device} raised {first_line(exc)}")
-        else:
-            result["value"] = repr(value)[:200]
-            if value is False:
-                result.update(status="failed", stage="smoke",
-                              error=f"{name}: smoke {smoke!r} on {device} returned False")
-    result["seconds"] = round(time.perf_counter() - start, 4)
-    return result
-
-
-def run_extensions(path: str, device: str, write: Callable[[str], object],
-                   with_torch: bool = True) -> None:
-    """*with_torch* False: the lock names no torch, so none is imported (``torch`` is None
-    in a smoke expression)."""
-    with open(path, encoding="utf-8") as fh:
-        specs = json.load(fh)
-    torch, failure = import_torch() if with_torch else (None, None)
-    for spec in specs:
-        if failure:
-            line: dict[str, Any] = {"probe": "extensions", "module": spec.get("module"),
-                                    "status": "failed", "stage": "import", "error": failure}
-        else:
-            line = extension_check(torch, spec, device)
-        write(json.dumps(line, default=str) + "\n")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -470,8 +318,9 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if args is None:  # one line per module, written as each one ends
-                run_extensions(argv[1], argv[3], lambda t: os.write(real_stdout, t.encode()),
-                               with_torch=argv[4:] != ["--no-torch"])
+                _sibling("gpu_extensions").run_extensions(
+                    argv[1], argv[3], lambda t: os.write(real_stdout, t.encode()),
+                    import_torch if argv[4:] != ["--no-torch"] else None)
                 return 0
             report = run_checks(args)
     finally:

@@ -1,9 +1,11 @@
 """Record the system chain of the interpreter running this script, as one JSON object.
 
 Standalone on purpose: it runs *inside the venv under test* (``python -I system_probe.py``),
-where lockkit is not installed, so it uses the standard library, torch and numpy only
-(and, run with ``-I``, cannot import a sibling file: the helpers shared with
-``gpu_probe.py`` are repeated there). Each field is collected on its own: one that fails
+where lockkit is not installed, so it uses the standard library, torch and numpy only.
+Run with ``-I``, it cannot import a sibling file: it loads its parts from its own folder
+by path, the host tools (``system_tools.py``: drivers, toolchain), torch's facts
+(``system_torch.py``) and, with ``--then-gpu``, ``gpu_probe.py``; the small helpers they
+share are repeated in each. Each field is collected on its own: one that fails
 becomes ``{"error": ...}`` and the others still come out, so a partial torch (or a fake
 one in the tests) gives a partial report, never a crash. The script always exits 0 when
 it can print; the host judges.
@@ -19,8 +21,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,24 +31,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 SCHEMA = 1
-# Variables that change numerical results, thread counts or which devices are visible;
-# recorded, never set here. lockkit.probes.probe imports this tuple to build the allow-list of
-# the environment it passes, so the two cannot drift apart.
-DETERMINISM_VARS = (
-    "CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS", "NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
-    "CUDA_LAUNCH_BLOCKING", "HIP_LAUNCH_BLOCKING", "CUDA_VISIBLE_DEVICES",
-    "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-)
-SMI_TIMEOUT = 15  # seconds: a wedged driver makes nvidia-smi hang, not fail
-# What builds a compiled extension (torch.utils.cpp_extension reads CUDA_HOME / ROCM_PATH,
-# CC / CXX); recorded, and passed to the probes by lockkit.probes.probe's allow-list.
-TOOLCHAIN_VARS = ("CUDA_HOME", "CUDA_PATH", "ROCM_PATH", "ROCM_HOME", "CC", "CXX",
-                  "TORCH_CUDA_ARCH_LIST", "PYTORCH_ROCM_ARCH")
-TOOLS = (("cc", "--version"), ("gcc", "--version"), ("clang", "--version"), ("cl", None),
-         ("nvcc", "--version"), ("hipcc", "--version"), ("cmake", "--version"),
-         ("ninja", "--version"))
-TOOL_TIMEOUT = 10
 COLLECT_ENV_TIMEOUT = 60
 PENDING = "runs beside the GPU checks; reported after them"
 # The child leads its own session (the probe kills it with whatever it ran). It starts
@@ -124,97 +106,6 @@ def python_info() -> dict[str, Any]:
             "isolated": bool(sys.flags.isolated)}
 
 
-def run_tool(argv: list[str]) -> tuple[str | None, str | None]:
-    """(stdout, None) or (None, why it gave nothing) for an optional system tool."""
-    exe = shutil.which(argv[0])
-    if exe is None:
-        return None, f"{argv[0]} not found on PATH"
-    try:
-        proc = subprocess.run([exe, *argv[1:]], capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=SMI_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return None, f"{argv[0]} timed out after {SMI_TIMEOUT}s"
-    except OSError as exc:
-        return None, f"{argv[0]}: {first_line(exc)}"
-    if proc.returncode != 0:
-        lines = (proc.stderr or proc.stdout).strip().splitlines() or ["no output"]
-        return None, f"{argv[0]} exited {proc.returncode}: {lines[0]}"
-    return proc.stdout, None
-
-
-def read_text(path: str) -> tuple[str | None, str | None]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(), None
-    except OSError:
-        return None, f"{path} absent"
-
-
-def nvidia_driver() -> tuple[dict[str, Any] | None, str | None]:
-    out, why_smi = run_tool(["nvidia-smi", "--query-gpu=driver_version,name",
-                             "--format=csv,noheader"])
-    rows = [[c.strip() for c in line.split(",", 1)] for line in (out or "").strip().splitlines()]
-    if rows and rows[0][0]:
-        return {"version": rows[0][0], "source": "nvidia-smi",
-                "gpus": [r[1] for r in rows if len(r) > 1]}, None
-    if out is not None:
-        why_smi = "nvidia-smi printed no driver version"
-    text, why_proc = read_text("/proc/driver/nvidia/version")
-    # "NVRM version: NVIDIA UNIX [Open Kernel Module for] x86_64  550.54.14  ..."
-    match = re.search(r"Kernel Module(?: for \S+)?\s+(\d[\w.]*)", text or "")
-    if match:
-        return {"version": match.group(1), "source": "/proc/driver/nvidia/version",
-                "gpus": [], "note": why_smi}, None
-    return None, f"{why_smi}; {why_proc or 'no version in /proc/driver/nvidia/version'}"
-
-
-def rocm_driver() -> tuple[dict[str, Any] | None, str | None]:
-    out, why_smi = run_tool(["rocm-smi", "--showdriverversion"])
-    match = re.search(r"Driver version:\s*(\S+)", out or "", re.IGNORECASE)
-    if match:
-        return {"version": match.group(1), "source": "rocm-smi"}, None
-    text, why_sys = read_text("/sys/module/amdgpu/version")
-    if text and text.strip():
-        return {"version": text.strip(), "source": "/sys/module/amdgpu/version",
-                "note": why_smi}, None
-    why_smi = why_smi or "rocm-smi printed no driver version"
-    return None, f"{why_smi}; {why_sys or '/sys/module/amdgpu/version empty'}"
-
-
-def driver_info() -> dict[str, Any]:
-    """Both vendors, always: an absent driver is a recorded fact with its reason."""
-    nvidia, why_nvidia = nvidia_driver()
-    rocm, why_rocm = rocm_driver()
-    reasons = {k: v for k, v in (("nvidia", why_nvidia), ("rocm", why_rocm)) if v}
-    return {"nvidia": nvidia, "rocm": rocm, "reasons": reasons}
-
-
-def tool_version(name: str, flag: str | None) -> dict[str, Any]:
-    """The tool's path and the first output line that names a version (nvcc's is its 4th;
-    MSVC's ``cl`` prints its banner on stderr and has no version flag)."""
-    exe = shutil.which(name)
-    if exe is None:
-        return {"path": None, "version": "not found"}
-    try:
-        proc = subprocess.run([exe, *([flag] if flag else [])], capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=TOOL_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return {"path": exe, "version": None, "error": f"timed out after {TOOL_TIMEOUT}s"}
-    except OSError as exc:
-        return {"path": exe, "version": None, "error": first_line(exc)}
-    lines = [ln.strip() for ln in (proc.stdout + "\n" + proc.stderr).splitlines() if ln.strip()]
-    line = next((ln for ln in lines if re.search(r"\d+\.\d+", ln)), lines[0] if lines else None)
-    return {"path": exe, "version": line[:200] if line else None}
-
-
-def toolchain_info() -> dict[str, Any]:
-    tools: dict[str, Any] = {}
-    for name, flag in TOOLS:
-        tools[name] = attempt(lambda n=name, f=flag: tool_version(n, f))  # type: ignore[misc]
-    return {"tools": tools,
-            "env": {name: os.environ.get(name) for name in TOOLCHAIN_VARS}}
-
-
 class CollectEnv:
     """torch's own environment report, in a child process of its own session: it runs
     nvidia-smi, conda and pip without a timeout, so the whole group is killed at ours.
@@ -261,101 +152,12 @@ class CollectEnv:
         self.proc.communicate()
 
 
-def device_info(torch: Any, index: int) -> dict[str, Any]:
-    """On ROCm these are named ``cuda`` too: the name does not prove NVIDIA, the arch does."""
-    props = attempt(lambda: torch.cuda.get_device_properties(index))
-    return {"index": index, "name": attempt(lambda: torch.cuda.get_device_name(index)),
-            "capability": attempt(lambda: "{}.{}".format(
-                *torch.cuda.get_device_capability(index))),
-            "total_memory": getattr(props, "total_memory", None),
-            "arch": getattr(props, "gcnArchName", None) or None}  # ROCm: gfx942 etc.
-
-
-def dnn_versions(torch: Any) -> tuple[Any, Any]:
-    """(cudnn, miopen): ROCm builds answer cudnn.version() with MIOpen's version."""
-    cudnn = torch.backends.cudnn
-    version = cudnn.version() if cudnn.is_available() else None
-    if getattr(torch.version, "hip", None):
-        return None, version
-    return version, None
-
-
-def build_kind(cuda: Any, hip: Any, mps_built: Any) -> str:
-    if hip:
-        return "rocm"
-    if cuda:
-        return "cuda"
-    return "mps" if mps_built is True else "cpu"
-
-
-def torch_info(torch: Any) -> dict[str, Any]:
-    version = getattr(torch, "version", None)
-    cuda, hip = getattr(version, "cuda", None), getattr(version, "hip", None)
-    available = attempt(lambda: bool(torch.cuda.is_available()))
-    count = attempt(lambda: int(torch.cuda.device_count())) if available is True else 0
-    dnn = attempt(lambda: dnn_versions(torch))
-    mps_built = attempt(lambda: bool(torch.backends.mps.is_built()))
-    return {
-        "version": getattr(torch, "__version__", None), "cuda": cuda, "hip": hip,
-        "build": build_kind(cuda, hip, mps_built),
-        "git_version": getattr(version, "git_version", None),
-        "cudnn": dnn[0] if isinstance(dnn, tuple) else dnn,
-        "miopen": dnn[1] if isinstance(dnn, tuple) else dnn,
-        "cuda_available": available, "device_count": count,
-        "devices": [device_info(torch, i) for i in range(count if isinstance(count, int) else 0)],
-        "mps_built": mps_built,
-        "mps_available": attempt(lambda: bool(torch.backends.mps.is_available())),
-        "file": getattr(torch, "__file__", None),
-    }
-
-
-def torch_settings(torch: Any) -> dict[str, Any]:
-    """The settings that decide how close two runs can be (MISSION section 6)."""
-    backends: Any = getattr(torch, "backends", None)  # a missing one fails each key, not all
-    getters: dict[str, Callable[[], Any]] = {
-        "default_dtype": lambda: str(torch.get_default_dtype()),
-        "deterministic_algorithms": lambda: torch.are_deterministic_algorithms_enabled(),
-        "deterministic_warn_only": lambda: torch.is_deterministic_algorithms_warn_only_enabled(),
-        "cudnn_deterministic": lambda: backends.cudnn.deterministic,
-        "cudnn_benchmark": lambda: backends.cudnn.benchmark,
-        "matmul_allow_tf32": lambda: backends.cuda.matmul.allow_tf32,
-        "cudnn_allow_tf32": lambda: backends.cudnn.allow_tf32,
-        "matmul_allow_fp16_reduced_precision":
-            lambda: backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-        "matmul_allow_bf16_reduced_precision":
-            lambda: backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-        "float32_matmul_precision": lambda: torch.get_float32_matmul_precision(),
-        # torch >= 2.9 says the same through fp32_precision; older ones answer an error
-        "fp32_precision": lambda: backends.fp32_precision,
-        "matmul_fp32_precision": lambda: backends.cuda.matmul.fp32_precision,
-        "cudnn_fp32_precision": lambda: backends.cudnn.fp32_precision,
-        "num_threads": lambda: torch.get_num_threads(),
-        "num_interop_threads": lambda: torch.get_num_interop_threads(),
-    }
-    return {key: attempt(get) for key, get in getters.items()}
-
-
-def settings_info(torch: Any | None) -> dict[str, Any]:
-    values: dict[str, Any] = torch_settings(torch) if torch is not None else {}
-    values["hash_randomization"] = bool(sys.flags.hash_randomization)
-    values["env"] = {name: os.environ.get(name) for name in DETERMINISM_VARS}
-    return values
-
-
 def import_torch() -> tuple[Any | None, dict[str, Any] | None]:
     try:
         import torch
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken torch is the finding
         return None, {"error": f"import torch failed: {first_line(exc)}"}
     return torch, None
-
-
-def numpy_info() -> dict[str, Any]:
-    try:
-        import numpy
-    except Exception as exc:  # noqa: BLE001
-        return {"version": None, "error": first_line(exc)}
-    return {"version": numpy.__version__}
 
 
 def collect(env_mode: str = "wait") -> tuple[dict[str, Any], CollectEnv | None]:
@@ -369,15 +171,16 @@ def collect(env_mode: str = "wait") -> tuple[dict[str, Any], CollectEnv | None]:
     report: dict[str, Any] = {"probe": "system", "schema": SCHEMA, "os": attempt(os_info),
                               "arch": platform.machine(), "libc": attempt(libc_info),
                               "cpu": attempt(cpu_info), "python": attempt(python_info)}
+    host_tools, torch_facts = _sibling("system_tools"), _sibling("system_torch")
     env_report = CollectEnv() if env_mode != "skip" else None
     with ThreadPoolExecutor(max_workers=1) as tools:
-        driver = tools.submit(attempt, driver_info)
-        toolchain = tools.submit(attempt, toolchain_info)
+        driver = tools.submit(attempt, host_tools.driver_info)
+        toolchain = tools.submit(attempt, host_tools.toolchain_info)
         torch, failure = import_torch()
         report["driver"] = driver.result()
-        report["torch"] = failure or attempt(lambda: torch_info(torch))
-        report["numpy"] = attempt(numpy_info)
-        report["settings"] = attempt(lambda: settings_info(torch))
+        report["torch"] = failure or attempt(lambda: torch_facts.torch_info(torch))
+        report["numpy"] = attempt(torch_facts.numpy_info)
+        report["settings"] = attempt(lambda: torch_facts.settings_info(torch))
         report["toolchain"] = toolchain.result()
     if env_report is None:
         report["collect_env"] = {"skipped": "not asked for (run with --collect-env)"}
@@ -401,7 +204,7 @@ def gpu_argv(args: list[str], report: dict[str, Any]) -> list[str]:
 
 
 def _sibling(name: str) -> Any:
-    """Another probe of this folder, by path (``-I`` keeps the folder off ``sys.path``)."""
+    """Another script of this folder, by path (``-I`` keeps the folder off ``sys.path``)."""
     import importlib.util
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
