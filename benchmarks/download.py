@@ -137,7 +137,7 @@ def lockkit_fetch(files: dict[str, tuple[str, int]], base: str,
                   cpu: list[float]) -> Callable[[Path], float]:
     """A cold fetch of every file into a new cache under the given folder, timed."""
     from lockkit.cache.store import Cache
-    from lockkit.wheelhouse.fetch import Fetcher, Want, http_client
+    from lockkit.download.fetch import Fetcher, Want, http_client
 
     wants = sorted((Want(filename=name, sha256=sha, size=size, urls=(f"{base}/{name}",),
                          source=f"{base}/{name}") for name, (sha, size) in files.items()),

@@ -218,7 +218,7 @@ class Edge:
 def lockkit_fetch(name: str, sha: str, size: int, edge: Callable[[], Edge], *,
                   part_min: int) -> Callable[[Path], float]:
     from lockkit.cache.store import Cache
-    from lockkit.wheelhouse.fetch import Fetcher, Want, http_client
+    from lockkit.download.fetch import Fetcher, Want, http_client
 
     def timed(folder: Path) -> float:
         with edge() as server:
@@ -263,7 +263,7 @@ def measure(opts: h.Options) -> list[h.Result]:
     with h.workdir("edge") as work:
         name, sha = make_file(work / "files", size)
         env = h.bench_env(work)
-        from lockkit.wheelhouse.transfer import PART_MIN
+        from lockkit.download.transfer import PART_MIN
 
         for label, target, parts, cut in rows:
             # parts: the default size (a quick run's file is smaller: a quarter of it)

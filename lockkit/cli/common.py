@@ -149,9 +149,9 @@ def lock_fetcher(project: Project, platform: Platform, cache_dir: Path | None
     def fetch(dest: Path, lock: Lock) -> BuildResult:
         from lockkit.cache.layout import default_cache_dir
         from lockkit.cache.store import Cache
+        from lockkit.download.fetch import http_client
         from lockkit.index.auth import Credentials
         from lockkit.wheelhouse import build as wheelhouse
-        from lockkit.wheelhouse.fetch import http_client
 
         credentials = Credentials.for_indexes(project.index_url, project.mirrors)
         with http_client(credentials=credentials) as client:

@@ -96,8 +96,8 @@ class SyncOptions:
 
 def handle(options: SyncOptions) -> int:
     from lockkit.cli.common import load
+    from lockkit.steps.context import Options
     from lockkit.verify import sync
-    from lockkit.verify.context import Options
 
     project = load(options.project, mirrors=list(options.mirror), index_url=options.index_url)
     platform = pick_platform(project, options.platform, "sync")

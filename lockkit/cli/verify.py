@@ -130,7 +130,7 @@ Layer = Literal["code", "data", "packages", "system", "result"]
 
 @dataclass(frozen=True, kw_only=True)
 class VerifyOptions:
-    """``lockkit verify``'s flags, typed (:class:`lockkit.verify.context.Options` is what
+    """``lockkit verify``'s flags, typed (:class:`lockkit.steps.context.Options` is what
     the run takes, made from these once the project is read)."""
 
     platform: str | None
@@ -176,9 +176,9 @@ def handle(options: VerifyOptions) -> int:
     from lockkit._internal.outdir import check
     from lockkit.cache.layout import default_cache_dir
     from lockkit.cli.common import load
+    from lockkit.steps.context import Options as RunOptions
     from lockkit.verify import existing as existing_env
     from lockkit.verify import run
-    from lockkit.verify.context import Options as RunOptions
 
     project = load(options.project, mirrors=list(options.mirror), index_url=options.index_url)
     platform = pick_platform(project, options.platform, "verify")

@@ -26,12 +26,12 @@ if TYPE_CHECKING:
     from lockkit._internal.redact import Secrets
     from lockkit.cache.store import Cache
     from lockkit.config.project import Project
+    from lockkit.download.fetch import Got, Item
+    from lockkit.download.sources import FoundIn
     from lockkit.lock.model import LockTables
     from lockkit.platforms.definitions import Platform
     from lockkit.wheelhouse.build import BuildResult
-    from lockkit.wheelhouse.fetch import Got, Item
     from lockkit.wheelhouse.meta import FileRecord
-    from lockkit.wheelhouse.sources import FoundIn
 
 __all__ = ["DESCRIPTION", "HELP", "JOBS", "BuildOptions", "add_arguments", "handle"]
 
@@ -158,11 +158,11 @@ def _build(options: BuildOptions) -> int:
                                           cache_root, options.project):
         return 0  # nothing new: none of the build's modules is imported
     from lockkit.cache.store import Cache
+    from lockkit.download.fetch import http_client
     from lockkit.index.auth import Credentials
     from lockkit.lock.freshness import stale_warning
     from lockkit.lock.model import Lock
     from lockkit.wheelhouse import build as wheelhouse
-    from lockkit.wheelhouse.fetch import http_client
 
     lock, items = wheelhouse.plan(project, platform,
                                   fallback_to_official=options.fallback_to_official,

@@ -25,7 +25,7 @@ What httpx's transport gave a download, this one gives too:
   connection, an unknown host, an untrusted certificate; ``ConnectTimeout``,
   ``ReadTimeout``; ``RemoteProtocolError`` for a body cut short of its Content-Length or
   an answer that is not HTTP; ``ReadError``), so that the retry rule and the
-  :class:`~lockkit.wheelhouse.fetch.Fetcher` judge them as before;
+  :class:`~lockkit.download.fetch.Fetcher` judge them as before;
 - the ``network_stream`` response extension with ``get_extra_info("socket")``, as httpcore
   documents it: a stop shuts the socket down under its reader.
 

@@ -2,7 +2,7 @@
 
 compile's PyTorch index pages and the hashes of files their page gave none
 (:mod:`lockkit.index.pages`), the wheelhouse's and verify's downloads
-(:mod:`lockkit.wheelhouse.fetch`) are all sent by a :class:`Client`: one ``httpx.Client``
+(:mod:`lockkit.download.fetch`) are all sent by a :class:`Client`: one ``httpx.Client``
 made from one :class:`Policy`, which decides, once for all of them:
 
 - TLS: certifi's CA bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set (what pip,
@@ -66,7 +66,7 @@ USER_AGENT = f"lockkit/{__version__}"
 TIMEOUT = 30.0  # seconds: compile --timeout's default (connect, and each read)
 CONNECT_TIMEOUT = 15.0  # the longest a download waits for its connection
 # Connections at once to one host, a download's files and ranged parts together
-# (lockkit.wheelhouse.transfer): browsers allow 6, aria2 up to 16; a CDN edge serves each
+# (lockkit.download.transfer): browsers allow 6, aria2 up to 16; a CDN edge serves each
 # connection at its own cap, so a few more than a browser's fill a fast link.
 PER_HOST = 8
 MAX_PAGE = 64 << 20  # bytes: the largest index page read (max-page-size's default, in MiB)

@@ -1,7 +1,7 @@
 """The one retry loop (:func:`attempts`) and what it asks of a policy (:class:`RetryRule`;
 :class:`lockkit.index.http.Policy` is the one): the client's transport sends each request
 through it (:class:`lockkit.index.transport.Retrying`), and a download resumes a body cut
-short after its headers through it (:mod:`lockkit.wheelhouse.transfer`), given the same
+short after its headers through it (:mod:`lockkit.download.transfer`), given the same
 policy object. No httpx here: a warm build that downloads nothing never imports it.
 """
 
@@ -52,7 +52,7 @@ def attempts(policy: RetryRule, stop: threading.Event | None, what: str,
     raises :class:`Again`, ``policy.pause(attempt)`` seconds apart, each pause said at
     ``-v`` and ended at once by *stop*. The transport sends requests through it, and a
     download resumes a body cut short after its headers through it
-    (:mod:`lockkit.wheelhouse.transfer`), with the same policy object."""
+    (:mod:`lockkit.download.transfer`), with the same policy object."""
     for attempt in range(policy.attempts):
         try:
             return once(attempt)

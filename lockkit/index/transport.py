@@ -19,7 +19,7 @@ downloads alike, gets the same rule:
   no attempt follows.
 
 What the transport sees ends with the headers: a body cut short after them is its
-reader's to resume (:mod:`lockkit.wheelhouse.transfer`), through the same loop and the
+reader's to resume (:mod:`lockkit.download.transfer`), through the same loop and the
 same policy object.
 
 With *bulk* (downloads), a request that goes straight to its host is sent on

@@ -126,7 +126,7 @@ def origin(url: str) -> str:
 # Official file hosts -> the host that serves the same files under the same paths (one
 # outage of download-r2.pytorch.org, a TLS failure on 2026-07-06, broke frozen installs
 # that pinned it while download.pytorch.org served the same bytes): the rule the download
-# fallback (lockkit.wheelhouse.fetch) follows, here alone.
+# fallback (lockkit.download.fetch) follows, here alone.
 TWIN_HOSTS = {"https://download-r2.pytorch.org": "https://download.pytorch.org",
               "https://download.pytorch.org": "https://download-r2.pytorch.org"}
 

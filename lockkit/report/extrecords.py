@@ -80,7 +80,7 @@ class ExtensionsResult:
     native: tuple[NativePackage, ...] = ()
     device: str | None = None
     config: Mapping[str, Any] | None = None  # foreign: the table as the project wrote it
-    hang: shapes.HangDoc | None = None  # lockkit.verify.hang: where the probe stalled
+    hang: shapes.HangDoc | None = None  # lockkit.probes.hang: where the probe stalled
 
     @property
     def passed(self) -> bool:

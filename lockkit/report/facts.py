@@ -1,5 +1,5 @@
 """The system probe's report as the dossier keeps it: foreign JSON that
-``lockkit/verify/probes/system_probe.py`` shapes, read through accessors that tolerate a
+``lockkit/probes/scripts/system_probe.py`` shapes, read through accessors that tolerate a
 missing or odd section (a probe of another lockkit, a crash halfway).
 """
 
@@ -36,7 +36,7 @@ class TorchFacts:
 
 @dataclass(frozen=True, kw_only=True)
 class SystemFacts:
-    """The system probe's report (``lockkit/probes/system_probe.py`` owns its shape)."""
+    """The system probe's report (``lockkit/probes/scripts/system_probe.py`` owns its shape)."""
 
     raw: Mapping[str, Any]
 

@@ -4,7 +4,7 @@ One ``<testsuites>`` holding one ``<testsuite>``; each step is a ``<testcase>`` 
 dossier's order. ``failed`` is a ``<failure>`` carrying the step's first error,
 ``skipped`` and ``not-run`` are ``<skipped>`` carrying the reason: a step that never
 ran is not a failure of its own, the step it needed already is. ``errors`` is always 0
-because a step's crash is recorded by :mod:`lockkit.verify.steps` as ``failed``.
+because a step's crash is recorded by :mod:`lockkit.steps.engine` as ``failed``.
 
 The shape follows the common (Jenkins/Ant) JUnit schema that GitHub, GitLab and
 Jenkins test reporters read: numeric ``tests``/``failures``/``errors``/``skipped``/

@@ -96,7 +96,7 @@ class Dossier:
     application_config: Mapping[str, Any] | None = None  # [verify.application] as read
     environment_passed_to_probes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()  # noticed, not judged: e.g. the lock is stale
-    # where a command that passed its timeout stalled (lockkit.verify.hang): step, phase, frame,
+    # where a command that passed its timeout stalled (lockkit.probes.hang): step, phase, frame,
     # detail and the stacks every process of its group printed
     hang: shapes.HangDoc | None = None
     # name -> absolute folder (roots.ROOT_NAMES: project, venv, ..., lockkit, tools, python):

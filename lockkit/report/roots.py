@@ -17,7 +17,7 @@ The roots, in the order a reader meets them: the run's own folders (``project``,
 ``venv``, ``wheelhouse``, ``cache``, ``tmp``); ``report``, the folder the documents are
 written to (``--report-dir``, so ``--junit <report>/junit.xml``); then what the run used
 but did not make: ``lockkit``, lockkit's installed package folder (its probe scripts run
-from ``<lockkit>/verify/probes``), ``tools``, the folder of the uv binary lockkit runs
+from ``<lockkit>/probes/scripts``), ``tools``, the folder of the uv binary lockkit runs
 (:func:`own_roots`), and ``python``, the prefix of the interpreter a venv was built from.
 ``lockkit`` and ``tools`` are two roots, not one: uv's binary is installed into the
 environment's scripts folder (``bin/``), apart from the package folder, and an editable

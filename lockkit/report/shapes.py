@@ -26,7 +26,7 @@ ExtensionStatus = Literal["passed", "failed", "not-run"]  # not-run: the probe e
 # as it was, never to be read as a rebuild's "passed"
 Result = Literal["passed", "failed", "incomplete", "passed-existing"]  # a run's
 RESULTS: tuple[Result, ...] = get_args(Result)
-# where a command that passed its timeout stalled (lockkit.verify.hang)
+# where a command that passed its timeout stalled (lockkit.probes.hang)
 HangPhase = Literal["data loading", "host-device transfer", "torch operation",
                     "the project's code", "unknown"]
 # embedding: [verify.embedding]; command: [verify.application]'s command and its files
@@ -189,7 +189,7 @@ class _HangDoc(TypedDict):
 
 
 class HangDoc(_HangDoc, total=False):
-    """Where a timed-out command stalled (:class:`lockkit.verify.hang.HangReport`)."""
+    """Where a timed-out command stalled (:class:`lockkit.probes.hang.HangReport`)."""
 
     step: str  # the dossier's, first: the step whose command stalled
 

@@ -1,6 +1,6 @@
 """The system and GPU steps, one implementation for ``verify`` and ``diagnose``.
 
-Both run a probe inside the target interpreter (:mod:`lockkit.verify.probe`) and judge what it
+Both run a probe inside the target interpreter (:mod:`lockkit.probes.probe`) and judge what it
 says the same way: the system step fails when torch reports no version, whatever else it
 reports; the GPU step fails on the first GPU check that did not pass.
 
@@ -26,11 +26,11 @@ from lockkit.lock.lockfile import cuda_majors
 from lockkit.platforms.arch import host_os
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.host import driver_minimum
+from lockkit.probes import probe
 from lockkit.report.facts import SystemFacts
 from lockkit.report.shapes import Foreign
-from lockkit.verify import probe
-from lockkit.verify.findings import Findings
-from lockkit.verify.steps import Step, StepFailed
+from lockkit.steps.engine import Step, StepFailed
+from lockkit.steps.findings import Findings
 
 __all__ = ["DriverCheck", "driver_check", "gpu_args", "gpu_step", "locked_backend", "system_step",
            "with_collect_env"]

@@ -16,9 +16,9 @@ from lockkit.errors import UsageError
 from lockkit.report.model import Dossier
 from lockkit.report.records import CommandRecord
 from lockkit.report.roots import named_roots, own_roots
+from lockkit.steps.engine import Step, Steps, overall
+from lockkit.steps.findings import Findings
 from lockkit.verify import chain
-from lockkit.verify.findings import Findings
-from lockkit.verify.steps import Step, Steps, overall
 
 __all__ = ["default_python", "diagnose", "no_torch"]
 

@@ -11,7 +11,7 @@ variables) instead of a venv's folder:
 
 The host step reads the interpreter without running its start-up code (``python -I -S``,
 ``probes/site_probe.py``), and the start-up step judges that code before anything starts
-the interpreter the usual way (:mod:`lockkit.verify.startup`): ``pip-check``, the probes
+the interpreter the usual way (:mod:`lockkit.env.startup`): ``pip-check``, the probes
 and the checks come after it, and do not run when it fails.
 
 The inventory holds the environment to the lock: every locked package installed at its
@@ -24,14 +24,14 @@ RECORD says, it looks at what Python will load:
 - RECORD against the wheel: where the lock's wheel is at hand (``--wheelhouse``, else
   the download cache, else fetched by its hash with ``--fetch-wheels``), hashing to the
   lock's sha256, its own RECORD (the only member read) is the one the installed RECORD
-  must match (:mod:`lockkit.verify.ownership`), so a file edited together with its
+  must match (:mod:`lockkit.env.ownership`), so a file edited together with its
   RECORD row is caught. Packages with no wheel at
   hand are named in the inventory's ``record_on_its_word`` and a warning.
 - Ownership: every file under the site-packages folders is some RECORD's; an unowned
   ``.pth``, ``sitecustomize`` or ``usercustomize``, or an unowned module inside a locked
   package's folder, fails; other unowned files are listed (``--strict`` fails them).
 - The variables of the environment verify runs in that change what Python imports
-  (:mod:`lockkit.verify.importenv`): recorded, redacted; the folders they add listed; a
+  (:mod:`lockkit.env.importenv`): recorded, redacted; the folders they add listed; a
   locked package they shadow, or start-up code they add, fails.
 
 Nothing here writes into the environment: no installer runs (``pip check`` reads), the
@@ -64,12 +64,8 @@ from lockkit._internal import proc
 from lockkit._internal.parse import parse_json
 from lockkit._internal.private import open_regular
 from lockkit.cache.store import Cache
-from lockkit.errors import ConfigError, LockkitError
-from lockkit.report.records import Inventory
-from lockkit.verify import checks, importenv, probe, rebuild, startup
-from lockkit.verify.context import Run
-from lockkit.verify.interpreter import given_interpreter, lock_python
-from lockkit.verify.ownership import (
+from lockkit.env import importenv, interpreter, rebuild, startup, workspace
+from lockkit.env.ownership import (
     Unowned,
     record_against_wheel,
     record_rows,
@@ -77,8 +73,12 @@ from lockkit.verify.ownership import (
     unowned,
     wheel_record,
 )
-from lockkit.verify.steps import Step, StepFailed
-from lockkit.verify.workspace import git_state
+from lockkit.errors import ConfigError, LockkitError
+from lockkit.probes import probe
+from lockkit.report.records import Inventory
+from lockkit.steps.context import Run
+from lockkit.steps.engine import Step, StepFailed
+from lockkit.verify import checks
 from lockkit.wheelhouse import trust
 
 __all__ = ["LABEL", "bodies", "host_step", "inventory_step", "plan", "record_problems",
@@ -113,15 +113,15 @@ def host_step(run: Run, step: Step, read: dict[str, startup.Site]) -> None:
     """This machine against the platform, the interpreter against the lock's Python, and
     what the lock selects for the platform: the versions the inventory holds it to. The
     interpreter's facts come from ``site_probe.py``, which runs none of its start-up code
-    (:mod:`lockkit.verify.startup`)."""
+    (:mod:`lockkit.env.startup`)."""
     opts = run.opts
     assert opts.existing is not None
-    run.found.code = git_state(run, opts.project.root)
+    run.found.code = workspace.git_state(run, opts.project.root)
     rebuild.check_machine(opts.platform, step)
     run.wheelhouse = opts.wheelhouse  # only read: the lock's wheels, for their RECORD
     read["site"] = site = _read_site(run, opts.existing)
-    python, facts = given_interpreter(run, opts.existing, lock_python(run), "--existing",
-                                      facts=site.facts)
+    python, facts = interpreter.given_interpreter(
+        run, opts.existing, interpreter.lock_python(run), "--existing", facts=site.facts)
     step.detail.update(interpreter=facts, environment=LABEL)
     run.found.python, run.interpreter, run.python = facts, python, python
     run.pycache = run.work / "pyc"  # the probes' and commands' bytecode: not in site-packages
@@ -134,7 +134,7 @@ def host_step(run: Run, step: Step, read: dict[str, startup.Site]) -> None:
 
 def startup_step(run: Run, step: Step, site: startup.Site) -> None:
     """What the interpreter runs at start-up, judged before anything starts it
-    (:mod:`lockkit.verify.startup`); what passed on someone's word is a warning."""
+    (:mod:`lockkit.env.startup`); what passed on someone's word is a warning."""
     found = startup.judge(site, run.expected, run.opts.allow_extra)
     step.detail.update(code_lines=len(site.code), customize=len(site.customize),
                        failures=found.failures, taken_on_its_word=found.taken)

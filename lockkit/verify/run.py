@@ -45,13 +45,15 @@ from pathlib import Path
 from lockkit import __version__
 from lockkit._internal.endings import interrupt_held
 from lockkit._internal.fs import sha256_file, temp_private
+from lockkit.env import install, rebuild
+from lockkit.env.workspace import git_state
 from lockkit.lock import freshness
+from lockkit.probes import probe
 from lockkit.report.model import Dossier
 from lockkit.report.roots import named_roots, own_roots
-from lockkit.verify import chain, checks, existing, install, probe, rebuild
-from lockkit.verify.context import NO_TORCH, UV_CACHE, Options, Run
-from lockkit.verify.steps import Step, StepFailed, Steps, StepSkipped, overall
-from lockkit.verify.workspace import git_state
+from lockkit.steps.context import NO_TORCH, UV_CACHE, Options, Run
+from lockkit.steps.engine import Step, StepFailed, Steps, StepSkipped, overall
+from lockkit.verify import chain, checks, existing
 
 __all__ = ["Outcome", "PLAN", "execute", "make_dossier", "new_run", "plan", "step_bodies",
            "verify"]

@@ -2,7 +2,7 @@
 
 The default venv is ``<project>/.venv``, the one ``uv sync`` manages (pip-tools'
 ``pip-sync`` edits the active environment in place instead; a fresh rebuild cannot).
-The steps are verify's own (:mod:`lockkit.verify.rebuild`, :mod:`lockkit.verify.install`):
+The steps are verify's own (:mod:`lockkit.env.rebuild`, :mod:`lockkit.env.install`):
 host, venv, install from the wheelhouse or the lock's URLs by hash, pip-check,
 inventory; ``verify=True`` runs the whole verify plan (system, gpu, extensions,
 application, resume) on the new venv too.
@@ -46,13 +46,13 @@ from lockkit._internal.endings import interrupt_held
 from lockkit._internal.fs import temp_private
 from lockkit._internal.leftovers import hold, owner_mark, owner_tag
 from lockkit._internal.outdir import MARKER, check, mark, swap, sweep_stale
+from lockkit.env import rebuild
+from lockkit.env.ownership import record_rows, unowned
 from lockkit.errors import ConfigError, UsageError
 from lockkit.report.model import Dossier
-from lockkit.verify import rebuild
-from lockkit.verify.context import Options
-from lockkit.verify.ownership import record_rows, unowned
+from lockkit.steps.context import Options
+from lockkit.steps.engine import Step
 from lockkit.verify.run import PLAN, execute, make_dossier, new_run, plan
-from lockkit.verify.steps import Step
 
 __all__ = ["NEW", "REBUILD", "SyncOptions", "Synced", "foreign", "rebase", "sync", "target"]
 
@@ -121,7 +121,7 @@ def foreign(venv: Path) -> list[str]:
     """What in *venv* (absolute) no ``*.dist-info/RECORD`` of its site-packages owns and
     the venv's layout does not account for, relative to it, sorted; a folder at the top
     that nothing installed uses (``src/``) is named once, with a ``/``. Links are never
-    followed. Ownership is :mod:`lockkit.verify.ownership`'s, bytecode of owned files
+    followed. Ownership is :mod:`lockkit.env.ownership`'s, bytecode of owned files
     included."""
     sites = sorted(venv.glob("lib/python*/site-packages")) + sorted(
         venv.glob("Lib/site-packages"))

@@ -1,13 +1,7 @@
 """``lockkit wheelhouse``: every wheel of a lock in one folder that installs offline
-(:mod:`~lockkit.wheelhouse.build`), or found up to date by its files' identities when
-nothing is new (:mod:`~lockkit.wheelhouse.current`), downloads by hash
-(:mod:`~lockkit.wheelhouse.fetch`) from the places a file is looked for, a failing
-PyTorch host's twin last (:mod:`~lockkit.wheelhouse.sources`), each file's bytes from
-one URL, resumed when cut short, in ranged parts when large, kept for the next build when
-interrupted (:mod:`~lockkit.wheelhouse.transfer`), within a few connections per host
-(:mod:`~lockkit.wheelhouse.line`),
-written and hashed on a second thread (:mod:`~lockkit.wheelhouse.sink`), on a few threads
-(:mod:`~lockkit.wheelhouse.download`), the files beside the wheels: lock,
+(:mod:`~lockkit.wheelhouse.build`, its files downloaded by hash in ``lockkit.download``),
+or found up to date by its files' identities when nothing is new
+(:mod:`~lockkit.wheelhouse.current`), the files beside the wheels: lock,
 requirements, ``simple/``, manifest (:mod:`~lockkit.wheelhouse.meta`), the folder checked
 against the committed lock (:mod:`~lockkit.wheelhouse.trust`), every file a printed install
 command reads held to what that lock implies, for pack, unpack and verify alike
@@ -22,5 +16,5 @@ itself for the offline machine (:mod:`~lockkit.wheelhouse.tools`): its own wheel
 (:mod:`~lockkit.wheelhouse.offline`).
 
 May import: lockkit.errors, lockkit._internal, lockkit.platforms, lockkit.config,
-lockkit.index, lockkit.lock, lockkit.cache
+lockkit.index, lockkit.lock, lockkit.cache, lockkit.download
 """

@@ -1,9 +1,9 @@
 """A lock's wheels in one folder that installs with no network.
 
 ``build`` selects the platform's files from ``locks/pylock.<platform>.toml`` (:func:`plan`),
-fetches them by hash (cache, ``--find-links``, then :mod:`lockkit.wheelhouse.sources`:
+fetches them by hash (cache, ``--find-links``, then :mod:`lockkit.download.sources`:
 mirror, lock URL, the same path on the twin host when a host fails;
-:mod:`lockkit.wheelhouse.download`), and writes the folder in a temp sibling that replaces
+:mod:`lockkit.download.pool`), and writes the folder in a temp sibling that replaces
 the old one only when complete:
 
     <out>/<wheels>.whl    every wheel, at the top (``--find-links <out>`` works)
@@ -38,6 +38,9 @@ from lockkit._internal.fs import ignored_folder, sha256_file, temp_dir
 from lockkit._internal.redact import masked
 from lockkit.cache.store import Cache, copy_file
 from lockkit.config.project import Project
+from lockkit.download.fetch import Fetcher, FileKind, Got, Item, Want
+from lockkit.download.pool import fetch_items
+from lockkit.download.sources import sources
 from lockkit.errors import BuildError, ConfigError, HashMismatch
 from lockkit.index.http import PER_HOST
 from lockkit.index.urls import Mirrors
@@ -46,12 +49,9 @@ from lockkit.platforms.definitions import Platform
 from lockkit.platforms.targets import NothingInstallable, select
 from lockkit.wheelhouse import sbom
 from lockkit.wheelhouse.current import build_key, remember
-from lockkit.wheelhouse.download import fetch_items
-from lockkit.wheelhouse.fetch import Fetcher, Got, Item, Want
 from lockkit.wheelhouse.manifest import Entry
 from lockkit.wheelhouse.meta import FileRecord, write_meta
-from lockkit.wheelhouse.sources import sources
-from lockkit.wheelhouse.trust import FileKind, file_name_problem, inside
+from lockkit.wheelhouse.trust import file_name_problem, inside
 
 if TYPE_CHECKING:
     from lockkit.wheelhouse.toolpins import Toolset
@@ -89,7 +89,7 @@ def plan(project: Project, platform: Platform, *, fallback_to_official: bool = F
     """The files of *lock* (None: :func:`read_lock`) for *platform*: one wheel per
     package, or its sdist.
 
-    Where each file is looked for is :func:`lockkit.wheelhouse.sources.sources`'s: a file
+    Where each file is looked for is :func:`lockkit.download.sources.sources`'s: a file
     a mirror covers is fetched from the mirror only (an air-gapped site's build must not
     reach for the official host behind its back); *fallback_to_official* adds the lock's
     own URL after the mirror's; a host's twin follows it, for when the host fails."""

@@ -22,13 +22,13 @@ from typing import Any
 from lockkit import __version__
 from lockkit._internal.fs import sha256_file
 from lockkit._internal.redact import Secrets
+from lockkit.download.sources import FoundIn
 from lockkit.lock.meta import with_meta
 from lockkit.lock.model import Lock, dumps
 from lockkit.platforms.definitions import Platform
 from lockkit.wheelhouse import sbom
 from lockkit.wheelhouse.manifest import Entry, ManifestDoc
 from lockkit.wheelhouse.offline import requirements_header
-from lockkit.wheelhouse.sources import FoundIn
 
 __all__ = ["FileRecord", "texts_of", "tool_file", "write_meta"]
 

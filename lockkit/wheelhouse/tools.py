@@ -12,7 +12,7 @@ workflow's pins, :mod:`lockkit.ci.pins`, resolve by it too, for every OS and Pyt
 Without ``exclude-newer`` the tools follow the index's newest releases at build time, so
 two builds far apart may carry different
 versions; the wheelhouse's own files (the lock's) do not move. The wheels are selected
-for the platform by ``lockkit.platforms.targets`` and fetched by ``lockkit.wheelhouse.fetch``
+for the platform by ``lockkit.platforms.targets`` and fetched by ``lockkit.download.fetch``
 exactly like the lock's own files, so every sha256 is checked while the bytes stream in.
 
 **lockkit's own wheel** is not on any index, so it is made from the running lockkit
@@ -65,13 +65,13 @@ from lockkit import __version__
 from lockkit._internal.fs import sha256_file
 from lockkit.cache.store import Cache, copy_hashing
 from lockkit.config.project import Project
+from lockkit.download.fetch import Fetcher, Want
 from lockkit.errors import BuildError, FetchError, LockkitError
 from lockkit.index.resolve import ResolveOptions, resolve
 from lockkit.index.urls import Indexes, Mirrors
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import Platform
 from lockkit.platforms.targets import NothingInstallable, select
-from lockkit.wheelhouse.fetch import Fetcher, Want
 from lockkit.wheelhouse.manifest import Entry
 from lockkit.wheelhouse.ownwheel import (
     build_from_source,

@@ -16,7 +16,7 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING
 
 from packaging.pylock import PackageSdist, PackageWheel
 from packaging.utils import (
@@ -34,10 +34,11 @@ from lockkit.platforms.definitions import Platform, load_catalog
 from lockkit.platforms.targets import NothingInstallable, select
 from lockkit.wheelhouse.manifest import Entry
 
-__all__ = ["Checked", "FileKind", "Selected", "check_folder", "committed", "file_name_problem",
-           "inside", "requirements", "selection"]
+if TYPE_CHECKING:
+    from lockkit.download.fetch import FileKind
 
-FileKind = Literal["wheel", "sdist"]  # what a lock selects: a wheel, or an sdist to build
+__all__ = ["Checked", "Selected", "check_folder", "committed", "file_name_problem",
+           "inside", "requirements", "selection"]
 
 
 @dataclass(frozen=True, kw_only=True)

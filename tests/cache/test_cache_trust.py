@@ -33,10 +33,10 @@ from lockkit.cache.memo import MemoStore
 from lockkit.cache.store import Cache
 from lockkit.cli import main
 from lockkit.config.project import load_project
+from lockkit.env.install import shared_root
 from lockkit.errors import HashMismatch
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import load_platforms
-from lockkit.verify.install import shared_root
 from lockkit.wheelhouse import archive, ownwheel
 from tests.support.files import rewrite_in_place
 from tests.support.project import lockkit

@@ -3,7 +3,7 @@ runs, a signal at any moment of the start, and one CPython drops holding its imp
 each ends with exit 130, one line, nothing half-written and no process left.
 
 (What a download does under a slow, long or failing server is tested with the fetcher,
-``tests/wheelhouse/test_fetch.py`` and ``test_download.py``; a timeout's process group
+``tests/download/test_fetch.py`` and ``test_download.py``; a timeout's process group
 with the subprocess wrapper, ``tests/internal/test_run.py``.)"""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``-v`` and ``-q`` on every command, through ``logging`` (issue 33, point 8): ``-v`` says
 the URLs fetched (redacted), the decisions taken and the times; ``-q`` says errors only;
 what a command prints on stdout stays. (The levels themselves: ``tests/internal/test_log.py``;
-a step's time: ``tests/verify/test_steps.py``; a retried page: ``tests/index/test_pages.py``.)"""
+a step's time: ``tests/steps/test_engine.py``; a retried page: ``tests/index/test_pages.py``.)"""
 
 from __future__ import annotations
 

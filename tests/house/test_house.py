@@ -20,6 +20,7 @@ PACKAGE = Path(lockkit.__file__).resolve().parent
 CODE_MAP = PACKAGE.parent / "CONTRIBUTING.md"
 BEGIN, END = "<!-- code-map:begin -->", "<!-- code-map:end -->"
 MODULE_LINES, FUNCTION_LINES = 400, 60
+STAGE_SHARE = 0.15  # the most of the package's lines one stage folder may hold
 COMMON = {"lockkit", "lockkit.errors"}  # __version__ and the error tree: every stage's
 
 
@@ -43,7 +44,9 @@ def allowed(folder: Path) -> set[str] | None:
 
 
 def sources() -> list[Path]:
-    return sorted(p for p in PACKAGE.rglob("*.py") if "probes" not in p.relative_to(PACKAGE).parts)
+    """Every module of the package, the probe scripts included: they keep the size limits
+    like every module (nothing in them imports lockkit, so the import rules hold too)."""
+    return sorted(PACKAGE.rglob("*.py"))
 
 
 def module_name(path: Path) -> str:
@@ -135,8 +138,8 @@ def cycles(graph: dict[str, set[str]]) -> list[tuple[str, ...]]:
 
 # The stages in import order: each may import only those before it (the code map's order,
 # held to the "May import" lists by test_the_code_map_lists_the_stages_in_import_order)
-ORDER = ("_internal", "platforms", "index", "config", "lock", "cache", "compile", "wheelhouse",
-         "report", "verify", "ci", "cli")
+ORDER = ("_internal", "platforms", "index", "config", "lock", "cache", "compile", "download",
+         "wheelhouse", "report", "probes", "steps", "env", "verify", "ci", "cli")
 
 
 def out_of_order(order: tuple[str, ...], graph: dict[str, set[str]]) -> list[str]:
@@ -227,6 +230,30 @@ def test_modules_and_functions_stay_readable():
                     long_functions.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} "
                                           f"{node.name}: {size} lines")
     assert long_modules == [] and long_functions == []
+
+
+def oversized(sizes: dict[str, int], total: int) -> list[str]:
+    """Each stage of *sizes* (its lines) over :data:`STAGE_SHARE` of *total*, named with
+    its share."""
+    return [f"{name}/: {n} lines, {n / total:.1%} of the package's {total}"
+            for name, n in sorted(sizes.items()) if n > STAGE_SHARE * total]
+
+
+def test_no_stage_folder_holds_more_than_its_share_of_the_package():
+    """A folder names one thing a reader can hold in mind: a stage that grows past 15% of
+    the package's lines (verify once held a fifth) does several things, and is split by
+    what they are."""
+    def count(paths: list[Path]) -> int:
+        return sum(len(p.read_text("utf-8").splitlines()) for p in paths)
+
+    sizes = {folder.name: count(sorted(folder.rglob("*.py"))) for folder in stages()}
+    assert oversized(sizes, count(sources())) == []
+
+
+def test_a_stage_over_its_share_is_named():
+    assert oversized({"verify": 20, "lock": 10}, 100) == [
+        "verify/: 20 lines, 20.0% of the package's 100"]
+    assert oversized({"verify": 15}, 100) == []
 
 
 def test_the_contributing_code_map_is_the_stages_docstrings():

@@ -130,7 +130,7 @@ def test_the_rule_sees_a_module_without_tests_and_a_row_that_names_a_missing_fil
     """The checks above can fail: a made-up module has no tests, and the table's pattern
     reads a row as the README writes it."""
     assert not has_own_tests(Path("lockkit/wheelhouse/nosuchmodule.py"), _test_files())
-    assert has_own_tests(Path("lockkit/wheelhouse/fetch.py"), _test_files())
+    assert has_own_tests(Path("lockkit/download/fetch.py"), _test_files())
     row = "| `lockkit/x/y.py` | `tests/x/test_gone.py::test_it`, `tests/x/test_z.py` |"
     match = ROW.match(row)
     assert match and match[1] == "lockkit/x/y.py"

@@ -18,9 +18,9 @@ import pytest
 from lockkit._internal.compat import tomllib
 from lockkit.cache.store import Cache
 from lockkit.cli import main
+from lockkit.download.fetch import Fetcher, Want, http_client
 from lockkit.errors import FetchError
 from lockkit.index.auth import Credentials, read_netrc, realm, user_info
-from lockkit.wheelhouse.fetch import Fetcher, Want, http_client
 from tests.support.index_server import IndexServer
 from tests.support.project import Loopback, fill
 from tests.support.pytorch_index import PyTorchIndex

@@ -18,11 +18,11 @@ import pytest
 
 from lockkit import __version__
 from lockkit.cache.store import Cache
+from lockkit.download.fetch import Fetcher, Want, http_client
+from lockkit.download.line import Stopped
 from lockkit.errors import ConfigError, FetchError, IndexError_
 from lockkit.index.http import Client, Policy, unreachable
 from lockkit.index.pages import Http
-from lockkit.wheelhouse.fetch import Fetcher, Want, http_client
-from lockkit.wheelhouse.line import Stopped
 
 BODY = b"PK" + bytes(range(256)) * 64
 PAGE = b'<a href="http://files.invalid/w-1.0-py3-none-any.whl">w</a>'

@@ -245,9 +245,9 @@ def test_compile_with_a_mirror_serving_a_page_past_the_flag_fails_in_one_line(bi
 
 def test_a_wheelhouse_lookup_page_past_the_limit_is_a_fetch_error_naming_it(tmp_path):
     from lockkit.cache.store import Cache
+    from lockkit.download.fetch import Fetcher, Want, http_client
+    from lockkit.download.sources import PageRef
     from lockkit.errors import FetchError
-    from lockkit.wheelhouse.fetch import Fetcher, Want, http_client
-    from lockkit.wheelhouse.sources import PageRef
 
     server = BigPages(64 * MIB, length=False)
     threading.Thread(target=server.serve_forever, daemon=True).start()

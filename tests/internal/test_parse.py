@@ -37,9 +37,9 @@ def test_parse_toml_and_json_turn_deep_nesting_into_one_config_error():
 
 
 def test_a_caller_with_its_own_error_raises_it_with_the_same_line(tmp_path):
+    from lockkit.env.install import _check_wheelhouse
     from lockkit.report.diff import load_side
-    from lockkit.verify.install import _check_wheelhouse
-    from lockkit.verify.steps import StepFailed
+    from lockkit.steps.engine import StepFailed
 
     (tmp_path / "a.json").write_text(DEEP_JSON)
     with pytest.raises(DiffError, match=r"a\.json: JSON nested too deeply") as err:
@@ -58,7 +58,7 @@ def test_parse_keeps_decode_errors_and_shallow_documents_as_they_were():
 
 
 def test_a_probe_printing_deep_json_is_a_probe_failure_not_a_traceback():
-    from lockkit.verify import probe
+    from lockkit.probes import probe
 
     data, why = probe._parse(DEEP_JSON.encode() + b"\n")
     assert data is None and why is not None and why.startswith("the probe printed no JSON")

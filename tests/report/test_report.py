@@ -250,7 +250,7 @@ class Generator:  # first touched by the GPU probe's matrix product
 def test_a_gpu_check_that_dies_keeps_the_system_facts(tmp_path, monkeypatch, lang, error):
     """`system_probe.py --then-gpu` imports torch once; the system report is flushed before
     the GPU work, so a crash or hang there fails only the GPU part."""
-    from lockkit.verify.probe import run_chain
+    from lockkit.probes.probe import run_chain
 
     python = _venv_with(tmp_path, _GPU_WORK_FAILS)
     monkeypatch.setenv("LANG", lang)  # LANG crosses the probes' allow-list
@@ -264,7 +264,7 @@ def test_a_gpu_check_that_dies_keeps_the_system_facts(tmp_path, monkeypatch, lan
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
 def test_system_and_gpu_reports_from_one_process(tmp_path):
-    from lockkit.verify.probe import gpu_status, run_chain
+    from lockkit.probes.probe import gpu_status, run_chain
 
     python = _venv_with(tmp_path, _GPU_WORK_FAILS.replace("os.abort()", "pass"))
     system, gpu = run_chain(python, None, 30)

@@ -1,5 +1,5 @@
 """A loopback host that fails every request: what a CDN outage looks like to a client
-(tests of the twin-host fallback, :mod:`lockkit.wheelhouse.sources`)."""
+(tests of the twin-host fallback, :mod:`lockkit.download.sources`)."""
 
 from __future__ import annotations
 

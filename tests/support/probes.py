@@ -14,7 +14,7 @@ import pytest
 import uv
 
 from lockkit._internal.proc import isolated_env
-from lockkit.verify.probe import (
+from lockkit.probes.probe import (
     ProbeResult,
     run_probe,
 )

@@ -9,9 +9,9 @@ from lockkit._internal.compat import tomllib
 from lockkit.cache.store import Cache
 from lockkit.cli import main
 from lockkit.config.project import load_project
+from lockkit.download.fetch import http_client
 from lockkit.platforms.definitions import load_platforms
 from lockkit.wheelhouse import build as wheelhouse
-from lockkit.wheelhouse.fetch import http_client
 from tests.support.project import assert_conforms
 
 TORCH = "torch-2.5.1+cpu-cp311-cp311-linux_x86_64.whl"

@@ -21,10 +21,10 @@ from lockkit.config.checks.embedding import EmbeddingConfig
 from lockkit.config.project import load_project
 from lockkit.errors import ConfigError
 from lockkit.platforms.definitions import load_platforms
+from lockkit.steps.context import Options, Run, torch_device
+from lockkit.steps.engine import Step, Steps
 from lockkit.verify.checks.application.step import app_step
-from lockkit.verify.context import Options, Run, torch_device
 from lockkit.verify.run import PLAN
-from lockkit.verify.steps import Step, Steps
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "embeddings"
 DEVICES = {"linux-cpu": "cpu", "linux-cpu-aarch64": "cpu", "linux-cu126": "cuda:0",

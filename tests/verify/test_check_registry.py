@@ -27,11 +27,11 @@ from lockkit.report import markdown
 from lockkit.report.checks import registry
 from lockkit.report.checks.interface import Recorded
 from lockkit.report.model import Dossier
+from lockkit.steps.context import Options, Run
+from lockkit.steps.engine import Step, Steps, StepSkipped
 from lockkit.verify import checks as verify_checks
 from lockkit.verify import existing, run
 from lockkit.verify.checks import StepCheck
-from lockkit.verify.context import Options, Run
-from lockkit.verify.steps import Step, Steps, StepSkipped
 
 
 @dataclass(frozen=True, kw_only=True)

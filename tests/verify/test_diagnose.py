@@ -88,7 +88,7 @@ def test_diagnose_json_writes_paths_relative_to_the_venv(fake_venv):
     own = {name: str(path) for name, path in own_roots().items()}
     assert doc["roots"] == {"venv": str(venv), **own} and doc["python"] == "<venv>/bin/python"
     probes = {arg for c in doc["commands"] for arg in c["argv"] if arg.endswith("_probe.py")}
-    assert probes and all(arg.startswith("<lockkit>/verify/probes/") for arg in probes)
+    assert probes and all(arg.startswith("<lockkit>/probes/scripts/") for arg in probes)
     assert doc["system"]["torch"]["file"].startswith("<venv>/lib/")
     assert str(venv) not in json.dumps({k: v for k, v in doc.items() if k != "roots"})
     run = subprocess.run([*argv, "--absolute-paths"], capture_output=True, text=True,

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from lockkit.probes.probe import PROBES_DIR, probe_env, run_chain
 from lockkit.verify.diagnose import diagnose
-from lockkit.verify.probe import PROBES_DIR, probe_env, run_chain
 from tests.support.project import lockkit
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX venv layout")

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from lockkit._internal.redact import NO_SECRETS
+from lockkit.probes import hang
+from lockkit.probes.probe import run_lines
 from lockkit.report import markdown
 from lockkit.report.extrecords import ExtensionCheck, ExtensionsResult, NativePackage
 from lockkit.report.model import Dossier
-from lockkit.verify import hang
 from lockkit.verify.checks.extensions.step import _checks, native_packages
-from lockkit.verify.probe import run_lines
 from tests.support.fake_torch import build_fake_extension, build_fake_torch
 from tests.support.index_server import build_wheel
 from tests.support.probes import venv_with

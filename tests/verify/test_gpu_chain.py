@@ -18,8 +18,8 @@ import pytest
 from lockkit.cli import main
 from lockkit.platforms.definitions import load_platforms
 from lockkit.platforms.host import _MIN_DRIVER, driver_minimum
+from lockkit.probes.probe import gpu_status, run_probe
 from lockkit.verify.chain import driver_check, gpu_args, locked_backend
-from lockkit.verify.probe import gpu_status, run_probe
 from tests.support.fake_torch import build_fake_torch
 from tests.support.index_server import IndexServer
 from tests.support.project import lockkit

@@ -24,11 +24,11 @@ from lockkit.platforms.definitions import load_platforms
 from lockkit.report import markdown
 from lockkit.report.model import Dossier
 from lockkit.report.records import GitState, ResumeResult, StepResult
+from lockkit.steps.context import Options, Run
+from lockkit.steps.engine import Step, StepFailed, Steps, StepSkipped
 from lockkit.verify.checks.resume.step import check_exit, resume_step
 from lockkit.verify.checks.resume.verdict import RUNS, RunOutputError, compare, read_run
-from lockkit.verify.context import Options, Run
 from lockkit.verify.run import PLAN
-from lockkit.verify.steps import Step, StepFailed, Steps, StepSkipped
 from tests.support.project import lockkit
 
 N, M = 3, 3

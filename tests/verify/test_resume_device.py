@@ -20,11 +20,11 @@ from lockkit.config.checks.embedding import EmbeddingConfig
 from lockkit.config.checks.resume import ResumeConfig
 from lockkit.config.project import load_project
 from lockkit.platforms.definitions import load_platforms
+from lockkit.steps.context import Options, Run
+from lockkit.steps.engine import Step, StepFailed, Steps
 from lockkit.verify.checks.resume.step import resume_step
 from lockkit.verify.checks.resume.verdict import RunOutputError, read_run
-from lockkit.verify.context import Options, Run
 from lockkit.verify.run import PLAN
-from lockkit.verify.steps import Step, StepFailed, Steps
 from tests.verify.test_resume import N, good_runs, verdict, write
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "embeddings"

@@ -20,7 +20,7 @@ from lockkit.config.project import load_project
 from lockkit.lock.model import Lock
 from lockkit.platforms.definitions import load_platforms
 from lockkit.report.model import Dossier
-from lockkit.verify.context import Options as VerifyOptions
+from lockkit.steps.context import Options as VerifyOptions
 from lockkit.verify.run import verify as run_verify
 from tests.support.failing_host import FailingHost
 from tests.support.fake_torch import build_fake_torch
@@ -479,7 +479,7 @@ def test_a_verify_leaves_no_absolute_path_outside_the_roots(fake_project, tmp_pa
     assert {"project", "venv", "tmp", "report", "lockkit", "tools", "python"} <= set(roots)
     argv = [c["argv"] for c in doc["commands"]]
     assert {a[0] for a in argv if Path(a[0]).name == "uv"} == {"<tools>/uv"}
-    assert "<lockkit>/verify/probes/system_probe.py" in {arg for a in argv for arg in a}
+    assert "<lockkit>/probes/scripts/system_probe.py" in {arg for a in argv for arg in a}
     assert doc["command_line"][-4:] == ["--report-dir", "<report>", "--junit",
                                         "<report>/junit.xml"]
     md = [line for line in (report / "dossier.md").read_text().splitlines()

@@ -10,8 +10,8 @@ import pytest
 
 from lockkit.platforms import arch
 from lockkit.platforms.definitions import load_platforms
+from lockkit.probes.probe import gpu_status
 from lockkit.verify.chain import gpu_args
-from lockkit.verify.probe import gpu_status
 from tests.support.probes import checks_of, fake_venv, gpu, numpy_wheel  # noqa: F401 - fixtures
 
 XPU_FAKE: dict[str, Any] = {"version": "2.9.1+xpu", "cuda": None, "hip": None,
@@ -67,7 +67,7 @@ def test_rocm_build_is_read_from_torch_version_hip(fake_venv):  # noqa: F811
 
 @pytest.mark.parametrize("machine", ["aarch64", "arm64"])
 def test_aarch64_platforms_match_an_aarch64_machine(monkeypatch, machine):
-    """verify's host step (verify/rebuild.py) compares host_arch() with arch_family(arch)."""
+    """verify's host step (env/rebuild.py) compares host_arch() with arch_family(arch)."""
     monkeypatch.setattr(arch, "_machine", lambda: machine)
     plats = load_platforms()
     here = arch.host_arch()

@@ -98,7 +98,7 @@ def test_nothing_new_imports_none_of_the_build(built, project, tmp_path):
                 if line.startswith("import time:")}
     assert "lockkit.wheelhouse.current" in imported  # the list is the one asked for
     for heavy in ("cyclonedx", "lockkit.wheelhouse.build", "lockkit.wheelhouse.sbom",
-                  "httpx", "lockkit.wheelhouse.fetch", "lockkit.cache.store", "rich",
+                  "httpx", "lockkit.download.fetch", "lockkit.cache.store", "rich",
                   "packaging.pylock"):
         assert heavy not in imported, heavy
 

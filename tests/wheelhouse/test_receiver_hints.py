@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from lockkit.cli import main
+from lockkit.env.install import _check_wheelhouse
 from lockkit.lock.model import Lock
-from lockkit.verify.install import _check_wheelhouse
-from lockkit.verify.steps import StepFailed
+from lockkit.steps.engine import StepFailed
 from lockkit.wheelhouse.archive import RECEIVER_HINT, pack
 from tests.support.archive import make_folder
 from tests.support.wheelhouse import compiled

@@ -18,10 +18,10 @@ import pytest
 
 from lockkit.cache.store import Cache
 from lockkit.config.project import load_project
+from lockkit.download.fetch import Item, Want
 from lockkit.platforms.definitions import load_platforms
 from lockkit.wheelhouse import archive
 from lockkit.wheelhouse import build as wheelhouse
-from lockkit.wheelhouse.fetch import Item, Want
 from lockkit.wheelhouse.wheelzip import MIN_EPOCH, normalize_wheel, source_epoch
 from tests.support.pytorch_index import R2
 from tests.support.wheelhouse import build_cli, compiled, wheel_requests

@@ -18,8 +18,8 @@ from packaging.pylock import Pylock
 from lockkit._internal.compat import tomllib
 from lockkit.cache.store import Cache
 from lockkit.cli import main
+from lockkit.download.sources import FoundIn
 from lockkit.errors import FetchError, HashMismatch
-from lockkit.wheelhouse.sources import FoundIn
 from tests.support.project import OFFICIAL
 from tests.support.pytorch_index import R2
 from tests.support.wheelhouse import (

@@ -30,11 +30,11 @@ from lockkit.report.checks.application import APPLICATION
 from lockkit.report.checks.extensions import EXTENSIONS
 from lockkit.report.checks.interface import Recorded
 from lockkit.report.checks.resume import RESUME
+from lockkit.steps.context import Run
+from lockkit.steps.engine import Step
 from lockkit.verify.checks.application.step import app_step
 from lockkit.verify.checks.extensions.step import extensions_step
 from lockkit.verify.checks.resume.step import resume_step
-from lockkit.verify.context import Run
-from lockkit.verify.steps import Step
 
 __all__ = ["CHECKS", "StepCheck"]
 

@@ -1,5 +1,5 @@
 """The application step: the project's own check, run in a clean copy of its committed
-files (:mod:`lockkit.verify.workspace`) with the rebuilt venv's interpreter.
+files (:mod:`lockkit.env.workspace`) with the rebuilt venv's interpreter.
 
 The check is [verify.application] (any command: exit 0 in time, the declared outputs
 written, JSON outputs within their tolerance of the committed references) or
@@ -15,13 +15,13 @@ from lockkit._internal import proc
 from lockkit._internal.fs import sha256_file
 from lockkit.config.checks.application import ApplicationConfig
 from lockkit.config.checks.embedding import EmbeddingConfig
+from lockkit.env.workspace import clean_copy, command_env
 from lockkit.report.checks.application import APPLICATION
 from lockkit.report.records import ApplicationResult, CheckResult, Fingerprint
+from lockkit.steps.context import Run
+from lockkit.steps.engine import Step, StepFailed, StepSkipped
 from lockkit.verify.checks.application.compare import compare_files
 from lockkit.verify.checks.embedding import verdict as embedding
-from lockkit.verify.context import Run
-from lockkit.verify.steps import Step, StepFailed, StepSkipped
-from lockkit.verify.workspace import clean_copy, command_env
 
 __all__ = ["app_step"]
 

@@ -20,11 +20,11 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from lockkit.config.checks.extensions import ExtensionsConfig
+from lockkit.probes import hang, probe
 from lockkit.report.checks.extensions import EXTENSIONS
 from lockkit.report.extrecords import ExtensionCheck, ExtensionsResult, NativePackage
-from lockkit.verify import hang, probe
-from lockkit.verify.context import Run
-from lockkit.verify.steps import Step, StepFailed
+from lockkit.steps.context import Run
+from lockkit.steps.engine import Step, StepFailed
 
 __all__ = ["extensions_step", "native_packages"]
 

@@ -23,13 +23,13 @@ from pathlib import Path
 
 from lockkit._internal import proc
 from lockkit.config.checks.resume import ResumeConfig
+from lockkit.env.workspace import clean_copy, command_env
+from lockkit.probes import hang
 from lockkit.report.checks.resume import RESUME
 from lockkit.report.records import ResumeResult
-from lockkit.verify import hang
+from lockkit.steps.context import Run
+from lockkit.steps.engine import Step, StepFailed, StepSkipped
 from lockkit.verify.checks.resume.verdict import RUNS, RunOutputError, compare, read_run
-from lockkit.verify.context import Run
-from lockkit.verify.steps import Step, StepFailed, StepSkipped
-from lockkit.verify.workspace import clean_copy, command_env
 
 __all__ = ["check_exit", "resume_step"]
 
@@ -97,7 +97,7 @@ def _one(run: Run, cfg: ResumeConfig, copy: Path, env: dict[str, str], name: str
 
 def check_exit(name: str, result: proc.Result, n: int, m: int, root: Path) -> None:
     """A run that failed or hung ends the step with one line naming the run; a hang also
-    names its layer and the project's innermost frame (``lockkit.verify.hang``)."""
+    names its layer and the project's innermost frame (``lockkit.probes.hang``)."""
     role = {"A": f"{n + m} steps uninterrupted", "B": f"{n} steps, then its checkpoint",
             "R": "restores B's checkpoint, 0 steps",
             "C": f"restores B's checkpoint, steps {n + 1}..{n + m}"}[name]

@@ -1,5 +1,0 @@
-"""Standalone probe scripts, run by path inside the interpreter under test.
-
-Nothing here imports lockkit: ``lockkit.verify.probe`` runs each file with the target venv's
-``python -I`` and reads the one JSON object it prints.
-"""
